@@ -1,0 +1,1 @@
+"""diagrama's block types, one module each; `blocks.registry` lists them."""

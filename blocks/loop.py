@@ -1,0 +1,147 @@
+"""Loop: runs its `body` chain for each item, while a condition holds, or N times.
+
+The body's last block links back to the Loop; each entry from the body ends a
+pass (then `collect` and `break_when` are read), and the Loop either starts the
+next pass through its `body` port or finishes along `next`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine import Block, DataTable, Event, InputError, LoopLimitReached, Report, RunContext
+
+_MODES = ("for_each", "while", "count")
+
+
+class LoopInputs(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    for_each: Any = Field(default=None, description="a list or data table; each pass binds item and index")
+    while_: Any = Field(default=None, alias="while", description="condition checked before each pass")
+    count: Any = Field(default=None, description="number of passes")
+    max_iterations: int = Field(default=100, ge=1, description="reaching it while passes remain is an error")
+    break_when: Any = Field(default=None, description="condition checked after each pass; true ends the loop")
+    collect: Any = Field(default=None, description="value recorded after each pass, into `collected`")
+
+
+class LoopOutputs(BaseModel):
+    iterations: int = 0
+    collected: list[Any] = Field(default_factory=list)
+
+
+@dataclass
+class _Pass:
+    mode: str
+    items: list[Any] | None
+    count: int | None
+    iterations: int = 0
+    collected: list[Any] = field(default_factory=list)
+    shadowed: dict[str, Any] = field(default_factory=dict)
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "yes", "1")
+    return bool(value)
+
+
+class Loop(Block):
+    """Repeats its body: `for_each`, `while` or `count`, never past `max_iterations`."""
+
+    Inputs = LoopInputs
+    Outputs = LoopOutputs
+    body_port: ClassVar[str | None] = "body"
+    body_names: ClassVar[tuple[str, ...]] = ("item", "index")
+    deferred_inputs: ClassVar[tuple[str, ...]] = ("for_each", "while", "count", "break_when", "collect")
+
+    def check(self, constants: Mapping[str, Any], report: Report) -> None:
+        written = [mode for mode in _MODES if mode in self.spec.with_]
+        if len(written) != 1:
+            report(
+                "for_each",
+                "a Loop takes exactly one of for_each, while, count"
+                + (f" (it has {', '.join(written)})" if written else ""),
+                "for_each: \"{{ rows }}\", while: \"{{ i < 10 }}\" or count: 3",
+            )
+
+    def _begin(self, context: RunContext) -> _Pass:
+        mode = next(m for m in _MODES if context.has_input(m))
+        items = None
+        count = None
+        if mode == "for_each":
+            value = context.evaluate_input("for_each")
+            if isinstance(value, DataTable):
+                items = value.records()
+            elif isinstance(value, (list, tuple)):
+                items = list(value)
+            elif value is None:
+                items = []
+            else:
+                raise InputError(f"with.for_each: expected a list or a data table, got {type(value).__name__}")
+        elif mode == "count":
+            value = context.evaluate_input("count")
+            try:
+                count = int(value) if not isinstance(value, bool) else -1
+            except (TypeError, ValueError):
+                count = -1
+            if count < 0:
+                raise InputError(f"with.count: expected a whole number of passes, got {value!r}")
+        return _Pass(mode, items, count)
+
+    def _more(self, state: _Pass, context: RunContext) -> bool:
+        if state.mode == "for_each":
+            assert state.items is not None
+            return state.iterations < len(state.items)
+        if state.mode == "count":
+            assert state.count is not None
+            return state.iterations < state.count
+        return _truthy(context.evaluate_input("while"))
+
+    def _finish(self, state: _Pass, context: RunContext) -> dict[str, Any]:
+        context.loop_states.pop(self.id, None)
+        for name, previous in state.shadowed.items():
+            context.restore(name, previous)
+        return {"iterations": state.iterations, "collected": state.collected}
+
+    async def run(self, inputs: LoopInputs, context: RunContext) -> dict[str, Any]:
+        state: _Pass | None = context.loop_states.get(self.id) if context.entered_from_body else None
+        if state is None:
+            state = self._begin(context)
+            context.loop_states[self.id] = state
+        else:
+            state.iterations += 1
+            try:
+                if context.has_input("collect"):
+                    state.collected.append(context.evaluate_input("collect"))
+                if context.has_input("break_when") and _truthy(context.evaluate_input("break_when")):
+                    return self._finish(state, context)
+            except Exception:
+                self._finish(state, context)
+                raise
+        try:
+            more = self._more(state, context)
+        except Exception:
+            self._finish(state, context)
+            raise
+        if not more:
+            return self._finish(state, context)
+        if state.iterations >= inputs.max_iterations:
+            self._finish(state, context)
+            raise LoopLimitReached(
+                f"the loop reached max_iterations ({inputs.max_iterations}) while passes remained",
+                type="loop_limit_reached",
+            )
+        index = state.iterations
+        item = state.items[index] if state.items is not None else None
+        for name, value in (("item", item), ("index", index)):
+            previous = context.bind(name, value)
+            if index == 0:
+                state.shadowed[name] = previous
+        context.emit(Event.LOOP_PASS_STARTED, index=index)
+        context.follow("body")
+        return {}

@@ -1,0 +1,23 @@
+"""The block types diagrama ships, and the registry of all installed ones."""
+
+from __future__ import annotations
+
+from engine import Block, BlockRegistry
+from engine.block import entry_point_blocks
+
+from blocks.loop import Loop
+from blocks.set import Set
+from blocks.start import Start
+
+__all__ = ["BUILTIN_BLOCKS", "registry"]
+
+BUILTIN_BLOCKS: tuple[type[Block], ...] = (Start, Set, Loop)
+
+
+def registry(*, plugins: bool = True) -> BlockRegistry:
+    """Our blocks, plus those other packages register under `diagrama.blocks`."""
+    blocks = BlockRegistry(BUILTIN_BLOCKS)
+    if plugins:
+        for block in entry_point_blocks():
+            blocks.register(block)
+    return blocks

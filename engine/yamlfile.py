@@ -1,0 +1,225 @@
+"""Safe YAML reading that remembers where every value was written.
+
+Only plain YAML types are built (no Python tags); duplicate keys, alias bombs and
+absurdly large files are refused with a Problem that names the file and line. The
+result is plain Python data plus a ``LineMap`` from a value's path to its line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+
+from engine.errors import DiagramInvalid, Problem
+
+__all__ = ["MAX_FILE_BYTES", "MAX_NODES", "LineMap", "read_yaml", "read_yaml_text"]
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+# After alias expansion; a billion-laughs file reaches this in a few milliseconds.
+MAX_NODES = 500_000
+
+_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_STR_TAG = "tag:yaml.org,2002:str"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_SCALAR_TAGS = {
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:timestamp",
+}
+
+Path_ = tuple[str | int, ...]
+
+
+class LineMap:
+    """Maps a value's path (keys and list indices) to its 1-based line and column."""
+
+    __slots__ = ("_marks", "file")
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self._marks: dict[Path_, tuple[int, int]] = {}
+
+    def record(self, path: Path_, line: int, column: int) -> None:
+        self._marks[path] = (line, column)
+
+    def line(self, path: Path_) -> int | None:
+        """The line of `path`, or of its nearest recorded parent."""
+        mark = self.mark(path)
+        return mark[0] if mark else None
+
+    def mark(self, path: Path_) -> tuple[int, int] | None:
+        for end in range(len(path), -1, -1):
+            found = self._marks.get(path[:end])
+            if found is not None:
+                return found
+        return None
+
+
+class _Builder:
+    def __init__(self, file: str) -> None:
+        self.lines = LineMap(file)
+        self.problems: list[Problem] = []
+        self.nodes = 0
+        self._constructor = SafeConstructor()
+        self.file = file
+
+    def _problem(self, node: yaml.Node, message: str, hint: str | None = None) -> None:
+        mark = node.start_mark
+        self.problems.append(
+            Problem(self.file, mark.line + 1, message, hint=hint, column=mark.column + 1, code="yaml")
+        )
+
+    def build(self, node: yaml.Node, path: Path_) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise _TooLarge(node)
+        if isinstance(node, yaml.ScalarNode):
+            return self._scalar(node)
+        if isinstance(node, yaml.SequenceNode):
+            if node.tag != _SEQ_TAG:
+                self._problem(node, f"unsupported YAML tag {node.tag!r}", "use a plain list")
+                return []
+            items = []
+            for index, child in enumerate(node.value):
+                self.lines.record((*path, index), child.start_mark.line + 1, child.start_mark.column + 1)
+                items.append(self.build(child, (*path, index)))
+            return items
+        if isinstance(node, yaml.MappingNode):
+            if node.tag != _MAP_TAG:
+                self._problem(node, f"unsupported YAML tag {node.tag!r}", "use a plain mapping")
+                return {}
+            return self._mapping(node, path)
+        raise AssertionError(f"unknown YAML node {node!r}")  # pragma: no cover
+
+    def _scalar(self, node: yaml.ScalarNode) -> Any:
+        if node.tag not in _SCALAR_TAGS:
+            self._problem(
+                node,
+                f"unsupported YAML tag {node.tag!r}",
+                "only plain strings, numbers, booleans and null are allowed",
+            )
+            return None
+        if node.tag == _STR_TAG:
+            return node.value
+        constructor = SafeConstructor.yaml_constructors[node.tag]
+        value = constructor(self._constructor, node)
+        if node.tag == "tag:yaml.org,2002:timestamp":
+            return node.value  # dates stay text: a diagram compares them as written
+        return value
+
+    def _mapping(self, node: yaml.MappingNode, path: Path_) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                merged = self.build(value_node, path)
+                sources = merged if isinstance(merged, list) else [merged]
+                for source in sources:
+                    if isinstance(source, dict):
+                        for key, value in source.items():
+                            result.setdefault(key, value)
+                continue
+            if not isinstance(key_node, yaml.ScalarNode):
+                self._problem(key_node, "a mapping key must be a plain string")
+                continue
+            # Keys are always names in our formats: keep them as written ("on", "no", "1").
+            key = key_node.value
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                self._problem(
+                    key_node,
+                    f"duplicate key '{key}' (first written on line {seen[key]})",
+                    "remove one of them",
+                )
+                continue
+            seen[key] = line
+            child_path = (*path, key)
+            self.lines.record(child_path, line, key_node.start_mark.column + 1)
+            result[key] = self.build(value_node, child_path)
+        return result
+
+
+class _TooLarge(Exception):
+    def __init__(self, node: yaml.Node) -> None:
+        self.node = node
+
+
+def read_yaml_text(text: str, file: str, problems: list[Problem] | None = None) -> tuple[Any, LineMap]:
+    """Parse one YAML document; raise DiagramInvalid listing every problem found.
+
+    With a `problems` list, problems that leave the data usable (a duplicate key, an
+    unsupported tag) are appended there instead, so later checks can still run.
+    """
+    if len(text) > MAX_FILE_BYTES:
+        raise DiagramInvalid(
+            [Problem(file, None, f"the file is {len(text)} bytes; the limit is {MAX_FILE_BYTES}")]
+        )
+    try:
+        root = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        message = exc.problem or str(exc)
+        if exc.context:
+            message = f"{message} ({exc.context})"
+        raise DiagramInvalid(
+            [
+                Problem(
+                    file,
+                    mark.line + 1 if mark else None,
+                    f"not valid YAML: {message}",
+                    column=mark.column + 1 if mark else None,
+                    code="yaml",
+                )
+            ]
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise DiagramInvalid([Problem(file, None, f"not valid YAML: {exc}", code="yaml")]) from exc
+    builder = _Builder(file)
+    if root is None:
+        return None, builder.lines
+    builder.lines.record((), root.start_mark.line + 1, root.start_mark.column + 1)
+    try:
+        data = builder.build(root, ())
+    except _TooLarge as exc:
+        raise DiagramInvalid(
+            [
+                Problem(
+                    file,
+                    exc.node.start_mark.line + 1,
+                    f"the document expands to more than {MAX_NODES} values",
+                    hint="aliases that repeat aliases (a 'billion laughs' file) are refused",
+                    code="yaml",
+                )
+            ]
+        ) from None
+    if builder.problems:
+        if problems is None:
+            raise DiagramInvalid(builder.problems)
+        problems.extend(builder.problems)
+    return data, builder.lines
+
+
+def read_yaml(path: Path) -> tuple[Any, LineMap]:
+    """Read a YAML file from disk (see read_yaml_text)."""
+    file = str(path)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise DiagramInvalid([Problem(file, None, f"cannot read the file: {exc.strerror}")]) from exc
+    if size > MAX_FILE_BYTES:
+        raise DiagramInvalid([Problem(file, None, f"the file is {size} bytes; the limit is {MAX_FILE_BYTES}")])
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DiagramInvalid([Problem(file, None, "the file is not UTF-8 text")]) from exc
+    except OSError as exc:
+        raise DiagramInvalid([Problem(file, None, f"cannot read the file: {exc.strerror}")]) from exc
+    return read_yaml_text(text, file)
