@@ -6,7 +6,9 @@ diagram names beside its blocks (tool registries). Knows nothing of what blocks 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import gc
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,19 @@ from engine.yamlfile import read_yaml_text
 __all__ = ["load_diagram", "load_diagram_text"]
 
 
+@contextlib.contextmanager
+def _no_gc_pauses() -> Iterator[None]:
+    # Loading builds tens of thousands of small objects and no cycles worth
+    # collecting; the cyclic GC would otherwise run dozens of times mid-load.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def load_diagram_text(
     text: str,
     path: Path,
@@ -26,6 +41,11 @@ def load_diagram_text(
     *,
     functions: Mapping[str, Any] | None = None,
 ) -> Diagram:
+    with _no_gc_pauses():
+        return _load_text(text, path, registry, functions)
+
+
+def _load_text(text: str, path: Path, registry: BlockRegistry, functions: Mapping[str, Any] | None) -> Diagram:
     problems: list[Problem] = []
     data, lines = read_yaml_text(text, str(path), problems)
     extra: dict[str, Any] = dict(functions or {})

@@ -21,7 +21,24 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 # After alias expansion; a billion-laughs file reaches this in a few milliseconds.
 MAX_NODES = 500_000
 
-_Loader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]  # libyaml's class when present
+    """Resolves implicit tags with a memo: diagrams repeat the same keys and values."""
+
+    _memo: dict[tuple[Any, str, Any], str] = {}  # noqa: RUF012  # shared on purpose: pure function
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is not yaml.ScalarNode or not isinstance(value, str) or len(value) > 64:
+            return super().resolve(kind, value, implicit)
+        key = (kind, value, implicit)
+        tag = self._memo.get(key)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(self._memo) < 100_000:
+                self._memo[key] = tag
+        return tag
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _STR_TAG = "tag:yaml.org,2002:str"
