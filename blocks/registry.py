@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from engine import Block, BlockRegistry
-from engine.block import entry_point_blocks
-
 from blocks.loop import Loop
 from blocks.set import Set
 from blocks.start import Start
+from engine import Block, BlockRegistry
+from engine.block import entry_point_blocks
 
 __all__ = ["BUILTIN_BLOCKS", "registry"]
 

@@ -89,7 +89,7 @@ class Block:
             empty[name] = None if field.is_required() else field.get_default(call_default_factory=True)
         return empty
 
-    def check(self, constants: Mapping[str, Any], report: Report) -> None:  # noqa: B027  # optional hook
+    def check(self, constants: Mapping[str, Any], report: Report) -> None:  # optional hook
         """Load-time checks across this block's constant inputs; call `report` per problem."""
 
     async def run(self, inputs: Any, context: RunContext) -> dict[str, Any]:

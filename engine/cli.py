@@ -10,7 +10,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Callable, Mapping
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -44,18 +44,18 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
 
-class Level(str, Enum):
+class Level(StrEnum):
     Release = "Release"
     Debug = "Debug"
     Detailed = "Detailed"
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     text = "text"
     json = "json"
 
 
-class GraphFormat(str, Enum):
+class GraphFormat(StrEnum):
     mermaid = "mermaid"
     dot = "dot"
 

@@ -79,8 +79,15 @@ def _free_names(tree: nodes.Template) -> frozenset[str]:
     return frozenset(node.name for node in tree.find_all(nodes.Name) if node.ctx == "load")
 
 
+class _NativeCodes(NativeCodeGenerator):
+    def _output_child_to_const(self, node: nodes.Expr, frame: Any, finalize: Any) -> Any:
+        # Constant outputs would be emitted as repr() text for literal_eval to undo;
+        # we want the value itself, so constants take the expression path too.
+        raise nodes.Impossible()
+
+
 class _NativeSandbox(ImmutableSandboxedEnvironment):
-    code_generator_class = NativeCodeGenerator
+    code_generator_class = _NativeCodes
 
 
 class Scope:
@@ -179,16 +186,16 @@ class _Compiled(Evaluator):
             self._render = render
         try:
             if self._direct:
-                value = render(scope._native)  # noqa: SLF001  # the Scope is ours
+                value = render(scope._native)  # the Scope is ours
                 if isinstance(value, Undefined):
-                    value._fail_with_undefined_error()  # noqa: SLF001  # raises UndefinedError
+                    value._fail_with_undefined_error()  # raises UndefinedError
                 return value
             if self.native:
-                value = next(render(scope._native))  # noqa: SLF001
+                value = next(render(scope._native))
                 if isinstance(value, Undefined):
-                    value._fail_with_undefined_error()  # noqa: SLF001  # raises UndefinedError
+                    value._fail_with_undefined_error()  # raises UndefinedError
                 return value
-            return "".join(render(scope._text))  # noqa: SLF001
+            return "".join(render(scope._text))
         except DiagramaError:
             raise
         except jinja2.exceptions.SecurityError as exc:
@@ -224,7 +231,8 @@ class TemplateEnv:
 
     def __init__(self, functions: Mapping[str, Any] | None = None) -> None:
         options: dict[str, Any] = {"undefined": jinja2.StrictUndefined, "autoescape": False, "cache_size": 0}
-        self.native = _NativeSandbox(**options)
+        # No constant folding: folded outputs reach the native generator as repr() text.
+        self.native = _NativeSandbox(**options, optimized=False)
         self.text = ImmutableSandboxedEnvironment(**options)
         for env in (self.native, self.text):
             env.filters["to_json"] = _to_json

@@ -188,7 +188,7 @@ class Trace:
         if self._file is not None:
             self._file.close()
             self._file = None
-            self._sink._file = None  # noqa: SLF001  # our own sink
+            self._sink._file = None  # our own sink
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:

@@ -518,6 +518,10 @@ def compile_diagram(
         raise DiagramInvalid(compiler.problems.items)
     settings = start.impl.settings
     assert isinstance(settings, RunSettings)
+    error_level = start.error_level if start.error_level is not None else DEFAULT_ERROR_LEVEL
+    message_level = start.message_level if start.message_level is not None else DEFAULT_MESSAGE_LEVEL
+    # Start's levels are the run's defaults (which a run may override), not its own.
+    start.error_level = start.message_level = None
     return Diagram(
         name=spec.diagram,
         path=path,
@@ -527,8 +531,8 @@ def compile_diagram(
         start=start,
         settings=settings,
         variables=compiler.variables,
-        error_level=start.error_level if start.error_level is not None else DEFAULT_ERROR_LEVEL,
-        message_level=start.message_level if start.message_level is not None else DEFAULT_MESSAGE_LEVEL,
+        error_level=error_level,
+        message_level=message_level,
         env=env,
         lines=lines,
         content_hash=hashlib.sha256(source.encode()).hexdigest(),

@@ -1,0 +1,106 @@
+"""The command line: exit codes, JSON output on stdout, errors on stderr."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from engine.cli import app
+
+ROOT = Path(__file__).resolve().parents[2]
+cli = CliRunner()
+
+
+def test_run_output_json_is_exactly_one_object(tmp_path: Path) -> None:
+    result = cli.invoke(app, ["run", str(ROOT / "diagrams/greeting_counter.yaml"), "--input", "times=2",
+                              "--input", "name=Giulia", "--runs-dir", str(tmp_path), "--output", "json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert set(payload) == {"run_id", "status", "variables", "path", "errors", "trace"}
+    assert payload["variables"]["greeting"] == "Olá, Giulia! Counted to 2."
+    assert payload["path"] == ["start", "count", "count", "greet"]
+    assert Path(payload["trace"]).is_file()
+
+
+def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
+    result = cli.invoke(app, ["run", str(ROOT / "diagrams/greeting_counter.yaml"), "--input", "tims=2",
+                              "--runs-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "did you mean 'times'?" in result.stderr
+    wrong_type = cli.invoke(app, ["run", str(ROOT / "diagrams/greeting_counter.yaml"), "-i", "times=many"])
+    assert wrong_type.exit_code == 2 and "whole number" in wrong_type.stderr
+
+
+def test_failed_run_exits_1(write, tmp_path: Path) -> None:
+    path = write("""
+        diagram: d
+        blocks:
+          - {id: start, type: Start, max_steps: 3, next: loop}
+          - {id: loop, type: Set, next: loop}
+    """)
+    result = cli.invoke(app, ["run", str(path), "--runs-dir", str(tmp_path), "--output", "json"])
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["errors"][0]["type"] == "step_limit_reached"
+
+
+def test_validate_lists_every_problem_and_exits_2(write) -> None:
+    path = write("""
+        diagram: d
+        blocks:
+          - {id: start, type: Start, next: ask}
+          - {id: ask, type: ClaudRequest}
+          - {id: x, type: Set, set: {a: "{{ qustion }}"}}
+    """)
+    result = cli.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.startswith(str(path))]
+    assert len(lines) >= 3
+    assert f"{path}:4:" in result.stderr and "unknown block type 'ClaudRequest'" in result.stderr
+
+
+def test_validate_passes_the_examples() -> None:
+    result = cli.invoke(app, ["validate", *map(str, sorted((ROOT / "diagrams").glob("*.yaml")))])
+    assert result.exit_code == 0, result.output
+
+
+def test_schema_is_valid_json_schema_and_accepts_the_examples() -> None:
+    result = cli.invoke(app, ["schema"])
+    schema = json.loads(result.stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    for path in sorted((ROOT / "diagrams").glob("*.yaml")):
+        errors = list(validator.iter_errors(yaml.safe_load(path.read_text())))
+        assert not errors, (path, errors[:1])
+    assert list(validator.iter_errors({"diagram": "d", "blocks": [{"id": "a", "type": "Nope"}]}))
+
+
+def test_graph_draws_mermaid_and_dot(write) -> None:
+    path = write("""
+        diagram: d
+        blocks:
+          - {id: start, type: Start, next: a, on_error: b}
+          - {id: a, type: Set, next: [{to: b, when: "{{ true }}"}]}
+          - {id: b, type: Set}
+    """)
+    mermaid = cli.invoke(app, ["graph", str(path)]).stdout
+    assert mermaid.startswith("flowchart TD") and "start -.->|on_error| b" in mermaid and "a -->|true| b" in mermaid
+    dot = cli.invoke(app, ["graph", str(path), "--format", "dot"]).stdout
+    assert dot.startswith("digraph") and '"start" -> "b" [label="on_error", style=dashed];' in dot
+
+
+@pytest.mark.skipif(shutil.which("diagrama") is None, reason="the console script is not installed")
+def test_console_script_runs_as_a_subprocess(tmp_path: Path) -> None:
+    done = subprocess.run(["diagrama", "run", str(ROOT / "diagrams/greeting_counter.yaml"), "--runs-dir",
+                           str(tmp_path), "--output", "json"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "succeeded"
+    assert "run succeeded" in done.stderr
+    assert sys.executable

@@ -1,0 +1,84 @@
+"""Data tables in their three written forms, and the history rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine import DataTable, TableError, history_rows, history_table, to_table
+
+
+def test_list_of_mappings() -> None:
+    table = to_table([{"role": "user", "content": "oi"}, {"role": "assistant", "content": "olá", "name": None}])
+    assert table.columns == ("role", "content", "name")
+    assert table.rows == [("user", "oi", None), ("assistant", "olá", None)]
+
+
+def test_columns_and_rows() -> None:
+    table = to_table({"columns": ["a", "b"], "rows": [[1, 2], [3, 4]]})
+    assert table.records() == [{"a": 1, "b": 2}, {"a": 3, "b": 4}]
+
+
+def test_csv_relative_to_the_diagram(tmp_path: Path) -> None:
+    (tmp_path / "h.csv").write_text("quem;texto\nuser;Onde está o pedido?\nassistant;Já vou ver.\n", encoding="utf-8")
+    table = to_table({"csv": "h.csv"}, tmp_path)
+    assert table.columns == ("quem", "texto")
+    assert len(table) == 2
+    rows = history_rows(table)  # no role/content headers: the first two columns are used
+    assert [(r.role, r.content) for r in rows] == [("user", "Onde está o pedido?"), ("assistant", "Já vou ver.")]
+
+
+def test_ragged_row_is_an_error() -> None:
+    with pytest.raises(TableError, match="row 2 has 1 cells but the table has 2 columns"):
+        to_table({"columns": ["a", "b"], "rows": [[1, 2], [3]]})
+
+
+def test_ragged_csv_names_file_and_line(tmp_path: Path) -> None:
+    (tmp_path / "bad.csv").write_text("a,b\n1,2\n3\n")
+    with pytest.raises(TableError, match=r"bad.csv:3"):
+        to_table({"csv": "bad.csv"}, tmp_path)
+
+
+def test_bad_role_is_an_error() -> None:
+    with pytest.raises(TableError, match="role 'robot'"):
+        history_rows(to_table([{"role": "robot", "content": "x"}]))
+
+
+def test_tool_row_needs_its_columns() -> None:
+    with pytest.raises(TableError, match="no tool_call_id or name column"):
+        history_rows(to_table([{"role": "tool", "content": "{}"}]))
+
+
+def test_four_column_tool_history_round_trips() -> None:
+    written = [
+        {"role": "user", "content": "Where are my orders?"},
+        {"role": "assistant", "content": '{"order_id": 42}', "tool_call_id": "c1", "name": "get_order_status"},
+        {"role": "tool", "content": '{"status": "shipped"}', "tool_call_id": "c1", "name": "get_order_status"},
+    ]
+    rows = history_rows(to_table(written))
+    assert rows[1].is_tool_call and rows[2].role == "tool"
+    table = history_table(rows)
+    assert table.columns == ("role", "content", "tool_call_id", "name")
+    assert history_rows(table) == rows
+
+
+def test_signature_column_is_kept() -> None:
+    rows = history_rows(to_table([{"role": "assistant", "content": "{}", "tool_call_id": "x", "name": "f",
+                                   "signature": "SIG"}]))
+    assert rows[0].signature == "SIG"
+    assert history_table(rows).columns[-1] == "signature"
+
+
+def test_not_a_table() -> None:
+    with pytest.raises(TableError):
+        to_table(42)
+    with pytest.raises(TableError, match="expected"):
+        to_table({"rows": []})
+
+
+def test_table_equality_and_append() -> None:
+    table = DataTable(["role", "content"], [["user", "a"]])
+    assert table == [{"role": "user", "content": "a"}]
+    longer = table + [{"role": "assistant", "content": "b"}]  # noqa: RUF005  # DataTable.__add__ under test
+    assert len(longer) == 2 and len(table) == 1
