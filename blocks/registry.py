@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from blocks.claude_request import ClaudeRequest
+from blocks.gemini_request import GeminiRequest
+from blocks.groq_chat_request import GroqChatRequest
 from blocks.loop import Loop
 from blocks.set import Set
 from blocks.start import Start
@@ -10,7 +13,7 @@ from engine.block import entry_point_blocks
 
 __all__ = ["BUILTIN_BLOCKS", "registry"]
 
-BUILTIN_BLOCKS: tuple[type[Block], ...] = (Start, Set, Loop)
+BUILTIN_BLOCKS: tuple[type[Block], ...] = (Start, Set, Loop, ClaudeRequest, GroqChatRequest, GeminiRequest)
 
 
 def registry(*, plugins: bool = True) -> BlockRegistry:

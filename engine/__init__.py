@@ -25,7 +25,7 @@ from engine.errors import (
 )
 from engine.execute import RunResult, execute
 from engine.spec import ErrorLevel, MessageLevel
-from engine.tables import DataTable, HistoryRow, TableError, history_rows, history_table, to_table
+from engine.tables import DataTable, HistoryRow, Table, TableError, history_rows, history_table, to_table
 from engine.trace import Event, read_events
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "RunTimeout",
     "Services",
     "StepLimitReached",
+    "Table",
     "TableError",
     "TemplateError",
     "ToolError",

@@ -11,9 +11,10 @@ import io
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
+from pydantic import PlainValidator, ValidationInfo, WithJsonSchema
 
 from engine.errors import InputError
 
@@ -21,6 +22,7 @@ __all__ = [
     "HISTORY_COLUMNS",
     "ROLES",
     "DataTable",
+    "Table",
     "HistoryRow",
     "TableError",
     "history_rows",
@@ -263,3 +265,23 @@ def history_table(rows: Sequence[HistoryRow]) -> DataTable:
             cell.append(row.signature)
         cells.append(cell)
     return DataTable(columns, cells)
+
+
+def _table_input(value: Any, info: ValidationInfo) -> DataTable:
+    base_dir = (info.context or {}).get("base_dir") if info.context else None
+    try:
+        return to_table(value, base_dir)
+    except TableError as exc:
+        raise ValueError(exc.message) from None
+
+
+Table = Annotated[DataTable, PlainValidator(_table_input), WithJsonSchema({
+    "anyOf": [
+        {"type": "array", "items": {"type": "object"}, "description": "a list of row mappings"},
+        {"type": "object", "properties": {"columns": {"type": "array", "items": {"type": "string"}},
+                                          "rows": {"type": "array", "items": {"type": "array"}}},
+         "required": ["columns", "rows"]},
+        {"type": "object", "properties": {"csv": {"type": "string"}}, "required": ["csv"]},
+    ]
+})]
+"""A pydantic field type for a data table input; CSV paths are relative to the diagram."""

@@ -469,7 +469,7 @@ class _Compiler:
         except ValidationError as exc:
             for error in exc.errors(include_url=False):
                 loc = error["loc"]
-                if error["type"] == "missing" or (loc and loc[0] in templated):
+                if error["type"] == "missing" or (loc and loc[0] in templated) or (not loc and templated):
                     continue
                 shown = repr(error.get("input"))
                 shown = shown if len(shown) <= 60 else shown[:57] + "..."

@@ -1,0 +1,45 @@
+"""Vendor HTTP: neutral requests, the three wire adapters, sending, the simulator."""
+
+from __future__ import annotations
+
+from engine.providers.anthropic import Anthropic, takes_temperature
+from engine.providers.gemini import Gemini, gemini_schema
+from engine.providers.groq import Groq
+from engine.providers.http import MAX_RETRIES, Response, base_url, client_for, send
+from engine.providers.simulator import BLOCK_HEADER, RecordedRequest, Simulator
+from engine.providers.wire import TOOL_NAME, Adapter, HttpCall, Reply, Request, ToolCall, ToolSpec, WireError, system_text
+
+__all__ = [
+    "BLOCK_HEADER",
+    "MAX_RETRIES",
+    "TOOL_NAME",
+    "Adapter",
+    "Anthropic",
+    "Gemini",
+    "Groq",
+    "HttpCall",
+    "RecordedRequest",
+    "Reply",
+    "Request",
+    "Response",
+    "Simulator",
+    "ToolCall",
+    "ToolSpec",
+    "WireError",
+    "base_url",
+    "client_for",
+    "gemini_schema",
+    "send",
+    "simulator_for",
+    "system_text",
+    "takes_temperature",
+]
+
+
+def simulator_for(services: object) -> Simulator:
+    """The run's offline vendors (one per Services, created on first use)."""
+    extras: dict[str, object] = services.extras  # type: ignore[attr-defined]
+    simulator = extras.get("simulator")
+    if not isinstance(simulator, Simulator):
+        simulator = extras["simulator"] = Simulator()
+    return simulator

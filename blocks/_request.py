@@ -1,0 +1,214 @@
+"""What the three request blocks share: inputs, outputs, history and tools handling.
+
+A request block is glue: render inputs, build a neutral request, send it through the
+shared client (or the simulator with --offline), map the reply to outputs and rows.
+Each block module only names its adapter and adds its vendor's load-time checks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from engine import (
+    Block,
+    DataTable,
+    Event,
+    HistoryRow,
+    InputError,
+    ProviderError,
+    Report,
+    RunContext,
+    Table,
+    TableError,
+    history_rows,
+    history_table,
+    to_table,
+)
+from engine.providers import (
+    BLOCK_HEADER,
+    Adapter,
+    Request,
+    ToolSpec,
+    WireError,
+    base_url,
+    client_for,
+    send,
+    simulator_for,
+    system_text,
+)
+
+__all__ = ["RequestBlock", "RequestInputs", "RequestOutputs", "tool_specs"]
+
+OFFLINE_KEY = "offline-simulator-key"
+
+
+class RequestInputs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(min_length=1, description="the vendor's model id, e.g. claude-sonnet-5-5")
+    role: str = Field(default="", description="system text: who the model is and how it answers")
+    request: str = Field(default="", description="the new user message")
+    history: Table = Field(default_factory=lambda: DataTable(()), description="chat history table, oldest row first")
+    temperature: float | None = Field(default=None, ge=0, le=1, description="sampling temperature, 0 to 1")
+    max_tokens: int | None = Field(default=None, gt=0, description="most tokens in the answer")
+    tools: Table | None = Field(default=None, description="tools table: name, description, parameters")
+    timeout: float = Field(default=60, gt=0, description="seconds for the whole call, retries included")
+    base_url: str | None = Field(default=None, description="the vendor's host, e.g. https://api.anthropic.com")
+    api_version: str | None = Field(default=None, description="override the vendor API version")
+
+    @field_validator("request", "role", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+    @field_validator("history", mode="before")
+    @classmethod
+    def _none_is_no_history(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+    @model_validator(mode="after")
+    def _something_to_send(self) -> RequestInputs:
+        if not self.request and not self.history:
+            raise ValueError("request and history are both empty: give the model something to answer")
+        return self
+
+
+class RequestOutputs(BaseModel):
+    result: str = Field(default="", description="the answer text")
+    called_tools: list[dict[str, Any]] = Field(default_factory=list, description="[{id, name, arguments}]")
+    history: Any = Field(default=None, description="the input history plus this turn")
+    usage: dict[str, int] = Field(default_factory=dict, description="input_tokens, output_tokens")
+    stop_reason: str | None = Field(default=None, description="the vendor's own stop reason")
+
+
+def tool_specs(table: DataTable | None, name_limit: int) -> list[ToolSpec]:
+    """Tools table rows → ToolSpecs; names and schemas are checked here."""
+    if table is None or not table.rows:
+        return []
+    if "name" not in table.columns:
+        raise TableError(f"a tools table needs a 'name' column (it has {', '.join(table.columns)})")
+    specs = []
+    seen: set[str] = set()
+    for number, row in enumerate(table, start=1):
+        name = str(row.get("name") or "")
+        if not name or len(name) > name_limit or not all(c.isascii() and (c.isalnum() or c in "_-") for c in name):
+            raise TableError(
+                f"tools row {number}: tool name {name!r} must be Latin letters, digits, '_' and '-', "
+                f"at most {name_limit} characters"
+            )
+        if name in seen:
+            raise TableError(f"tools row {number}: tool name '{name}' appears twice")
+        seen.add(name)
+        parameters: Any = row.get("parameters")
+        if isinstance(parameters, str):
+            try:
+                parameters = orjson.loads(parameters) if parameters.strip() else None
+            except orjson.JSONDecodeError:
+                raise TableError(f"tools row {number} ('{name}'): parameters is not JSON text") from None
+        if parameters is None:
+            parameters = {"type": "object", "properties": {}}
+        if not isinstance(parameters, dict) or parameters.get("type") != "object":
+            raise TableError(f"tools row {number} ('{name}'): parameters must be a JSON Schema with type: object")
+        strict = row.get("strict")
+        specs.append(ToolSpec(name, str(row.get("description") or ""), parameters,
+                              strict is True or str(strict).lower() == "true"))
+    return specs
+
+
+class RequestBlock(Block):
+    """Base of ClaudeRequest, GroqChatRequest and GeminiRequest."""
+
+    Inputs = RequestInputs
+    Outputs = RequestOutputs
+    adapter: ClassVar[Adapter]
+
+    def check(self, constants: Mapping[str, Any], report: Report) -> None:
+        tools = constants.get("tools")
+        if tools is not None:
+            try:
+                specs = tool_specs(to_table(tools, None) if not isinstance(tools, DataTable) else tools,
+                                   self.adapter.name_limit)  # type: ignore[attr-defined]
+                self.check_tools(specs)
+            except (TableError, WireError) as exc:
+                report("tools", str(exc), None)
+        self.check_vendor(constants, report)
+
+    def check_vendor(self, constants: Mapping[str, Any], report: Report) -> None:  # noqa: B027  # optional
+        """Vendor-specific load checks on constant inputs."""
+
+    def check_tools(self, specs: list[ToolSpec]) -> None:  # noqa: B027  # optional
+        """Vendor-specific checks of a tools table; raise WireError."""
+
+    def check_request(self, request: Request) -> None:  # noqa: B027  # optional
+        """Vendor-specific run-time checks; raise InputError."""
+
+    def _key(self, context: RunContext) -> str:
+        environ = context.services.environ
+        for variable in self.adapter.key_variables:
+            if environ.get(variable):
+                return environ[variable]
+        if context.services.offline:
+            return OFFLINE_KEY
+        names = " or ".join(self.adapter.key_variables)
+        raise ProviderError(f"no API key: set {names} in the environment (or run with --offline)",
+                            type="missing_api_key")
+
+    async def run(self, inputs: RequestInputs, context: RunContext) -> dict[str, Any]:
+        adapter = self.adapter
+        key = self._key(context)
+        try:
+            rows = history_rows(inputs.history)
+            tools = tool_specs(inputs.tools, adapter.name_limit)  # type: ignore[attr-defined]
+        except TableError as exc:
+            raise InputError(exc.message) from None
+        if inputs.request:
+            rows.append(HistoryRow("user", inputs.request))
+        request = Request(inputs.model, system_text(inputs.role, rows), [r for r in rows if r.role != "system"],
+                          tools, inputs.temperature, inputs.max_tokens, inputs.api_version)
+        self.check_request(request)
+        try:
+            call = adapter.build(request, key)
+        except WireError as exc:
+            raise InputError(str(exc)) from None
+        services = context.services
+        extra: dict[str, str] = {}
+        if services.offline:
+            client = client_for(services, f"simulated-{adapter.vendor}", simulator_for(services).transport(adapter.vendor))
+            base = f"http://{adapter.vendor}.simulator"
+            extra[BLOCK_HEADER] = self.id
+        else:
+            client = client_for(services, adapter.vendor)
+            base = base_url(inputs.base_url, adapter, services.environ)
+        began = time.perf_counter()
+        response = await send(context, client, base, call, adapter, timeout=inputs.timeout, extra_headers=extra)
+        try:
+            reply = adapter.parse(response.body)
+        except (WireError, KeyError, TypeError, ValueError) as exc:
+            raise ProviderError(f"{adapter.vendor} sent a reply we cannot read: {exc}",
+                                type="provider_malformed_response") from None
+        answer_rows = list(rows)
+        if reply.text:
+            answer_rows.append(HistoryRow("assistant", reply.text))
+        called = []
+        for tool_call in reply.calls:
+            answer_rows.append(HistoryRow("assistant", orjson.dumps(tool_call.arguments).decode(), tool_call.id,
+                                          tool_call.name, tool_call.signature))
+            called.append({"id": tool_call.id, "name": tool_call.name, "arguments": tool_call.arguments})
+        usage = {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens}
+        context.emit(Event.PROVIDER_CALLED, vendor=adapter.vendor, model=request.model, usage=usage,
+                     stop_reason=reply.stop_reason, called_tools=[c["name"] for c in called],
+                     attempts=response.attempts, duration_ms=round((time.perf_counter() - began) * 1000, 3),
+                     offline=services.offline, notes=list(call.notes),
+                     api_version=call.headers.get("anthropic-version") or request.api_version)
+        return {
+            "result": reply.text,
+            "called_tools": called,
+            "history": history_table(answer_rows),
+            "usage": usage,
+            "stop_reason": reply.stop_reason,
+        }

@@ -1,0 +1,37 @@
+"""GeminiRequest: one turn of Gemini's generateContent."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from engine import InputError, Report
+from engine.providers import Gemini, Request, ToolSpec, WireError, gemini_schema
+
+from blocks._request import RequestBlock
+
+_VERSIONS = ("v1", "v1beta")
+
+
+class GeminiRequest(RequestBlock):
+    """Asks a Gemini model (generateContent), with history and tools."""
+
+    adapter: ClassVar[Gemini] = Gemini()  # type: ignore[misc]
+
+    def check_vendor(self, constants: Mapping[str, Any], report: Report) -> None:
+        version = constants.get("api_version")
+        if version is not None and version not in _VERSIONS:
+            report("api_version", f"Gemini API version {version!r} is not one of {', '.join(_VERSIONS)}", None)
+
+    def check_tools(self, specs: list[ToolSpec]) -> None:
+        for spec in specs:
+            if spec.parameters.get("properties"):
+                gemini_schema(spec.parameters, spec.name)
+
+    def check_request(self, request: Request) -> None:
+        if request.api_version is not None and request.api_version not in _VERSIONS:
+            raise InputError(f"with.api_version: {request.api_version!r} is not one of {', '.join(_VERSIONS)}")
+        try:
+            self.check_tools(request.tools)
+        except WireError as exc:
+            raise InputError(f"with.tools: {exc}") from None

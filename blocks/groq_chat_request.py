@@ -1,0 +1,15 @@
+"""GroqChatRequest: one turn of Groq's OpenAI-compatible chat completions."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from engine.providers import Groq
+
+from blocks._request import RequestBlock
+
+
+class GroqChatRequest(RequestBlock):
+    """Asks a model on Groq (OpenAI-compatible chat completions), with history and tools."""
+
+    adapter: ClassVar[Groq] = Groq()  # type: ignore[misc]

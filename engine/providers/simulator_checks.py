@@ -1,0 +1,322 @@
+"""What each simulated vendor rejects, with the vendor's status and error body.
+
+Written from PROVIDERS.md's "The simulator rejects" lists, independently of the
+adapters (sharing no code with them), so that `--offline` checks our request builders.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["Rejected", "check_anthropic", "check_gemini", "check_groq"]
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_GEMINI_NAME = re.compile(r"^[A-Za-z0-9_-]{1,63}$")
+_FIXED_TEMPERATURE = ("claude-opus-4-7", "claude-opus-4-8", "claude-opus-5", "claude-sonnet-5", "claude-haiku-5",
+                      "claude-opus-6", "claude-sonnet-6", "claude-haiku-6")
+
+
+class Rejected(Exception):
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        super().__init__(str(body))
+        self.status = status
+        self.body = body
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# -- Anthropic -----------------------------------------------------------------------------------
+
+def _anthropic(message: str, status: int = 400, kind: str = "invalid_request_error") -> Rejected:
+    return Rejected(status, {"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_sim"})
+
+
+_ANTHROPIC_FIELDS = {"model", "max_tokens", "messages", "system", "stop_sequences", "tools", "tool_choice",
+                     "metadata", "stream", "thinking", "service_tier"}
+_SAMPLING = {"temperature", "top_p", "top_k"}
+
+
+def check_anthropic(headers: dict[str, str], body: Any) -> None:
+    version = headers.get("anthropic-version")
+    if not version:
+        raise _anthropic("anthropic-version: header is required")
+    if version not in ("2026-10-21", "2023-06-01"):
+        raise _anthropic(f"anthropic-version: unknown version {version!r}")
+    if not headers.get("x-api-key") and not headers.get("authorization", "").startswith("Bearer "):
+        raise _anthropic("x-api-key header is required", 401, "authentication_error")
+    if not isinstance(body, dict):
+        raise _anthropic("the body must be a JSON object")
+    allowed = _ANTHROPIC_FIELDS | (_SAMPLING if version == "2023-06-01" else set())
+    for key in body:
+        if key not in allowed:
+            raise _anthropic(f"{key}: Extra inputs are not permitted")
+    for key in ("model", "max_tokens", "messages"):
+        if key not in body:
+            raise _anthropic(f"{key}: Field required")
+    if not isinstance(body["max_tokens"], int) or isinstance(body["max_tokens"], bool) or body["max_tokens"] < 0:
+        raise _anthropic("max_tokens: Input should be a valid non-negative integer")
+    if "temperature" in body:
+        temperature = body["temperature"]
+        if not _number(temperature) or not 0 <= temperature <= 1:
+            raise _anthropic("temperature: Input should be less than or equal to 1")
+        if str(body["model"]).startswith(_FIXED_TEMPERATURE) and temperature != 1:
+            raise _anthropic("`temperature` is deprecated for this model.")
+    messages = body["messages"]
+    if not isinstance(messages, list) or not messages:
+        raise _anthropic("messages: at least one message is required")
+    previous_uses: set[str] = set()
+    for number, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            raise _anthropic(f"messages.{number}.role: Input should be 'user' or 'assistant'")
+        if number == 0 and message["role"] != "user":
+            raise _anthropic("messages: first message must use the \"user\" role")
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(blocks, list):
+            raise _anthropic(f"messages.{number}.content: Input should be a string or a list of blocks")
+        if not blocks or (isinstance(content, str) and not content):
+            raise _anthropic(f"messages.{number}: all messages must have non-empty content")
+        uses: set[str] = set()
+        answered: set[str] = set()
+        seen_text = False
+        for index, block in enumerate(blocks):
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "text":
+                if not block.get("text"):
+                    raise _anthropic(f"messages.{number}.content.{index}: text content blocks must be non-empty")
+                seen_text = True
+            elif kind == "tool_use" and message["role"] == "assistant":
+                if not isinstance(block.get("input"), dict):
+                    raise _anthropic(f"messages.{number}.content.{index}.tool_use.input: Input should be an object")
+                uses.add(str(block.get("id")))
+            elif kind == "tool_result" and message["role"] == "user":
+                if seen_text:
+                    raise _anthropic(f"messages.{number}.content.{index}: tool_result blocks must come first")
+                if block.get("tool_use_id") not in previous_uses:
+                    raise _anthropic(f"messages.{number}.content.{index}: unexpected `tool_use_id` found in "
+                                     f"`tool_result` blocks: {block.get('tool_use_id')}")
+                answered.add(str(block["tool_use_id"]))
+            else:
+                raise _anthropic(f"messages.{number}.content.{index}: unexpected block type {kind!r}")
+        missing = previous_uses - answered
+        if missing:
+            raise _anthropic(f"messages.{number}: `tool_use` ids were found without `tool_result` blocks "
+                             f"immediately after: {', '.join(sorted(missing))}")
+        previous_uses = uses
+    if previous_uses:
+        raise _anthropic(f"messages.{len(messages) - 1}: `tool_use` ids were found without `tool_result` blocks "
+                         f"immediately after: {', '.join(sorted(previous_uses))}")
+    if messages[-1]["role"] == "assistant":
+        raise _anthropic("This model does not support assistant message prefill. The conversation must end "
+                         "with a user message.")
+    names: set[str] = set()
+    for index, tool in enumerate(body.get("tools") or []):
+        name = tool.get("name") if isinstance(tool, dict) else None
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise _anthropic(f"tools.{index}.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'")
+        if name in names:
+            raise _anthropic(f"tools: Tool names must be unique ({name})")
+        names.add(name)
+        schema = tool.get("input_schema")
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            raise _anthropic(f"tools.{index}.input_schema.type: Input should be 'object'")
+
+
+# -- Groq ----------------------------------------------------------------------------------------
+
+def _groq(message: str, status: int = 400, code: str | None = None) -> Rejected:
+    error: dict[str, Any] = {"message": message, "type": "invalid_request_error"}
+    if code:
+        error["code"] = code
+    return Rejected(status, {"error": error})
+
+
+def check_groq(headers: dict[str, str], body: Any) -> None:
+    if not headers.get("authorization", "").startswith("Bearer ") or len(headers["authorization"]) <= 7:
+        raise _groq("Invalid API Key", 401, "invalid_api_key")
+    if not isinstance(body, dict):
+        raise _groq("the body must be a JSON object")
+    for key in ("model", "messages"):
+        if key not in body:
+            raise _groq(f"'{key}' : property '{key}' is missing")
+    if "temperature" in body and (not _number(body["temperature"]) or not 0 <= body["temperature"] <= 2):
+        raise _groq("'temperature' : number must be at most 2")
+    if body.get("n", 1) != 1:
+        raise _groq("'n' : number must be at most 1")
+    stop = body.get("stop")
+    if isinstance(stop, list) and len(stop) > 4:
+        raise _groq("'stop' : maximum 4 items")
+    if "max_completion_tokens" in body and (not isinstance(body["max_completion_tokens"], int)
+                                           or body["max_completion_tokens"] < 1):
+        raise _groq("'max_completion_tokens' : number must be at least 1")
+    tools = body.get("tools") or []
+    if len(tools) > 128:
+        raise _groq("'tools' : maximum 128 items")
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, dict) or tool.get("type") != "function":
+            raise _groq(f"'tools.{index}.type' : value must be 'function'")
+        function = tool.get("function") or {}
+        if not isinstance(function.get("name"), str) or not _NAME.match(function["name"]):
+            raise _groq(f"'tools.{index}.function.name' : string does not match pattern")
+        parameters = function.get("parameters")
+        if parameters is not None and (not isinstance(parameters, dict) or parameters.get("type") != "object"):
+            raise _groq(f"'tools.{index}.function.parameters' : must be an object schema")
+    messages = body["messages"]
+    if not isinstance(messages, list) or not messages:
+        raise _groq("'messages' : minimum number of items is 1")
+    pending: list[str] = []
+    for index, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in ("system", "developer", "user", "assistant", "tool"):
+            raise _groq(f"'messages.{index}.role' : discriminator property 'role' has invalid value")
+        if role != "tool" and pending:
+            raise _groq(f"'messages.{index}' : an assistant message with 'tool_calls' must be followed by tool "
+                        f"messages responding to each 'tool_call_id' ({', '.join(pending)})")
+        if role in ("system", "developer", "user") and message.get("content") in (None, ""):
+            raise _groq(f"'messages.{index}' : property 'content' is missing")
+        if role == "assistant":
+            calls = message.get("tool_calls") or []
+            if message.get("content") is None and not calls:
+                raise _groq(f"'messages.{index}' : property 'content' is missing")
+            for number, call in enumerate(calls):
+                if not isinstance((call.get("function") or {}).get("arguments"), str):
+                    raise _groq(f"'messages.{index}.tool_calls.{number}.function.arguments' : value must be a string")
+            pending = [str(call.get("id")) for call in calls]
+        if role == "tool":
+            if message.get("tool_call_id") not in pending:
+                raise _groq(f"'messages.{index}.tool_call_id' : answers no call of the preceding assistant message")
+            pending.remove(message["tool_call_id"])
+    if pending:
+        raise _groq("an assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                    f"'tool_call_id' ({', '.join(pending)})")
+
+
+# -- Gemini --------------------------------------------------------------------------------------
+
+def _gemini(message: str, status: int = 400, kind: str = "INVALID_ARGUMENT") -> Rejected:
+    return Rejected(status, {"error": {"code": status, "message": message, "status": kind}})
+
+
+_GEMINI_FIELDS: dict[str, set[str]] = {
+    "": {"contents", "systemInstruction", "tools", "toolConfig", "generationConfig", "safetySettings",
+         "cachedContent"},
+    "content": {"role", "parts"},
+    "part": {"text", "functionCall", "functionResponse", "thoughtSignature", "thought", "inlineData"},
+    "functionCall": {"name", "args", "id"},
+    "functionResponse": {"name", "response", "id"},
+    "tool": {"functionDeclarations"},
+    "declaration": {"name", "description", "parameters", "parametersJsonSchema", "response"},
+    "generationConfig": {"temperature", "maxOutputTokens", "stopSequences", "candidateCount", "topP", "topK"},
+    "schema": {"type", "format", "title", "description", "nullable", "enum", "items", "minItems", "maxItems",
+               "properties", "required", "minProperties", "maxProperties", "propertyOrdering", "minLength",
+               "maxLength", "pattern", "minimum", "maximum", "default", "example", "anyOf"},
+}
+_GEMINI_TYPES = {"TYPE_UNSPECIFIED", "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT", "NULL"}
+
+
+def _known(value: Any, kind: str, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _gemini(f"Invalid JSON payload received. Expected an object at '{where}'.")
+    for key in value:
+        if key not in _GEMINI_FIELDS[kind]:
+            raise _gemini(f"Invalid JSON payload received. Unknown name \"{key}\" at '{where}': Cannot find field.")
+    return value
+
+
+def _schema(value: Any, where: str) -> None:
+    schema = _known(value, "schema", where)
+    if "type" in schema:
+        if isinstance(schema["type"], list):
+            raise _gemini(f"Invalid JSON payload received. Proto field is not repeating, cannot start list at '{where}.type'")
+        if str(schema["type"]).upper() not in _GEMINI_TYPES:
+            raise _gemini(f"Invalid value at '{where}.type': {schema['type']!r}")
+    for name, item in (schema.get("properties") or {}).items():
+        _schema(item, f"{where}.properties[{name}]")
+    if "items" in schema:
+        _schema(schema["items"], f"{where}.items")
+    for index, item in enumerate(schema.get("anyOf") or []):
+        _schema(item, f"{where}.anyOf[{index}]")
+
+
+def check_gemini(headers: dict[str, str], body: Any, model: str) -> None:
+    if not headers.get("x-goog-api-key"):
+        raise _gemini("Method doesn't allow unregistered callers. Please use an API key.", 403, "PERMISSION_DENIED")
+    body = _known(body, "", "GenerateContentRequest")
+    contents = body.get("contents")
+    if not contents:
+        raise _gemini("* GenerateContentRequest.contents: contents is not specified")
+    config = _known(body.get("generationConfig", {}), "generationConfig", "generation_config")
+    if "temperature" in config and (not _number(config["temperature"]) or not 0 <= config["temperature"] <= 2):
+        raise _gemini("generation_config.temperature must be between 0 and 2")
+    if len(config.get("stopSequences") or []) > 5:
+        raise _gemini("generation_config.stop_sequences: at most 5")
+    if "maxOutputTokens" in config and (not isinstance(config["maxOutputTokens"], int) or config["maxOutputTokens"] < 1):
+        raise _gemini("generation_config.max_output_tokens must be positive")
+    for index, tool in enumerate(body.get("tools") or []):
+        for number, declaration in enumerate(_known(tool, "tool", f"tools[{index}]").get("functionDeclarations") or []):
+            where = f"tools[{index}].function_declarations[{number}]"
+            declaration = _known(declaration, "declaration", where)
+            if not _GEMINI_NAME.match(str(declaration.get("name", ""))):
+                raise _gemini(f"* {where}.name: Invalid function name. Must be a-z, A-Z, 0-9, or contain underscores "
+                              "and dashes, with a maximum length of 63.")
+            if not declaration.get("description"):
+                raise _gemini(f"* {where}.description: description is required")
+            if "parameters" in declaration and "parametersJsonSchema" in declaration:
+                raise _gemini(f"* {where}: parameters and parameters_json_schema are mutually exclusive")
+            if "parameters" in declaration:
+                _schema(declaration["parameters"], f"{where}.parameters")
+    if "systemInstruction" in body:
+        _known(body["systemInstruction"], "content", "system_instruction")
+    previous: dict[str, Any] | None = None
+    last_user_text = -1
+    for index, content in enumerate(contents):
+        content = _known(content, "content", f"contents[{index}]")
+        if content.get("role") not in ("user", "model"):
+            raise _gemini("Please use a valid role: user, model.")
+        parts = content.get("parts") or []
+        if not parts:
+            raise _gemini(f"* GenerateContentRequest.contents[{index}].parts: contents.parts must not be empty")
+        for number, part in enumerate(parts):
+            part = _known(part, "part", f"contents[{index}].parts[{number}]")
+            if not any(key in part for key in ("text", "functionCall", "functionResponse", "inlineData")):
+                raise _gemini(f"* contents[{index}].parts[{number}]: a part must hold data")
+            if "functionCall" in part:
+                _known(part["functionCall"], "functionCall", f"contents[{index}].parts[{number}].function_call")
+            if "functionResponse" in part:
+                response = _known(part["functionResponse"], "functionResponse",
+                                  f"contents[{index}].parts[{number}].function_response")
+                if not isinstance(response.get("response"), dict):
+                    raise _gemini(f"contents[{index}].parts[{number}].function_response.response must be an object")
+        calls = [p["functionCall"] for p in parts if "functionCall" in p]
+        responses = [p["functionResponse"] for p in parts if "functionResponse" in p]
+        if content["role"] == "user" and any("text" in p for p in parts):
+            last_user_text = index
+        if calls:
+            after_user = previous is not None and previous["role"] == "user"
+            if not after_user:
+                raise _gemini("Please ensure that function call turn comes immediately after a user turn or after "
+                              "a function response turn.")
+        if responses:
+            prior_calls = [p["functionCall"] for p in (previous or {}).get("parts", []) if "functionCall" in p]
+            if len(prior_calls) != len(responses):
+                raise _gemini("Please ensure that the number of function response parts is equal to the number of "
+                              "function call parts of the function call turn.")
+            names = {c.get("name") for c in prior_calls}
+            ids = {c.get("id") for c in prior_calls if c.get("id")}
+            for response in responses:
+                if response.get("name") not in names or (ids and response.get("id") not in ids):
+                    raise _gemini(f"function response '{response.get('name')}' matches no call of the previous turn")
+        previous = content
+    if re.match(r"^(models/)?gemini-([3-9]|\d\d)", model):
+        for index, content in enumerate(contents):
+            if index <= last_user_text or content["role"] != "model":
+                continue
+            first = next((p for p in content["parts"] if "functionCall" in p), None)
+            if first is not None and not first.get("thoughtSignature"):
+                raise _gemini(f"Function call is missing a thought_signature in functionCall parts. This is required "
+                              f"for tools to work correctly, and missing thought_signature may lead to degraded model "
+                              f"performance. Additional data, function call `default_api:{first['functionCall'].get('name')}`"
+                              f" , position {index + 1}.")
