@@ -65,7 +65,12 @@ def _join(base: str, path: str) -> str:
 
 
 def client_for(services: Services, vendor: str, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
-    """One pooled client per vendor per event loop (httpx clients belong to a loop)."""
+    """One pooled client per vendor per event loop (httpx clients belong to a loop).
+
+    Tests put a transport for a vendor in `services.extras["transports"]` to stand in
+    for the far side of the wire.
+    """
+    transport = transport or services.extras.get("transports", {}).get(vendor)
     pool: dict[tuple[str, int], httpx.AsyncClient] = services.extras.setdefault("http_clients", {})
     loop_id = id(asyncio.get_running_loop())
     key = (vendor, loop_id)
