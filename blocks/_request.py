@@ -138,13 +138,13 @@ class RequestBlock(Block):
                 report("tools", str(exc), None)
         self.check_vendor(constants, report)
 
-    def check_vendor(self, constants: Mapping[str, Any], report: Report) -> None:  # noqa: B027  # optional
+    def check_vendor(self, constants: Mapping[str, Any], report: Report) -> None:  # optional
         """Vendor-specific load checks on constant inputs."""
 
-    def check_tools(self, specs: list[ToolSpec]) -> None:  # noqa: B027  # optional
+    def check_tools(self, specs: list[ToolSpec]) -> None:  # optional
         """Vendor-specific checks of a tools table; raise WireError."""
 
-    def check_request(self, request: Request) -> None:  # noqa: B027  # optional
+    def check_request(self, request: Request) -> None:  # optional
         """Vendor-specific run-time checks; raise InputError."""
 
     def _key(self, context: RunContext) -> str:

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from blocks._request import RequestBlock
 from engine import InputError, Report
 from engine.providers import Anthropic, Request, takes_temperature
 from engine.providers.anthropic import CURRENT_VERSION, TEMPERATURE_MODELS, VERSIONS
-
-from blocks._request import RequestBlock
 
 
 def _temperature_problem(model: str | None, temperature: Any, api_version: str | None) -> tuple[str, str] | None:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from blocks._request import RequestBlock
 from engine import InputError, Report
 from engine.providers import Gemini, Request, ToolSpec, WireError, gemini_schema
-
-from blocks._request import RequestBlock
 
 _VERSIONS = ("v1", "v1beta")
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from engine.providers import Groq
-
 from blocks._request import RequestBlock
+from engine.providers import Groq
 
 
 class GroqChatRequest(RequestBlock):

@@ -116,7 +116,7 @@ def _wait_hint(response: httpx.Response, body: Any) -> float | None:
 
 
 def _backoff(attempt: int) -> float:
-    return min(0.5 * 2 ** (attempt - 1), 8.0) * (1 - 0.25 * random.random())  # noqa: S311  # jitter, not security
+    return min(0.5 * 2 ** (attempt - 1), 8.0) * (1 - 0.25 * random.random())  # jitter, not security
 
 
 async def send(
@@ -126,7 +126,7 @@ async def send(
     call: HttpCall,
     adapter: Adapter,
     *,
-    timeout: float,
+    timeout: float,  # noqa: ASYNC109  # the deadline also bounds the retries' sleeps, not just one await
     extra_headers: dict[str, str] | None = None,
     max_retries: int = MAX_RETRIES,
 ) -> Response:

@@ -13,7 +13,6 @@ from typing import Any, Protocol
 from engine.tables import HistoryRow
 
 __all__ = [
-    "system_text",
     "TOOL_NAME",
     "Adapter",
     "HttpCall",
@@ -23,6 +22,7 @@ __all__ = [
     "ToolSpec",
     "WireError",
     "group_turns",
+    "system_text",
 ]
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

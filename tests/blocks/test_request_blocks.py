@@ -11,7 +11,6 @@ import pytest
 
 from engine import DiagramInvalid, Services, execute
 from engine.loader import load_diagram
-
 from tests.blocks.vendors import ORDER_TOOL, PARALLEL_HISTORY, FakeVendor, loopback_server
 
 BLOCKS = {"anthropic": "ClaudeRequest", "groq": "GroqChatRequest", "gemini": "GeminiRequest"}
@@ -318,7 +317,7 @@ def test_temperature_selects_anthropic_version_2023_06_01(runner, write) -> None
     assert result.status == "succeeded"
     assert vendor.seen[0].headers["anthropic-version"] == "2023-06-01"
     assert vendor.bodies()[0]["temperature"] == 0.3
-    called = [e for e in runner.events(result) if e["event"] == "provider_called"][0]
+    called = next(e for e in runner.events(result) if e["event"] == "provider_called")
     assert called["api_version"] == "2023-06-01" and "2023-06-01" in called["notes"][0]
 
 
