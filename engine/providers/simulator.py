@@ -298,7 +298,8 @@ def _arguments_for(schema: dict[str, Any], text: str) -> dict[str, Any]:
         spec = properties.get(name) or {}
         kind = str(spec.get("type", "string")).lower()
         if spec.get("enum"):
-            arguments[name] = spec["enum"][0]
+            mentioned = [value for value in spec["enum"] if str(value).lower() in text.lower()]
+            arguments[name] = (mentioned or spec["enum"])[0]
         elif kind == "integer":
             arguments[name] = int(float(numbers.pop(0))) if numbers else 1
         elif kind == "number":
