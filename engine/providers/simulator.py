@@ -282,12 +282,13 @@ def _best_tool(view: _View) -> tuple[str, str, dict[str, Any]] | None:
         return None
     wanted = _grams(view.last_user)
     scored = []
-    for tool in view.tools:
+    for position, tool in enumerate(view.tools):
         offered = _grams(f"{tool[0].replace('_', ' ')} {tool[1]}")
-        score = len(wanted & offered) / (len(wanted | offered) or 1)
+        # How much of the request the tool covers; tools usually come most relevant first.
+        score = len(wanted & offered) / (len(wanted) or 1) - 0.02 * position
         scored.append((score, tool))
     score, tool = max(scored, key=lambda pair: pair[0])
-    return tool if score >= 0.04 else None
+    return tool if score >= 0.1 else None
 
 
 def _arguments_for(schema: dict[str, Any], text: str) -> dict[str, Any]:

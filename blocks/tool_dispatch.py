@@ -1,0 +1,123 @@
+"""ToolDispatch: runs the tools a model called and appends their results to the history.
+
+Each call is looked up in the diagram's registries, its arguments validated (strict,
+or coercing "42" to 42), its handler run (sync in a thread, or async) under the
+tool's timeout. A failure becomes a tool row the model can read, unless this block's
+own error level is Handle; results are keyed by call id, so parallel calls never mix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine import (
+    Block,
+    DataTable,
+    ErrorLevel,
+    Event,
+    HistoryRow,
+    InputError,
+    RunContext,
+    Table,
+    TableError,
+    ToolError,
+    history_rows,
+    history_table,
+)
+from engine.templating import _json_default
+from engine.tools import ToolRegistry, check_arguments
+
+
+class ToolDispatchInputs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    calls: list[dict[str, Any]] = Field(default_factory=list, description="the called_tools of a request block")
+    history: Table = Field(default_factory=lambda: DataTable(()), description="the conversation to append results to")
+    registry: str | None = Field(default=None, description="only tools of this registry")
+    group: str | None = Field(default=None, description="only tools of this group")
+    concurrency: int = Field(default=4, ge=1, description="calls run at once")
+
+
+class ToolDispatchOutputs(BaseModel):
+    history: Any = Field(default=None, description="the history with one tool row per call")
+    results: dict[str, Any] = Field(default_factory=dict, description="call id → result")
+    errors: list[dict[str, Any]] = Field(default_factory=list, description="[{id, name, error}] for failed calls")
+
+
+def _text(result: Any) -> str:
+    return result if isinstance(result, str) else orjson.dumps(result, default=_json_default).decode()
+
+
+class ToolDispatch(Block):
+    """Runs called tools from the tool registry and feeds their results back."""
+
+    Inputs = ToolDispatchInputs
+    Outputs = ToolDispatchOutputs
+
+    async def _one(self, call: dict[str, Any], inputs: ToolDispatchInputs, registry: ToolRegistry | None,
+                   context: RunContext) -> tuple[Any, str | None]:
+        name = str(call.get("name"))
+        tool = registry.get(name) if registry is not None else None
+        if tool is None or (inputs.group and tool.entry.group != inputs.group) or (
+                inputs.registry and tool.registry != inputs.registry):
+            raise ToolError(f"unknown tool '{name}'", type="unknown_tool")
+        arguments = check_arguments(tool, call.get("arguments") or {})
+        stubs = context.services.extras.get("tool_stubs") or {}
+        if name in stubs:
+            return stubs[name], None
+        handler = tool.handler()
+        try:
+            async with asyncio.timeout(tool.entry.timeout):
+                if inspect.iscoroutinefunction(handler):
+                    return await handler(**arguments), None
+                result = await asyncio.to_thread(handler, **arguments)
+                if inspect.isawaitable(result):
+                    result = await result
+                return result, None
+        except TimeoutError:
+            raise ToolError(f"tool '{name}' timed out after {tool.entry.timeout:g} s", type="tool_timeout") from None
+        except Exception as exc:  # the handler is user code: its failure is data for the model
+            raise ToolError(f"tool '{name}' failed: {type(exc).__name__}: {exc}", type="tool_failed") from exc
+
+    async def run(self, inputs: ToolDispatchInputs, context: RunContext) -> dict[str, Any]:
+        registry = context.diagram.tools
+        try:
+            rows = history_rows(inputs.history)
+        except TableError as exc:
+            raise InputError(exc.message) from None
+        handle = context.current.error_level is ErrorLevel.HANDLE
+        limit = asyncio.Semaphore(inputs.concurrency)
+
+        async def guarded(call: dict[str, Any]) -> tuple[Any, ToolError | None, float]:
+            async with limit:
+                began = time.perf_counter()
+                try:
+                    result, _ = await self._one(call, inputs, registry, context)
+                    return result, None, time.perf_counter() - began
+                except ToolError as exc:
+                    return None, exc, time.perf_counter() - began
+
+        outcomes = await asyncio.gather(*(guarded(call) for call in inputs.calls))
+        results: dict[str, Any] = {}
+        errors: list[dict[str, Any]] = []
+        for call, (result, error, seconds) in zip(inputs.calls, outcomes, strict=True):
+            call_id, name = str(call.get("id")), str(call.get("name"))
+            context.emit(Event.TOOL_CALLED, tool=name, call_id=call_id, duration_ms=round(seconds * 1000, 3),
+                         ok=error is None, error=error.message if error else None)
+            if error is not None:
+                if handle:
+                    error.message = f"call {call_id}: {error.message}"
+                    raise error
+                errors.append({"id": call_id, "name": name, "error": error.message, "type": error.type})
+                content = orjson.dumps({"error": error.message}).decode()
+            else:
+                results[call_id] = result
+                content = _text(result)
+            rows.append(HistoryRow("tool", content, call_id, name))
+        return {"history": history_table(rows), "results": results, "errors": errors}

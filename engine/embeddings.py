@@ -1,0 +1,161 @@
+"""Text embeddings for tool selection: a local default, a provider endpoint, and a cache.
+
+The default hashes character n-grams of accent-folded words into a fixed-size,
+L2-normalised vector: no download, deterministic across processes, and good enough
+across Portuguese, Italian and English for matching requests to tool examples.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+import tempfile
+import unicodedata
+import zlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+import numpy as np
+import orjson
+
+__all__ = ["EMBEDDERS", "EmbeddingCache", "Embedder", "HashedNgramEmbedder", "HttpEmbedder", "make_embedder"]
+
+
+class Embedder(Protocol):
+    """Turns texts into unit vectors; `name` identifies the model in cache keys."""
+
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _fold(text: str) -> str:
+    plain = unicodedata.normalize("NFKD", text.lower())
+    return "".join(c for c in plain if not unicodedata.combining(c))
+
+
+class HashedNgramEmbedder:
+    """Hashed character 3- to 5-grams plus whole words, signed, log-weighted, normalised."""
+
+    def __init__(self, dimension: int = 1024) -> None:
+        self.dimension = dimension
+        self.name = f"hashed-ngrams-v1-{dimension}"
+
+    def _features(self, text: str) -> list[str]:
+        features = []
+        for word in _WORD.findall(_fold(text)):
+            features.append(f"w:{word}")
+            padded = f"#{word}#"
+            for size in (3, 4, 5):
+                features += [padded[i:i + size] for i in range(max(1, len(padded) - size + 1))]
+        return features
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        matrix = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            counts: dict[int, float] = {}
+            for feature in self._features(text):
+                hashed = zlib.crc32(feature.encode())
+                index = hashed % self.dimension
+                sign = 1.0 if hashed & 0x80000000 else -1.0
+                counts[index] = counts.get(index, 0.0) + sign
+            for index, value in counts.items():
+                matrix[row, index] = np.sign(value) * np.log1p(abs(value))
+            norm = float(np.linalg.norm(matrix[row]))
+            if norm:
+                matrix[row] /= norm
+        return matrix
+
+
+class HttpEmbedder:
+    """An OpenAI-compatible `/v1/embeddings` endpoint (many providers and local servers speak it)."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        self.name = f"http-{model}"
+        self._url = base_url.rstrip("/") + "/v1/embeddings"
+        self._model = model
+        self._headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(transport=transport, timeout=30)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        response = self._client.post(self._url, json={"model": self._model, "input": list(texts)},
+                                     headers=self._headers)
+        response.raise_for_status()
+        data = sorted(response.json()["data"], key=lambda item: item["index"])
+        matrix = np.asarray([item["embedding"] for item in data], dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        norms[norms == 0] = 1
+        return matrix / norms
+
+
+EMBEDDERS = {"hashed-ngrams": HashedNgramEmbedder, "http": HttpEmbedder}
+"""Embedder kinds a registry may name; a local model can be added here by name."""
+
+
+def make_embedder(spec: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None) -> Embedder:
+    if not spec:
+        return HashedNgramEmbedder()
+    options = dict(spec)
+    kind = options.pop("type", "hashed-ngrams")
+    if kind == "http":
+        key_variable = options.pop("api_key_env", None)
+        environ = environ if environ is not None else os.environ
+        options["api_key"] = environ.get(key_variable) if key_variable else None
+    return EMBEDDERS[kind](**options)  # type: ignore[no-any-return,operator]
+
+
+class EmbeddingCache:
+    """Tool embeddings stored beside a registry, keyed by (function, version, embedder)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._entries: dict[str, dict[str, Any]] = {}
+        self._dirty = False
+        if path.is_file():
+            try:
+                self._entries = orjson.loads(path.read_bytes())
+            except orjson.JSONDecodeError:
+                self._entries = {}  # a damaged cache is rebuilt, never trusted
+
+    @staticmethod
+    def key(function: str, version: int, embedder: str) -> str:
+        return f"{function}@{version}@{embedder}"
+
+    def get(self, key: str) -> np.ndarray | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        return np.frombuffer(base64.b64decode(entry["vector"]), dtype=np.float32).copy()
+
+    def metadata(self, key: str) -> dict[str, Any] | None:
+        entry = self._entries.get(key)
+        return entry.get("metadata") if entry else None
+
+    def put(self, key: str, vector: np.ndarray, metadata: Mapping[str, Any]) -> None:
+        function = key.split("@", 1)[0]
+        for stale in [k for k in self._entries if k.split("@", 1)[0] == function and k.rsplit("@", 1)[1] == key.rsplit("@", 1)[1]]:
+            del self._entries[stale]  # an older version of this tool for this embedder
+        self._entries[key] = {"vector": base64.b64encode(vector.astype(np.float32).tobytes()).decode(),
+                              "metadata": dict(metadata),
+                              "text_sha256": hashlib.sha256(str(metadata.get("text", "")).encode()).hexdigest()}
+        self._dirty = True
+
+    def save(self) -> None:
+        if not self._dirty:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile("wb", dir=self.path.parent, delete=False, suffix=".tmp") as handle:
+                handle.write(orjson.dumps(self._entries, option=orjson.OPT_SORT_KEYS))
+            os.replace(handle.name, self.path)
+            self._dirty = False
+        except OSError:
+            pass  # a read-only folder only costs recomputing next time
