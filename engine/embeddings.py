@@ -22,7 +22,7 @@ import httpx
 import numpy as np
 import orjson
 
-__all__ = ["EMBEDDERS", "EmbeddingCache", "Embedder", "HashedNgramEmbedder", "HttpEmbedder", "make_embedder"]
+__all__ = ["EMBEDDERS", "Embedder", "EmbeddingCache", "HashedNgramEmbedder", "HttpEmbedder", "make_embedder"]
 
 
 class Embedder(Protocol):

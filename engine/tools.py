@@ -212,6 +212,12 @@ class ToolRegistry:
         return tools
 
 
+def _tool_problem(problems: list[Problem], source: str, lines: LineMap, where: tuple[str | int, ...], field: str,
+                  line: int | None, message: str, key: str, hint: str | None = None) -> None:
+    problems.append(Problem(source, lines.line((*where, key)) or line, message, field=f"{field}.{key}", hint=hint,
+                            code="invalid_tool"))
+
+
 def _registry_files(path: Path) -> list[Path]:
     if path.is_dir():
         return sorted([*path.glob("*.yaml"), *path.glob("*.yml")])
@@ -282,10 +288,7 @@ def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: Li
                     continue
                 tool_field = f"tools[{index}]" if index >= 0 else "standard_tools"
 
-                def add(message: str, key: str, hint: str | None = None, _line: int | None = line,
-                        _field: str = tool_field, _where: tuple[str | int, ...] = where) -> None:
-                    problems.append(Problem(source, lines.line((*_where, key)) or _line, message,
-                                            field=f"{_field}.{key}", hint=hint, code="invalid_tool"))
+                add = functools.partial(_tool_problem, problems, source, lines, where, tool_field, line)
 
                 if not _NAME.match(entry.function):
                     add(f"tool name '{entry.function}' must be Latin letters, digits, '_' and '-', at most 64 "

@@ -1,0 +1,97 @@
+"""ToolDispatch: arguments, handlers, tool rows, parallel calls, error levels."""
+
+from __future__ import annotations
+
+import orjson
+
+from tests.engine.test_tools import BASIC, make_registry
+
+
+def dispatch_diagram(write, tmp_path, calls, *, level: str = "Default", tools: str = BASIC, strict: bool = False) -> object:
+    path, _ = make_registry(tmp_path, tools.replace("group: orders\n  description: Returns",
+                                                    f"group: orders\n  strict: {str(strict).lower()}\n  description: Returns"))
+    return write(f"""
+        diagram: d
+        tools: {path.name}
+        blocks:
+          - id: start
+            type: Start
+            variables: {{calls: {orjson.dumps(calls).decode()}, history: []}}
+            next: dispatch
+          - id: dispatch
+            type: ToolDispatch
+            error_level: {level}
+            with: {{calls: "{{{{ calls }}}}", history: "{{{{ history }}}}"}}
+            set: {{rows: "{{{{ history }}}}", results: "{{{{ results }}}}", failures: "{{{{ errors }}}}"}}
+            on_error: handler
+          - id: handler
+            type: Set
+            set: {{why: "{{{{ error.message }}}}"}}
+    """)
+
+
+def tool_rows(result):
+    return [(r["tool_call_id"], r["name"], orjson.loads(r["content"])) for r in result.variables["rows"]]
+
+
+def test_two_parallel_calls_keep_their_ids(runner, write, tmp_path) -> None:
+    calls = [{"id": "a", "name": "get_order_status", "arguments": {"order_id": 1}},
+             {"id": "b", "name": "refund_payment", "arguments": {"order_id": 2, "amount": 9.5}}]
+    result = runner.run(dispatch_diagram(write, tmp_path, calls))
+    assert result.status == "succeeded", result.errors
+    assert tool_rows(result) == [("a", "get_order_status", {"order_id": 1, "status": "shipped"}),
+                                 ("b", "refund_payment", {"refunded": 9.5})]
+    assert set(result.variables["results"]) == {"a", "b"}
+
+
+def test_coercing_turns_text_numbers_into_numbers(runner, write, tmp_path) -> None:
+    calls = [{"id": "a", "name": "get_order_status", "arguments": {"order_id": "42"}}]
+    result = runner.run(dispatch_diagram(write, tmp_path, calls))
+    assert tool_rows(result)[0][2] == {"order_id": 42, "status": "shipped"}
+
+
+def test_strict_tools_refuse_text_numbers(runner, write, tmp_path) -> None:
+    calls = [{"id": "a", "name": "get_order_status", "arguments": {"order_id": "42"}}]
+    result = runner.run(dispatch_diagram(write, tmp_path, calls, strict=True))
+    content = tool_rows(result)[0][2]
+    assert "invalid arguments" in content["error"] and "order_id" in content["error"]
+    assert result.variables["failures"][0]["type"] == "invalid_tool_arguments"
+
+
+def test_unknown_disabled_missing_arguments_and_raising_handler_become_tool_rows(runner, write, tmp_path) -> None:
+    tools = BASIC + """
+- function: broken
+  handler: MODULE:boom
+  group: orders
+  description: Always fails.
+  parameters: {type: object, properties: {order_id: {type: integer}}}
+"""
+    calls = [{"id": "1", "name": "nope", "arguments": {}},
+             {"id": "2", "name": "hidden", "arguments": {"order_id": 1}},
+             {"id": "3", "name": "get_order_status", "arguments": {}},
+             {"id": "4", "name": "broken", "arguments": {"order_id": 1}}]
+    result = runner.run(dispatch_diagram(write, tmp_path, calls, tools=tools))
+    assert result.status == "succeeded"
+    errors = [row[2]["error"] for row in tool_rows(result)]
+    assert errors[0] == "unknown tool 'nope'" and errors[1] == "unknown tool 'hidden'"
+    assert "'order_id' is a required property" in errors[2]
+    assert "RuntimeError: database is down" in errors[3]
+
+
+def test_handle_takes_on_error_instead(runner, write, tmp_path) -> None:
+    calls = [{"id": "1", "name": "nope", "arguments": {}}]
+    result = runner.run(dispatch_diagram(write, tmp_path, calls, level="Handle"))
+    assert result.path == ["start", "dispatch", "handler"]
+    assert "unknown tool 'nope'" in result.variables["why"]
+
+
+def test_order_agent_runs_offline_end_to_end(runner) -> None:
+    from pathlib import Path
+
+    from engine import Services
+
+    diagram = runner.load(Path(__file__).resolve().parents[2] / "diagrams" / "order_agent.yaml")
+    result = runner.run(diagram, services=Services(environ={}, offline=True))
+    assert result.status == "succeeded", result.errors
+    assert result.path == ["start", "ask", "dispatch", "ask", "done"]
+    assert "shipped" in result.variables["answer"]

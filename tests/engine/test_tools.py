@@ -1,0 +1,194 @@
+"""Tool registries: validation with file:line, selection by similarity, the embedding cache."""
+
+from __future__ import annotations
+
+import textwrap
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from engine import DiagramInvalid
+from engine.embeddings import HashedNgramEmbedder, HttpEmbedder
+from engine.tools import load_registries
+from engine.yamlfile import LineMap
+
+HANDLERS = """
+def status(order_id: int):
+    return {"order_id": order_id, "status": "shipped"}
+
+def boom(order_id: int):
+    raise RuntimeError("database is down")
+
+def refund(order_id: int, amount: float):
+    return {"refunded": amount}
+"""
+
+
+def make_registry(tmp_path: Path, tools: str, *, extra: str = "") -> tuple[Path, str]:
+    module = f"handlers_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(HANDLERS)
+    text = textwrap.dedent(f"""
+        registry: shop
+        allowed_modules: [{module}]
+        groups: {{orders: Orders, billing: Billing}}
+        {extra}
+        tools:
+    """).lstrip() + textwrap.indent(textwrap.dedent(tools.replace("MODULE", module)).strip("\n"), "  ") + "\n"
+    path = tmp_path / "registry.yaml"
+    path.write_text(text)
+    return path, module
+
+
+def load(tmp_path: Path, path: Path):
+    return load_registries(path.name, tmp_path / "diagram.yaml", LineMap(str(tmp_path / "diagram.yaml")))
+
+
+BASIC = """
+- function: get_order_status
+  handler: MODULE:status
+  group: orders
+  description: Returns the status of an order.
+  examples: ["Onde está o meu pedido 42?", "Dov'è il mio ordine?", "Where is my order?"]
+  parameters: {type: object, properties: {order_id: {type: integer}}, required: [order_id]}
+- function: refund_payment
+  handler: MODULE:refund
+  group: billing
+  description: Refunds a payment.
+  examples: ["Quero o meu dinheiro de volta", "Voglio un rimborso", "I want a refund"]
+  parameters: {type: object, properties: {order_id: {type: integer}, amount: {type: number}}, required: [order_id, amount]}
+- function: hidden
+  handler: MODULE:status
+  group: orders
+  enabled: false
+  description: Never offered.
+"""
+
+
+def test_registry_problems_name_file_line_and_field(tmp_path: Path) -> None:
+    path, _ = make_registry(tmp_path, """
+        - function: get_order_status
+          handler: MODULE:status
+          group: orders
+          description: first
+        - function: get_order_status
+          handler: os:system
+          group: order
+          description: second
+          parameters: {type: object, properties: {x: {type: nonsense}}}
+        - function: "bad name!"
+          handler: MODULE:status
+          group: orders
+          description: third
+    """)
+    with pytest.raises(DiagramInvalid) as caught:
+        load(tmp_path, path)
+    messages = {(p.line, p.field): p.message for p in caught.value.problems}
+    assert all(p.file == str(path) for p in caught.value.problems)
+    assert any("duplicate function 'get_order_status'" in m for m in messages.values())
+    assert messages[(11, "tools[1].handler")].startswith("handler module 'os' is not in allowed_modules")
+    assert "not declared in groups" in messages[(12, "tools[1].group")]
+    assert "not a valid JSON Schema" in messages[(14, "tools[1].parameters")]
+    assert "Latin letters" in messages[(15, "tools[2].function")]
+
+
+def test_missing_handler_is_a_load_error(tmp_path: Path) -> None:
+    path, _ = make_registry(tmp_path, """
+        - function: t
+          handler: MODULE:nowhere
+          group: orders
+          description: d
+    """)
+    with pytest.raises(DiagramInvalid, match="cannot be loaded"):
+        load(tmp_path, path)
+
+
+def test_disabled_tools_are_never_offered(tmp_path: Path) -> None:
+    registry = load(tmp_path, make_registry(tmp_path, BASIC)[0])
+    assert [t.name for t, _ in registry.select("orders")] == ["get_order_status"]
+    assert registry.get("hidden") is None
+    table = registry.template_function()()
+    assert [row["name"] for row in table] == ["get_order_status", "refund_payment"]
+
+
+def test_rules_are_appended_to_the_description(tmp_path: Path) -> None:
+    path, _ = make_registry(tmp_path, """
+        - function: t
+          handler: MODULE:status
+          group: orders
+          description: Looks an order up.
+          rules: Ask for the order number first.
+    """)
+    table = load(tmp_path, path).template_function()("orders")
+    assert table[0]["description"] == "Looks an order up.\n\nRules: Ask for the order number first."
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("Onde está a minha encomenda 42?", "get_order_status"),
+    ("Dov'è il mio ordine 17?", "get_order_status"),
+    ("where is my order", "get_order_status"),
+    ("Quero um reembolso do dinheiro", "refund_payment"),
+    ("vorrei il rimborso", "refund_payment"),
+    ("please refund me", "refund_payment"),
+])
+def test_top_k_puts_the_expected_tool_first(tmp_path: Path, query: str, expected: str) -> None:
+    registry = load(tmp_path, make_registry(tmp_path, BASIC)[0])
+    chosen = registry.select(query=query, top_k=2)
+    assert chosen[0][0].name == expected
+    assert chosen[0][1] >= chosen[1][1]
+    assert registry.select(query=query, top_k=2) == chosen  # deterministic
+
+
+def test_min_score_filters(tmp_path: Path) -> None:
+    registry = load(tmp_path, make_registry(tmp_path, BASIC)[0])
+    assert registry.select(query="where is my order", min_score=0.99) == []
+
+
+def test_embeddings_are_cached_by_function_version_and_embedder(tmp_path: Path) -> None:
+    path, _ = make_registry(tmp_path, BASIC)
+    first = load(tmp_path, path)
+    assert first.embedded == 2
+    assert path.with_suffix(".embeddings.json").is_file()
+    again = load(tmp_path, path)
+    assert again.embedded == 0  # same versions: nothing recomputed
+    path.write_text(path.read_text().replace("description: Refunds a payment.",
+                                             "description: Refunds a card payment.\n    version: 2"))
+    bumped = load(tmp_path, path)
+    assert bumped.embedded == 1
+    assert load(tmp_path, path).embedded == 0
+
+
+def test_unknown_group_in_tools_function(tmp_path: Path) -> None:
+    registry = load(tmp_path, make_registry(tmp_path, BASIC)[0])
+    with pytest.raises(Exception, match="no tool group 'ordres'"):
+        registry.template_function()("ordres")
+
+
+def test_hashed_embedder_is_deterministic_and_normalised() -> None:
+    embedder = HashedNgramEmbedder()
+    first, second = embedder.embed(["Olá, tudo bem?", "Olá, tudo bem?"])
+    assert (first == second).all()
+    assert abs(float((first * first).sum()) - 1) < 1e-5
+
+
+def test_http_embedder_speaks_the_embeddings_endpoint() -> None:
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"data": [{"index": 1, "embedding": [0, 2]}, {"index": 0, "embedding": [3, 4]}]})
+
+    embedder = HttpEmbedder("https://emb.test", "text-embed-1", "k", transport=httpx.MockTransport(handler))
+    vectors = embedder.embed(["a", "b"])
+    assert seen[0].url == "https://emb.test/v1/embeddings" and seen[0].headers["authorization"] == "Bearer k"
+    assert vectors.tolist() == [[0.6000000238418579, 0.800000011920929], [0.0, 1.0]]
+    assert embedder.name == "http-text-embed-1"
+
+
+def test_standard_tools_can_be_included(tmp_path: Path) -> None:
+    path, _ = make_registry(tmp_path, BASIC, extra="standard_tools: [calculator, current_datetime]")
+    registry = load(tmp_path, path)
+    assert registry.get("calculator").handler()(expression="(12.5 * 3) / 4")["result"] == 9.375
+    with pytest.raises(ValueError):
+        registry.get("calculator").handler()(expression="__import__('os')")
