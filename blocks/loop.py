@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine import Block, DataTable, Event, InputError, LoopLimitReached, Report, RunContext
+from engine import Block, DataTable, Event, InputError, LoopLimitReached, Report, RunContext, TableError, to_table
 
 _MODES = ("for_each", "while", "count")
 
@@ -75,6 +75,11 @@ class Loop(Block):
         count = None
         if mode == "for_each":
             value = context.evaluate_input("for_each")
+            if isinstance(value, dict):
+                try:
+                    value = to_table(value, context.diagram.directory)
+                except TableError as exc:
+                    raise InputError(f"with.for_each: {exc.message}") from None
             if isinstance(value, DataTable):
                 items = value.records()
             elif isinstance(value, (list, tuple)):

@@ -215,6 +215,131 @@ def graph(
     sys.stdout.write(drawn)
 
 
+def _short(value: Any, width: int = 60) -> str:
+    text = value if isinstance(value, str) else _dumps(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _step_line(step: Any) -> str:
+    link = f"→ {step.next}" if step.next else ""
+    if step.via and step.via not in ("next", None):
+        link += f" ({step.via})"
+    detail = []
+    if step.model:
+        tokens = f" {step.tokens[0]}/{step.tokens[1]} tok" if step.tokens else ""
+        detail.append(f"{step.model}{tokens}")
+    if step.called_tools:
+        detail.append("called " + ", ".join(step.called_tools))
+    if step.error:
+        detail.append(step.error)
+    if step.inputs:
+        detail.append("in " + _short(step.inputs))
+    if step.set:
+        detail.append("set " + _short(step.set))
+    elif step.outputs:
+        detail.append("out " + _short(step.outputs))
+    offset = f"{step.offset_ms:9.2f}" if step.offset_ms is not None else " " * 9
+    duration = f"{step.duration_ms:9.3f}" if step.duration_ms is not None else " " * 9
+    return (f"{step.number:>5} {step.block[:18]:<18} {step.block_type[:16]:<16} {offset} {duration} "
+            f"{step.status:<9} {link[:22]:<22} {' · '.join(detail)}")
+
+
+@app.command()
+def trace(
+    run: Annotated[str, typer.Argument(help="run id, run folder, trace file, or 'last'")] = "last",
+    block: Annotated[str | None, typer.Option("--block", help="only this block's steps")] = None,
+    level: Annotated[Level | None, typer.Option("--level", help="only events kept at this message level")] = None,
+    errors: Annotated[bool, typer.Option("--errors", help="only failed or ignored steps")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="the raw events, one JSON object per line")] = False,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="keep reading until the run finishes")] = False,
+    show_payloads: Annotated[bool, typer.Option("--show-payloads", help="print the (redacted) HTTP bodies")] = False,
+    runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
+) -> None:
+    """Show a run's steps: block, type, start offset, duration, status, link taken, short inputs/outputs."""
+    import time as clock
+
+    from engine.runs import event_level, find_trace, steps
+    from engine.trace import read_events
+
+    try:
+        path = find_trace(run, _runs_dir(runs_dir))
+    except DiagramaError as exc:
+        raise _fail(exc) from None
+    limit = MESSAGE_LEVELS[level.value] if level else None
+
+    def wanted(event: dict[str, Any]) -> bool:
+        if block and event.get("block") not in (block, None):
+            return False
+        if block and event.get("block") is None and event.get("event") not in ("run_started", "run_finished"):
+            return False
+        if limit is not None and event_level(event) > limit:
+            return False
+        if not errors or not as_json:
+            return True  # the table filters whole steps, below
+        return event.get("event") in ("block_failed", "run_finished", "run_started") or \
+            event.get("status") in ("failed", "ignored")
+
+    seen = 0
+    header_done = False
+    while True:
+        events = read_events(path)
+        fresh, seen = events[seen:], len(events)
+        chosen = [e for e in fresh if wanted(e)]
+        if as_json:
+            for event in chosen:
+                sys.stdout.write(_dumps(event) + "\n")
+        else:
+            if not header_done:
+                out.print(f"{'step':>5} {'block':<18} {'type':<16} {'start ms':>9} {'took ms':>9} {'status':<9} "
+                          f"{'link':<22} details", markup=False)
+                header_done = True
+            lines = []
+            for event in chosen:
+                name = event.get("event")
+                if name == "run_started":
+                    lines.append(f"run {event.get('run_id')} of {event.get('diagram')} ({event.get('message_level')})")
+                elif name == "run_finished":
+                    lines.append(f"run {event.get('status')} after {event.get('steps')} steps in "
+                                 f"{event.get('duration_ms')} ms")
+                    for error in event.get("errors") or []:
+                        lines.append(f"  error in {error.get('block')}: {error.get('type')}: {error.get('message')}")
+            for step in steps(chosen):
+                if errors and step.status not in ("failed", "ignored"):
+                    continue
+                lines.append(_step_line(step))
+                if show_payloads:
+                    lines += ["      " + _dumps({k: p.get(k) for k in ("event", "status", "url", "body") if k in p})
+                              for p in step.payloads]
+            if lines:
+                sys.stdout.write("\n".join(lines) + "\n")
+                sys.stdout.flush()
+        if not follow or (events and events[-1].get("event") == "run_finished"):
+            break
+        clock.sleep(0.2)
+
+
+@app.command()
+def runs(
+    runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="how many, newest first")] = 20,
+) -> None:
+    """List recent runs: id, diagram, status, start, duration, steps."""
+    import datetime
+
+    from engine.runs import list_runs
+
+    found = list_runs(_runs_dir(runs_dir), limit)
+    if not found:
+        err.print(f"no runs in {escape(str(_runs_dir(runs_dir)))}")
+        return
+    out.print(f"{'run':<24} {'diagram':<24} {'status':<10} {'started':<19} {'ms':>10} {'steps':>6}", markup=False)
+    for summary in found:
+        started = datetime.datetime.fromtimestamp(summary.started).strftime("%Y-%m-%d %H:%M:%S")
+        duration = f"{summary.duration_ms:.1f}" if summary.duration_ms is not None else "-"
+        out.print(f"{summary.run_id:<24} {summary.diagram[:24]:<24} {summary.status:<10} {started:<19} {duration:>10} "
+                  f"{summary.steps if summary.steps is not None else '-':>6}", markup=False)
+
+
 def main() -> None:
     app()
 

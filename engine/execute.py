@@ -24,6 +24,7 @@ from engine.context import RunContext, Services
 from engine.diagram import CompiledBlock, Diagram
 from engine.errors import BlockError, InputError, RunError, RunTimeout, StepLimitReached, TemplateError
 from engine.spec import ErrorLevel, MessageLevel
+from engine.tables import TableError, to_table
 from engine.trace import Console, Event, Trace, new_run_id
 from engine.values import full_value, short_value
 
@@ -129,13 +130,8 @@ class _Executor:
         return None
 
     def _fail(self, block: CompiledBlock, error: RunError) -> tuple[CompiledBlock | None, str]:
-        error.block = error.block or block.id
         record = error.as_dict()
         self.errors.append(record)
-        self.trace.emit(
-            Event.BLOCK_FAILED, block=block.id, block_type=block.type_name, error_type=error.type,
-            message=error.message,
-        )
         level = block.error_level if block.error_level is not None else self.diagram.error_level
         scope = self.ctx.scope
         if level is ErrorLevel.IGNORE:
@@ -205,6 +201,10 @@ class _Executor:
                 error = exc if isinstance(exc, RunError) else BlockError(
                     f"{type(exc).__name__}: {exc}", type="block_raised", block=block.id
                 )
+                error.block = error.block or block.id
+                # Errors are kept at every message level, and come before the step's end.
+                trace.emit(Event.BLOCK_FAILED, block=block.id, block_type=block.type_name, error_type=error.type,
+                           message=error.message)
                 if level:
                     ignored = (block.error_level if block.error_level is not None
                                else self.diagram.error_level) is ErrorLevel.IGNORE
@@ -244,16 +244,26 @@ class _Executor:
             fields["inputs"] = {name: render(value) for name, value in inputs.items()}
         if outputs:
             fields["outputs"] = {name: render(value) for name, value in outputs.items()}
-        if block.set_items and error is None:
+        if block.set_items and error is None and via == "next":
             values = self.ctx.scope.values
             fields["set"] = {name: render(values.get(name)) for name, _ in block.set_items}
         self.trace.emit(Event.BLOCK_FINISHED, **fields)
 
 
+def _fresh(value: Any, diagram: Diagram) -> Any:
+    """A run's own copy of a written value; `{csv: path}` becomes the table it names."""
+    if isinstance(value, dict) and set(value) == {"csv"}:
+        try:
+            return to_table(value, diagram.directory)
+        except TableError as exc:
+            raise _RunFailed(TableError(exc.message, block=diagram.start.id)) from None
+    return copy.deepcopy(value) if isinstance(value, (list, dict)) else value
+
+
 def _initial_scope(diagram: Diagram, inputs: Mapping[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name, default in diagram.settings.inputs.items():
-        values[name] = copy.deepcopy(default) if isinstance(default, (list, dict)) else default
+        values[name] = _fresh(default, diagram)
     values.update(inputs)
     return values
 
@@ -274,7 +284,7 @@ async def execute(
     trace_path = runs_dir / run_id / "trace.jsonl" if runs_dir is not None else None
     trace = Trace(trace_path, run_id, secrets=services.secrets(), console=console)
     default_level = message_level if message_level is not None else diagram.message_level
-    values = _initial_scope(diagram, inputs or {})
+    values: dict[str, Any] = {}
     scope = diagram.env.new_scope(values)
     ctx = RunContext(run_id, diagram, scope, trace, services, default_level)
     executor = _Executor(diagram, ctx, trace)
@@ -286,10 +296,10 @@ async def execute(
     status = "failed"
     finished = False
     try:
+        values.update(_initial_scope(diagram, inputs or {}))
         try:
             for name, evaluator in diagram.variables:
-                value = evaluator.evaluate(scope)
-                scope.values[name] = copy.deepcopy(value) if isinstance(value, (list, dict)) else value
+                scope.values[name] = _fresh(evaluator.evaluate(scope), diagram)
         except TemplateError as exc:
             raise _RunFailed(TemplateError(f"variables: {exc.message}", type=exc.type,
                                            block=diagram.start.id)) from None
