@@ -44,6 +44,9 @@ class _Pass:
     shadowed: dict[str, Any] = field(default_factory=dict)
 
 
+_NO_OUTPUTS: dict[str, Any] = {}
+
+
 def _truthy(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("true", "yes", "1")
@@ -143,10 +146,13 @@ class Loop(Block):
             )
         index = state.iterations
         item = state.items[index] if state.items is not None else None
-        for name, value in (("item", item), ("index", index)):
-            previous = context.bind(name, value)
-            if index == 0:
-                state.shadowed[name] = previous
-        context.emit(Event.LOOP_PASS_STARTED, index=index)
-        context.follow("body")
-        return {}
+        if index == 0:
+            state.shadowed = {"item": context.bind("item", item), "index": context.bind("index", index)}
+        else:
+            values = context.scope.values
+            values["item"] = item
+            values["index"] = index
+        if context.message_level:
+            context.emit(Event.LOOP_PASS_STARTED, index=index)
+        context.port = "body"
+        return _NO_OUTPUTS

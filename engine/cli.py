@@ -346,3 +346,7 @@ def main() -> None:
 
 __all__ = ["app", "main"]
 
+
+
+if __name__ == "__main__":
+    main()

@@ -52,6 +52,7 @@ class CompiledBlock:
         "message_level",
         "on_error",
         "ports",
+        "reads_outputs",
         "set_items",
         "static_inputs",
         "type_name",
@@ -74,6 +75,8 @@ class CompiledBlock:
         self.error_level: ErrorLevel | None = None
         self.message_level: MessageLevel | None = None
         self.body_region: frozenset[str] = frozenset()
+        self.reads_outputs = True
+        """False when no `set` and only one unconditional link: the step skips templating."""
         self.empty_outputs: dict[str, Any] = type(impl).empty_outputs()
 
     def __repr__(self) -> str:

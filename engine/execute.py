@@ -156,6 +156,8 @@ class _Executor:
         block: CompiledBlock | None = self.diagram.start
         came_from: CompiledBlock | None = None
         started = ctx.started
+        path = self.path
+        outputs_of = self.outputs
         while block is not None:
             if self.steps >= max_steps:
                 raise _RunFailed(
@@ -166,7 +168,7 @@ class _Executor:
                     )
                 )
             self.steps += 1
-            self.path.append(block.id)
+            path.append(block.id)
             ctx.current = block
             ctx.port = None
             ctx.entered_from_body = came_from is not None and came_from.id in block.body_region
@@ -176,27 +178,28 @@ class _Executor:
                 began = time.perf_counter()
                 trace.emit(Event.BLOCK_STARTED, block=block.id, block_type=block.type_name, step=self.steps,
                            offset_ms=round((began - started) * 1000, 3))
-            outputs: dict[str, Any] = {}
             try:
-                if block.static_inputs is not None:
-                    inputs = block.static_inputs
-                    if level:
-                        shown = {name: evaluator.source for name, evaluator in block.inputs}
-                else:
+                inputs = block.static_inputs
+                if inputs is None:
                     inputs, shown = self._render_inputs(block)
+                elif level:
+                    shown = {name: evaluator.source for name, evaluator in block.inputs}
                 outputs = await block.impl.run(inputs, ctx)
                 if ctx.port is not None:
                     following: CompiledBlock | None = block.ports[ctx.port]
                     via = ctx.port
                 else:
-                    scope.overlay(outputs)
-                    try:
-                        if block.set_items:
-                            self._apply_set(block)
-                        following = self._choose(block)
-                    finally:
-                        scope.clear_overlay()
                     via = "next"
+                    if block.reads_outputs:
+                        scope.overlay(outputs)
+                        try:
+                            if block.set_items:
+                                self._apply_set(block)
+                            following = self._choose(block)
+                        finally:
+                            scope.clear_overlay()
+                    else:
+                        following = block.links[0].target if block.links else None
             except Exception as exc:  # a plug-in's own bug is recorded like any block error
                 error = exc if isinstance(exc, RunError) else BlockError(
                     f"{type(exc).__name__}: {exc}", type="block_raised", block=block.id
@@ -213,7 +216,7 @@ class _Executor:
                 following, via = self._fail(block, error)
                 came_from, block = block, following
                 continue
-            self.outputs[block.id] = outputs
+            outputs_of[block.id] = outputs
             if level:
                 self._emit_finished(block, began, following, "succeeded", shown, outputs, level, None, via)
             came_from, block = block, following

@@ -516,6 +516,8 @@ def compile_diagram(
         compiler.compile_values(start, graph)
     if compiler.problems.items or start is None:
         raise DiagramInvalid(compiler.problems.items)
+    for block in compiler.blocks.values():
+        block.reads_outputs = bool(block.set_items) or any(link.when is not None for link in block.links)
     settings = start.impl.settings
     assert isinstance(settings, RunSettings)
     error_level = start.error_level if start.error_level is not None else DEFAULT_ERROR_LEVEL
