@@ -203,6 +203,9 @@ class RequestBlock(Block):
                                           tool_call.name, tool_call.signature))
             called.append({"id": tool_call.id, "name": tool_call.name, "arguments": tool_call.arguments})
         usage = {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens}
+        recorder = services.extras.get("recorder")
+        if recorder is not None:  # `diagrama run --record`: the replies become a scenario's script
+            recorder.append({"block": self.id, "text": reply.text, "calls": called})
         context.emit(Event.PROVIDER_CALLED, vendor=adapter.vendor, model=request.model, usage=usage,
                      stop_reason=reply.stop_reason, called_tools=[c["name"] for c in called],
                      attempts=response.attempts, duration_ms=round((time.perf_counter() - began) * 1000, 3),

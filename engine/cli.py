@@ -131,6 +131,7 @@ def run(
     runs_dir: Annotated[Path | None, typer.Option("--runs-dir", help="where run traces go (default ./runs)")] = None,
     output: Annotated[OutputFormat, typer.Option("--output", help="text, or one JSON object on stdout")] = OutputFormat.text,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no per-block lines on stderr")] = False,
+    record: Annotated[Path | None, typer.Option("--record", help="write the run as a scenario file")] = None,
 ) -> None:
     """Run a diagram once."""
     loaded = _load(diagram)
@@ -142,6 +143,9 @@ def run(
     level = MESSAGE_LEVELS[message_level.value] if message_level else None
     console = None if quiet else console_printer(err)
     services = Services(offline=offline)
+    recorded: list[dict[str, Any]] = []
+    if record is not None:
+        services.extras["recorder"] = recorded
     try:
         result = asyncio.run(
             run_async(loaded, values, runs_dir=_runs_dir(runs_dir), message_level=level, services=services,
@@ -149,6 +153,11 @@ def run(
         )
     except DiagramaError as exc:
         raise _fail(exc) from None
+    if record is not None:
+        from engine.scenarios import record_scenario
+
+        record_scenario(record, diagram, values, result, recorded)
+        err.print(f"recorded scenario {escape(str(record))}; review it before committing")
     if output is OutputFormat.json:
         sys.stdout.write(_dumps(result.as_json()) + "\n")
     else:
@@ -188,10 +197,67 @@ def validate(diagrams: Annotated[list[Path], typer.Argument(help="diagram files"
         raise typer.Exit(2)
 
 
+class SchemaKind(StrEnum):
+    diagram = "diagram"
+    scenario = "scenario"
+
+
 @app.command()
-def schema() -> None:
+def schema(
+    kind: Annotated[SchemaKind, typer.Option("--kind", help="diagram files, or scenario files")] = SchemaKind.diagram,
+) -> None:
     """Print the JSON Schema of diagram files (for editors: diagrama schema > diagram.schema.json)."""
+    if kind is SchemaKind.scenario:
+        from engine.scenarios import scenario_schema
+
+        sys.stdout.write(_dumps(scenario_schema(), indent=True) + "\n")
+        return
     sys.stdout.write(_dumps(diagram_schema(blocks_registry()), indent=True) + "\n")
+
+
+def scenario_files(paths: list[Path]) -> list[Path]:
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(path.rglob("*.scenario.yaml"))
+        else:
+            found.append(path)
+    return found
+
+
+@app.command("test")
+def test_scenarios(
+    paths: Annotated[list[Path] | None, typer.Argument(help="scenario files or folders (default tests/scenarios)")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="only scenarios with this tag")] = None,
+    keyword: Annotated[str | None, typer.Option("-k", help="only scenarios whose name contains this text")] = None,
+    runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
+) -> None:
+    """Run robot scenario files (*.scenario.yaml) against the offline simulator."""
+    from engine.scenarios import load_scenarios, run_scenario
+
+    registry = blocks_registry()
+    passed = failed = 0
+    for file in scenario_files(paths or [Path("tests/scenarios")]):
+        try:
+            scenarios = load_scenarios(file)
+        except DiagramaError as exc:
+            failed += 1
+            err.print(escape(str(exc)))
+            continue
+        for scenario in scenarios:
+            if tag and not set(tag) & set(scenario.spec.tags):
+                continue
+            if keyword and keyword.lower() not in scenario.name.lower():
+                continue
+            verdict = run_scenario(scenario, registry, _runs_dir(runs_dir))
+            if verdict.passed:
+                passed += 1
+                out.print(f"PASS  {escape(scenario.name)}  [dim]{escape(str(file))}[/dim]")
+            else:
+                failed += 1
+                out.print(f"[red]FAIL[/red]  {escape(verdict.report())}")
+    sys.stdout.write(f"{passed} passed, {failed} failed\n")
+    raise typer.Exit(1 if failed else 0)
 
 
 @app.command()

@@ -21,9 +21,10 @@ import orjson
 
 from engine.providers.simulator_checks import Rejected, check_anthropic, check_gemini, check_groq
 
-__all__ = ["BLOCK_HEADER", "RecordedRequest", "Simulator"]
+__all__ = ["BLOCK_HEADER", "RecordedRequest", "Simulator", "neutral_messages"]
 
 BLOCK_HEADER = "x-diagrama-block"
+_CALLS = "x-diagrama-calls"  # carried beside a reply inside the simulator; never sent
 _GEMINI_PATH = re.compile(r"^/(v1|v1beta)/models/([^/:]+):generateContent$")
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Callable[[dict[str, Any]], Awaitable[None]]],
                    Awaitable[None]]
@@ -36,6 +37,11 @@ class RecordedRequest:
     path: str
     body: Any
     status: int
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The request's conversation in our terms: [{role, content, name}]."""
+        return neutral_messages(self.vendor, self.body)
 
 
 @dataclass
@@ -92,7 +98,8 @@ class Simulator:
         if isinstance(reply, _Delayed):
             await asyncio.sleep(reply.seconds)
             status, reply, extra = reply.then
-        self.requests.append(RecordedRequest(vendor, block, path, body, status))
+        calls = extra.pop(_CALLS, [])
+        self.requests.append(RecordedRequest(vendor, block, path, body, status, calls))
         return status, reply, extra
 
     def _answer(self, vendor: str, path: str, headers: dict[str, str], body: Any,
@@ -118,7 +125,8 @@ class Simulator:
                 result[2]["retry-after"] = str(error["retry_after"])
         else:
             text, calls = self._content(vendor, body, model, reply)
-            result = 200, self._render(vendor, body, model, text, calls, reply), {}
+            made = [{"name": c["name"], "arguments": c["arguments"]} for c in calls]
+            result = 200, self._render(vendor, body, model, text, calls, reply), {_CALLS: made}
         if delay > 0:
             return 200, _Delayed(delay, result), {}
         return result
@@ -268,6 +276,55 @@ def _view(vendor: str, body: dict[str, Any], model: str) -> _View:
             tools += [(d["name"], d.get("description", ""), d.get("parameters") or {})
                       for d in group.get("functionDeclarations") or []]
     return _View(model, last_user, tools, results)
+
+
+def neutral_messages(vendor: str, body: Any) -> list[dict[str, Any]]:
+    """A vendor request body's messages as [{role, content, name}] (for scenario checks)."""
+    if not isinstance(body, dict):
+        return []
+    found: list[dict[str, Any]] = []
+    if vendor == "anthropic":
+        if body.get("system"):
+            found.append({"role": "system", "content": _text_of(body["system"]), "name": None})
+        names: dict[str, str] = {}
+        for message in body.get("messages") or []:
+            content = message.get("content")
+            blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+            for block in blocks:
+                kind = block.get("type")
+                if kind == "text":
+                    found.append({"role": message["role"], "content": block.get("text"), "name": None})
+                elif kind == "tool_use":
+                    names[block["id"]] = block["name"]
+                    found.append({"role": "assistant", "content": orjson.dumps(block.get("input")).decode(),
+                                  "name": block["name"]})
+                elif kind == "tool_result":
+                    found.append({"role": "tool", "content": block.get("content"),
+                                  "name": names.get(block.get("tool_use_id"))})
+    elif vendor == "groq":
+        for message in body.get("messages") or []:
+            for call in message.get("tool_calls") or []:
+                found.append({"role": "assistant", "content": call["function"]["arguments"],
+                              "name": call["function"]["name"]})
+            if message.get("content") is not None:
+                found.append({"role": message["role"], "content": message["content"], "name": message.get("name")})
+    else:
+        instruction = body.get("systemInstruction")
+        if instruction:
+            found.append({"role": "system", "content": " ".join(p.get("text", "") for p in instruction["parts"]),
+                          "name": None})
+        for content in body.get("contents") or []:
+            for part in content.get("parts") or []:
+                role = "user" if content["role"] == "user" else "assistant"
+                if "text" in part:
+                    found.append({"role": role, "content": part["text"], "name": None})
+                elif "functionCall" in part:
+                    found.append({"role": "assistant", "content": orjson.dumps(part["functionCall"].get("args")).decode(),
+                                  "name": part["functionCall"]["name"]})
+                elif "functionResponse" in part:
+                    found.append({"role": "tool", "content": orjson.dumps(part["functionResponse"]["response"]).decode(),
+                                  "name": part["functionResponse"]["name"]})
+    return found
 
 
 def _grams(text: str) -> set[str]:
