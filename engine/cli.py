@@ -406,6 +406,25 @@ def runs(
                   f"{summary.steps if summary.steps is not None else '-':>6}", markup=False)
 
 
+@app.command()
+def serve(
+    folder: Annotated[Path, typer.Argument(help="folder of diagrams")] = Path("diagrams"),
+    port: Annotated[int, typer.Option("--port", help="port on the host")] = 8765,
+    host: Annotated[str, typer.Option("--host", help="127.0.0.1 keeps it local; 0.0.0.0 shares it")] = "127.0.0.1",
+    runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
+) -> None:
+    """A local web view of a folder of diagrams and their runs (read-only over the YAML)."""
+    import uvicorn
+
+    from engine.web import create_app
+
+    if not folder.is_dir():
+        raise _fail(UsageError(f"{folder} is not a folder of diagrams"))
+    web = create_app(folder, _runs_dir(runs_dir), blocks_registry())
+    err.print(f"diagrama: serving {escape(str(folder))} on http://{host}:{port}/ (Ctrl-C stops)")
+    uvicorn.run(web, host=host, port=port, log_level="warning")
+
+
 def main() -> None:
     app()
 

@@ -1,0 +1,105 @@
+"""The web view's API, through httpx against the ASGI app."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+
+from blocks.registry import registry
+from engine.web import create_app
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def client(tmp_path: Path):
+    app = create_app(ROOT / "diagrams", tmp_path / "runs", registry())
+
+    async def call(method: str, url: str, **kwargs):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as c:
+            response = await c.request(method, url, **kwargs)
+            if method == "POST" and response.status_code == 202:
+                await asyncio.sleep(0.3)  # the run goes on in the app's loop; let it finish
+                response.extensions["run"] = (await c.get(f"/api/runs/{response.json()['run_id']}")).json()
+            return response
+
+    return lambda method, url, **kw: asyncio.run(call(method, url, **kw))
+
+
+def test_every_example_diagram_is_listed(client) -> None:
+    listed = client("GET", "/api/diagrams").json()
+    assert {d["path"] for d in listed} == {p.name for p in (ROOT / "diagrams").glob("*.yaml")}
+    assert all(d["valid"] for d in listed)
+
+
+def test_diagram_view_has_blocks_links_layout_and_inherited_levels(client) -> None:
+    view = client("GET", "/api/diagrams/order_agent.yaml").json()
+    ids = [b["id"] for b in view["blocks"]]
+    assert ids == ["start", "ask", "dispatch", "apologise", "done"]
+    kinds = {(l["source"], l["target"]): l["kind"] for l in view["links"]}
+    assert kinds[("ask", "apologise")] == "error" and kinds[("dispatch", "ask")] == "next"
+    ask = next(b for b in view["blocks"] if b["id"] == "ask")
+    assert ask["with"]["tools"] == "{{ tools('orders', query=question, top_k=3) }}"
+    assert ask["levels"]["error_level"] == {"value": "Handle", "inherited": True, "from": "Start 'start'"}
+    assert all(isinstance(b["x"], (int, float)) for b in view["blocks"])
+    assert len({(b["x"], b["y"]) for b in view["blocks"]}) == len(view["blocks"])
+    assert view["inputs"] == {"question": "Onde está o meu pedido 42?"}
+
+
+def test_loop_bodies_are_grouped(client) -> None:
+    view = client("GET", "/api/diagrams/classify_messages.yaml").json()
+    assert view["bodies"] == [{"loop": "each_message", "members": ["classify"]}]
+
+
+def test_validation_errors_are_shown_on_their_blocks(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text("diagram: bad\nblocks:\n  - {id: start, type: Start, next: a}\n"
+                                       "  - {id: a, type: Set, set: {x: '{{ nope }}'}}\n")
+    app = create_app(tmp_path, tmp_path / "runs", registry())
+
+    async def get():
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+            return (await c.get("/api/diagrams/bad.yaml")).json()
+
+    view = asyncio.run(get())
+    assert not view["valid"]
+    problems = next(b for b in view["blocks"] if b["id"] == "a")["problems"]
+    assert problems and "nope" in problems[0]
+
+
+def test_run_from_the_api_and_read_its_path(client) -> None:
+    started = client("POST", "/api/diagrams/order_agent.yaml/runs", json={"inputs": {}, "offline": True})
+    assert started.status_code == 202
+    run = started.extensions["run"]
+    assert run["status"] == "succeeded" and run["diagram"] == "order_agent.yaml"
+    assert ["ask", "dispatch"] in run["links"] and run["failed"] is None
+    steps = {s["block"]: s for s in run["steps"]}
+    assert steps["ask"]["model"] == "claude-sonnet-5-5" and steps["ask"]["tokens"]
+    assert steps["dispatch"]["status"] == "succeeded"
+
+
+def test_bad_inputs_are_refused(client) -> None:
+    response = client("POST", "/api/diagrams/order_agent.yaml/runs", json={"inputs": {"qustion": "x"}})
+    assert response.status_code == 400 and "did you mean 'question'?" in response.json()["error"]
+
+
+@pytest.mark.parametrize("url", [
+    "/api/diagrams/..%2F..%2Fpyproject.toml",
+    "/api/diagrams/%2Fetc%2Fpasswd",
+    "/api/diagrams/../README.md",
+    "/api/diagrams/data/customer_messages.csv",
+    "/api/runs/..%2F..%2Fetc",
+    "/api/runs/does-not-exist",
+    "/static/../web.py",
+])
+def test_path_traversal_gets_404(client, url: str) -> None:
+    assert client("GET", url).status_code == 404
+
+
+def test_no_key_reaches_the_page(client, monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-value-123456")
+    started = client("POST", "/api/diagrams/claude_qa.yaml/runs", json={"offline": True})
+    assert "sk-ant-secret-value-123456" not in str(started.extensions["run"])
+    assert "sk-ant-secret-value-123456" not in client("GET", "/api/diagrams/claude_qa.yaml").text
