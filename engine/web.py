@@ -114,7 +114,7 @@ def diagram_view(path: Path, root: Path, registry: BlockRegistry) -> dict[str, A
     links = [{"source": b["id"], **link} for b in raw_blocks for link in _links(b)]
     known = {b["id"] for b in raw_blocks}
     links = [link for link in links if link["target"] in known]
-    layout = layered_layout([b["id"] for b in raw_blocks], [(l["source"], l["target"], l["kind"]) for l in links],
+    layout = layered_layout([b["id"] for b in raw_blocks], [(e["source"], e["target"], e["kind"]) for e in links],
                             start.get("id"))
     blocks = []
     for raw in raw_blocks:

@@ -39,7 +39,7 @@ def test_diagram_view_has_blocks_links_layout_and_inherited_levels(client) -> No
     view = client("GET", "/api/diagrams/order_agent.yaml").json()
     ids = [b["id"] for b in view["blocks"]]
     assert ids == ["start", "ask", "dispatch", "apologise", "done"]
-    kinds = {(l["source"], l["target"]): l["kind"] for l in view["links"]}
+    kinds = {(e["source"], e["target"]): e["kind"] for e in view["links"]}
     assert kinds[("ask", "apologise")] == "error" and kinds[("dispatch", "ask")] == "next"
     ask = next(b for b in view["blocks"] if b["id"] == "ask")
     assert ask["with"]["tools"] == "{{ tools('orders', query=question, top_k=3) }}"
