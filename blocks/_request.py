@@ -132,7 +132,7 @@ class RequestBlock(Block):
         if tools is not None:
             try:
                 specs = tool_specs(to_table(tools, None) if not isinstance(tools, DataTable) else tools,
-                                   self.adapter.name_limit)  # type: ignore[attr-defined]
+                                   self.adapter.name_limit)
                 self.check_tools(specs)
             except (TableError, WireError) as exc:
                 report("tools", str(exc), None)
@@ -163,7 +163,7 @@ class RequestBlock(Block):
         key = self._key(context)
         try:
             rows = history_rows(inputs.history)
-            tools = tool_specs(inputs.tools, adapter.name_limit)  # type: ignore[attr-defined]
+            tools = tool_specs(inputs.tools, adapter.name_limit)
         except TableError as exc:
             raise InputError(exc.message) from None
         if inputs.request:

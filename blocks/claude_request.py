@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from blocks._request import RequestBlock
 from engine import InputError, Report
-from engine.providers import Anthropic, Request, takes_temperature
+from engine.providers import Adapter, Anthropic, Request, takes_temperature
 from engine.providers.anthropic import CURRENT_VERSION, TEMPERATURE_MODELS, VERSIONS
 
 
@@ -28,7 +28,7 @@ def _temperature_problem(model: str | None, temperature: Any, api_version: str |
 class ClaudeRequest(RequestBlock):
     """Asks a Claude model (Anthropic Messages API), with history and tools."""
 
-    adapter: ClassVar[Anthropic] = Anthropic()  # type: ignore[misc]
+    adapter: ClassVar[Adapter] = Anthropic()
 
     def check_vendor(self, constants: Mapping[str, Any], report: Report) -> None:
         problem = _temperature_problem(constants.get("model"), constants.get("temperature"), constants.get("api_version"))

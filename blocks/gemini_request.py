@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from blocks._request import RequestBlock
 from engine import InputError, Report
-from engine.providers import Gemini, Request, ToolSpec, WireError, gemini_schema
+from engine.providers import Adapter, Gemini, Request, ToolSpec, WireError, gemini_schema
 
 _VERSIONS = ("v1", "v1beta")
 
@@ -15,7 +15,7 @@ _VERSIONS = ("v1", "v1beta")
 class GeminiRequest(RequestBlock):
     """Asks a Gemini model (generateContent), with history and tools."""
 
-    adapter: ClassVar[Gemini] = Gemini()  # type: ignore[misc]
+    adapter: ClassVar[Adapter] = Gemini()
 
     def check_vendor(self, constants: Mapping[str, Any], report: Report) -> None:
         version = constants.get("api_version")

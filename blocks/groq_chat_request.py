@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 from blocks._request import RequestBlock
-from engine.providers import Groq
+from engine.providers import Adapter, Groq
 
 
 class GroqChatRequest(RequestBlock):
     """Asks a model on Groq (OpenAI-compatible chat completions), with history and tools."""
 
-    adapter: ClassVar[Groq] = Groq()  # type: ignore[misc]
+    adapter: ClassVar[Adapter] = Groq()

@@ -93,7 +93,7 @@ class HttpEmbedder:
         matrix = np.asarray([item["embedding"] for item in data], dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         norms[norms == 0] = 1
-        return matrix / norms
+        return np.asarray(matrix / norms, dtype=np.float32)
 
 
 EMBEDDERS = {"hashed-ngrams": HashedNgramEmbedder, "http": HttpEmbedder}
@@ -109,7 +109,8 @@ def make_embedder(spec: Mapping[str, Any] | None, environ: Mapping[str, str] | N
         key_variable = options.pop("api_key_env", None)
         environ = environ if environ is not None else os.environ
         options["api_key"] = environ.get(key_variable) if key_variable else None
-    return EMBEDDERS[kind](**options)  # type: ignore[no-any-return,operator]
+    embedder: Embedder = EMBEDDERS[kind](**options)
+    return embedder
 
 
 class EmbeddingCache:

@@ -130,7 +130,7 @@ class _Executor:
         return None
 
     def _fail(self, block: CompiledBlock, error: RunError) -> tuple[CompiledBlock | None, str]:
-        record = error.as_dict()
+        record: dict[str, Any] = dict(error.as_dict())
         self.errors.append(record)
         level = block.error_level if block.error_level is not None else self.diagram.error_level
         scope = self.ctx.scope
@@ -329,9 +329,8 @@ async def execute(
                 trace.emit(Event.BLOCK_FAILED, block=failure.error.block, error_type=failure.error.type,
                            message=failure.error.message)
     except BaseException as exc:
-        error = {"block": ctx.current.id, "type": "run_interrupted",
-                 "message": f"the run was interrupted ({type(exc).__name__})"}
-        executor.errors.append(error)
+        executor.errors.append({"block": ctx.current.id, "type": "run_interrupted",
+                                "message": f"the run was interrupted ({type(exc).__name__})"})
         trace.emit(Event.RUN_FINISHED, status="failed", steps=executor.steps, path=executor.path,
                    errors=executor.errors, duration_ms=round((time.perf_counter() - started) * 1000, 3))
         finished = True

@@ -268,10 +268,11 @@ class TemplateEnv:
         key = (source, native)
         found = self._compiled.get(key)
         if found is None:
-            found = self._compiled[key] = self._direct_function(source) if native else None
-            if found is None:
+            direct = self._direct_function(source) if native else None
+            if direct is None:
                 env = self.native if native else self.text
-                found = self._compiled[key] = (env.from_string(source).root_render_func, False)
+                direct = (env.from_string(source).root_render_func, False)
+            found = self._compiled[key] = direct
         return found
 
     def _direct_function(self, source: str) -> tuple[Callable[[Context], Any], bool] | None:

@@ -187,7 +187,7 @@ class ToolRegistry:
             return chosen[:top_k] if top_k else chosen
         assert self._matrix is not None
         scores = self._matrix @ self._query_vector(query) if len(self._order) else np.zeros(0)
-        ranked = []
+        ranked: list[tuple[Tool, float | None]] = []
         for name, score in zip(self._order, scores.tolist(), strict=True):
             tool = self.tools[name]
             if group is not None and tool.entry.group != group:
@@ -261,8 +261,9 @@ def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: Li
                 registry = RegistryFile.model_validate(data if isinstance(data, dict) else {})
             except ValidationError as exc:
                 for error in exc.errors(include_url=False):
-                    where = tuple(error["loc"])
-                    problems.append(Problem(source, lines.line(where), error["msg"], field=".".join(map(str, where))))
+                    location = tuple(error["loc"])
+                    problems.append(Problem(source, lines.line(location), error["msg"],
+                                            field=".".join(map(str, location))))
                 continue
             embedder_spec = embedder_spec or registry.embedder
             entries = [(index, raw) for index, raw in enumerate(registry.tools)]
@@ -365,4 +366,4 @@ def check_arguments(tool: Tool, arguments: Any) -> dict[str, Any]:
         first = errors[0]
         where = ".".join(str(p) for p in first.path) or "arguments"
         raise ToolError(f"invalid arguments for '{tool.name}': {where}: {first.message}", type="invalid_tool_arguments")
-    return checked  # type: ignore[no-any-return]
+    return dict(checked)

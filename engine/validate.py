@@ -473,9 +473,9 @@ class _Compiler:
                     continue
                 shown = repr(error.get("input"))
                 shown = shown if len(shown) <= 60 else shown[:57] + "..."
-                field = ".".join(str(part) for part in loc)
+                dotted = ".".join(str(part) for part in loc)
                 self.problems.add((*where, *loc), f"{error['msg']} (got {shown})", block=compiled.id,
-                                  field=f"with.{field}" if field else "with", code="invalid_input")
+                                  field=f"with.{dotted}" if dotted else "with", code="invalid_input")
             return
         if not templated:
             compiled.static_inputs = instance

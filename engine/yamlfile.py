@@ -24,7 +24,7 @@ MAX_NODES = 500_000
 _BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]  # libyaml's class when present
+class _Loader(_BaseLoader):  # type: ignore[misc]  # libyaml's class when present
     """Resolves implicit tags with a memo: diagrams repeat the same keys and values."""
 
     _memo: dict[tuple[Any, str, Any], str] = {}  # noqa: RUF012  # shared on purpose: pure function

@@ -56,10 +56,10 @@ def _is_error(text: str) -> bool:
 
 class Anthropic:
     vendor = "anthropic"
-    key_variables = ("ANTHROPIC_API_KEY",)
+    key_variables: tuple[str, ...] = ("ANTHROPIC_API_KEY",)
     base_variable = "ANTHROPIC_BASE_URL"
     default_base = "https://api.anthropic.com"
-    name_limit = 64
+    name_limit: int = 64
 
     def version(self, request: Request) -> str:
         if request.api_version:

@@ -86,21 +86,21 @@ def _json(text: str) -> Any:
 
 class Gemini:
     vendor = "gemini"
-    key_variables = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    key_variables: tuple[str, ...] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
     base_variable = "GEMINI_BASE_URL"
     default_base = "https://generativelanguage.googleapis.com"
-    name_limit = 63
+    name_limit: int = 63
 
     def contents(self, request: Request) -> list[dict[str, Any]]:
         contents: list[dict[str, Any]] = []
         after_results = False
         for kind, rows in group_turns(request.rows):
             if kind == "user":
-                part = {"text": rows[0].content}
+                text_part: dict[str, Any] = {"text": rows[0].content}
                 if after_results:
-                    contents[-1]["parts"].append(part)
+                    contents[-1]["parts"].append(text_part)
                 else:
-                    contents.append({"role": "user", "parts": [part]})
+                    contents.append({"role": "user", "parts": [text_part]})
                 after_results = False
                 continue
             after_results = kind == "tool"
@@ -115,7 +115,7 @@ class Gemini:
                     call: dict[str, Any] = {"name": row.name, "args": arguments}
                     if row.tool_call_id and not row.tool_call_id.startswith(GENERATED_ID_PREFIX):
                         call["id"] = row.tool_call_id
-                    part = {"functionCall": call}
+                    part: dict[str, Any] = {"functionCall": call}
                     signature = row.signature or (SIGNATURE_PLACEHOLDER if position == 0 else None)
                     if signature:
                         part["thoughtSignature"] = signature

@@ -23,10 +23,10 @@ def _check_arguments(text: str, name: str | None) -> str:
 
 class Groq:
     vendor = "groq"
-    key_variables = ("GROQ_API_KEY",)
+    key_variables: tuple[str, ...] = ("GROQ_API_KEY",)
     base_variable = "GROQ_BASE_URL"
     default_base = "https://api.groq.com"
-    name_limit = 64
+    name_limit: int = 64
 
     def messages(self, request: Request) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = []

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import orjson
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, stop_any
+from tenacity.stop import stop_base
 
 from engine.errors import BlockTimeout, ProviderError
 from engine.providers.wire import Adapter, HttpCall
@@ -116,7 +117,7 @@ def _wait_hint(response: httpx.Response, body: Any) -> float | None:
 
 
 def _backoff(attempt: int) -> float:
-    return min(0.5 * 2 ** (attempt - 1), 8.0) * (1 - 0.25 * random.random())  # jitter, not security
+    return float(min(0.5 * 2 ** (attempt - 1), 8.0) * (1 - 0.25 * random.random()))  # jitter, not security
 
 
 async def send(
@@ -193,10 +194,11 @@ async def send(
     def wait(state: RetryCallState) -> float:
         failure = state.outcome.exception() if state.outcome else None
         hint = failure.wait if isinstance(failure, _Retryable) else None
-        return hint if hint is not None and hint >= 0 else _backoff(state.attempt_number)
+        return float(hint) if hint is not None and hint >= 0 else _backoff(state.attempt_number)
 
-    def stop_at_deadline(state: RetryCallState) -> bool:
-        return clock() + (state.upcoming_sleep or 0) >= deadline
+    class stop_at_deadline(stop_base):  # tenacity's own naming for stop conditions
+        def __call__(self, state: RetryCallState) -> bool:
+            return clock() + (state.upcoming_sleep or 0) >= deadline
 
     def note_retry(state: RetryCallState) -> None:
         failure = state.outcome.exception() if state.outcome else None
@@ -204,7 +206,7 @@ async def send(
                      reason=failure.error.message if isinstance(failure, _Retryable) else str(failure))
 
     retrying = AsyncRetrying(
-        stop=stop_after_attempt(max_retries + 1) | stop_at_deadline,
+        stop=stop_any(stop_after_attempt(max_retries + 1), stop_at_deadline()),
         wait=wait,
         retry=retry_if_exception_type(_Retryable),
         sleep=services.sleep,

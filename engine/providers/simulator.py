@@ -12,7 +12,7 @@ import asyncio
 import hashlib
 import re
 import unicodedata
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,8 +26,8 @@ __all__ = ["BLOCK_HEADER", "RecordedRequest", "Simulator", "neutral_messages"]
 BLOCK_HEADER = "x-diagrama-block"
 _CALLS = "x-diagrama-calls"  # carried beside a reply inside the simulator; never sent
 _GEMINI_PATH = re.compile(r"^/(v1|v1beta)/models/([^/:]+):generateContent$")
-ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]], Callable[[dict[str, Any]], Awaitable[None]]],
-                   Awaitable[None]]
+ASGIApp = Callable[[MutableMapping[str, Any], Callable[[], Awaitable[MutableMapping[str, Any]]],
+                    Callable[[MutableMapping[str, Any]], Awaitable[None]]], Awaitable[None]]
 
 
 @dataclass
@@ -67,7 +67,7 @@ class Simulator:
         return httpx.ASGITransport(app=self.app(vendor))
 
     def app(self, vendor: str) -> ASGIApp:
-        async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        async def application(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
             if scope["type"] == "lifespan":
                 while (await receive())["type"] != "lifespan.shutdown":
                     pass
@@ -88,7 +88,7 @@ class Simulator:
 
         return application
 
-    async def answer(self, vendor: str, path: str, headers: Mapping[str, str], raw: bytes) -> tuple[int, Any, dict[str, str]]:
+    async def answer(self, vendor: str, path: str, headers: Mapping[str, str], raw: bytes) -> tuple[int, Any, dict[str, Any]]:
         block = headers.get(BLOCK_HEADER)
         try:
             body = orjson.loads(raw)
@@ -98,12 +98,12 @@ class Simulator:
         if isinstance(reply, _Delayed):
             await asyncio.sleep(reply.seconds)
             status, reply, extra = reply.then
-        calls = extra.pop(_CALLS, [])
+        calls: list[dict[str, Any]] = extra.pop(_CALLS, [])
         self.requests.append(RecordedRequest(vendor, block, path, body, status, calls))
         return status, reply, extra
 
     def _answer(self, vendor: str, path: str, headers: dict[str, str], body: Any,
-                block: str | None) -> tuple[int, Any, dict[str, str]]:
+                block: str | None) -> tuple[int, Any, dict[str, Any]]:
         try:
             model = self._check(vendor, path, headers, body)
         except Rejected as rejected:
@@ -212,10 +212,10 @@ class Simulator:
 @dataclass
 class _Delayed:
     seconds: float
-    then: tuple[int, Any, dict[str, str]]
+    then: tuple[int, Any, dict[str, Any]]
 
 
-def _error(vendor: str, status: int, message: str, kind: str | None) -> tuple[int, Any, dict[str, str]]:
+def _error(vendor: str, status: int, message: str, kind: str | None) -> tuple[int, Any, dict[str, Any]]:
     if vendor == "anthropic":
         names = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
                  429: "rate_limit_error", 529: "overloaded_error"}
@@ -300,7 +300,7 @@ def neutral_messages(vendor: str, body: Any) -> list[dict[str, Any]]:
                                   "name": block["name"]})
                 elif kind == "tool_result":
                     found.append({"role": "tool", "content": block.get("content"),
-                                  "name": names.get(block.get("tool_use_id"))})
+                                  "name": names.get(str(block.get("tool_use_id")))})
     elif vendor == "groq":
         for message in body.get("messages") or []:
             for call in message.get("tool_calls") or []:

@@ -83,6 +83,7 @@ class Adapter(Protocol):
     key_variables: tuple[str, ...]
     base_variable: str
     default_base: str
+    name_limit: int
 
     def build(self, request: Request, key: str) -> HttpCall: ...
 

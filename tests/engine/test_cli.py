@@ -104,3 +104,9 @@ def test_console_script_runs_as_a_subprocess(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["status"] == "succeeded"
     assert "run succeeded" in done.stderr
     assert sys.executable
+
+
+def test_published_schemas_are_current() -> None:
+    for kind, name in (("diagram", "diagram.schema.json"), ("scenario", "scenario.schema.json")):
+        current = cli.invoke(app, ["schema", "--kind", kind]).stdout
+        assert json.loads((ROOT / name).read_text()) == json.loads(current), f"run: diagrama schema --kind {kind} > {name}"
