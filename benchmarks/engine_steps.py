@@ -5,7 +5,7 @@ block (`i = i + 1` while i < N) for 10,000 steps; (c) the same counter in LangGr
 in the same process, as a ratio. Traces are written to a temporary folder, as in a
 real run. Prints one JSON line per figure (medians of several repeats).
 
-    python benchmarks/engine_steps.py [--repeat 7]
+    python -m benchmarks.engine_steps [--repeat 7]
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Two shapes: a chain of Set blocks whose `set` and `when` templates repeat (as re
 diagrams repeat `{{ history }}`), and one where every template is distinct, the
 worst case for the per-source template cache. Medians of several repeats.
 
-    python benchmarks/load_validate.py [--blocks 1000] [--repeat 5]
+    python -m benchmarks.load_validate [--blocks 1000] [--repeat 5]
 """
 
 from __future__ import annotations

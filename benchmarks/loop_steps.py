@@ -3,7 +3,7 @@
 Each pass is two steps (the Loop and its body). Measured at Release and at Debug; then
 `diagrama trace RUN --block body` over the Debug trace is timed as a subprocess.
 
-    python benchmarks/loop_steps.py [--passes 10000] [--repeat 5]
+    python -m benchmarks.loop_steps [--passes 10000] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine_steps import langgraph_counter
+from benchmarks.engine_steps import langgraph_counter
 
 from blocks.registry import registry
 from engine import MessageLevel, execute

@@ -5,7 +5,7 @@ another process on 127.0.0.1. The same 2,000 requests are made (a) by diagrama r
 each a chain of 10 ClaudeRequest blocks, and (b) by raw httpx.AsyncClient tasks with
 the same bodies, both at the same concurrency. Prints the wall times and their ratio.
 
-    python benchmarks/request_overhead.py [--runs 200] [--blocks 10] [--repeat 3]
+    python -m benchmarks.request_overhead [--runs 200] [--blocks 10] [--repeat 3]
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Latency: a generated registry of 1,000 tools, embeddings cached (the second load
 Recall@3: the shipped query set (benchmarks/data/tool_queries.yaml) against the example
 shop registry (diagrams/registry/orders.yaml), disabled tools included for the count.
 
-    python benchmarks/tool_selection.py
+    python -m benchmarks.tool_selection
 """
 
 from __future__ import annotations
