@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 from benchmarks.engine_steps import langgraph_counter
-
 from blocks.registry import registry
 from engine import MessageLevel, execute
 from engine.loader import load_diagram_text
