@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -153,6 +154,7 @@ def run(
         )
     except DiagramaError as exc:
         raise _fail(exc) from None
+    _store_run(loaded, values, result, _runs_dir(runs_dir))
     if record is not None:
         from engine.scenarios import record_scenario
 
@@ -176,6 +178,131 @@ def run(
             out.print(f"[red]error[/red] in {escape(str(error['block']))}: {escape(error['type'])}: "
                       f"{escape(error['message'])}{note}")
     raise typer.Exit(0 if result.succeeded else 1)
+
+
+def _store_run(diagram: Diagram, inputs: dict[str, Any], result: Any, runs_dir: Path) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from engine.store import RunStore, default_store_url
+
+    try:
+        store = RunStore(os.environ.get("DIAGRAMA_STORE") or default_store_url(runs_dir))
+        store.record(result, diagram, inputs)
+        store.close()
+    except (SQLAlchemyError, OSError) as exc:
+        err.print(f"warning: the run was not recorded in the run store ({escape(type(exc).__name__)})")
+
+
+@app.command()
+def batch(
+    diagram: Annotated[Path, typer.Argument(help="the diagram file")],
+    inputs: Annotated[Path, typer.Option("--inputs", help="CSV, JSON Lines, or a YAML/JSON list: one run per row")],
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="runs at once")] = 8,
+    output: Annotated[Path | None, typer.Option("--output", help="results file, .jsonl or .csv")] = None,
+    collect: Annotated[str, typer.Option("--collect", help="variables to put in the results, a,b")] = "",
+    resume: Annotated[str | None, typer.Option("--resume", help="a batch id: run only its unfinished rows")] = None,
+    force: Annotated[bool, typer.Option("--force", help="resume even if the diagram changed")] = False,
+    store_url: Annotated[str | None, typer.Option("--store", help="SQLAlchemy URL of the run store")] = None,
+    backend: Annotated[str, typer.Option("--backend", help="local, or celery")] = "local",
+    broker: Annotated[str | None, typer.Option("--broker", help="Celery broker URL (default redis://127.0.0.1:6379/0)")] = None,
+    offline: Annotated[bool, typer.Option("--offline", help="answer request blocks with the simulator")] = False,
+    rpm: Annotated[list[str] | None, typer.Option("--rpm", help="requests per minute per vendor, claude=50")] = None,
+    max_concurrent: Annotated[list[str] | None, typer.Option("--max-concurrent", help="calls in flight, groq=4")] = None,
+    grace: Annotated[float, typer.Option("--grace", help="seconds running runs get after Ctrl-C")] = 10.0,
+    runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
+) -> None:
+    """Run a diagram over many inputs, N at a time, recorded in the run store; resumable."""
+    import signal
+
+    from engine.batch import read_rows, run_batch, write_results
+    from engine.limits import TokenBucket, VendorLimits, parse_limits
+    from engine.store import RunStore, default_store_url
+    from engine.trace import new_run_id
+
+    loaded = _load(diagram)
+    folder = _runs_dir(runs_dir)
+    try:
+        rows = read_rows(inputs, loaded)
+        rpm_limits = parse_limits(rpm or [], "--rpm")
+        concurrent_limits = parse_limits(max_concurrent or [], "--max-concurrent")
+    except (DiagramaError, ValueError) as exc:
+        raise _fail(exc if isinstance(exc, DiagramaError) else UsageError(str(exc))) from None
+    names = [name.strip() for name in collect.split(",") if name.strip()]
+    store = RunStore(store_url or os.environ.get("DIAGRAMA_STORE") or default_store_url(folder))
+    if resume:
+        known = store.batch(resume)
+        if known is None:
+            raise _fail(UsageError(f"no batch '{resume}' in the run store {store.url}"))
+        if known["content_hash"] != loaded.content_hash and not force:
+            raise _fail(UsageError(f"the diagram changed since batch '{resume}' began (its content hash differs); "
+                                   "resuming would mix two versions — pass --force to resume anyway"))
+        if known["rows"] != len(rows) and not force:
+            raise _fail(UsageError(f"batch '{resume}' had {known['rows']} rows and {inputs} has {len(rows)}; "
+                                   "pass --force to resume anyway"))
+        batch_id = resume
+        names = names or list(known.get("collect") or [])
+    else:
+        batch_id = "b" + new_run_id()
+        store.begin_batch(batch_id, loaded, str(inputs), len(rows), names)
+    if backend == "celery":
+        from engine.celery_backend import run_batch_on_celery
+
+        if concurrent_limits:
+            err.print("note: --max-concurrent is per worker process with Celery; set each worker's --concurrency")
+        outcome = run_batch_on_celery(loaded, rows, batch_id=batch_id, store=store, broker=broker, runs_dir=folder,
+                                      offline=offline, console=err, rpm=rpm_limits)
+    elif backend != "local":
+        raise _fail(UsageError(f"--backend is local or celery, not {backend!r}"))
+    else:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        services = Services(offline=offline)
+        services.extras["limits"] = VendorLimits(
+            rpm={vendor: TokenBucket(value) for vendor, value in rpm_limits.items()},
+            concurrent={vendor: asyncio.Semaphore(int(value)) for vendor, value in concurrent_limits.items()})
+        counts = {"failed": 0, "running": 0}
+        bar = Progress(TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(),
+                       TextColumn("failed {task.fields[failed]} · running {task.fields[running]} · "
+                                  "{task.fields[rate]}/s"), TimeRemainingColumn(), console=err, transient=False)
+        task = bar.add_task("batch", total=len(rows), failed=0, running=0, rate="0.0")
+        began = time.monotonic()
+
+        def progress(kind: str, result: Any) -> None:
+            if kind == "started":
+                counts["running"] += 1
+            elif kind == "finished":
+                counts["running"] -= 1
+                counts["failed"] += 0 if result.succeeded else 1
+            advance = 0 if kind == "started" else 1
+            elapsed = max(time.monotonic() - began, 1e-6)
+            done = bar.tasks[0].completed + advance
+            bar.update(task, advance=advance, failed=counts["failed"], running=counts["running"],
+                       rate=f"{done / elapsed:.1f}")
+
+        async def go() -> Any:
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            try:
+                loop.add_signal_handler(signal.SIGINT, stop.set)
+                loop.add_signal_handler(signal.SIGTERM, stop.set)
+            except (NotImplementedError, RuntimeError):
+                pass
+            return await run_batch(loaded, rows, batch_id=batch_id, store=store, services=services, runs_dir=folder,
+                                   concurrency=concurrency, stop=stop, grace=grace, progress=progress)
+
+        with bar:
+            outcome = asyncio.run(go())
+    if output is not None:
+        write_results(output, store, batch_id, len(rows), names)
+    summary = outcome.summary()
+    out.print(" · ".join(f"{k} {v}" for k, v in summary.items() if v is not None), markup=False)
+    if outcome.interrupted or outcome.not_run:
+        command = f"diagrama batch {diagram} --inputs {inputs} --resume {batch_id}"
+        if output is not None:
+            command += f" --output {output}"
+        err.print(f"stopped; nothing done is lost. Resume with:\n  {escape(command)}")
+    store.close()
+    raise typer.Exit(0 if outcome.failed == 0 and outcome.not_run == 0 else 1)
 
 
 @app.command()
@@ -394,6 +521,21 @@ def runs(
 
     from engine.runs import list_runs
 
+    store_file = _runs_dir(runs_dir) / "diagrama.db"
+    if store_file.is_file() or os.environ.get("DIAGRAMA_STORE"):
+        from engine.store import RunStore, default_store_url
+
+        store = RunStore(os.environ.get("DIAGRAMA_STORE") or default_store_url(_runs_dir(runs_dir)))
+        recorded = store.recent(limit)
+        store.close()
+        out.print(f"{'run':<30} {'diagram':<28} {'status':<10} {'started':<19} {'ms':>10} {'steps':>6} {'batch':<24}",
+                  markup=False)
+        for entry in recorded:
+            started = datetime.datetime.fromtimestamp(entry["started"] or 0).strftime("%Y-%m-%d %H:%M:%S")
+            batch_note = f"{entry['batch_id']}#{entry['row']}" if entry["batch_id"] else ""
+            out.print(f"{entry['run_id']:<30} {Path(entry['diagram']).name[:28]:<28} {entry['status']:<10} {started:<19} "
+                      f"{entry['duration_ms'] or 0:>10.1f} {entry['steps'] or 0:>6} {batch_note:<24}", markup=False)
+        return
     found = list_runs(_runs_dir(runs_dir), limit)
     if not found:
         err.print(f"no runs in {escape(str(_runs_dir(runs_dir)))}")
@@ -423,6 +565,17 @@ def serve(
     web = create_app(folder, _runs_dir(runs_dir), blocks_registry())
     err.print(f"diagrama: serving {escape(str(folder))} on http://{host}:{port}/ (Ctrl-C stops)")
     uvicorn.run(web, host=host, port=port, log_level="warning")
+
+
+@app.command()
+def worker(
+    broker: Annotated[str | None, typer.Option("--broker", help="Celery broker URL (default redis://127.0.0.1:6379/0)")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="runs at once in this worker")] = 2,
+) -> None:
+    """A Celery worker that runs batch rows (`diagrama batch --backend celery`)."""
+    from engine.celery_backend import start_worker
+
+    start_worker(broker, concurrency)
 
 
 def main() -> None:

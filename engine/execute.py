@@ -45,6 +45,7 @@ class RunResult:
     steps: int
     diagram: str = ""
     outputs: dict[str, Any] = field(default_factory=dict)
+    tokens: int = 0
 
     @property
     def succeeded(self) -> bool:
@@ -82,6 +83,7 @@ class _Executor:
         self.errors: list[dict[str, Any]] = []
         self.steps = 0
         self.outputs: dict[str, Any] = {}
+        self.tokens = 0
         self._base_dir = {"base_dir": diagram.directory}
 
     def _render_inputs(self, block: CompiledBlock) -> tuple[BaseModel, dict[str, Any]]:
@@ -217,6 +219,9 @@ class _Executor:
                 came_from, block = block, following
                 continue
             outputs_of[block.id] = outputs
+            usage = outputs.get("usage") if outputs else None
+            if usage:
+                self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
             if level:
                 self._emit_finished(block, began, following, "succeeded", shown, outputs, level, None, via)
             came_from, block = block, following
@@ -355,4 +360,5 @@ async def execute(
         steps=executor.steps,
         diagram=diagram.name,
         outputs=executor.outputs,
+        tokens=executor.tokens,
     )

@@ -53,6 +53,7 @@ class Reply(BaseModel):
     tool_calls: list[ToolCallReply] | None = None
     error: ErrorReply | None = None
     delay: float | None = Field(default=None, ge=0)
+    match: str | None = Field(default=None, description="only for a request whose last user text contains this")
     stop_reason: str | None = None
     usage: dict[str, int] | None = None
 

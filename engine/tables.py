@@ -25,6 +25,7 @@ __all__ = [
     "HistoryRow",
     "Table",
     "TableError",
+    "csv_dialect",
     "history_rows",
     "history_table",
     "to_table",
@@ -117,6 +118,14 @@ class DataTable:
         return [row[position] for row in self.rows]
 
 
+def csv_dialect(text: str) -> Any:
+    """The file's delimiter: spreadsheets in Portuguese and Italian locales export with ';'."""
+    try:
+        return csv.Sniffer().sniff(text[:4096], delimiters=",;\t|")
+    except csv.Error:
+        return csv.excel  # one column, or nothing to tell by
+
+
 def _read_csv(path: Path) -> DataTable:
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -126,12 +135,7 @@ def _read_csv(path: Path) -> DataTable:
         raise TableError(f"CSV file {path} is not UTF-8 text") from exc
     if not text.strip():
         return DataTable(())
-    try:
-        # Spreadsheets in Portuguese and Italian locales export with ';'.
-        dialect: Any = csv.Sniffer().sniff(text[:4096], delimiters=",;\t|")
-    except csv.Error:
-        dialect = csv.excel
-    reader = csv.reader(io.StringIO(text), dialect)
+    reader = csv.reader(io.StringIO(text), csv_dialect(text))
     header = next(reader)
     rows = [row for row in reader if row]
     width = len(header)

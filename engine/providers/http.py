@@ -9,6 +9,7 @@ block's timeout. Knows no vendor's JSON beyond the error hints it reads.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import random
 import time
@@ -155,11 +156,13 @@ async def send(
         if detailed:
             context.emit(Event.HTTP_REQUEST, method="POST", url=url, headers=headers, body=call.body, attempt=attempts)
         began = time.perf_counter()
+        limits = services.extras.get("limits")
         try:
             async with asyncio.timeout(remaining):
-                response = await client.post(url, content=payload, headers=headers,
-                                             timeout=httpx.Timeout(remaining))
-                raw = await response.aread()
+                async with limits.slot(adapter.vendor) if limits is not None else contextlib.nullcontext():
+                    response = await client.post(url, content=payload, headers=headers,
+                                                 timeout=httpx.Timeout(remaining))
+                    raw = await response.aread()
         except (TimeoutError, httpx.TimeoutException):
             raise timed_out() from None
         except httpx.TransportError as exc:

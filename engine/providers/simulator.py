@@ -109,13 +109,18 @@ class Simulator:
         except Rejected as rejected:
             return rejected.status, rejected.body, {}
         script = self.scripts.get(block or "") if block else None
+        reply: dict[str, Any] = {}
         if script is not None:
-            if not script:
+            text = _view(vendor, body, model).last_user
+            chosen = next((i for i, r in enumerate(script) if r.get("match") and str(r["match"]) in text), None)
+            if chosen is None:
+                chosen = next((i for i, r in enumerate(script) if not r.get("match")), None)
+            if chosen is not None:
+                reply = script.pop(chosen)
+            elif not script or not any(r.get("match") for r in script):
                 self.exhausted.append(block or "")
                 return _error(vendor, 400, f"simulator: no scripted reply left for block '{block}'", "scenario_error")
-            reply = script.pop(0)
-        else:
-            reply = {}
+            # else: only replies for other requests remain; this one gets a made-up answer
         delay = float(reply.get("delay", 0) or 0)
         if "error" in reply:
             error = reply["error"]

@@ -1,0 +1,154 @@
+"""Batches on the local backend: order, failures, results files, the store, interrupt and resume."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from blocks.registry import registry
+from engine import Services
+from engine.batch import read_rows, run_batch, write_results
+from engine.cli import app
+from engine.loader import load_diagram
+from engine.providers import Simulator
+from engine.store import RunStore
+
+ROOT = Path(__file__).resolve().parents[2]
+cli = CliRunner()
+
+DIAGRAM = """
+diagram: echo-batch
+blocks:
+  - id: start
+    type: Start
+    inputs: {question: "hi", n: 0}
+    next: ask
+  - id: ask
+    type: GroqChatRequest
+    with: {model: llama-3.3-70b-versatile, request: "row {{ n }}: {{ question }}", timeout: 20}
+    set: {answer: "{{ result }}", doubled: "{{ n * 2 }}"}
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> dict[str, Path]:
+    diagram = tmp_path / "echo.yaml"
+    diagram.write_text(DIAGRAM)
+    rows = tmp_path / "rows.csv"
+    rows.write_text("n,question\n" + "".join(f"{i},question {i}\n" for i in range(1, 201)))
+    return {"diagram": diagram, "rows": rows, "runs": tmp_path / "runs"}
+
+
+def run(project, rows, *, batch_id: str = "b1", concurrency: int = 20, stop_after: int | None = None,
+        scripts: dict | None = None, store: RunStore | None = None):
+    diagram = load_diagram(project["diagram"], registry())
+    store = store or RunStore(f"sqlite:///{project['runs'] / 'diagrama.db'}")
+
+    async def no_wait(_s: float) -> None:
+        await asyncio.sleep(0)
+
+    services = Services(environ={}, offline=True, sleep=no_wait, extras={"simulator": Simulator(scripts or {})})
+    stop = asyncio.Event()
+    finished = 0
+
+    def progress(kind: str, _result) -> None:
+        nonlocal finished
+        if kind == "finished":
+            finished += 1
+            if stop_after is not None and finished >= stop_after:
+                stop.set()
+
+    async def go():
+        return await run_batch(diagram, rows, batch_id=batch_id, store=store, services=services,
+                               runs_dir=project["runs"], concurrency=concurrency, stop=stop, grace=5, progress=progress)
+
+    return asyncio.run(go()), store
+
+
+def test_rows_are_typed_by_the_start_defaults(project) -> None:
+    rows = read_rows(project["rows"], load_diagram(project["diagram"], registry()))
+    assert rows[0] == {"n": 1, "question": "question 1"} and len(rows) == 200
+
+
+def test_200_rows_at_concurrency_20_in_order_with_a_failing_row(project, tmp_path: Path) -> None:
+    rows = read_rows(project["rows"], load_diagram(project["diagram"], registry()))
+    failing = [{"match": "row 17:", "error": {"status": 500}}] * 5
+    outcome, store = run(project, rows, scripts={"ask": [dict(r) for r in failing]})
+    assert outcome.succeeded == 199 and outcome.failed == 1 and outcome.not_run == 0
+    write_results(tmp_path / "out.jsonl", store, "b1", len(rows), ["answer", "doubled"])
+    write_results(tmp_path / "out.csv", store, "b1", len(rows), ["answer", "doubled"])
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [line["row"] for line in lines] == list(range(1, 201))
+    assert lines[0]["doubled"] == 2 and "row 1: question 1" in lines[0]["answer"]
+    assert lines[16]["status"] == "failed" and "after 5 attempts" in lines[16]["error"]
+    with (tmp_path / "out.csv").open() as handle:
+        table = list(csv.DictReader(handle))
+    assert len(table) == 200 and table[16]["status"] == "failed" and table[1]["doubled"] == "4"
+    recorded = store.batch_runs("b1")
+    assert len(recorded) == 200 and recorded[5]["inputs"] == {"n": 5, "question": "question 5"}
+
+
+def test_interrupt_then_resume_runs_exactly_the_missing_rows(project) -> None:
+    rows = read_rows(project["rows"], load_diagram(project["diagram"], registry()))
+    first, store = run(project, rows, stop_after=50, concurrency=10)
+    assert first.interrupted
+    done_first = store.succeeded_rows("b1")
+    assert 50 <= len(done_first) < 200
+    before = {row: run["finished"] for row, run in store.batch_runs("b1").items()}
+    second, store = run(project, rows, store=store)
+    assert second.skipped == len(done_first)
+    assert second.succeeded == 200 - len(done_first)
+    after = store.batch_runs("b1")
+    assert len(after) == 200 and all(run["status"] == "succeeded" for run in after.values())
+    assert all(after[row]["finished"] == finished for row, finished in before.items())  # nothing ran twice
+
+
+def test_cli_batch_writes_results_and_refuses_resume_after_an_edit(project) -> None:
+    output = project["runs"] / "results.jsonl"
+    shown = cli.invoke(app, ["batch", str(project["diagram"]), "--inputs", str(project["rows"]), "--offline",
+                             "--concurrency", "20", "--runs-dir", str(project["runs"]), "--output", str(output),
+                             "--collect", "doubled"])
+    assert shown.exit_code == 0, shown.output
+    assert "succeeded 200" in shown.stdout
+    batch_id = json.loads(output.read_text().splitlines()[0])["run_id"].rsplit("-r", 1)[0]
+    project["diagram"].write_text(DIAGRAM.replace("n * 2", "n * 3"))
+    refused = cli.invoke(app, ["batch", str(project["diagram"]), "--inputs", str(project["rows"]), "--offline",
+                               "--runs-dir", str(project["runs"]), "--resume", batch_id])
+    assert refused.exit_code == 2 and "diagram changed" in refused.stderr
+    forced = cli.invoke(app, ["batch", str(project["diagram"]), "--inputs", str(project["rows"]), "--offline",
+                              "--runs-dir", str(project["runs"]), "--resume", batch_id, "--force"])
+    assert forced.exit_code == 0 and "skipped_already_done 200" in forced.stdout
+    listed = cli.invoke(app, ["runs", "--runs-dir", str(project["runs"]), "--limit", "3"])
+    assert batch_id in listed.stdout
+
+
+def test_a_single_run_is_recorded_in_the_store(tmp_path: Path) -> None:
+    shown = cli.invoke(app, ["run", str(ROOT / "diagrams/greeting_counter.yaml"), "--runs-dir", str(tmp_path), "-q",
+                             "--output", "json"])
+    run_id = json.loads(shown.stdout)["run_id"]
+    recent = RunStore(f"sqlite:///{tmp_path / 'diagrama.db'}").recent()
+    assert recent[0]["run_id"] == run_id and recent[0]["status"] == "succeeded" and recent[0]["batch_id"] is None
+
+
+def test_rate_limit_spaces_requests(project) -> None:
+    from engine.limits import TokenBucket, VendorLimits
+
+    diagram = load_diagram(project["diagram"], registry())
+    store = RunStore(f"sqlite:///{project['runs'] / 'diagrama.db'}")
+    services = Services(environ={}, offline=True)
+    services.extras["limits"] = VendorLimits(rpm={"groq": TokenBucket(600)})  # 10 a second, a burst of 600
+    bucket = services.extras["limits"].rpm["groq"]
+    bucket.tokens = 1.0  # start empty-ish: the rest must wait for refills
+
+    async def go():
+        began = asyncio.get_running_loop().time()
+        await run_batch(diagram, [{"n": i} for i in range(1, 7)], batch_id="rl", store=store, services=services,
+                        runs_dir=None, concurrency=6)
+        return asyncio.get_running_loop().time() - began
+
+    assert asyncio.run(go()) >= 0.45  # 5 refills at 10/s
