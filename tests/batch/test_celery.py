@@ -1,0 +1,164 @@
+"""The Celery backend end to end: a real redis-server and real worker processes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from blocks.registry import registry
+from engine import Services
+from engine.batch import read_rows, run_batch, write_results
+from engine.loader import load_diagram
+from engine.store import RunStore
+
+pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None,
+                                reason="redis-server is absent (apt-get install redis-server)")
+
+SLOW_TOOLS = '''
+import time
+
+def pause(seconds: float):
+    time.sleep(seconds)
+    return {"slept": seconds}
+'''
+REGISTRY = """
+registry: slow
+allowed_modules: [slow_tools]
+tools:
+  - function: pause
+    handler: slow_tools:pause
+    description: Waits.
+    parameters: {type: object, properties: {seconds: {type: number}}, required: [seconds]}
+"""
+DIAGRAM = """
+diagram: celery-batch
+tools: slow.yaml
+blocks:
+  - id: start
+    type: Start
+    inputs: {n: 0, seconds: 0.0}
+    next: ask
+  - id: ask
+    type: ClaudeRequest
+    with: {model: claude-haiku-5-5, request: "row {{ n }}", max_tokens: 50}
+    set: {answer: "{{ result }}"}
+    next: wait
+  - id: wait
+    type: ToolDispatch
+    with: {calls: "{{ [{'id': 'c' ~ n, 'name': 'pause', 'arguments': {'seconds': seconds}}] }}"}
+    set: {slept: "{{ results['c' ~ n].slept }}"}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", str(tmp_path)], stdout=subprocess.DEVNULL)
+    import redis
+
+    client = redis.Redis(port=port)
+    for _ in range(100):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}/0"
+    server.terminate()
+    server.wait(timeout=10)
+
+
+def start_worker(broker: str, tmp_path: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "DIAGRAMA_VISIBILITY_TIMEOUT": "3"}
+    return subprocess.Popen([sys.executable, "-m", "engine.cli", "worker", "--broker", broker, "--concurrency", "2"],
+                            env=env, cwd=tmp_path, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=open(tmp_path / f"worker-{time.monotonic_ns()}.log", "wb"))
+
+
+def stop(worker: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    if worker.poll() is None:
+        os.killpg(worker.pid, sig)
+    worker.wait(timeout=20)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> dict[str, Path]:
+    (tmp_path / "slow_tools.py").write_text(SLOW_TOOLS)
+    (tmp_path / "slow.yaml").write_text(REGISTRY)
+    (tmp_path / "batch.yaml").write_text(DIAGRAM)
+    (tmp_path / "rows.csv").write_text("n,seconds\n" + "".join(f"{i},0\n" for i in range(1, 13)))
+    return {"diagram": tmp_path / "batch.yaml", "rows": tmp_path / "rows.csv", "runs": tmp_path / "runs"}
+
+
+def test_celery_and_local_backends_write_the_same_results(broker: str, project, tmp_path: Path) -> None:
+    from engine.celery_backend import run_batch_on_celery
+
+    diagram = load_diagram(project["diagram"], registry())
+    rows = read_rows(project["rows"], diagram)
+    local_store = RunStore(f"sqlite:///{tmp_path / 'local.db'}")
+    asyncio.run(run_batch(diagram, rows, batch_id="same", store=local_store, services=Services(environ={}, offline=True),
+                          runs_dir=project["runs"], concurrency=4))
+    celery_store = RunStore(f"sqlite:///{tmp_path / 'shared.db'}")
+    worker = start_worker(broker, tmp_path)
+    try:
+        outcome = run_batch_on_celery(diagram, rows, batch_id="same", store=celery_store, broker=broker,
+                                      runs_dir=project["runs"], offline=True, console=None, timeout=60)
+    finally:
+        stop(worker)
+    assert outcome.succeeded == 12 and outcome.not_run == 0
+    write_results(tmp_path / "local.jsonl", local_store, "same", 12, ["answer", "slept"])
+    write_results(tmp_path / "celery.jsonl", celery_store, "same", 12, ["answer", "slept"])
+    assert (tmp_path / "celery.jsonl").read_bytes() == (tmp_path / "local.jsonl").read_bytes()
+    assert len(celery_store.batch_runs("same")) == 12
+
+
+def test_a_killed_workers_row_is_run_by_another(broker: str, project, tmp_path: Path) -> None:
+    from engine.celery_backend import run_batch_on_celery
+
+    diagram = load_diagram(project["diagram"], registry())
+    rows = [{"n": 1, "seconds": 4.0}]
+    store = RunStore(f"sqlite:///{tmp_path / 'shared.db'}")
+    first = start_worker(broker, tmp_path)
+    import threading
+
+    results: dict[str, object] = {}
+    follower = threading.Thread(target=lambda: results.update(outcome=run_batch_on_celery(
+        diagram, rows, batch_id="k", store=store, broker=broker, runs_dir=project["runs"], offline=True,
+        console=None, timeout=60)))
+    time.sleep(3)  # the first worker is up
+    follower.start()
+    trace = project["runs"] / "k-r000001" / "trace.jsonl"
+    for _ in range(200):  # until the first worker is inside the slow tool
+        if trace.is_file() and b"ToolDispatch" in trace.read_bytes():
+            break
+        time.sleep(0.05)
+    stop(first, signal.SIGKILL)
+    # The row stays unacknowledged in Redis; a worker that starts after its visibility
+    # timeout (3 s here, DIAGRAMA_VISIBILITY_TIMEOUT) takes it back and runs it.
+    time.sleep(3.5)
+    second = start_worker(broker, tmp_path)
+    try:
+        follower.join(timeout=60)
+    finally:
+        stop(second)
+    outcome = results["outcome"]
+    assert outcome.succeeded == 1  # type: ignore[attr-defined]
+    runs = store.batch_runs("k")
+    assert len(runs) == 1 and runs[1]["status"] == "succeeded" and runs[1]["variables"]["slept"] == 4.0
