@@ -8,6 +8,7 @@ twice. Requests-per-minute limits are a token bucket kept in Redis, shared by wo
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
 from pathlib import Path
@@ -89,22 +90,32 @@ def make_app(broker: str | None = None) -> Celery:
         from blocks.registry import registry  # wiring, as the CLI does
         from engine.loader import load_diagram
 
-        store = RunStore(store_url)
-        try:
-            if row in store.succeeded_rows(batch_id):
-                return "already_succeeded"
-            diagram = load_diagram(Path(diagram_path), registry())
-            services = Services(offline=offline)
-            if rpm:
-                services.extras["limits"] = RedisBuckets(broker, rpm)
-            result = asyncio.run(execute(diagram, inputs, runs_dir=Path(runs_dir), services=services,
-                                         run_id=batch_run_id(batch_id, row)))
-            store.record(result, diagram, inputs, batch_id=batch_id, row=row)
-            return result.status
-        finally:
-            store.close()
+        store = _cached_store(store_url)
+        if row in store.succeeded_rows(batch_id):
+            return "already_succeeded"
+        diagram = _cached_diagram(diagram_path, Path(diagram_path).stat().st_mtime_ns, load_diagram, registry)
+        services = Services(offline=offline)
+        if rpm:
+            services.extras["limits"] = RedisBuckets(broker, rpm)
+        result = asyncio.run(execute(diagram, inputs, runs_dir=Path(runs_dir), services=services,
+                                     run_id=batch_run_id(batch_id, row)))
+        store.record(result, diagram, inputs, batch_id=batch_id, row=row)
+        return result.status
 
     return app
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_store(url: str) -> RunStore:
+    # One connection pool per store per worker process.
+    return RunStore(url)
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_diagram(path: str, _mtime_ns: int, load: Any, registry: Any) -> Diagram:
+    # One load per diagram version per worker process, not one per row.
+    diagram: Diagram = load(Path(path), registry())
+    return diagram
 
 
 def start_worker(broker: str | None, concurrency: int) -> None:
