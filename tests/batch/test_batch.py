@@ -152,3 +152,47 @@ def test_rate_limit_spaces_requests(project) -> None:
         return asyncio.get_running_loop().time() - began
 
     assert asyncio.run(go()) >= 0.45  # 5 refills at 10/s
+
+
+def test_sigint_stops_the_batch_and_resume_finishes_it(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.batch.test_celery import DIAGRAM as SLOW_DIAGRAM
+    from tests.batch.test_celery import REGISTRY, SLOW_TOOLS
+
+    (tmp_path / "slow_tools.py").write_text(SLOW_TOOLS)
+    (tmp_path / "slow.yaml").write_text(REGISTRY)
+    (tmp_path / "batch.yaml").write_text(SLOW_DIAGRAM)
+    (tmp_path / "rows.csv").write_text("n,seconds\n" + "".join(f"{i},0.05\n" for i in range(1, 201)))
+    command = [sys.executable, "-m", "engine.cli", "batch", str(tmp_path / "batch.yaml"), "--inputs",
+               str(tmp_path / "rows.csv"), "--offline", "--concurrency", "4", "--runs-dir", str(tmp_path / "runs"),
+               "--output", str(tmp_path / "out.jsonl")]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    store_file = tmp_path / "runs" / "diagrama.db"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if store_file.is_file() and len(RunStore(f"sqlite:///{store_file}").recent(1000)) >= 50:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _out, err = process.communicate(timeout=60)
+    assert process.returncode == 1, err
+    assert "Resume with:" in err
+    resume = err.split("Resume with:")[1].strip().splitlines()[0].split()
+    store = RunStore(f"sqlite:///{store_file}")
+    batch_id = resume[resume.index("--resume") + 1]
+    first = {row: run["finished"] for row, run in store.batch_runs(batch_id).items()}
+    assert 50 <= len(first) < 200
+    assert all(run["status"] == "succeeded" for run in store.batch_runs(batch_id).values())
+    again = subprocess.run([*command, "--resume", batch_id], capture_output=True, text=True, timeout=120,
+                           env={**os.environ})
+    assert again.returncode == 0, again.stderr
+    assert f"skipped_already_done {len(first)}" in again.stdout
+    final = store.batch_runs(batch_id)
+    assert len(final) == 200 and all(final[row]["finished"] == when for row, when in first.items())
+    lines = (tmp_path / "out.jsonl").read_text().splitlines()
+    assert len(lines) == 200 and all('"succeeded"' in line for line in lines)
