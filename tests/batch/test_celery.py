@@ -162,3 +162,23 @@ def test_a_killed_workers_row_is_run_by_another(broker: str, project, tmp_path: 
     assert outcome.succeeded == 1  # type: ignore[attr-defined]
     runs = store.batch_runs("k")
     assert len(runs) == 1 and runs[1]["status"] == "succeeded" and runs[1]["variables"]["slept"] == 4.0
+
+
+def test_redis_token_bucket_is_shared_and_refills(broker: str) -> None:
+    from engine.celery_backend import RedisBuckets
+
+    first, second = RedisBuckets(broker, {"groq": 60}), RedisBuckets(broker, {"groq": 60})  # two workers
+
+    async def take(buckets: RedisBuckets, count: int) -> None:
+        for _ in range(count):
+            async with buckets.slot("groq"):
+                pass
+
+    async def go() -> float:
+        await take(first, 30)
+        await take(second, 30)  # the burst of 60 is shared: both workers drew from one bucket
+        began = time.monotonic()
+        await take(second, 2)  # now each request waits for a refill (1 a second)
+        return time.monotonic() - began
+
+    assert 1.5 <= asyncio.run(go()) <= 4
