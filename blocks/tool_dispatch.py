@@ -30,8 +30,8 @@ from engine import (
     history_rows,
     history_table,
 )
-from engine.templating import _json_default
 from engine.tools import ToolRegistry, check_arguments
+from engine.values import json_default
 
 
 class ToolDispatchInputs(BaseModel):
@@ -51,7 +51,7 @@ class ToolDispatchOutputs(BaseModel):
 
 
 def _text(result: Any) -> str:
-    return result if isinstance(result, str) else orjson.dumps(result, default=_json_default).decode()
+    return result if isinstance(result, str) else orjson.dumps(result, default=json_default).decode()
 
 
 class ToolDispatch(Block):

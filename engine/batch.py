@@ -27,7 +27,7 @@ from engine.execute import RunResult, execute
 from engine.inputs import check_inputs, typed_input
 from engine.store import RunStore
 from engine.tables import csv_dialect
-from engine.templating import _json_default
+from engine.values import json_default
 
 __all__ = ["BatchOutcome", "batch_run_id", "read_rows", "run_batch", "write_results"]
 
@@ -185,7 +185,7 @@ def write_results(path: Path, store: RunStore, batch_id: str, total: int, collec
             writer.writeheader()
             for line in lines:
                 writer.writerow({k: v if isinstance(v, (str, int, float)) or v is None
-                                 else orjson.dumps(v, default=_json_default).decode() for k, v in line.items()})
+                                 else orjson.dumps(v, default=json_default).decode() for k, v in line.items()})
     else:
-        path.write_bytes(b"".join(orjson.dumps(line, default=_json_default) + b"\n" for line in lines))
+        path.write_bytes(b"".join(orjson.dumps(line, default=json_default) + b"\n" for line in lines))
 

@@ -30,8 +30,8 @@ from engine.inputs import inputs_from_file, parse_input_pairs
 from engine.loader import load_diagram
 from engine.schema import diagram_schema
 from engine.spec import MESSAGE_LEVELS
-from engine.templating import _json_default
 from engine.trace import Event
+from engine.values import json_default
 
 app = typer.Typer(
     name="diagrama",
@@ -93,7 +93,7 @@ def _runs_dir(option: Path | None) -> Path:
 
 def _dumps(value: Any, *, indent: bool = False) -> str:
     option = orjson.OPT_INDENT_2 if indent else 0
-    return orjson.dumps(value, default=_json_default, option=option | orjson.OPT_NON_STR_KEYS).decode()
+    return orjson.dumps(value, default=json_default, option=option | orjson.OPT_NON_STR_KEYS).decode()
 
 
 def console_printer(console: Console) -> Callable[[Mapping[str, Any], Callable[[str], str]], None]:

@@ -184,9 +184,9 @@ class Verdict:
 
 
 def _dumps(value: Any) -> str:
-    from engine.templating import _json_default
+    from engine.values import json_default
 
-    return orjson.dumps(value, default=_json_default, option=orjson.OPT_SORT_KEYS).decode()
+    return orjson.dumps(value, default=json_default, option=orjson.OPT_SORT_KEYS).decode()
 
 
 def _plain(value: Any) -> Any:

@@ -33,7 +33,7 @@ from sqlalchemy.engine import Engine
 
 from engine.diagram import Diagram
 from engine.execute import RunResult
-from engine.templating import _json_default
+from engine.values import json_default
 
 __all__ = ["RunStore", "default_store_url"]
 
@@ -74,7 +74,7 @@ def default_store_url(runs_dir: Path) -> str:
 
 
 def _plain(value: Any) -> Any:
-    return orjson.loads(orjson.dumps(value, default=_json_default, option=orjson.OPT_NON_STR_KEYS))
+    return orjson.loads(orjson.dumps(value, default=json_default, option=orjson.OPT_NON_STR_KEYS))
 
 
 class RunStore:

@@ -21,6 +21,7 @@ from jinja2.runtime import Context, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from engine.errors import DiagramaError, TemplateError
+from engine.values import json_default
 
 __all__ = [
     "Evaluator",
@@ -49,19 +50,7 @@ class TemplateSyntax(DiagramaError):
 
 def _to_json(value: Any, indent: bool = False) -> str:
     option = orjson.OPT_INDENT_2 if indent else 0
-    return orjson.dumps(value, default=_json_default, option=option).decode()
-
-
-def _json_default(value: Any) -> Any:
-    records = getattr(value, "records", None)
-    if callable(records):
-        return records()
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json")
-    if isinstance(value, (set, frozenset, tuple)):
-        return list(value)
-    raise TypeError(f"cannot write a {type(value).__name__} as JSON")
+    return orjson.dumps(value, default=json_default, option=option).decode()
 
 
 def _from_json(text: Any) -> Any:

@@ -19,7 +19,7 @@ import orjson
 import structlog
 
 from engine.spec import MessageLevel
-from engine.templating import _json_default
+from engine.values import json_default
 
 __all__ = [
     "EVENT_LEVELS",
@@ -132,7 +132,7 @@ class Trace:
         if console is not None:
             processors.append(self._tee)
         processors += [
-            structlog.processors.JSONRenderer(serializer=orjson.dumps, default=_json_default),
+            structlog.processors.JSONRenderer(serializer=orjson.dumps, default=json_default),
             self._scrub_secrets,
         ]
         # The chain runs as structlog's BoundLogger would run it, minus the per-call

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from engine.tables import DataTable
 
-__all__ = ["full_value", "short_value"]
+__all__ = ["full_value", "json_default", "short_value"]
 
 _TEXT = 160
 _ITEMS = 5
@@ -57,3 +57,16 @@ def full_value(value: Any) -> Any:
     if isinstance(value, (list, tuple, set, frozenset)):
         return [full_value(v) for v in value]
     return repr(value)
+
+
+def json_default(value: Any) -> Any:
+    """orjson's `default`: tables become row lists, models dicts, sets lists."""
+    records = getattr(value, "records", None)
+    if callable(records):
+        return records()
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    raise TypeError(f"cannot write a {type(value).__name__} as JSON")

@@ -26,8 +26,8 @@ from engine.execute import execute
 from engine.inputs import check_inputs
 from engine.loader import load_diagram
 from engine.runs import list_runs, run_path, steps
-from engine.templating import _json_default
 from engine.trace import new_run_id, read_events
+from engine.values import json_default
 from engine.yamlfile import read_yaml
 
 __all__ = ["create_app", "diagram_view", "layered_layout"]
@@ -39,7 +39,7 @@ _LEVELS = {"error_level": "Handle", "message_level": "Debug"}
 
 class _JSON(JSONResponse):
     def render(self, content: Any) -> bytes:
-        return orjson.dumps(content, default=_json_default, option=orjson.OPT_NON_STR_KEYS)
+        return orjson.dumps(content, default=json_default, option=orjson.OPT_NON_STR_KEYS)
 
 
 def _not_found(what: str = "not found") -> Response:
