@@ -229,6 +229,7 @@ class TemplateEnv:
         self.functions: dict[str, Any] = dict(functions or {})
         self._parsed: dict[str, _Parsed] = {}
         self._compiled: dict[tuple[str, bool], tuple[Callable[[Context], Any], bool]] = {}
+        self._evaluators: dict[str, Evaluator] = {}
 
     def add_function(self, name: str, function: Any) -> None:
         self.functions[name] = function
@@ -280,15 +281,25 @@ class TemplateEnv:
     def compile(self, value: Any) -> Evaluator:
         """Compile a written value (string, list, mapping, scalar); raises TemplateSyntax."""
         if isinstance(value, str):
-            if not has_template(value):
-                return _Constant(value)
-            stripped = value.strip()
-            bare = _BARE_NAME.fullmatch(stripped)
-            if bare and bare.group(1) not in _KEYWORDS:
-                return _Name(value, bare.group(1))
-            parsed = self._parse(stripped if self._parse_native_hint(stripped) else value)
-            source = stripped if parsed.native else value
-            return _Compiled(self, source, parsed.names, parsed.native)
+            # Diagrams repeat their templates ("{{ history }}"); one evaluator serves them all.
+            known = self._evaluators.get(value)
+            if known is None:
+                known = self._evaluators[value] = self._compile_text(value)
+            return known
+        return self._compile_value(value)
+
+    def _compile_text(self, value: str) -> Evaluator:
+        if not has_template(value):
+            return _Constant(value)
+        stripped = value.strip()
+        bare = _BARE_NAME.fullmatch(stripped)
+        if bare and bare.group(1) not in _KEYWORDS:
+            return _Name(value, bare.group(1))
+        parsed = self._parse(stripped if self._parse_native_hint(stripped) else value)
+        source = stripped if parsed.native else value
+        return _Compiled(self, source, parsed.names, parsed.native)
+
+    def _compile_value(self, value: Any) -> Evaluator:
         if isinstance(value, dict):
             items = [(key, self.compile(item)) for key, item in value.items()]
             if all(item.is_constant for _, item in items):

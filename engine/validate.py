@@ -397,11 +397,14 @@ class _Compiler:
                                   (*start_path, "variables", name), start.id, f"variables.{name}")
                 variables.append((name, evaluator))
         self.variables = variables
+        scopes: dict[tuple[frozenset[str], bool, type[Block]], tuple[set[str], set[str]]] = {}
         for compiled in self.blocks.values():
-            in_scope = everywhere | loop_names.get(compiled.id, set())
-            if compiled.id in handlers:
-                in_scope = in_scope | {"error"}
-            after = in_scope | set(type(compiled.impl).output_names())
+            # Most blocks see the same names: build each distinct scope once.
+            key = (frozenset(loop_names.get(compiled.id, ())), compiled.id in handlers, type(compiled.impl))
+            if key not in scopes:
+                scope = everywhere | key[0] | ({"error"} if key[1] else set())
+                scopes[key] = (scope, scope | set(key[2].output_names()))
+            in_scope, after = scopes[key]
             self._compile_inputs(compiled, in_scope)
             where = ("blocks", self.index_of[compiled.id])
             for name, value in compiled.impl.spec.set.items():
@@ -424,6 +427,8 @@ class _Compiler:
 
     def _check_names(self, evaluator: Evaluator, in_scope: set[str], path: tuple[str | int, ...],
                      block: str, field: str) -> None:
+        if evaluator.names <= in_scope:
+            return
         for name in sorted(evaluator.names - in_scope):
             self.problems.add(path, f"template names '{name}', which nothing in the diagram binds",
                               block=block, field=field, hint=suggest(name, in_scope)

@@ -21,27 +21,35 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 # After alias expansion; a billion-laughs file reaches this in a few milliseconds.
 MAX_NODES = 500_000
 
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_STR_TAG = "tag:yaml.org,2002:str"
 _BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _Loader(_BaseLoader):  # type: ignore[misc]  # libyaml's class when present
     """Resolves implicit tags with a memo: diagrams repeat the same keys and values."""
 
-    _memo: dict[tuple[Any, str, Any], str] = {}  # noqa: RUF012  # shared on purpose: pure function
+    _memo: dict[str, str] = {}  # noqa: RUF012  # shared on purpose: a pure function of the text
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        if kind is not yaml.ScalarNode or not isinstance(value, str) or len(value) > 64:
-            return super().resolve(kind, value, implicit)
-        key = (kind, value, implicit)
-        tag = self._memo.get(key)
-        if tag is None:
-            tag = super().resolve(kind, value, implicit)
-            if len(self._memo) < 100_000:
-                self._memo[key] = tag
-        return tag
-_MAP_TAG = "tag:yaml.org,2002:map"
-_SEQ_TAG = "tag:yaml.org,2002:seq"
-_STR_TAG = "tag:yaml.org,2002:str"
+        # Called from libyaml for every untagged node: keep it to a lookup.
+        if kind is yaml.ScalarNode:
+            if not implicit[0]:
+                return _STR_TAG  # quoted: always a string
+            tag = self._memo.get(value)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)
+                if len(value) <= 64 and len(self._memo) < 100_000:
+                    self._memo[value] = tag
+            return tag
+        return _MAP_TAG if kind is yaml.MappingNode else _SEQ_TAG
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        return None  # no path resolvers are registered
+
+    def ascend_resolver(self) -> None:
+        return None
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _SCALAR_TAGS = {
     "tag:yaml.org,2002:str",
@@ -135,6 +143,7 @@ class _Builder:
     def _mapping(self, node: yaml.MappingNode, path: Path_) -> dict[str, Any]:
         result: dict[str, Any] = {}
         seen: dict[str, int] = {}
+        marks = self.lines._marks  # the builder fills the map it owns
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE_TAG:
                 merged = self.build(value_node, path)
@@ -149,7 +158,8 @@ class _Builder:
                 continue
             # Keys are always names in our formats: keep them as written ("on", "no", "1").
             key = key_node.value
-            line = key_node.start_mark.line + 1
+            mark = key_node.start_mark
+            line = mark.line + 1
             if key in seen:
                 self._problem(
                     key_node,
@@ -159,8 +169,12 @@ class _Builder:
                 continue
             seen[key] = line
             child_path = (*path, key)
-            self.lines.record(child_path, line, key_node.start_mark.column + 1)
-            result[key] = self.build(value_node, child_path)
+            marks[child_path] = (line, mark.column + 1)
+            if type(value_node) is yaml.ScalarNode:  # the common case, without the dispatch in build()
+                self.nodes += 1
+                result[key] = value_node.value if value_node.tag == _STR_TAG else self._scalar(value_node)
+            else:
+                result[key] = self.build(value_node, child_path)
         return result
 
 
