@@ -30,6 +30,7 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from engine.diagram import Diagram
 from engine.execute import RunResult
@@ -87,7 +88,11 @@ class RunStore:
         self.engine: Engine = create_engine(url, future=True)
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        metadata.create_all(self.engine)
+        try:
+            metadata.create_all(self.engine)
+        except (OperationalError, ProgrammingError):
+            # Another process (a worker, the batch) created the tables between check and create.
+            metadata.create_all(self.engine)
 
     def record(self, result: RunResult, diagram: Diagram, inputs: dict[str, Any], *, batch_id: str | None = None,
                row: int | None = None) -> bool:
