@@ -10,6 +10,7 @@ worst case for the per-source template cache. Medians of several repeats.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import sys
@@ -46,6 +47,7 @@ def main() -> None:
             path.write_text(generated(args.blocks, distinct))
             times = []
             for _ in range(args.repeat):
+                gc.collect()  # each load starts as a fresh `diagrama validate` would, not behind the last one's garbage
                 began = time.perf_counter()
                 diagram = load_diagram(path, blocks)
                 times.append((time.perf_counter() - began) * 1000)
