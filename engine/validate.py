@@ -468,28 +468,33 @@ class _Compiler:
                 self.problems.add(("blocks", self.index_of[compiled.id]), f"missing input '{written_name}'",
                                   block=compiled.id, field=f"with.{written_name}",
                                   hint=field.description, code="missing_input")
-        context = {"base_dir": self.path.parent}
-        try:
-            instance = model.model_validate(constants, context=context)
-        except ValidationError as exc:
-            for error in exc.errors(include_url=False):
-                loc = error["loc"]
-                if error["type"] == "missing" or (loc and loc[0] in templated) or (not loc and templated):
-                    continue
-                shown = repr(error.get("input"))
-                shown = shown if len(shown) <= 60 else shown[:57] + "..."
-                dotted = ".".join(str(part) for part in loc)
-                self.problems.add((*where, *loc), f"{error['msg']} (got {shown})", block=compiled.id,
-                                  field=f"with.{dotted}" if dotted else "with", code="invalid_input")
-            return
-        if not templated:
-            compiled.static_inputs = instance
         report_path = where
 
         def report(field: str, message: str, hint: str | None) -> None:
             self.problems.add((*report_path, field), message, block=compiled.id, field=f"with.{field}", hint=hint,
                               code="invalid_input")
 
+        context = {"base_dir": self.path.parent}
+        try:
+            instance = model.model_validate(constants, context=context)
+        except ValidationError as exc:
+            failed: set[str] = set()
+            for error in exc.errors(include_url=False):
+                loc = error["loc"]
+                if error["type"] == "missing" or (loc and loc[0] in templated) or (not loc and templated):
+                    continue
+                if loc:
+                    failed.add(str(loc[0]))
+                shown = repr(error.get("input"))
+                shown = shown if len(shown) <= 60 else shown[:57] + "..."
+                dotted = ".".join(str(part) for part in loc)
+                self.problems.add((*where, *loc), f"{error['msg']} (got {shown})", block=compiled.id,
+                                  field=f"with.{dotted}" if dotted else "with", code="invalid_input")
+            # The block's own checks still look at the inputs that are fine, so one pass finds everything.
+            compiled.impl.check({k: v for k, v in constants.items() if k not in failed}, report)
+            return
+        if not templated:
+            compiled.static_inputs = instance
         compiled.impl.check(instance.model_dump() if not templated else constants, report)
 
 

@@ -369,3 +369,12 @@ def test_base_url_env_and_groq_suffix(runner, write) -> None:
     services = vendor.services("groq", environ={"GROQ_API_KEY": "gsk_x1234567", "GROQ_BASE_URL": "https://proxy.test/openai/v1"})
     assert run(runner, write, diagram_text("groq", request="hi"), services).status == "succeeded"
     assert str(vendor.seen[0].url) == "https://proxy.test/openai/v1/chat/completions"
+
+
+def test_one_validate_pass_reports_type_errors_and_vendor_checks_together(write, registry) -> None:
+    path = write(diagram_text("anthropic", request="hi", extra="temperature: 0.5\n              max_tokens: -1")
+                 .replace("claude-sonnet-5-5", "claude-opus-5"))
+    with pytest.raises(DiagramInvalid) as caught:
+        load_diagram(path, registry)
+    fields = {p.field for p in caught.value.problems}
+    assert {"with.temperature", "with.max_tokens"} <= fields
