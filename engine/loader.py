@@ -31,7 +31,11 @@ def _no_gc_pauses() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            # What loading built is long-lived: hand it to the oldest generation directly
+            # (freeze, then unfreeze) instead of making the next young collection walk it.
+            gc.freeze()
             gc.enable()
+            gc.unfreeze()
 
 
 def load_diagram_text(
