@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine import Block, DataTable, Event, InputError, LoopLimitReached, Report, RunContext, TableError, to_table
+from engine import Block, DataTable, Event, InputError, LoopLimitReached, Report, RunContext, TableError, to_table, truthy
 
 _MODES = ("for_each", "while", "count")
 
@@ -45,12 +45,6 @@ class _Pass:
 
 
 _NO_OUTPUTS: dict[str, Any] = {}
-
-
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "yes", "1")
-    return bool(value)
 
 
 class Loop(Block):
@@ -108,7 +102,7 @@ class Loop(Block):
         if state.mode == "count":
             assert state.count is not None
             return state.iterations < state.count
-        return _truthy(context.evaluate_input("while"))
+        return truthy(context.evaluate_input("while"))
 
     def _finish(self, state: _Pass, context: RunContext) -> dict[str, Any]:
         context.loop_states.pop(self.id, None)
@@ -126,7 +120,7 @@ class Loop(Block):
             try:
                 if context.has_input("collect"):
                     state.collected.append(context.evaluate_input("collect"))
-                if context.has_input("break_when") and _truthy(context.evaluate_input("break_when")):
+                if context.has_input("break_when") and truthy(context.evaluate_input("break_when")):
                     return self._finish(state, context)
             except Exception:
                 self._finish(state, context)

@@ -26,6 +26,7 @@ from engine.errors import (
 from engine.execute import RunResult, execute
 from engine.spec import ErrorLevel, MessageLevel
 from engine.tables import DataTable, HistoryRow, Table, TableError, history_rows, history_table, to_table
+from engine.templating import truthy
 from engine.trace import Event, read_events
 
 __all__ = [
@@ -71,5 +72,6 @@ __all__ = [
     "run",
     "run_async",
     "to_table",
+    "truthy",
     "validate",
 ]

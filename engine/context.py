@@ -88,9 +88,6 @@ class RunContext:
         level = self.current.message_level
         return self.default_message_level if level is None else level
 
-    def shows(self, level: MessageLevel) -> bool:
-        return self.message_level >= level
-
     def emit(self, event: str, **fields: Any) -> None:
         """Write an event about the current block, if its message level keeps it."""
         if self.message_level >= EVENT_LEVELS.get(event, MessageLevel.DEBUG):

@@ -6,7 +6,7 @@ static inputs) so that running a block costs a few attribute reads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -101,12 +101,7 @@ class Diagram:
     lines: LineMap
     content_hash: str
     tools: ToolRegistry | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
 
     @property
     def directory(self) -> Path:
         return self.path.parent
-
-    @property
-    def input_defaults(self) -> dict[str, Any]:
-        return dict(self.settings.inputs)

@@ -25,6 +25,7 @@ from engine.diagram import CompiledBlock, Diagram
 from engine.errors import BlockError, InputError, RunError, RunTimeout, StepLimitReached, TemplateError
 from engine.spec import ErrorLevel, MessageLevel
 from engine.tables import TableError, to_table
+from engine.templating import truthy
 from engine.trace import Console, Event, Trace, new_run_id
 from engine.values import full_value, short_value
 
@@ -66,12 +67,6 @@ class RunResult:
 class _RunFailed(Exception):
     def __init__(self, error: RunError) -> None:
         self.error = error
-
-
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "yes", "1")
-    return bool(value)
 
 
 class _Executor:
@@ -123,7 +118,7 @@ class _Executor:
             if when is None:
                 return link.target
             try:
-                if _truthy(when.evaluate(scope)):
+                if truthy(when.evaluate(scope)):
                     return link.target
             except TemplateError as exc:
                 if lenient:

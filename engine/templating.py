@@ -29,11 +29,19 @@ __all__ = [
     "TemplateEnv",
     "TemplateSyntax",
     "has_template",
+    "truthy",
 ]
 
 _TEMPLATE_MARKS = ("{{", "{%", "{#")
 _BARE_NAME = re.compile(r"\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}")
 _KEYWORDS = frozenset({"true", "false", "none", "True", "False", "None"})
+
+
+def truthy(value: Any) -> bool:
+    """A condition's verdict: text conditions ("{{ x }} > 1" renders text) read "true"/"yes"/"1"."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "yes", "1")
+    return bool(value)
 
 
 def has_template(value: str) -> bool:

@@ -168,10 +168,6 @@ class Trace:
     def redact(self, text: str) -> str:
         return self._scrub_secrets(None, "", text.encode()).decode()
 
-    def add_secret(self, secret: str) -> None:
-        if secret and len(secret) >= 4:
-            self._secrets = tuple(sorted({*self._secrets, secret.encode()}, key=len, reverse=True))
-
     def emit(self, event: str, **fields: Any) -> None:
         fields["run_id"] = self.run_id
         fields["event"] = event
