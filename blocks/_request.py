@@ -40,6 +40,7 @@ from engine.providers import (
     send,
     simulator_for,
     system_text,
+    valid_tool_name,
 )
 
 __all__ = ["RequestBlock", "RequestInputs", "RequestOutputs", "tool_specs"]
@@ -96,7 +97,7 @@ def tool_specs(table: DataTable | None, name_limit: int) -> list[ToolSpec]:
     seen: set[str] = set()
     for number, row in enumerate(table, start=1):
         name = str(row.get("name") or "")
-        if not name or len(name) > name_limit or not all(c.isascii() and (c.isalnum() or c in "_-") for c in name):
+        if not valid_tool_name(name, name_limit):
             raise TableError(
                 f"tools row {number}: tool name {name!r} must be Latin letters, digits, '_' and '-', "
                 f"at most {name_limit} characters"

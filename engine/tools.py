@@ -23,13 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.embeddings import Embedder, EmbeddingCache, make_embedder
 from engine.errors import DiagramInvalid, Problem, ToolError
+from engine.providers.wire import valid_tool_name
 from engine.tables import DataTable
 from engine.yamlfile import LineMap, read_yaml
 
 __all__ = ["STANDARD_MODULE", "Tool", "ToolRegistry", "ToolsTable", "check_arguments", "load_registries"]
 
 STANDARD_MODULE = "engine.standard_tools"
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _HANDLER = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")
 
 
@@ -291,7 +291,7 @@ def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: Li
 
                 add = functools.partial(_tool_problem, problems, source, lines, where, tool_field, line)
 
-                if not _NAME.match(entry.function):
+                if not valid_tool_name(entry.function):
                     add(f"tool name '{entry.function}' must be Latin letters, digits, '_' and '-', at most 64 "
                         "characters (63 for Gemini)", "function")
                 if entry.function in seen:

@@ -7,12 +7,21 @@ from engine.providers.gemini import Gemini, gemini_schema
 from engine.providers.groq import Groq
 from engine.providers.http import MAX_RETRIES, Response, base_url, client_for, send
 from engine.providers.simulator import BLOCK_HEADER, RecordedRequest, Simulator
-from engine.providers.wire import TOOL_NAME, Adapter, HttpCall, Reply, Request, ToolCall, ToolSpec, WireError, system_text
+from engine.providers.wire import (
+    Adapter,
+    HttpCall,
+    Reply,
+    Request,
+    ToolCall,
+    ToolSpec,
+    WireError,
+    system_text,
+    valid_tool_name,
+)
 
 __all__ = [
     "BLOCK_HEADER",
     "MAX_RETRIES",
-    "TOOL_NAME",
     "Adapter",
     "Anthropic",
     "Gemini",
@@ -33,6 +42,7 @@ __all__ = [
     "simulator_for",
     "system_text",
     "takes_temperature",
+    "valid_tool_name",
 ]
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from engine.providers.wire import HttpCall, Reply, Request, ToolCall, WireError, group_turns
+from engine.providers.wire import HttpCall, Reply, Request, ToolCall, WireError, call_arguments, group_turns
 
 __all__ = ["CURRENT_VERSION", "FIXED_TEMPERATURE_FAMILIES", "SAMPLING_VERSION", "Anthropic", "takes_temperature"]
 
@@ -34,16 +34,6 @@ TEMPERATURE_MODELS = ("claude-sonnet-4-6", "claude-opus-4-6", "claude-haiku-4-5"
 
 def takes_temperature(model: str) -> bool:
     return not model.startswith(FIXED_TEMPERATURE_FAMILIES)
-
-
-def _arguments(text: str, name: str | None) -> dict[str, Any]:
-    try:
-        value = orjson.loads(text or "{}")
-    except orjson.JSONDecodeError:
-        raise WireError(f"the history's call of '{name}' has arguments that are not JSON: {text[:80]!r}") from None
-    if not isinstance(value, dict):
-        raise WireError(f"the history's call of '{name}' has arguments that are not a JSON object")
-    return value
 
 
 def _is_error(text: str) -> bool:
@@ -88,7 +78,7 @@ class Anthropic:
                 content: list[dict[str, Any]] = [{"type": "text", "text": text} for text in texts]
                 content += [
                     {"type": "tool_use", "id": row.tool_call_id, "name": row.name,
-                     "input": _arguments(row.content, row.name)}
+                     "input": call_arguments(row)}
                     for row in calls
                 ]
                 messages.append({"role": "assistant", "content": content})

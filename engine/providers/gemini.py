@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from engine.providers.wire import HttpCall, Reply, Request, ToolCall, WireError, group_turns
+from engine.providers.wire import HttpCall, Reply, Request, ToolCall, WireError, call_arguments, group_turns
 
 __all__ = ["GENERATED_ID_PREFIX", "SIGNATURE_PLACEHOLDER", "Gemini", "gemini_schema"]
 
@@ -109,10 +109,7 @@ class Gemini:
                                                if not row.is_tool_call and row.content]
                 calls = [row for row in rows if row.is_tool_call]
                 for position, row in enumerate(calls):
-                    arguments = _json(row.content or "{}")
-                    if not isinstance(arguments, dict):
-                        raise WireError(f"the history's call of '{row.name}' has arguments that are not a JSON object")
-                    call: dict[str, Any] = {"name": row.name, "args": arguments}
+                    call: dict[str, Any] = {"name": row.name, "args": call_arguments(row)}
                     if row.tool_call_id and not row.tool_call_id.startswith(GENERATED_ID_PREFIX):
                         call["id"] = row.tool_call_id
                     part: dict[str, Any] = {"functionCall": call}

@@ -6,19 +6,15 @@ from typing import Any
 
 import orjson
 
-from engine.providers.wire import HttpCall, Reply, Request, ToolCall, WireError, group_turns
+from engine.providers.wire import HttpCall, Reply, Request, ToolCall, WireError, call_arguments, group_turns
+from engine.tables import HistoryRow
 
 __all__ = ["Groq"]
 
 
-def _check_arguments(text: str, name: str | None) -> str:
-    try:
-        value = orjson.loads(text or "{}")
-    except orjson.JSONDecodeError:
-        raise WireError(f"the history's call of '{name}' has arguments that are not JSON: {text[:80]!r}") from None
-    if not isinstance(value, dict):
-        raise WireError(f"the history's call of '{name}' has arguments that are not a JSON object")
-    return text or "{}"
+def _sent_as_written(row: HistoryRow) -> str:
+    call_arguments(row)  # Groq takes the arguments as JSON text: check it, then send it unchanged
+    return row.content or "{}"
 
 
 class Groq:
@@ -46,7 +42,7 @@ class Groq:
                     "content": text or None,
                     "tool_calls": [
                         {"id": row.tool_call_id, "type": "function",
-                         "function": {"name": row.name, "arguments": _check_arguments(row.content, row.name)}}
+                         "function": {"name": row.name, "arguments": _sent_as_written(row)}}
                         for row in calls
                     ],
                 })

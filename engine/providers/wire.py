@@ -10,10 +10,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import orjson
+
 from engine.tables import HistoryRow
 
 __all__ = [
-    "TOOL_NAME",
     "Adapter",
     "HttpCall",
     "Reply",
@@ -21,11 +22,29 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "WireError",
+    "call_arguments",
     "group_turns",
     "system_text",
+    "valid_tool_name",
 ]
 
-TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def valid_tool_name(name: str, limit: int = 64) -> bool:
+    """The vendors' rule: Latin letters, digits, '_' and '-', at most `limit` (64; Gemini 63)."""
+    return 0 < len(name) <= limit and _TOOL_NAME.match(name) is not None
+
+
+def call_arguments(row: HistoryRow) -> dict[str, Any]:
+    """A tool-call row's arguments: its content must be JSON text of an object."""
+    try:
+        value = orjson.loads(row.content or "{}")
+    except orjson.JSONDecodeError:
+        raise WireError(f"the history's call of '{row.name}' has arguments that are not JSON: {row.content[:80]!r}") from None
+    if not isinstance(value, dict):
+        raise WireError(f"the history's call of '{row.name}' has arguments that are not a JSON object")
+    return value
 
 
 class WireError(ValueError):
