@@ -53,6 +53,7 @@ def _last_line(path: Path) -> bytes:
 class RunSummary:
     run_id: str
     diagram: str
+    path: str
     status: str
     started: float
     duration_ms: float | None
@@ -77,6 +78,7 @@ def list_runs(runs_dir: Path, limit: int = 20) -> list[RunSummary]:
         finished = last.get("event") == Event.RUN_FINISHED
         summaries.append(RunSummary(
             run_id=str(first.get("run_id", folder.name)), diagram=str(first.get("diagram", "?")),
+            path=str(first.get("path", "")),
             status=str(last.get("status")) if finished else "running", started=float(first.get("timestamp", 0)),
             duration_ms=last.get("duration_ms") if finished else None, steps=last.get("steps") if finished else None,
             trace=trace))

@@ -195,8 +195,7 @@ def create_app(root: Path, runs_dir: Path, registry: BlockRegistry, services: Se
             return _not_found()
         listed = []
         for summary in list_runs(runs_dir, limit=200):
-            first = read_events(summary.trace)[:1]
-            if first and first[0].get("path") == str(path):
+            if summary.path == str(path):
                 listed.append({"run_id": summary.run_id, "status": summary.status, "started": summary.started,
                                "duration_ms": summary.duration_ms, "steps": summary.steps})
         return _JSON(listed)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.providers.anthropic import Anthropic, takes_temperature
 from engine.providers.gemini import Gemini, gemini_schema
 from engine.providers.groq import Groq
@@ -18,6 +20,9 @@ from engine.providers.wire import (
     system_text,
     valid_tool_name,
 )
+
+if TYPE_CHECKING:
+    from engine.context import Services
 
 __all__ = [
     "BLOCK_HEADER",
@@ -46,9 +51,9 @@ __all__ = [
 ]
 
 
-def simulator_for(services: object) -> Simulator:
+def simulator_for(services: Services) -> Simulator:
     """The run's offline vendors (one per Services, created on first use)."""
-    extras: dict[str, object] = services.extras  # type: ignore[attr-defined]
+    extras = services.extras
     simulator = extras.get("simulator")
     if not isinstance(simulator, Simulator):
         simulator = extras["simulator"] = Simulator()
