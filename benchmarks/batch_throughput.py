@@ -27,10 +27,10 @@ from pathlib import Path
 
 from blocks.registry import registry
 from engine import Services, execute
-from engine.batch import run_batch
-from engine.loader import load_diagram
+from engine.compile.loader import load_diagram
 from engine.providers import Simulator
-from engine.store import RunStore
+from engine.runs.batch import run_batch
+from engine.runs.store import RunStore
 
 DIAGRAM = """diagram: three-requests
 blocks:
@@ -57,7 +57,7 @@ def local(folder: Path, runs: int, concurrency: int) -> float:
 def celery(folder: Path, runs: int, workers: int) -> float | None:
     if shutil.which("redis-server") is None:
         return None
-    from engine.celery_backend import run_batch_on_celery
+    from engine.runs.celery_backend import run_batch_on_celery
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from blocks.registry import registry
 from engine import MessageLevel, execute
-from engine.loader import load_diagram_text
+from engine.compile.loader import load_diagram_text
 
 COUNTER_STEPS = 10_000
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from blocks.registry import registry
-from engine.loader import load_diagram
+from engine.compile.loader import load_diagram
 
 
 def generated(blocks: int, distinct: bool) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 from benchmarks.engine_steps import langgraph_counter
 from blocks.registry import registry
 from engine import MessageLevel, execute
-from engine.loader import load_diagram_text
+from engine.compile.loader import load_diagram_text
 
 
 def loop_yaml(passes: int) -> str:

@@ -26,9 +26,9 @@ import orjson
 
 from blocks.registry import registry
 from engine import Services, execute
-from engine.loader import load_diagram_text
+from engine.compile.loader import load_diagram_text
+from engine.format.tables import HistoryRow
 from engine.providers import Anthropic, Request
-from engine.tables import HistoryRow
 
 SERVER = """
 import sys, uvicorn

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import yaml
 
-from engine.embeddings import EmbeddingCache
-from engine.tools import ToolRegistry, load_registries
-from engine.yamlfile import LineMap
+from engine.format.yamlfile import LineMap
+from engine.tools.embeddings import EmbeddingCache
+from engine.tools.registry import ToolRegistry, load_registries
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = [

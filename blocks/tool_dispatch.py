@@ -30,8 +30,8 @@ from engine import (
     history_rows,
     history_table,
 )
+from engine.format.values import json_default
 from engine.tools import ToolRegistry, check_arguments
-from engine.values import json_default
 
 
 class ToolDispatchInputs(BaseModel):

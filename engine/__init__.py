@@ -1,33 +1,59 @@
-"""diagrama's engine: load diagrams, validate them into graphs, run them."""
+"""diagrama's engine: load diagrams, validate them into graphs, run them.
+
+This `__all__` is the public face for users and block authors, pinned by
+tests/engine/test_exported_members.py. Names load on first use (PEP 562), so
+`import engine` stays cheap and pulls in no HTTP, web, batch or Celery code.
+"""
 
 from __future__ import annotations
 
-from engine.api import default_registry, load, run, run_async, validate
-from engine.block import Block, BlockRegistry, NoInputs, NoOutputs, Report, RunSettings
-from engine.context import RunContext, Services
-from engine.diagram import CompiledBlock, Diagram
-from engine.errors import (
-    BlockError,
-    BlockTimeout,
-    DiagramaError,
-    DiagramError,
-    DiagramInvalid,
-    InputError,
-    LoopLimitReached,
-    Problem,
-    ProviderError,
-    RunError,
-    RunTimeout,
-    StepLimitReached,
-    TemplateError,
-    ToolError,
-    UsageError,
-)
-from engine.execute import RunResult, execute
-from engine.spec import ErrorLevel, MessageLevel
-from engine.tables import DataTable, HistoryRow, Table, TableError, history_rows, history_table, to_table
-from engine.templating import truthy
-from engine.trace import Event, read_events
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.compile.block import Block, BlockRegistry, NoInputs, NoOutputs, Report, RunSettings
+    from engine.compile.diagram import CompiledBlock, Diagram
+    from engine.compile.templating import truthy
+    from engine.errors import (
+        BlockError,
+        BlockTimeout,
+        DiagramaError,
+        DiagramError,
+        DiagramInvalid,
+        InputError,
+        LoopLimitReached,
+        Problem,
+        ProviderError,
+        RunError,
+        RunTimeout,
+        StepLimitReached,
+        TemplateError,
+        ToolError,
+        UsageError,
+    )
+    from engine.format.spec import ErrorLevel, MessageLevel
+    from engine.format.tables import DataTable, HistoryRow, Table, TableError, history_rows, history_table, to_table
+    from engine.runtime.api import default_registry, load, run, run_async, validate
+    from engine.runtime.context import RunContext, Services
+    from engine.runtime.execute import RunResult, execute
+    from engine.runtime.trace import Event, read_events
+
+_HOMES = {
+    "engine.compile.block": ["Block", "BlockRegistry", "NoInputs", "NoOutputs", "Report", "RunSettings"],
+    "engine.compile.diagram": ["CompiledBlock", "Diagram"],
+    "engine.compile.templating": ["truthy"],
+    "engine.errors": [
+        "BlockError", "BlockTimeout", "DiagramError", "DiagramInvalid", "DiagramaError", "InputError", "LoopLimitReached",
+        "Problem", "ProviderError", "RunError", "RunTimeout", "StepLimitReached", "TemplateError", "ToolError", "UsageError",
+    ],
+    "engine.format.spec": ["ErrorLevel", "MessageLevel"],
+    "engine.format.tables": ["DataTable", "HistoryRow", "Table", "TableError", "history_rows", "history_table", "to_table"],
+    "engine.runtime.api": ["default_registry", "load", "run", "run_async", "validate"],
+    "engine.runtime.context": ["RunContext", "Services"],
+    "engine.runtime.execute": ["RunResult", "execute"],
+    "engine.runtime.trace": ["Event", "read_events"],
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "Block",
@@ -75,3 +101,16 @@ __all__ = [
     "truthy",
     "validate",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engine' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

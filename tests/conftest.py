@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from blocks.registry import BUILTIN_BLOCKS
 from engine import Block, BlockError, BlockRegistry, Diagram, RunContext, RunResult, execute, read_events
-from engine.loader import load_diagram
+from engine.compile.loader import load_diagram
 
 
 class EchoInputs(BaseModel):

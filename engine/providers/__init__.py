@@ -22,7 +22,7 @@ from engine.providers.wire import (
 )
 
 if TYPE_CHECKING:
-    from engine.context import Services
+    from engine.runtime.context import Services
 
 __all__ = [
     "BLOCK_HEADER",

@@ -6,8 +6,8 @@ from typing import Any
 
 import orjson
 
+from engine.format.tables import HistoryRow
 from engine.providers.wire import HttpCall, Reply, Request, ToolCall, WireError, call_arguments, group_turns
-from engine.tables import HistoryRow
 
 __all__ = ["Groq"]
 

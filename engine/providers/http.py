@@ -24,10 +24,10 @@ from tenacity.stop import stop_base
 
 from engine.errors import BlockTimeout, ProviderError
 from engine.providers.wire import Adapter, HttpCall
-from engine.trace import Event
+from engine.runtime.trace import Event
 
 if TYPE_CHECKING:
-    from engine.context import RunContext, Services
+    from engine.runtime.context import RunContext, Services
 
 __all__ = ["MAX_RETRIES", "Response", "base_url", "client_for", "send"]
 

@@ -6,13 +6,13 @@ tables"); a Reply is what any vendor answered. Adapters map between these and JS
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
 
-from engine.tables import HistoryRow
+from engine.format.names import valid_tool_name
+from engine.format.tables import HistoryRow
 
 __all__ = [
     "Adapter",
@@ -27,14 +27,6 @@ __all__ = [
     "system_text",
     "valid_tool_name",
 ]
-
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-def valid_tool_name(name: str, limit: int = 64) -> bool:
-    """The vendors' rule: Latin letters, digits, '_' and '-', at most `limit` (64; Gemini 63)."""
-    return 0 < len(name) <= limit and _TOOL_NAME.match(name) is not None
-
 
 def call_arguments(row: HistoryRow) -> dict[str, Any]:
     """A tool-call row's arguments: its content must be JSON text of an object."""

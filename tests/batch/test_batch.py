@@ -12,11 +12,11 @@ from typer.testing import CliRunner
 
 from blocks.registry import registry
 from engine import Services
-from engine.batch import read_rows, run_batch, write_results
 from engine.cli import app
-from engine.loader import load_diagram
+from engine.compile.loader import load_diagram
 from engine.providers import Simulator
-from engine.store import RunStore
+from engine.runs.batch import read_rows, run_batch, write_results
+from engine.runs.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[2]
 cli = CliRunner()
@@ -136,7 +136,7 @@ def test_a_single_run_is_recorded_in_the_store(tmp_path: Path) -> None:
 
 
 def test_rate_limit_spaces_requests(project) -> None:
-    from engine.limits import TokenBucket, VendorLimits
+    from engine.runs.limits import TokenBucket, VendorLimits
 
     diagram = load_diagram(project["diagram"], registry())
     store = RunStore(f"sqlite:///{project['runs'] / 'diagrama.db'}")

@@ -17,9 +17,9 @@ import pytest
 
 from blocks.registry import registry
 from engine import Services
-from engine.batch import read_rows, run_batch, write_results
-from engine.loader import load_diagram
-from engine.store import RunStore
+from engine.compile.loader import load_diagram
+from engine.runs.batch import read_rows, run_batch, write_results
+from engine.runs.store import RunStore
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None,
                                 reason="redis-server is absent (apt-get install redis-server)")
@@ -108,7 +108,7 @@ def project(tmp_path: Path) -> dict[str, Path]:
 
 
 def test_celery_and_local_backends_write_the_same_results(broker: str, project, tmp_path: Path) -> None:
-    from engine.celery_backend import run_batch_on_celery
+    from engine.runs.celery_backend import run_batch_on_celery
 
     diagram = load_diagram(project["diagram"], registry())
     rows = read_rows(project["rows"], diagram)
@@ -130,7 +130,7 @@ def test_celery_and_local_backends_write_the_same_results(broker: str, project, 
 
 
 def test_a_killed_workers_row_is_run_by_another(broker: str, project, tmp_path: Path) -> None:
-    from engine.celery_backend import run_batch_on_celery
+    from engine.runs.celery_backend import run_batch_on_celery
 
     diagram = load_diagram(project["diagram"], registry())
     rows = [{"n": 1, "seconds": 4.0}]
@@ -165,7 +165,7 @@ def test_a_killed_workers_row_is_run_by_another(broker: str, project, tmp_path: 
 
 
 def test_redis_token_bucket_is_shared_and_refills(broker: str) -> None:
-    from engine.celery_backend import RedisBuckets
+    from engine.runs.celery_backend import RedisBuckets
 
     first, second = RedisBuckets(broker, {"groq": 60}), RedisBuckets(broker, {"groq": 60})  # two workers
 

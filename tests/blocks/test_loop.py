@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine import DiagramInvalid
-from engine.loader import load_diagram
+from engine.compile.loader import load_diagram
 
 
 def loop_diagram(with_: str, *, body_set: str = "seen: \"{{ seen + [item] }}\"", level: str = "Default",

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from engine import DiagramInvalid, Services, execute
-from engine.loader import load_diagram
+from engine.compile.loader import load_diagram
 from tests.blocks.vendors import ORDER_TOOL, PARALLEL_HISTORY, FakeVendor, loopback_server
 
 BLOCKS = {"anthropic": "ClaudeRequest", "groq": "GroqChatRequest", "gemini": "GeminiRequest"}

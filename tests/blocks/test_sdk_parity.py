@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from engine import execute
-from engine.loader import load_diagram
+from engine.compile.loader import load_diagram
 from tests.blocks.test_request_blocks import ANTHROPIC_REPLY, GEMINI_REPLY, GROQ_REPLY, SYSTEM, diagram_text
 from tests.blocks.vendors import ORDER_TOOL, PARALLEL_HISTORY, FakeVendor
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from engine import BlockRegistry, DiagramInvalid, Problem
-from engine.loader import load_diagram
-from engine.yamlfile import MAX_NODES, read_yaml_text
+from engine.compile.loader import load_diagram
+from engine.format.yamlfile import MAX_NODES, read_yaml_text
 
 
 def problems_of(path: Path, registry: BlockRegistry) -> list[Problem]:

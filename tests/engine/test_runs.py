@@ -8,8 +8,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from engine import read_events
-from engine.graph import to_dot, to_mermaid
-from engine.runs import find_trace, list_runs, run_path
+from engine.compile.graph import to_dot, to_mermaid
+from engine.runs.traces import find_trace, list_runs, run_path
 
 cli = CliRunner()
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from blocks.registry import registry as real_registry
 from engine import DiagramInvalid
 from engine.cli import app
-from engine.scenarios import load_scenarios, run_scenario
+from engine.testing.scenarios import load_scenarios, run_scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "tests" / "scenarios"

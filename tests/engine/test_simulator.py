@@ -10,9 +10,9 @@ import orjson
 import pytest
 
 from engine import Services, execute
-from engine.loader import load_diagram
+from engine.compile.loader import load_diagram
+from engine.format.tables import HistoryRow
 from engine.providers import Anthropic, Gemini, Groq, Request, Simulator, ToolSpec
-from engine.tables import HistoryRow
 from tests.blocks.vendors import ORDER_TOOL
 
 ADAPTERS = {"anthropic": Anthropic(), "groq": Groq(), "gemini": Gemini()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine import DataTable, TemplateError
-from engine.templating import TemplateEnv, TemplateSyntax
+from engine.compile.templating import TemplateEnv, TemplateSyntax
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from engine import DiagramInvalid
-from engine.embeddings import HashedNgramEmbedder, HttpEmbedder
-from engine.tools import load_registries
-from engine.yamlfile import LineMap
+from engine.format.yamlfile import LineMap
+from engine.tools.embeddings import HashedNgramEmbedder, HttpEmbedder
+from engine.tools.registry import load_registries
 
 HANDLERS = """
 def status(order_id: int):

@@ -24,7 +24,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     import uvicorn
 
     from blocks.registry import registry
-    from engine.web import create_app
+    from engine.web.app import create_app
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

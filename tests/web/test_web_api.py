@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from blocks.registry import registry
-from engine.web import create_app
+from engine.web.app import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,0 +1,148 @@
+"""The block contract and the registry that maps `type:` names to block classes.
+
+A block declares data (Inputs, Outputs, Settings, ports) beside one `async run`.
+It raises on failure; only the executor applies error levels. Blocks must not
+keep per-run state on themselves: one instance serves every run of a diagram.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.errors import UsageError
+
+if TYPE_CHECKING:
+    from engine.format.spec import BlockSpec
+    from engine.runtime.context import RunContext
+
+__all__ = [
+    "Block",
+    "BlockRegistry",
+    "NoInputs",
+    "NoOutputs",
+    "Report",
+    "RunSettings",
+    "entry_point_blocks",
+]
+
+Report = Callable[[str, str, str | None], None]
+"""report(field, message, hint): a load-time problem found by a block's `check`."""
+
+
+class NoInputs(BaseModel):
+    """A block without inputs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoOutputs(BaseModel):
+    """A block without outputs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Block:
+    """Base of every block type; subclass it and implement `run`."""
+
+    type_name: ClassVar[str] = "Block"
+    Inputs: ClassVar[type[BaseModel]] = NoInputs
+    Outputs: ClassVar[type[BaseModel]] = NoOutputs
+    Settings: ClassVar[type[BaseModel] | None] = None
+    """Extra top-level keys this type takes (Start's `inputs`, `variables`, ...)."""
+    body_port: ClassVar[str | None] = None
+    """A port whose chain runs inside this block and links back to it (Loop's `body`)."""
+    body_names: ClassVar[tuple[str, ...]] = ()
+    """Names this block binds for the blocks of its body (Loop's `item`, `index`)."""
+    deferred_inputs: ClassVar[tuple[str, ...]] = ()
+    """Inputs the block evaluates itself, when it needs them (`context.evaluate_input`)."""
+    is_start: ClassVar[bool] = False
+    """The block a run begins at; its Settings must be RunSettings."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "type_name" not in cls.__dict__:
+            cls.type_name = cls.__name__
+
+    def __init__(self, spec: BlockSpec, settings: BaseModel | None = None) -> None:
+        self.id = spec.id
+        self.spec = spec
+        self.settings = settings
+
+    @classmethod
+    def ports(cls) -> tuple[str, ...]:
+        return (cls.body_port,) if cls.body_port else ()
+
+    @classmethod
+    def output_names(cls) -> tuple[str, ...]:
+        return tuple(cls.Outputs.model_fields)
+
+    @classmethod
+    def empty_outputs(cls) -> dict[str, Any]:
+        """Each output's empty value: what `when` sees after an ignored error."""
+        empty: dict[str, Any] = {}
+        for name, field in cls.Outputs.model_fields.items():
+            empty[name] = None if field.is_required() else field.get_default(call_default_factory=True)
+        return empty
+
+    def check(self, constants: Mapping[str, Any], report: Report) -> None:  # optional hook
+        """Load-time checks across this block's constant inputs; call `report` per problem."""
+
+    async def run(self, inputs: Any, context: RunContext) -> dict[str, Any]:
+        raise NotImplementedError(f"{type(self).__name__}.run")
+
+
+class BlockRegistry(Mapping[str, type[Block]]):
+    """Type name → block class; a name can be registered once."""
+
+    def __init__(self, blocks: Iterable[type[Block]] = ()) -> None:
+        self._blocks: dict[str, type[Block]] = {}
+        for block in blocks:
+            self.register(block)
+
+    def register(self, block: type[Block]) -> type[Block]:
+        name = block.type_name
+        existing = self._blocks.get(name)
+        if existing is not None and existing is not block:
+            raise UsageError(
+                f"block type '{name}' is registered twice ({existing.__module__} and {block.__module__})"
+            )
+        self._blocks[name] = block
+        return block
+
+    def __getitem__(self, name: str) -> type[Block]:
+        return self._blocks[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._blocks)
+
+    def __len__(self) -> int:
+        return len(self._blocks)
+
+
+
+def entry_point_blocks(group: str = "diagrama.blocks") -> list[type[Block]]:
+    """Block classes that installed packages register under the `diagrama.blocks` group."""
+    found: list[type[Block]] = []
+    for point in entry_points(group=group):
+        block = point.load()
+        if not (isinstance(block, type) and issubclass(block, Block)):
+            raise UsageError(f"entry point '{point.name}' in {group} is not a Block subclass")
+        found.append(block)
+    return found
+
+
+class RunSettings(BaseModel):
+    """The Start block's own keys: run inputs, initial variables, limits."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: dict[str, Any] = Field(default_factory=dict, description="run inputs and their defaults")
+    variables: dict[str, Any] = Field(
+        default_factory=dict, description="initial variables; values may be templates over the inputs"
+    )
+    max_steps: int = Field(default=1000, ge=1, description="the run fails after this many block steps")
+    timeout: float | None = Field(default=None, gt=0, description="deadline for the whole run, seconds")

@@ -1,0 +1,107 @@
+"""A loaded diagram: its graph and its blocks compiled for the executor.
+
+Everything a step needs is resolved here once (link targets, templates, effective
+static inputs) so that running a block costs a few attribute reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+from pydantic import BaseModel
+
+from engine.compile.block import Block, RunSettings
+from engine.compile.templating import Evaluator, TemplateEnv
+from engine.format.spec import DiagramSpec, ErrorLevel, MessageLevel
+from engine.format.yamlfile import LineMap
+
+if TYPE_CHECKING:
+    from engine.tools.registry import ToolRegistry
+
+__all__ = ["CompiledBlock", "CompiledLink", "Diagram"]
+
+
+class CompiledLink:
+    __slots__ = ("index", "kind", "target", "when")
+
+    def __init__(self, target: CompiledBlock, when: Evaluator | None, kind: str, index: int) -> None:
+        self.target = target
+        self.when = when
+        self.kind = kind
+        self.index = index
+
+
+class CompiledBlock:
+    """One block, ready to run."""
+
+    __slots__ = (
+        "body_region",
+        "deferred",
+        "empty_outputs",
+        "error_level",
+        "id",
+        "impl",
+        "inputs",
+        "inputs_model",
+        "label",
+        "line",
+        "links",
+        "message_level",
+        "on_error",
+        "ports",
+        "reads_outputs",
+        "set_items",
+        "static_inputs",
+        "type_name",
+    )
+
+    def __init__(self, impl: Block, line: int | None) -> None:
+        self.id: str = impl.id
+        self.type_name: str = type(impl).type_name
+        self.impl = impl
+        self.line = line
+        self.label: str | None = impl.spec.label
+        self.inputs: list[tuple[str, Evaluator]] = []
+        self.deferred: dict[str, Evaluator] = {}
+        self.inputs_model: type[BaseModel] = type(impl).Inputs
+        self.static_inputs: BaseModel | None = None
+        self.set_items: list[tuple[str, Evaluator]] = []
+        self.links: list[CompiledLink] = []
+        self.on_error: CompiledBlock | None = None
+        self.ports: dict[str, CompiledBlock] = {}
+        self.error_level: ErrorLevel | None = None
+        self.message_level: MessageLevel | None = None
+        self.body_region: frozenset[str] = frozenset()
+        self.reads_outputs = True
+        """False when no `set` and only one unconditional link: the step skips templating."""
+        self.empty_outputs: dict[str, Any] = type(impl).empty_outputs()
+
+    def __repr__(self) -> str:
+        return f"<CompiledBlock {self.id} ({self.type_name})>"
+
+
+@dataclass(eq=False)
+class Diagram:
+    """A validated diagram, ready to run any number of times (also concurrently)."""
+
+    name: str
+    path: Path
+    spec: DiagramSpec
+    graph: nx.DiGraph
+    blocks: dict[str, CompiledBlock]
+    start: CompiledBlock
+    settings: RunSettings
+    variables: list[tuple[str, Evaluator]]
+    error_level: ErrorLevel
+    message_level: MessageLevel
+    env: TemplateEnv
+    lines: LineMap
+    content_hash: str
+    tools: ToolRegistry | None = None
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent

@@ -1,0 +1,132 @@
+"""The diagram as a networkx graph, and its Mermaid and Graphviz DOT drawings.
+
+Nodes are block ids (with type, label and line); edges are links with their kind
+(`next`, `error`, `body`) and `when`. Drawings can mark the path a run took.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+
+if TYPE_CHECKING:
+    from engine.compile.diagram import CompiledBlock
+
+__all__ = ["RunPath", "build_graph", "to_dot", "to_mermaid"]
+
+
+def build_graph(blocks: Iterable[CompiledBlock]) -> nx.DiGraph:
+    graph = nx.DiGraph()
+    blocks = list(blocks)
+    for block in blocks:
+        graph.add_node(block.id, type=block.type_name, label=block.label, line=block.line)
+    for block in blocks:
+        for link in block.links:
+            _add_edge(graph, block.id, link.target.id, "next", link.when.source if link.when else None, link.index)
+        for port, target in block.ports.items():
+            _add_edge(graph, block.id, target.id, port, None, None)
+        if block.on_error is not None:
+            _add_edge(graph, block.id, block.on_error.id, "error", None, None)
+    return graph
+
+
+def _add_edge(graph: nx.DiGraph, source: str, target: str, kind: str, when: Any, index: int | None) -> None:
+    if graph.has_edge(source, target):
+        # Two links between the same pair (say a `when` link and the fallback): keep one edge.
+        edge = graph.edges[source, target]
+        edge["links"].append({"kind": kind, "when": when, "index": index})
+        if edge["kind"] == "error" and kind != "error":
+            edge["kind"] = kind
+        return
+    graph.add_edge(source, target, kind=kind, when=when, index=index,
+                   links=[{"kind": kind, "when": when, "index": index}])
+
+
+@dataclass
+class RunPath:
+    """What a run did, for drawing: blocks and links taken, the failing block, loop passes."""
+
+    blocks: set[str] = field(default_factory=set)
+    links: set[tuple[str, str]] = field(default_factory=set)
+    failed: str | None = None
+    passes: dict[str, int] = field(default_factory=dict)
+
+
+def _node_text(graph: nx.DiGraph, node: str, run: RunPath | None) -> str:
+    data = graph.nodes[node]
+    title = data.get("label") or node
+    text = f"{title}<br/><small>{data['type']}</small>"
+    if run and node in run.passes:
+        text += f"<br/>{run.passes[node]} passes"
+    return text.replace('"', "#quot;")
+
+
+def _edge_label(data: dict[str, Any]) -> str:
+    labels = []
+    for link in data["links"]:
+        if link["kind"] == "error":
+            labels.append("on_error")
+        elif link["kind"] != "next":
+            labels.append(link["kind"])
+        elif link["when"] is not None:
+            labels.append(str(link["when"]).replace("{{", "").replace("}}", "").strip())
+    return " / ".join(labels).replace('"', "#quot;").replace("|", "#124;")
+
+
+def to_mermaid(graph: nx.DiGraph, run: RunPath | None = None) -> str:
+    lines = ["flowchart TD"]
+    for node in graph.nodes:
+        shape = ('(["', '"])') if graph.nodes[node]["type"] == "Start" else ('["', '"]')
+        lines.append(f"    {node}{shape[0]}{_node_text(graph, node, run)}{shape[1]}")
+    taken: list[int] = []
+    for number, (source, target, data) in enumerate(graph.edges(data=True)):
+        label = _edge_label(data)
+        arrow = "-.->" if data["kind"] == "error" else "-->"
+        lines.append(f"    {source} {arrow}{f'|{label}|' if label else ''} {target}")
+        if run and (source, target) in run.links:
+            taken.append(number)
+    if run:
+        lines.append("    classDef taken fill:#d1f2d9,stroke:#1a7f37,stroke-width:2px")
+        lines.append("    classDef failed fill:#ffd8d8,stroke:#cf222e,stroke-width:3px")
+        visited = sorted(run.blocks - ({run.failed} if run.failed else set()))
+        if visited:
+            lines.append(f"    class {','.join(visited)} taken")
+        if run.failed:
+            lines.append(f"    class {run.failed} failed")
+        for number in taken:
+            lines.append(f"    linkStyle {number} stroke:#1a7f37,stroke-width:3px")
+    return "\n".join(lines) + "\n"
+
+
+def _dot_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def to_dot(graph: nx.DiGraph, run: RunPath | None = None) -> str:
+    lines = ["digraph diagram {", "    rankdir=TB;", "    node [shape=box, style=rounded];"]
+    for node in graph.nodes:
+        data = graph.nodes[node]
+        label = f"{data.get('label') or node}\\n{data['type']}"
+        if run and node in run.passes:
+            label += f"\\n{run.passes[node]} passes"
+        attrs = [f"label={_dot_quote(label).replace(chr(92) * 2 + 'n', chr(92) + 'n')}"]
+        if run and node == run.failed:
+            attrs.append('style="rounded,filled", fillcolor="#ffd8d8", color="#cf222e", penwidth=3')
+        elif run and node in run.blocks:
+            attrs.append('style="rounded,filled", fillcolor="#d1f2d9", color="#1a7f37", penwidth=2')
+        lines.append(f"    {_dot_quote(node)} [{', '.join(attrs)}];")
+    for source, target, data in graph.edges(data=True):
+        attrs = []
+        label = _edge_label(data).replace("#quot;", '"').replace("#124;", "|")
+        if label:
+            attrs.append(f"label={_dot_quote(label)}")
+        if data["kind"] == "error":
+            attrs.append("style=dashed")
+        if run and (source, target) in run.links:
+            attrs.append('color="#1a7f37", penwidth=3')
+        lines.append(f"    {_dot_quote(source)} -> {_dot_quote(target)}" + (f" [{', '.join(attrs)}]" if attrs else "") + ";")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

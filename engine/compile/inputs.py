@@ -1,0 +1,99 @@
+"""Run inputs from the command line or a file, typed by the Start block's defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from engine.compile.diagram import Diagram
+from engine.errors import UsageError
+from engine.format.names import suggest
+
+__all__ = ["inputs_from_file", "parse_input_pairs", "typed_input"]
+
+_TRUE = {"true", "yes", "on", "1", "sim", "si", "sì"}
+_FALSE = {"false", "no", "off", "0", "não", "nao"}
+
+
+def typed_input(name: str, text: str, default: Any) -> Any:
+    """Convert `--input name=text` to the type of the input's default."""
+    if isinstance(default, bool):
+        lowered = text.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+        raise UsageError(f"input '{name}' is true or false (its default is {default}), got {text!r}")
+    if isinstance(default, int):
+        try:
+            return int(text)
+        except ValueError:
+            raise UsageError(f"input '{name}' is a whole number (default {default}), got {text!r}") from None
+    if isinstance(default, float):
+        try:
+            return float(text)
+        except ValueError:
+            raise UsageError(f"input '{name}' is a number (default {default}), got {text!r}") from None
+    if isinstance(default, (list, dict)):
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            value = None
+        if not isinstance(value, type(default)):
+            kind = "a list" if isinstance(default, list) else "a mapping"
+            raise UsageError(f"input '{name}' is {kind}, written as JSON or YAML; got {text!r}")
+        return value
+    if default is None:
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError:
+            return text
+    return text
+
+
+def _known(diagram: Diagram, name: str) -> None:
+    if name not in diagram.settings.inputs:
+        known = list(diagram.settings.inputs)
+        hint = suggest(name, known)
+        raise UsageError(
+            f"the diagram has no input '{name}'"
+            + (f"; {hint}" if hint else f" (inputs: {', '.join(known) or 'none'})")
+        )
+
+
+def parse_input_pairs(diagram: Diagram, pairs: Iterable[str]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise UsageError(f"--input takes name=value, got {pair!r}")
+        _known(diagram, name)
+        values[name] = typed_input(name, text, diagram.settings.inputs[name])
+    return values
+
+
+def check_inputs(diagram: Diagram, values: Mapping[str, Any]) -> dict[str, Any]:
+    for name in values:
+        _known(diagram, name)
+    return dict(values)
+
+
+def inputs_from_file(diagram: Diagram, path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read inputs file {path}: {exc.strerror}") from None
+    try:
+        data = orjson.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
+        raise UsageError(f"inputs file {path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UsageError(f"inputs file {path} must hold a mapping of input names to values")
+    return check_inputs(diagram, data)

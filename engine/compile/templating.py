@@ -1,0 +1,332 @@
+"""Sandboxed jinja2 templating: compiled once, evaluated in microseconds.
+
+A string that is exactly one ``{{ expression }}`` yields the expression's own value;
+any other templated string renders to text. Evaluation reuses one jinja2 Context
+per run (building a fresh Context costs more than the expression itself), and a bare
+``{{ name }}`` is looked up directly. Nothing here reads files or the environment.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+import orjson
+from jinja2 import meta, nodes
+from jinja2.nativetypes import NativeCodeGenerator
+from jinja2.runtime import Context, Undefined
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from engine.errors import DiagramaError, TemplateError
+from engine.format.values import json_default
+
+__all__ = [
+    "Evaluator",
+    "Scope",
+    "TemplateEnv",
+    "TemplateSyntax",
+    "has_template",
+    "truthy",
+]
+
+_TEMPLATE_MARKS = ("{{", "{%", "{#")
+_BARE_NAME = re.compile(r"\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}")
+_KEYWORDS = frozenset({"true", "false", "none", "True", "False", "None"})
+
+
+def truthy(value: Any) -> bool:
+    """A condition's verdict: text conditions ("{{ x }} > 1" renders text) read "true"/"yes"/"1"."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "yes", "1")
+    return bool(value)
+
+
+def has_template(value: str) -> bool:
+    return "{" in value and any(mark in value for mark in _TEMPLATE_MARKS)
+
+
+class TemplateSyntax(DiagramaError):
+    """A template does not parse; carries the line inside the template."""
+
+    def __init__(self, message: str, lineno: int | None) -> None:
+        super().__init__(message)
+        self.lineno = lineno
+
+
+def _to_json(value: Any, indent: bool = False) -> str:
+    option = orjson.OPT_INDENT_2 if indent else 0
+    return orjson.dumps(value, default=json_default, option=option).decode()
+
+
+def _from_json(text: Any) -> Any:
+    try:
+        return orjson.loads(text)
+    except (orjson.JSONDecodeError, TypeError) as exc:
+        raise ValueError(f"from_json: not JSON text ({exc})") from None
+
+
+def _free_names(tree: nodes.Template) -> frozenset[str]:
+    """Names a template reads from its scope."""
+    if any(not isinstance(node, nodes.Output) for node in tree.find_all(nodes.Stmt)):
+        # Statements ({% for %}, {% set %}) bind names of their own: let jinja2 work it out.
+        return frozenset(meta.find_undeclared_variables(tree))
+    return frozenset(node.name for node in tree.find_all(nodes.Name) if node.ctx == "load")
+
+
+class _NativeCodes(NativeCodeGenerator):
+    def _output_child_to_const(self, node: nodes.Expr, frame: Any, finalize: Any) -> Any:
+        # Constant outputs would be emitted as repr() text for literal_eval to undo;
+        # we want the value itself, so constants take the expression path too.
+        raise nodes.Impossible()
+
+
+class _NativeSandbox(ImmutableSandboxedEnvironment):
+    code_generator_class = _NativeCodes
+
+
+class Scope:
+    """A run's template scope: one mutable mapping of names, and an overlay for outputs.
+
+    `values` holds template functions, inputs, variables and loop bindings. The
+    overlay (a block's outputs, inside `set` and `when`) shadows them without copying.
+    """
+
+    __slots__ = ("_native", "_text", "values")
+
+    def __init__(self, env: TemplateEnv, values: dict[str, Any]) -> None:
+        self.values = values
+        self._native = Context(env.native, values, None, {})
+        self._text = Context(env.text, values, None, {})
+
+    def overlay(self, outputs: Mapping[str, Any]) -> None:
+        self._native.vars = outputs  # type: ignore[assignment]  # read-only use by jinja
+        self._text.vars = outputs  # type: ignore[assignment]
+
+    def clear_overlay(self) -> None:
+        self._native.vars = _EMPTY
+        self._text.vars = _EMPTY
+
+    def lookup(self, name: str) -> Any:
+        overlay = self._native.vars
+        if name in overlay:
+            return overlay[name]
+        return self.values.get(name, _MISSING)
+
+
+_EMPTY: dict[str, Any] = {}
+_MISSING = object()
+
+
+class Evaluator:
+    """A compiled value: call `evaluate(scope)`; `names` are the variables it reads."""
+
+    __slots__ = ("names", "source")
+
+    def __init__(self, source: Any, names: frozenset[str]) -> None:
+        self.source = source
+        self.names = names
+
+    @property
+    def is_constant(self) -> bool:
+        return False
+
+    def evaluate(self, scope: Scope) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class _Constant(Evaluator):
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        super().__init__(value, frozenset())
+        self.value = value
+
+    @property
+    def is_constant(self) -> bool:
+        return True
+
+    def evaluate(self, scope: Scope) -> Any:
+        return self.value
+
+
+class _Name(Evaluator):
+    __slots__ = ("name",)
+
+    def __init__(self, source: str, name: str) -> None:
+        super().__init__(source, frozenset({name}))
+        self.name = name
+
+    def evaluate(self, scope: Scope) -> Any:
+        value = scope.lookup(self.name)
+        if value is _MISSING:
+            raise TemplateError(f"'{self.name}' is undefined")
+        return value
+
+
+class _Compiled(Evaluator):
+    __slots__ = ("_direct", "_env", "_render", "native")
+
+    def __init__(self, env: TemplateEnv, source: str, names: frozenset[str], native: bool) -> None:
+        super().__init__(source, names)
+        self._env = env
+        self.native = native
+        self._render: Callable[[Context], Any] | None = None
+        self._direct = False
+
+    def evaluate(self, scope: Scope) -> Any:
+        render = self._render
+        if render is None:
+            render, self._direct = self._env.compile_source(self.source, self.native)
+            self._render = render
+        try:
+            if self._direct:
+                value = render(scope._native)  # the Scope is ours
+                if isinstance(value, Undefined):
+                    value._fail_with_undefined_error()  # raises UndefinedError
+                return value
+            if self.native:
+                value = next(render(scope._native))
+                if isinstance(value, Undefined):
+                    value._fail_with_undefined_error()  # raises UndefinedError
+                return value
+            return "".join(render(scope._text))
+        except DiagramaError:
+            raise
+        except jinja2.exceptions.SecurityError as exc:
+            raise TemplateError(f"not allowed in a template: {exc}", type="template_forbidden") from None
+        except jinja2.UndefinedError as exc:
+            raise TemplateError(str(exc), type="template_undefined") from None
+        except Exception as exc:  # a template is user code: any failure is the user's to fix
+            raise TemplateError(f"{type(exc).__name__}: {exc}") from None
+
+
+class _Container(Evaluator):
+    __slots__ = ("items", "kind")
+
+    def __init__(self, source: Any, items: Any, names: frozenset[str]) -> None:
+        super().__init__(source, names)
+        self.items = items
+        self.kind = type(source)
+
+    def evaluate(self, scope: Scope) -> Any:
+        if self.kind is dict:
+            return {key: item.evaluate(scope) for key, item in self.items}
+        return [item.evaluate(scope) for item in self.items]
+
+
+@dataclass(frozen=True, slots=True)
+class _Parsed:
+    names: frozenset[str]
+    native: bool
+
+
+class TemplateEnv:
+    """The two sandboxed environments (native values and text) and their caches."""
+
+    def __init__(self, functions: Mapping[str, Any] | None = None) -> None:
+        options: dict[str, Any] = {"undefined": jinja2.StrictUndefined, "autoescape": False, "cache_size": 0}
+        # No constant folding: folded outputs reach the native generator as repr() text.
+        self.native = _NativeSandbox(**options, optimized=False)
+        self.text = ImmutableSandboxedEnvironment(**options)
+        for env in (self.native, self.text):
+            env.filters["to_json"] = _to_json
+            env.filters["from_json"] = _from_json
+        self.functions: dict[str, Any] = dict(functions or {})
+        self._parsed: dict[str, _Parsed] = {}
+        self._compiled: dict[tuple[str, bool], tuple[Callable[[Context], Any], bool]] = {}
+        self._evaluators: dict[str, Evaluator] = {}
+
+    def add_function(self, name: str, function: Any) -> None:
+        self.functions[name] = function
+
+    def _parse(self, source: str) -> _Parsed:
+        parsed = self._parsed.get(source)
+        if parsed is not None:
+            return parsed
+        try:
+            tree = self.native.parse(source)
+        except jinja2.TemplateSyntaxError as exc:
+            raise TemplateSyntax(exc.message or str(exc), exc.lineno) from None
+        names = _free_names(tree) - _KEYWORDS
+        body = tree.body
+        native = (
+            len(body) == 1
+            and isinstance(body[0], nodes.Output)
+            and len(body[0].nodes) == 1
+            and not isinstance(body[0].nodes[0], nodes.TemplateData)
+        )
+        parsed = self._parsed[source] = _Parsed(names, native)
+        return parsed
+
+    def compile_source(self, source: str, native: bool) -> tuple[Callable[[Context], Any], bool]:
+        """The render function of a template, and whether it returns its value directly."""
+        key = (source, native)
+        found = self._compiled.get(key)
+        if found is None:
+            direct = self._direct_function(source) if native else None
+            if direct is None:
+                env = self.native if native else self.text
+                direct = (env.from_string(source).root_render_func, False)
+            found = self._compiled[key] = direct
+        return found
+
+    def _direct_function(self, source: str) -> tuple[Callable[[Context], Any], bool] | None:
+        # jinja2 renders through a generator; for one expression, its generated code
+        # has a single top-level `yield`, which becomes `return`: the same sandboxed code
+        # without a generator per evaluation (a third of an expression's cost).
+        generated = self.native.compile(source, raw=True)
+        marker = "    if 0: yield None\n"
+        if marker not in generated or generated.count("yield") != 2 or generated.count("\n    yield ") != 1:
+            return None
+        direct = generated.replace(marker, "").replace("\n    yield ", "\n    return ", 1)
+        code = compile(direct, "<template>", "exec")
+        template = self.native.template_class.from_code(self.native, code, self.native.make_globals(None))
+        return template.root_render_func, True
+
+    def compile(self, value: Any) -> Evaluator:
+        """Compile a written value (string, list, mapping, scalar); raises TemplateSyntax."""
+        if isinstance(value, str):
+            # Diagrams repeat their templates ("{{ history }}"); one evaluator serves them all.
+            known = self._evaluators.get(value)
+            if known is None:
+                known = self._evaluators[value] = self._compile_text(value)
+            return known
+        return self._compile_value(value)
+
+    def _compile_text(self, value: str) -> Evaluator:
+        if not has_template(value):
+            return _Constant(value)
+        stripped = value.strip()
+        bare = _BARE_NAME.fullmatch(stripped)
+        if bare and bare.group(1) not in _KEYWORDS:
+            return _Name(value, bare.group(1))
+        parsed = self._parse(stripped if self._parse_native_hint(stripped) else value)
+        source = stripped if parsed.native else value
+        return _Compiled(self, source, parsed.names, parsed.native)
+
+    def _compile_value(self, value: Any) -> Evaluator:
+        if isinstance(value, dict):
+            items = [(key, self.compile(item)) for key, item in value.items()]
+            if all(item.is_constant for _, item in items):
+                return _Constant(value)
+            names = frozenset().union(*(item.names for _, item in items))
+            return _Container(value, items, names)
+        if isinstance(value, list):
+            compiled = [self.compile(item) for item in value]
+            if all(item.is_constant for item in compiled):
+                return _Constant(value)
+            names = frozenset().union(*(item.names for item in compiled))
+            return _Container(value, compiled, names)
+        return _Constant(value)
+
+    def _parse_native_hint(self, stripped: str) -> bool:
+        # Surrounding whitespace (YAML block scalars add a newline) does not make text.
+        return stripped.startswith("{{") and stripped.endswith("}}")
+
+    def new_scope(self, values: dict[str, Any]) -> Scope:
+        for name, function in self.functions.items():
+            values.setdefault(name, function)
+        return Scope(self, values)

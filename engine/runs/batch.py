@@ -1,0 +1,191 @@
+"""Batch runs: one diagram over many inputs, N at a time, recorded in the run store.
+
+Rows come from CSV, JSON Lines or a YAML/JSON list, typed by the Start inputs'
+defaults. A stop request (Ctrl-C) starts nothing new, lets running runs finish within
+a grace period, then cancels them; rows that did not finish stay unrecorded, so
+`--resume` runs exactly those (and any that failed), never one that succeeded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from engine.runtime.context import Services
+from engine.compile.diagram import Diagram
+from engine.errors import UsageError
+from engine.runtime.execute import RunResult, execute
+from engine.compile.inputs import check_inputs, typed_input
+from engine.runs.store import RunStore
+from engine.format.tables import csv_dialect
+from engine.format.values import json_default
+
+__all__ = ["BatchOutcome", "batch_run_id", "read_rows", "run_batch", "write_results"]
+
+
+def batch_run_id(batch_id: str, row: int) -> str:
+    """Deterministic per (batch, row): every backend writes the same results file."""
+    return f"{batch_id}-r{row:06d}"
+
+
+def read_rows(path: Path, diagram: Diagram) -> list[dict[str, Any]]:
+    """Each row is one run's inputs; CSV cells are typed by the inputs' defaults."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    suffix = path.suffix.lower()
+    rows: list[Any]
+    try:
+        if suffix == ".csv":
+            rows = []
+            for number, record in enumerate(csv.DictReader(io.StringIO(text), dialect=csv_dialect(text)), start=2):
+                row: dict[str, Any] = {}
+                for name, cell in record.items():
+                    if name is None:
+                        raise UsageError(f"{path}:{number}: more cells than columns")
+                    name = name.strip()
+                    check_inputs(diagram, {name: cell})
+                    default = diagram.settings.inputs[name]
+                    if cell == "" and not isinstance(default, str):
+                        continue  # an empty cell keeps the default
+                    row[name] = typed_input(name, cell, default)
+                rows.append(row)
+        elif suffix == ".jsonl":
+            rows = [orjson.loads(line) for line in text.splitlines() if line.strip()]
+        elif suffix == ".json":
+            rows = orjson.loads(text)
+        elif suffix in (".yaml", ".yml"):
+            rows = yaml.safe_load(text) or []
+        else:
+            raise UsageError(f"{path}: inputs are read from .csv, .jsonl, .json or .yaml files")
+    except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
+        raise UsageError(f"{path} is not valid {suffix.lstrip('.').upper()}: {exc}") from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise UsageError(f"{path} must hold a list of mappings (one per run)")
+    return [check_inputs(diagram, r) for r in rows]
+
+
+@dataclass
+class BatchOutcome:
+    batch_id: str
+    total: int
+    succeeded: int = 0
+    failed: int = 0
+    skipped: int = 0
+    not_run: int = 0
+    durations: list[float] = field(default_factory=list)
+    tokens: int = 0
+    interrupted: bool = False
+
+    def summary(self) -> dict[str, Any]:
+        ordered = sorted(self.durations)
+        p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))] if ordered else None
+        return {"batch_id": self.batch_id, "rows": self.total, "succeeded": self.succeeded, "failed": self.failed,
+                "skipped_already_done": self.skipped, "not_run": self.not_run, "tokens": self.tokens,
+                "p50_ms": round(statistics.median(ordered) * 1000, 1) if ordered else None,
+                "p95_ms": round(p95 * 1000, 1) if p95 is not None else None, "interrupted": self.interrupted}
+
+
+Progress = Callable[[str, RunResult | None], None]
+"""progress(kind, result): kind is 'started', 'finished' or 'skipped'."""
+
+
+async def run_batch(
+    diagram: Diagram,
+    rows: list[dict[str, Any]],
+    *,
+    batch_id: str,
+    store: RunStore,
+    services: Services,
+    runs_dir: Path | None,
+    concurrency: int = 8,
+    stop: asyncio.Event | None = None,
+    grace: float = 10.0,
+    progress: Progress | None = None,
+) -> BatchOutcome:
+    """Run the rows not yet succeeded in this batch; record each finished run."""
+    stop = stop or asyncio.Event()
+    done = store.succeeded_rows(batch_id)
+    outcome = BatchOutcome(batch_id, len(rows), skipped=len(done))
+    for _ in done:
+        if progress:
+            progress("skipped", None)
+    pending = [(number, row) for number, row in enumerate(rows, start=1) if number not in done]
+    queue: asyncio.Queue[tuple[int, dict[str, Any]]] = asyncio.Queue()
+    for item in pending:
+        queue.put_nowait(item)
+
+    async def worker() -> None:
+        while not stop.is_set():
+            try:
+                number, row = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            if progress:
+                progress("started", None)
+            result = await execute(diagram, row, runs_dir=runs_dir, services=services,
+                                   run_id=batch_run_id(batch_id, number))
+            store.record(result, diagram, row, batch_id=batch_id, row=number)
+            outcome.durations.append(result.duration)
+            outcome.tokens += result.tokens
+            if result.succeeded:
+                outcome.succeeded += 1
+            else:
+                outcome.failed += 1
+            if progress:
+                progress("finished", result)
+
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, concurrency))]
+    everything: asyncio.Future[Any] = asyncio.gather(*workers)
+    stopper: asyncio.Future[Any] = asyncio.create_task(stop.wait())
+    await asyncio.wait([everything, stopper], return_when=asyncio.FIRST_COMPLETED)
+    if stop.is_set() and not everything.done():
+        outcome.interrupted = True
+        _finished, unfinished = await asyncio.wait(workers, timeout=grace)
+        for task in unfinished:
+            task.cancel()
+        await asyncio.gather(*unfinished, return_exceptions=True)
+    stopper.cancel()
+    await asyncio.gather(everything, return_exceptions=True)
+    outcome.interrupted = outcome.interrupted or stop.is_set()
+    recorded = store.succeeded_rows(batch_id)
+    outcome.not_run = len(rows) - len(recorded) - outcome.failed
+    return outcome
+
+
+def write_results(path: Path, store: RunStore, batch_id: str, total: int, collect: list[str]) -> None:
+    """One line per input row, in input order: row, run_id, status, collected variables, error."""
+    recorded = store.batch_runs(batch_id)
+    lines: list[dict[str, Any]] = []
+    for number in range(1, total + 1):
+        run = recorded.get(number)
+        if run is None:
+            lines.append({"row": number, "run_id": None, "status": "not_run",
+                          **{name: None for name in collect}, "error": None})
+            continue
+        variables = run["variables"] or {}
+        errors = [e for e in run["errors"] or [] if not e.get("ignored") and not e.get("handled_by")]
+        error = f"{errors[-1]['block']}: {errors[-1]['type']}: {errors[-1]['message']}" if errors else None
+        lines.append({"row": number, "run_id": run["run_id"], "status": run["status"],
+                      **{name: variables.get(name) for name in collect}, "error": error})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix.lower() == ".csv":
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=["row", "run_id", "status", *collect, "error"])
+            writer.writeheader()
+            for line in lines:
+                writer.writerow({k: v if isinstance(v, (str, int, float)) or v is None
+                                 else orjson.dumps(v, default=json_default).decode() for k, v in line.items()})
+    else:
+        path.write_bytes(b"".join(orjson.dumps(line, default=json_default) + b"\n" for line in lines))
+

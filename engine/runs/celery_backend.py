@@ -1,0 +1,164 @@
+"""Batches on Celery workers: each row is a task; workers share the run store and runs dir.
+
+Tasks ack late and are rejected when their worker is lost, so a killed worker's row is
+run by another; a row already recorded as succeeded is skipped, so none is recorded
+twice. Requests-per-minute limits are a token bucket kept in Redis, shared by workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from celery import Celery
+
+from engine.runs.batch import BatchOutcome, batch_run_id
+from engine.runtime.context import Services
+from engine.compile.diagram import Diagram
+from engine.runtime.execute import execute
+from engine.runs.store import RunStore
+
+__all__ = ["DEFAULT_BROKER", "make_app", "run_batch_on_celery", "start_worker"]
+
+DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
+TASK = "diagrama.run_row"
+# Redis token bucket: KEYS[1] bucket; ARGV rate/s, capacity, now. Returns seconds to wait (0 = taken).
+_BUCKET = """
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local rate, capacity, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local tokens = tonumber(state[1]) or capacity
+local at = tonumber(state[2]) or now
+tokens = math.min(capacity, tokens + (now - at) * rate)
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = (1 - tokens) / rate end
+redis.call('HSET', KEYS[1], 'tokens', tokens, 'at', now)
+redis.call('EXPIRE', KEYS[1], 3600)
+return tostring(wait)
+"""
+
+
+class RedisBuckets:
+    """The VendorLimits interface, with each vendor's bucket in Redis."""
+
+    def __init__(self, url: str, rpm: dict[str, float]) -> None:
+        import redis
+
+        self._redis = redis.Redis.from_url(url)
+        self._rpm = rpm
+        self._script = self._redis.register_script(_BUCKET)
+
+    def slot(self, vendor: str) -> Any:
+        buckets = self
+
+        class _Slot:
+            async def __aenter__(self) -> None:
+                per_minute = buckets._rpm.get(vendor)
+                while per_minute:
+                    wait = float(buckets._script(keys=[f"diagrama:rpm:{vendor}"],
+                                                 args=[per_minute / 60, max(1.0, per_minute), time.time()]))
+                    if wait <= 0:
+                        return
+                    await asyncio.sleep(wait)
+
+            async def __aexit__(self, *_: Any) -> None:
+                return None
+
+        return _Slot()
+
+
+def make_app(broker: str | None = None) -> Celery:
+    broker = broker or os.environ.get("DIAGRAMA_BROKER") or DEFAULT_BROKER
+    app = Celery("diagrama", broker=broker)
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_serializer="json",
+        accept_content=["json"],
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={"visibility_timeout": float(os.environ.get("DIAGRAMA_VISIBILITY_TIMEOUT", 300))},
+        worker_hijack_root_logger=False,
+    )
+
+    @app.task(name=TASK, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+    def run_row(batch_id: str, row: int, diagram_path: str, inputs: dict[str, Any], store_url: str, runs_dir: str,
+                offline: bool, rpm: dict[str, float] | None = None) -> str:
+        from blocks.registry import registry  # wiring, as the CLI does
+        from engine.compile.loader import load_diagram
+
+        store = _cached_store(store_url)
+        if row in store.succeeded_rows(batch_id):
+            return "already_succeeded"
+        diagram = _cached_diagram(diagram_path, Path(diagram_path).stat().st_mtime_ns, load_diagram, registry)
+        services = Services(offline=offline)
+        if rpm:
+            services.extras["limits"] = RedisBuckets(broker, rpm)
+        result = asyncio.run(execute(diagram, inputs, runs_dir=Path(runs_dir), services=services,
+                                     run_id=batch_run_id(batch_id, row)))
+        store.record(result, diagram, inputs, batch_id=batch_id, row=row)
+        return result.status
+
+    return app
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_store(url: str) -> RunStore:
+    # One connection pool per store per worker process.
+    return RunStore(url)
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_diagram(path: str, _mtime_ns: int, load: Any, registry: Any) -> Diagram:
+    # One load per diagram version per worker process, not one per row.
+    diagram: Diagram = load(Path(path), registry())
+    return diagram
+
+
+def start_worker(broker: str | None, concurrency: int) -> None:
+    make_app(broker).worker_main(["worker", "--loglevel=WARNING", f"--concurrency={concurrency}", "--pool=prefork",
+                                  "--without-gossip", "--without-mingle", "--without-heartbeat"])
+
+
+def run_batch_on_celery(diagram: Diagram, rows: list[dict[str, Any]], *, batch_id: str, store: RunStore,
+                        broker: str | None, runs_dir: Path, offline: bool, console: Any,
+                        rpm: dict[str, float] | None = None, poll: float = 0.2,
+                        timeout: float | None = None) -> BatchOutcome:
+    """Send the unfinished rows as tasks, then follow the run store until each row is recorded."""
+    app = make_app(broker)
+    done = store.succeeded_rows(batch_id)
+    outcome = BatchOutcome(batch_id, len(rows), skipped=len(done))
+    pending = [n for n in range(1, len(rows) + 1) if n not in done]
+    already = store.batch_runs(batch_id)
+    for number in pending:
+        app.send_task(TASK, args=[batch_id, number, str(diagram.path.resolve()), rows[number - 1], store.url,
+                                  str(runs_dir.resolve()), offline, rpm or {}])
+    began = time.monotonic()
+    waiting = set(pending)
+    try:
+        while waiting:
+            recorded = store.batch_runs(batch_id)
+            for number in list(waiting):
+                run = recorded.get(number)
+                if run is not None and (number not in already or run["run_id"] != already[number]["run_id"]
+                                        or run["finished"] != already[number]["finished"]):
+                    waiting.discard(number)
+                    outcome.durations.append((run["duration_ms"] or 0) / 1000)
+                    outcome.tokens += run["tokens"] or 0
+                    if run["status"] == "succeeded":
+                        outcome.succeeded += 1
+                    else:
+                        outcome.failed += 1
+            if waiting:
+                if timeout is not None and time.monotonic() - began > timeout:
+                    break
+                time.sleep(poll)
+    except KeyboardInterrupt:
+        outcome.interrupted = True  # queued tasks stay queued; the workers finish them and resume skips them
+    outcome.not_run = len(waiting)
+    if console is not None:
+        console.print(f"celery: {outcome.succeeded} succeeded, {outcome.failed} failed, {outcome.not_run} pending")
+    return outcome

@@ -1,0 +1,174 @@
+"""Reading runs back: find a trace, list runs, turn events into steps and a drawn path.
+
+`diagrama trace`, `diagrama runs` and `diagrama graph --run` are built on this; it
+only reads the JSON Lines traces that engine.runtime.trace writes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from engine.errors import UsageError
+from engine.compile.graph import RunPath
+from engine.format.spec import MessageLevel
+from engine.runtime.trace import EVENT_LEVELS, Event, read_events
+
+__all__ = ["RunSummary", "Step", "find_trace", "list_runs", "run_path", "steps"]
+
+
+def find_trace(reference: str, runs_dir: Path) -> Path:
+    """A run id, a run folder, a trace file, or `last` for the newest run."""
+    if reference == "last":
+        runs = list_runs(runs_dir, limit=1)
+        if not runs:
+            raise UsageError(f"there are no runs in {runs_dir}")
+        return runs[0].trace
+    candidate = Path(reference)
+    if candidate.is_file():
+        return candidate
+    if (candidate / "trace.jsonl").is_file():
+        return candidate / "trace.jsonl"
+    if (runs_dir / reference / "trace.jsonl").is_file():
+        return runs_dir / reference / "trace.jsonl"
+    raise UsageError(f"no run '{reference}' (looked for a trace file, a run folder, and {runs_dir / reference})")
+
+
+def _last_line(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        end = handle.tell()
+        handle.seek(max(0, end - 65536))
+        lines = handle.read().splitlines()
+    return lines[-1] if lines else b""
+
+
+@dataclass
+class RunSummary:
+    run_id: str
+    diagram: str
+    path: str
+    status: str
+    started: float
+    duration_ms: float | None
+    steps: int | None
+    trace: Path
+
+
+def list_runs(runs_dir: Path, limit: int = 20) -> list[RunSummary]:
+    """The newest runs first, read from each trace's first and last line."""
+    if not runs_dir.is_dir():
+        return []
+    folders = sorted((p for p in runs_dir.iterdir() if (p / "trace.jsonl").is_file()), key=lambda p: p.name, reverse=True)
+    summaries = []
+    for folder in folders[:limit]:
+        trace = folder / "trace.jsonl"
+        try:
+            with trace.open("rb") as handle:
+                first = orjson.loads(handle.readline())
+            last = orjson.loads(_last_line(trace))
+        except (orjson.JSONDecodeError, OSError):
+            continue
+        finished = last.get("event") == Event.RUN_FINISHED
+        summaries.append(RunSummary(
+            run_id=str(first.get("run_id", folder.name)), diagram=str(first.get("diagram", "?")),
+            path=str(first.get("path", "")),
+            status=str(last.get("status")) if finished else "running", started=float(first.get("timestamp", 0)),
+            duration_ms=last.get("duration_ms") if finished else None, steps=last.get("steps") if finished else None,
+            trace=trace))
+    return summaries
+
+
+@dataclass
+class Step:
+    """One block step as the trace recorded it."""
+
+    number: int
+    block: str
+    block_type: str
+    offset_ms: float | None = None
+    duration_ms: float | None = None
+    status: str = "running"
+    next: str | None = None
+    via: str | None = None
+    inputs: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    set: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    model: str | None = None
+    tokens: tuple[int, int] | None = None
+    called_tools: list[str] = field(default_factory=list)
+    payloads: list[dict[str, Any]] = field(default_factory=list)
+
+
+def steps(events: Iterable[dict[str, Any]]) -> Iterator[Step]:
+    """Group events into steps: block_started … block_finished."""
+    current: Step | None = None
+    number = 0
+    for event in events:
+        name = event.get("event")
+        if name == Event.BLOCK_STARTED:
+            if current is not None:
+                yield current
+            number += 1
+            current = Step(event.get("step", number), event["block"], event.get("block_type", "?"), event.get("offset_ms"))
+        elif name == Event.BLOCK_FINISHED:
+            if current is None or current.block != event["block"]:
+                if current is not None:
+                    yield current
+                number += 1
+                current = Step(number, event["block"], event.get("block_type", "?"))
+            current.duration_ms = event.get("duration_ms")
+            current.status = event.get("status", "?")
+            current.next, current.via = event.get("next"), event.get("via")
+            current.inputs, current.outputs = event.get("inputs") or {}, event.get("outputs") or {}
+            current.set = event.get("set") or {}
+            yield current
+            current = None
+        elif name == Event.BLOCK_FAILED:
+            if current is not None and current.block == event.get("block"):
+                current.error = f"{event.get('error_type')}: {event.get('message')}"
+                current.status = "failed"
+            else:
+                number += 1
+                yield Step(number, str(event.get("block")), str(event.get("block_type", "?")), status="failed",
+                           error=f"{event.get('error_type')}: {event.get('message')}")
+        elif current is not None and name == Event.PROVIDER_CALLED:
+            usage = event.get("usage") or {}
+            current.model = event.get("model")
+            current.tokens = (int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
+            current.called_tools = list(event.get("called_tools") or [])
+        elif current is not None and name in (Event.HTTP_REQUEST, Event.HTTP_RESPONSE):
+            current.payloads.append(event)
+    if current is not None:
+        yield current
+
+
+def event_level(event: dict[str, Any]) -> MessageLevel:
+    return EVENT_LEVELS.get(str(event.get("event")), MessageLevel.DEBUG)
+
+
+def run_path(trace: Path) -> RunPath:
+    """Blocks and links a run took, its failing block and each Loop's passes."""
+    events = read_events(trace)
+    path: list[str] = []
+    finished = next((e for e in reversed(events) if e.get("event") == Event.RUN_FINISHED), None)
+    if finished is not None:
+        path = list(finished.get("path") or [])
+    else:
+        path = [e["block"] for e in events if e.get("event") == Event.BLOCK_STARTED]
+    drawn = RunPath(blocks=set(path), links=set(itertools.pairwise(path)))
+    if finished is not None and finished.get("status") == "failed":
+        unhandled = [e for e in finished.get("errors") or [] if not e.get("ignored") and not e.get("handled_by")]
+        if unhandled:
+            drawn.failed = unhandled[-1].get("block")
+    for event in events:
+        if event.get("event") == Event.LOOP_PASS_STARTED:
+            drawn.passes[event["block"]] = drawn.passes.get(event["block"], 0) + 1
+    return drawn

@@ -1,0 +1,201 @@
+"""A run's trace: the event vocabulary, the structlog processor chain, the JSONL file.
+
+Each run binds its own chain (nothing global): stamp → redact headers → console tee →
+JSON render (orjson) → redact secrets. Lines are written unbuffered, one syscall per
+event, so a crash or Ctrl-C still leaves every event emitted before it on disk.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets as _secrets
+import time
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+import structlog
+
+from engine.format.spec import MessageLevel
+from engine.format.values import json_default
+
+__all__ = [
+    "EVENT_LEVELS",
+    "REDACTED",
+    "SECRET_HEADERS",
+    "Console",
+    "Event",
+    "Trace",
+    "new_run_id",
+    "read_events",
+]
+
+REDACTED = "[REDACTED]"
+_REDACTED_BYTES = REDACTED.encode()
+SECRET_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key", "proxy-authorization"})
+# Keys of the three vendors, caught even where nobody registered them as secrets.
+_KEY_PATTERN = re.compile(rb"sk-ant-[A-Za-z0-9_\-]{6,}|gsk_[A-Za-z0-9]{6,}|AIza[0-9A-Za-z_\-]{10,}")
+
+
+class Event:
+    """Trace event names: past-tense facts, shared by the executor, `diagrama trace` and tests."""
+
+    RUN_STARTED = "run_started"
+    RUN_FINISHED = "run_finished"
+    BLOCK_STARTED = "block_started"
+    BLOCK_FINISHED = "block_finished"
+    BLOCK_FAILED = "block_failed"
+    LOOP_PASS_STARTED = "loop_pass_started"
+    PROVIDER_CALLED = "provider_called"
+    PROVIDER_RETRIED = "provider_retried"
+    HTTP_REQUEST = "http_request"
+    HTTP_RESPONSE = "http_response"
+    TOOLS_SELECTED = "tools_selected"
+    TOOL_CALLED = "tool_called"
+    NOTE = "note"
+
+
+EVENT_LEVELS: dict[str, MessageLevel] = {
+    Event.RUN_STARTED: MessageLevel.RELEASE,
+    Event.RUN_FINISHED: MessageLevel.RELEASE,
+    Event.BLOCK_FAILED: MessageLevel.RELEASE,
+    Event.BLOCK_STARTED: MessageLevel.DEBUG,
+    Event.BLOCK_FINISHED: MessageLevel.DEBUG,
+    Event.LOOP_PASS_STARTED: MessageLevel.DEBUG,
+    Event.PROVIDER_CALLED: MessageLevel.DEBUG,
+    Event.PROVIDER_RETRIED: MessageLevel.DEBUG,
+    Event.TOOLS_SELECTED: MessageLevel.DEBUG,
+    Event.TOOL_CALLED: MessageLevel.DEBUG,
+    Event.NOTE: MessageLevel.DEBUG,
+    Event.HTTP_REQUEST: MessageLevel.DETAILED,
+    Event.HTTP_RESPONSE: MessageLevel.DETAILED,
+}
+
+Console = Callable[[Mapping[str, Any], Callable[[str], str]], None]
+"""console(event, redact): shows an event to a person; `redact` scrubs a rendered line."""
+
+
+def new_run_id() -> str:
+    """Sortable by start time, unique enough for concurrent runs."""
+    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{_secrets.token_hex(3)}"
+
+
+def _redact_headers(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {
+            key: (REDACTED if str(key).lower() in SECRET_HEADERS else _redact_headers(item))
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_redact_headers(item) for item in value]
+    return value
+
+
+class _Sink:
+    """The logger at the end of the chain: one unbuffered write per event."""
+
+    __slots__ = ("_file", "count")
+
+    def __init__(self, file: IO[bytes] | None) -> None:
+        self._file = file
+        self.count = 0
+
+    def msg(self, line: bytes) -> None:
+        self.count += 1
+        if self._file is not None:
+            self._file.write(line + b"\n")
+
+
+class Trace:
+    """Writes one run's events; a no-op file when `path` is None (events still counted)."""
+
+    def __init__(
+        self,
+        path: Path | None,
+        run_id: str,
+        *,
+        secrets: Iterable[str] = (),
+        console: Console | None = None,
+    ) -> None:
+        self.path = path
+        self.run_id = run_id
+        self._file: IO[bytes] | None = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(path, "ab", buffering=0)  # noqa: SIM115  # closed by close()
+        self._secrets = tuple(sorted({s.encode() for s in secrets if s and len(s) >= 4}, key=len, reverse=True))
+        self._console = console
+        self._sink = _Sink(self._file)
+        processors: list[Any] = [self._stamp, self._scrub_headers]
+        if console is not None:
+            processors.append(self._tee)
+        processors += [
+            structlog.processors.JSONRenderer(serializer=orjson.dumps, default=json_default),
+            self._scrub_secrets,
+        ]
+        # The chain runs as structlog's BoundLogger would run it, minus the per-call
+        # context copy and method proxying, which cost more than the rest of an event.
+        self._processors = tuple(processors)
+
+    @staticmethod
+    def _stamp(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+        event["timestamp"] = time.time()
+        return event
+
+    @staticmethod
+    def _scrub_headers(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+        if "headers" in event or "request" in event or "response" in event:
+            for key in ("headers", "request", "response"):
+                if key in event:
+                    event[key] = _redact_headers(event[key])
+        return event
+
+    def _tee(self, _logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+        assert self._console is not None
+        self._console(event, self.redact)
+        return event
+
+    def _scrub_secrets(self, _logger: Any, _name: str, line: bytes) -> bytes:
+        for secret in self._secrets:
+            if secret in line:
+                line = line.replace(secret, _REDACTED_BYTES)
+        if b"sk-ant-" in line or b"gsk_" in line or b"AIza" in line:
+            line = _KEY_PATTERN.sub(_REDACTED_BYTES, line)
+        return line
+
+    def redact(self, text: str) -> str:
+        return self._scrub_secrets(None, "", text.encode()).decode()
+
+    def emit(self, event: str, **fields: Any) -> None:
+        fields["run_id"] = self.run_id
+        fields["event"] = event
+        rendered: Any = fields
+        for processor in self._processors:
+            rendered = processor(self._sink, "msg", rendered)
+        self._sink.msg(rendered)
+
+    @property
+    def count(self) -> int:
+        return self._sink.count
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            self._sink._file = None  # our own sink
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """Parse a trace file; a torn last line (a crash mid-write) is skipped."""
+    events = []
+    with path.open("rb") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                events.append(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                continue
+    return events

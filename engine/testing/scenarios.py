@@ -1,0 +1,316 @@
+"""Robot scenario tests: scenario files, their run against scripted vendors, the verdict.
+
+A scenario runs its diagram offline: every request block is answered by the simulator
+in its vendor's wire format (scripted replies per block id, in order), tools may be
+stubbed, and the expectations are checked against the run, its trace and the requests
+the robot sent. `diagrama test` and the pytest plugin both use `run_scenario`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from engine.compile.block import BlockRegistry
+from engine.compile.inputs import check_inputs
+from engine.compile.loader import load_diagram
+from engine.errors import DiagramaError, DiagramInvalid, Problem
+from engine.format.yamlfile import LineMap, read_yaml
+from engine.providers.simulator import Simulator
+from engine.runtime.context import Services
+from engine.runtime.execute import RunResult, execute
+
+__all__ = ["Scenario", "ScenarioFile", "Verdict", "load_scenarios", "record_scenario", "run_scenario"]
+
+
+class ToolCallReply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+
+
+class ErrorReply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    status: int = Field(ge=400, le=599)
+    retry_after: float | None = None
+    message: str | None = None
+    type: str | None = None
+
+
+class Reply(BaseModel):
+    """One scripted vendor reply: text and/or tool calls, or an HTTP error; optionally late."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str | None = None
+    tool_calls: list[ToolCallReply] | None = None
+    error: ErrorReply | None = None
+    delay: float | None = Field(default=None, ge=0)
+    match: str | None = Field(default=None, description="only for a request whose last user text contains this")
+    stop_reason: str | None = None
+    usage: dict[str, int] | None = None
+
+
+class ExpectedCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    block: str | None = None
+    name: str
+    arguments: dict[str, Any] | None = None
+
+
+class ExpectedRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    block: str
+    contains_message: dict[str, Any]
+
+
+class ExpectedError(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    block: str | None = None
+    type: str | None = None
+    message_contains: str | None = None
+
+
+class Expect(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    status: str | None = Field(default=None, pattern="^(succeeded|failed)$")
+    path: list[str] | None = None
+    path_contains: list[str] | None = None
+    variables: dict[str, Any] | None = None
+    called_tools: list[ExpectedCall] | None = None
+    requests: list[ExpectedRequest] | None = None
+    errors: list[ExpectedError] | None = None
+
+
+class Scenario(BaseModel):
+    """One robot test case."""
+
+    model_config = ConfigDict(extra="forbid")
+    scenario: str = Field(description="what the robot should do, in words")
+    diagram: str | None = Field(default=None, description="the diagram file, relative to this file")
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    replies: dict[str, list[Reply]] = Field(default_factory=dict, description="per request block id, used in order")
+    tools: dict[str, Any] = Field(default_factory=dict, description="tool stubs: name → result, replacing handlers")
+    tags: list[str] = Field(default_factory=list)
+    expect: Expect = Field(default_factory=Expect)
+
+
+class Setup(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    diagram: str | None = None
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+
+
+class ScenarioFile(BaseModel):
+    """A file of scenarios: one scenario, a list of them, or `setup` plus `scenarios`."""
+
+    model_config = ConfigDict(extra="forbid")
+    setup: Setup = Field(default_factory=Setup)
+    scenarios: list[Scenario]
+
+
+@dataclass
+class LoadedScenario:
+    spec: Scenario
+    file: Path
+    line: int | None
+    diagram: Path
+
+    @property
+    def name(self) -> str:
+        return self.spec.scenario
+
+
+def load_scenarios(path: Path) -> list[LoadedScenario]:
+    """Read a scenario file; problems carry file and line, as diagram errors do."""
+    data, lines = read_yaml(path)
+    kind = "full"
+    if isinstance(data, list):
+        data, kind = {"scenarios": data}, "list"
+    elif isinstance(data, dict) and "scenarios" not in data and "setup" not in data:
+        data, kind = {"scenarios": [data]}, "single"
+    try:
+        parsed = ScenarioFile.model_validate(data)
+    except ValidationError as exc:
+        raise DiagramInvalid([_problem(path, lines, error, kind) for error in exc.errors(include_url=False)]) from None
+    loaded = []
+    for index, scenario in enumerate(parsed.scenarios):
+        diagram = scenario.diagram or parsed.setup.diagram
+        where: tuple[str | int, ...] = {"list": (index,), "single": ()}.get(kind, ("scenarios", index))
+        if diagram is None:
+            raise DiagramInvalid([Problem(str(path), lines.line(where), f"scenario '{scenario.scenario}' names no diagram",
+                                          field="diagram", hint="add 'diagram: path/to/diagram.yaml'")])
+        merged = scenario.model_copy(update={"inputs": {**parsed.setup.inputs, **scenario.inputs},
+                                             "tags": [*parsed.setup.tags, *scenario.tags]})
+        loaded.append(LoadedScenario(merged, path, lines.line(where), (path.parent / diagram).resolve()))
+    return loaded
+
+
+def _problem(path: Path, lines: LineMap, error: Any, kind: str) -> Problem:
+    loc = tuple(error["loc"])
+    if kind == "single" and loc[:2] == ("scenarios", 0):
+        loc = loc[2:]
+    elif kind == "list" and loc[:1] == ("scenarios",):
+        loc = loc[1:]
+    message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+    return Problem(str(path), lines.line(loc), message, field=".".join(map(str, loc)) or None, code=error["type"])
+
+
+@dataclass
+class Verdict:
+    scenario: LoadedScenario
+    result: RunResult | None
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def report(self) -> str:
+        where = f"{self.scenario.file}:{self.scenario.line or 1}"
+        lines = [f"scenario '{self.scenario.name}' ({where}) failed:"]
+        lines += [f"  - {failure}" for failure in self.failures]
+        if self.result is not None and self.result.trace:
+            lines.append(f"  trace: {self.result.trace}  (diagrama trace {self.result.trace})")
+        return "\n".join(lines)
+
+
+def _dumps(value: Any) -> str:
+    from engine.format.values import json_default
+
+    return orjson.dumps(value, default=json_default, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _plain(value: Any) -> Any:
+    return orjson.loads(_dumps(value))
+
+
+def _matches(expected: Any, actual: Any) -> bool:
+    """Mappings match on the keys written (recursively); everything else must be equal."""
+    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
+        return all(key in actual and _matches(value, actual[key]) for key, value in expected.items())
+    return bool(_plain(expected) == _plain(actual))
+
+
+def _is_subsequence(wanted: list[str], path: list[str]) -> bool:
+    walk = iter(path)
+    return all(any(step == block for step in walk) for block in wanted)
+
+
+def _check(scenario: Scenario, result: RunResult, simulator: Simulator) -> Iterator[str]:
+    expect = scenario.expect
+    if simulator.exhausted:
+        for block in dict.fromkeys(simulator.exhausted):
+            yield f"block '{block}' asked the model more times than the scenario scripted replies for it"
+    if expect.status and result.status != expect.status:
+        errors = "; ".join(f"{e['block']}: {e['type']}: {e['message']}" for e in result.errors)
+        yield f"status: expected {expect.status}, got {result.status}" + (f" ({errors})" if errors else "")
+    if expect.path is not None and result.path != expect.path:
+        yield f"path: expected {' → '.join(expect.path)}\n             got {' → '.join(result.path)}"
+    if expect.path_contains is not None and not _is_subsequence(expect.path_contains, result.path):
+        yield f"path_contains: {' → '.join(expect.path_contains)} is not in the path {' → '.join(result.path)}"
+    for name, wanted in (expect.variables or {}).items():
+        if name not in result.variables:
+            yield f"variables.{name}: expected {_dumps(wanted)}, but the run never set it"
+        elif not _matches(wanted, result.variables[name]):
+            yield f"variables.{name}: expected {_dumps(wanted)}\n               got {_dumps(result.variables[name])}"
+    answered = [(r.block, call) for r in simulator.requests for call in r.calls]
+    if expect.called_tools is not None:
+        actual = [{"block": block, "name": call["name"], "arguments": call["arguments"]} for block, call in answered]
+        wanted_calls = [c.model_dump(exclude_none=True) for c in expect.called_tools]
+        if len(wanted_calls) != len(actual) or not all(_matches(w, a) for w, a in zip(wanted_calls, actual, strict=False)):
+            yield f"called_tools: expected {_dumps(wanted_calls)}\n                  got {_dumps(actual)}"
+    for wanted_request in expect.requests or []:
+        sent = [r for r in simulator.requests if r.block == wanted_request.block]
+        if not sent:
+            yield f"requests: block '{wanted_request.block}' sent no request"
+            continue
+        if not any(_matches(wanted_request.contains_message, m) for r in sent for m in r.messages()):
+            last = sent[-1].messages()
+            yield (f"requests: no request of '{wanted_request.block}' contains a message like "
+                   f"{_dumps(wanted_request.contains_message)}; its last request sent {_dumps(last[-4:])}")
+    if expect.errors is not None:
+        actual_errors = result.errors
+        if len(expect.errors) != len(actual_errors) or not all(
+            (w.block is None or w.block == a.get("block")) and (w.type is None or w.type == a.get("type"))
+            and (w.message_contains is None or w.message_contains in str(a.get("message")))
+            for w, a in zip(expect.errors, actual_errors, strict=False)
+        ):
+            yield (f"errors: expected {_dumps([e.model_dump(exclude_none=True) for e in expect.errors])}\n"
+                   f"            got {_dumps(actual_errors)}")
+
+
+async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, runs_dir: Path | None) -> Verdict:
+    try:
+        diagram = load_diagram(scenario.diagram, registry)
+        inputs = check_inputs(diagram, scenario.spec.inputs)
+    except DiagramaError as exc:
+        return Verdict(scenario, None, [f"the diagram cannot run: {exc}"])
+    scripts = {block: [reply.model_dump(exclude_none=True) for reply in replies]
+               for block, replies in scenario.spec.replies.items()}
+    unknown = [block for block in scripts if block not in diagram.blocks]
+    if unknown:
+        return Verdict(scenario, None, [f"replies name blocks the diagram does not have: {', '.join(unknown)}"])
+    simulator = Simulator(copy.deepcopy(scripts))
+
+    async def no_wait(_seconds: float) -> None:
+        await asyncio.sleep(0)  # retries happen at once: scenarios test behaviour, not clocks
+
+    services = Services(environ={}, offline=True, sleep=no_wait,
+                        extras={"simulator": simulator, "tool_stubs": dict(scenario.spec.tools)})
+    result = await execute(diagram, inputs, runs_dir=runs_dir, services=services)
+    return Verdict(scenario, result, list(_check(scenario.spec, result, simulator)))
+
+
+def run_scenario(scenario: LoadedScenario, registry: BlockRegistry, runs_dir: Path | None = Path("runs")) -> Verdict:
+    return asyncio.run(run_scenario_async(scenario, registry, runs_dir))
+
+
+def record_scenario(path: Path, diagram_path: Path, inputs: Mapping[str, Any], result: RunResult,
+                    recorded: list[dict[str, Any]]) -> None:
+    """Write what a run did as a scenario: its replies, and its path and outputs as expectations."""
+    import os
+
+    import yaml
+
+    replies: dict[str, list[dict[str, Any]]] = {}
+    calls = []
+    for entry in recorded:
+        reply: dict[str, Any] = {}
+        if entry.get("text"):
+            reply["text"] = entry["text"]
+        if entry.get("calls"):
+            reply["tool_calls"] = [{"name": c["name"], "arguments": c["arguments"]} for c in entry["calls"]]
+            calls += [{"block": entry["block"], "name": c["name"], "arguments": c["arguments"]} for c in entry["calls"]]
+        replies.setdefault(entry["block"], []).append(reply or {"text": ""})
+    variables = {k: v for k, v in result.variables.items() if isinstance(v, (str, int, float, bool)) and k not in inputs}
+    scenario = {
+        "scenario": f"recorded run {result.run_id} of {result.diagram}",
+        "diagram": os.path.relpath(diagram_path.resolve(), path.resolve().parent),
+        "inputs": _plain(dict(inputs)),
+        "replies": replies,
+        "expect": {"status": result.status, "path": result.path, "variables": _plain(variables),
+                   "called_tools": calls,
+                   "errors": [{k: v for k, v in e.items() if k in ("block", "type")} for e in result.errors]},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    header = "# Recorded by `diagrama run --record`: review the replies and expectations before committing.\n"
+    path.write_text(header + yaml.safe_dump(scenario, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+def scenario_schema() -> dict[str, Any]:
+    """JSON Schema of a scenario file (any of its three shapes)."""
+    single = Scenario.model_json_schema(ref_template="#/$defs/{model}")
+    full = ScenarioFile.model_json_schema(ref_template="#/$defs/{model}")
+    defs = {**single.pop("$defs", {}), **full.pop("$defs", {}), "Scenario": single}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "diagrama scenario file",
+            "anyOf": [{"$ref": "#/$defs/Scenario"}, {"type": "array", "items": {"$ref": "#/$defs/Scenario"}}, full],
+            "$defs": defs}

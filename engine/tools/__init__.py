@@ -1,0 +1,10 @@
+"""Tools: registries of handlers from allowed modules, argument checks, embedding-based selection, standard tools.
+
+This `__all__` is the face blocks may use; nothing here calls a model or knows a vendor.
+"""
+
+from __future__ import annotations
+
+from engine.tools.registry import Tool, ToolRegistry, ToolsTable, check_arguments, load_registries
+
+__all__ = ["Tool", "ToolRegistry", "ToolsTable", "check_arguments", "load_registries"]

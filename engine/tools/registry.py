@@ -1,0 +1,369 @@
+"""Tool registries: files of tools with an ERP data dictionary's fields, and selection.
+
+A registry names the modules its handlers may come from; a diagram cannot name other
+code. `tools('group', query=..., top_k=..., min_score=...)` in a template yields a
+tools table of enabled tools, most similar to the query first when one is given.
+Calling a model is not done here; ToolDispatch runs what a model called.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from engine.errors import DiagramInvalid, Problem, ToolError
+from engine.format.names import valid_tool_name
+from engine.format.tables import DataTable
+from engine.format.yamlfile import LineMap, read_yaml
+from engine.tools.embeddings import Embedder, EmbeddingCache, make_embedder
+
+__all__ = ["STANDARD_MODULE", "Tool", "ToolRegistry", "ToolsTable", "check_arguments", "load_registries"]
+
+STANDARD_MODULE = "engine.tools.standard"
+_HANDLER = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")
+
+
+class ToolEntry(BaseModel):
+    """One tool, with the fields of the ERP assistant's tool table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    function: str = Field(description="unique name; the name the model calls")
+    handler: str = Field(description="package.module:callable or package.module:Class.method")
+    version: int = Field(default=1, ge=1, description="raising it refreshes the stored embedding and metadata")
+    description: str = Field(description="what it does; the model reads it")
+    examples: list[str] = Field(default_factory=list, description="example user requests, embedded with the description")
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    enabled: bool = True
+    standard: bool = False
+    strict: bool = False
+    rules: str = Field(default="", description="usage rules appended to what the model is told")
+    group: str = Field(default="default")
+    short_description: str = ""
+    timeout: float = Field(default=30, gt=0, description="seconds a call may take")
+
+
+class RegistryFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    registry: str
+    allowed_modules: list[str] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(default_factory=list, description="hosts the standard http_get may fetch")
+    groups: dict[str, str] = Field(default_factory=dict)
+    standard_tools: list[str] = Field(default_factory=list, description="standard tools to include by name")
+    embedder: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+
+
+@dataclass
+class Tool:
+    entry: ToolEntry
+    registry: str
+    source: str
+    line: int | None
+    allowed_hosts: tuple[str, ...] = ()
+    _callable: Callable[..., Any] | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.entry.function
+
+    @property
+    def model_description(self) -> str:
+        if self.entry.rules:
+            return f"{self.entry.description}\n\nRules: {self.entry.rules}"
+        return self.entry.description
+
+    @property
+    def embedding_text(self) -> str:
+        return "\n".join([self.entry.description, *self.entry.examples])
+
+    def handler(self) -> Callable[..., Any]:
+        if self._callable is None:
+            self._callable = _resolve(self.entry.handler, self.allowed_hosts)
+        return self._callable
+
+
+def _resolve(handler: str, allowed_hosts: tuple[str, ...]) -> Callable[..., Any]:
+    module_name, _, attribute = handler.partition(":")
+    module = importlib.import_module(module_name)
+    owner_name, _, method = attribute.partition(".")
+    target: Any = getattr(module, owner_name)
+    if method:
+        member = getattr(target, method)
+        if isinstance(target, type) and not isinstance(target.__dict__.get(method), (staticmethod, classmethod)):
+            member = getattr(target(), method)  # the seed's "class plus a data method": one instance per process
+        target = member
+    if module_name == STANDARD_MODULE and owner_name == "http_get":
+        target = functools.partial(target, allowed_hosts=allowed_hosts)
+    if not callable(target):
+        raise TypeError(f"{handler} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+class ToolsTable(DataTable):
+    """A tools table that remembers each tool's similarity score, for the Debug trace."""
+
+    __slots__ = ("scores",)
+
+    def __init__(self, columns: tuple[str, ...], rows: list[tuple[Any, ...]], scores: dict[str, float]) -> None:
+        super().__init__(columns, rows)
+        self.scores = scores
+
+
+class ToolRegistry:
+    """Every tool of a diagram's registries, with their embeddings."""
+
+    def __init__(self, tools: list[Tool], embedder: Embedder, caches: list[EmbeddingCache]) -> None:
+        self.tools = {tool.name: tool for tool in tools}
+        self.embedder = embedder
+        self._caches = caches
+        self.embedded = 0
+        self._matrix: np.ndarray | None = None
+        self._order: list[str] = []
+        self._queries: dict[str, np.ndarray] = {}
+
+    def enabled(self, group: str | None = None) -> list[Tool]:
+        return [t for t in self.tools.values() if t.entry.enabled and (group is None or t.entry.group == group)]
+
+    def get(self, name: str) -> Tool | None:
+        tool = self.tools.get(name)
+        return tool if tool is not None and tool.entry.enabled else None
+
+    def prepare(self, cache_for: Mapping[str, EmbeddingCache]) -> None:
+        """Embed what the caches lack (new tools, raised versions); store it back."""
+        order = [t.name for t in self.enabled()]
+        vectors: dict[str, np.ndarray] = {}
+        missing: list[Tool] = []
+        for name in order:
+            tool = self.tools[name]
+            cache = cache_for[tool.source]
+            vector = cache.get(EmbeddingCache.key(name, tool.entry.version, self.embedder.name))
+            if vector is None or vector.shape[0] == 0:
+                missing.append(tool)
+            else:
+                vectors[name] = vector
+        if missing:
+            computed = self.embedder.embed([t.embedding_text for t in missing])
+            self.embedded += len(missing)
+            for tool, vector in zip(missing, computed, strict=True):
+                vectors[tool.name] = vector
+                cache_for[tool.source].put(
+                    EmbeddingCache.key(tool.name, tool.entry.version, self.embedder.name), vector,
+                    {"description": tool.entry.description, "short_description": tool.entry.short_description,
+                     "group": tool.entry.group, "text": tool.embedding_text},
+                )
+            for cache in self._caches:
+                cache.save()
+        self._order = order
+        self._matrix = np.vstack([vectors[n] for n in order]) if order else np.zeros((0, 1), dtype=np.float32)
+
+    def _query_vector(self, query: str) -> np.ndarray:
+        vector = self._queries.get(query)
+        if vector is None:
+            vector = self.embedder.embed([query])[0]
+            if len(self._queries) > 4096:
+                self._queries.clear()
+            self._queries[query] = vector
+        return vector
+
+    def select(self, group: str | None = None, query: str | None = None, top_k: int | None = None,
+               min_score: float | None = None) -> list[tuple[Tool, float | None]]:
+        if group is not None and group not in {t.entry.group for t in self.tools.values()}:
+            groups = sorted({t.entry.group for t in self.tools.values()})
+            raise ToolError(f"tools(): no tool group '{group}' (groups: {', '.join(groups)})", type="unknown_tool_group")
+        if not query:
+            chosen: list[tuple[Tool, float | None]] = [(t, None) for t in self.enabled(group)]
+            return chosen[:top_k] if top_k else chosen
+        assert self._matrix is not None
+        scores = self._matrix @ self._query_vector(query) if len(self._order) else np.zeros(0)
+        ranked: list[tuple[Tool, float | None]] = []
+        for name, score in zip(self._order, scores.tolist(), strict=True):
+            tool = self.tools[name]
+            if group is not None and tool.entry.group != group:
+                continue
+            if min_score is not None and score < min_score:
+                continue
+            ranked.append((tool, round(float(score), 6)))
+        ranked.sort(key=lambda pair: (-(pair[1] or 0.0), pair[0].name))  # deterministic: ties by name
+        return ranked[:top_k] if top_k else ranked
+
+    def table(self, chosen: list[tuple[Tool, float | None]]) -> ToolsTable:
+        rows = [(t.name, t.model_description, t.entry.parameters, t.entry.strict) for t, _ in chosen]
+        scores = {t.name: s for t, s in chosen if s is not None}
+        return ToolsTable(("name", "description", "parameters", "strict"), rows, scores)
+
+    def template_function(self) -> Callable[..., ToolsTable]:
+        def tools(group: str | None = None, query: str | None = None, top_k: int | None = None,
+                  min_score: float | None = None) -> ToolsTable:
+            """tools('group', query=request, top_k=5, min_score=0.2): a tools table."""
+            return self.table(self.select(group, query, top_k, min_score))
+
+        return tools
+
+
+def _tool_problem(problems: list[Problem], source: str, lines: LineMap, where: tuple[str | int, ...], field: str,
+                  line: int | None, message: str, key: str, hint: str | None = None) -> None:
+    problems.append(Problem(source, lines.line((*where, key)) or line, message, field=f"{field}.{key}", hint=hint,
+                            code="invalid_tool"))
+
+
+def _registry_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted([*path.glob("*.yaml"), *path.glob("*.yml")])
+    return [path]
+
+
+def _module_allowed(module: str, allowed: list[str]) -> bool:
+    return module == STANDARD_MODULE or any(module == a or module.startswith(a + ".") for a in allowed)
+
+
+def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: LineMap,
+                    environ: Mapping[str, str] | None = None) -> ToolRegistry:
+    """Read the registries a diagram names (paths relative to it); raise DiagramInvalid."""
+    from engine.tools.standard import STANDARD_TOOLS  # the standard tools' own definitions
+
+    names = [spec] if isinstance(spec, str) else list(spec)
+    problems: list[Problem] = []
+    tools: list[Tool] = []
+    caches: dict[str, EmbeddingCache] = {}
+    embedder_spec: dict[str, Any] | None = None
+    seen: dict[str, str] = {}
+    folder = str(diagram_path.parent.resolve())
+    if folder not in sys.path:
+        sys.path.insert(0, folder)  # handler modules are imported from the diagram's folder
+    for position, name in enumerate(names):
+        base = diagram_path.parent / name
+        if not base.exists():
+            problems.append(Problem(str(diagram_path), diagram_lines.line(("tools",) if isinstance(spec, str)
+                                                                         else ("tools", position)),
+                                    f"tool registry '{name}' does not exist", field="tools", code="no_registry"))
+            continue
+        for file in _registry_files(base):
+            try:
+                data, lines = read_yaml(file)
+            except DiagramInvalid as exc:
+                problems += exc.problems
+                continue
+            source = str(file)
+            caches[source] = EmbeddingCache(file.with_suffix(".embeddings.json"))
+            try:
+                registry = RegistryFile.model_validate(data if isinstance(data, dict) else {})
+            except ValidationError as exc:
+                for error in exc.errors(include_url=False):
+                    location = tuple(error["loc"])
+                    problems.append(Problem(source, lines.line(location), error["msg"],
+                                            field=".".join(map(str, location))))
+                continue
+            embedder_spec = embedder_spec or registry.embedder
+            entries = [(index, raw) for index, raw in enumerate(registry.tools)]
+            for wanted in registry.standard_tools:
+                if wanted not in STANDARD_TOOLS:
+                    problems.append(Problem(source, lines.line(("standard_tools",)),
+                                            f"no standard tool '{wanted}' (there are: {', '.join(STANDARD_TOOLS)})",
+                                            field="standard_tools", code="unknown_standard_tool"))
+                    continue
+                entries.append((-1, STANDARD_TOOLS[wanted]))
+            for index, raw in entries:
+                where: tuple[str | int, ...] = ("tools", index) if index >= 0 else ("standard_tools",)
+                line = lines.line(where)
+                function = raw.get("function") if isinstance(raw, dict) else None
+                try:
+                    entry = ToolEntry.model_validate(raw)
+                except ValidationError as exc:
+                    for error in exc.errors(include_url=False):
+                        loc = tuple(error["loc"])
+                        problems.append(Problem(source, lines.line((*where, *loc)), error["msg"],
+                                                block=None, field=f"tools[{index}]." + ".".join(map(str, loc)),
+                                                code="invalid_tool"))
+                    continue
+                tool_field = f"tools[{index}]" if index >= 0 else "standard_tools"
+
+                add = functools.partial(_tool_problem, problems, source, lines, where, tool_field, line)
+
+                if not valid_tool_name(entry.function):
+                    add(f"tool name '{entry.function}' must be Latin letters, digits, '_' and '-', at most 64 "
+                        "characters (63 for Gemini)", "function")
+                if entry.function in seen:
+                    add(f"duplicate function '{entry.function}' (also in {seen[entry.function]})", "function")
+                seen[entry.function] = source
+                if not _HANDLER.match(entry.handler):
+                    add(f"handler '{entry.handler}' must be package.module:callable or package.module:Class.method",
+                        "handler")
+                elif not _module_allowed(entry.handler.partition(":")[0], registry.allowed_modules):
+                    add(f"handler module '{entry.handler.partition(':')[0]}' is not in allowed_modules",
+                        "handler", f"add it to allowed_modules ({', '.join(registry.allowed_modules) or 'none yet'})")
+                if registry.groups and entry.group not in registry.groups and index >= 0:
+                    add(f"group '{entry.group}' is not declared in groups", "group",
+                        f"declare it, or use one of: {', '.join(registry.groups)}")
+                try:
+                    jsonschema.Draft202012Validator.check_schema(entry.parameters)
+                    if entry.parameters.get("type") != "object":
+                        raise jsonschema.SchemaError("the top level must be 'type: object'")
+                except jsonschema.SchemaError as exc:
+                    add(f"parameters is not a valid JSON Schema: {exc.message}", "parameters")
+                if function is None:
+                    continue
+                tools.append(Tool(entry, registry.registry, source, line, tuple(registry.allowed_hosts)))
+    if problems:
+        raise DiagramInvalid(problems)
+    for tool in tools:
+        try:
+            tool.handler()
+        except (ImportError, AttributeError, TypeError) as exc:
+            problems.append(Problem(tool.source, tool.line, f"handler '{tool.entry.handler}' cannot be loaded: {exc}",
+                                    field="handler", code="invalid_handler"))
+    if problems:
+        raise DiagramInvalid(problems)
+    registry_object = ToolRegistry(tools, make_embedder(embedder_spec, environ), list(caches.values()))
+    registry_object.prepare(caches)
+    return registry_object
+
+
+def _coerce(value: Any, schema: Mapping[str, Any]) -> Any:
+    kind = schema.get("type")
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            if kind == "integer" and re.fullmatch(r"[-+]?\d+", text):
+                return int(text)
+            if kind == "number" and re.fullmatch(r"[-+]?\d+([.,]\d+)?", text):
+                return float(text.replace(",", "."))
+        except ValueError:
+            return value
+        if kind == "boolean" and text.lower() in ("true", "false"):
+            return text.lower() == "true"
+    if kind == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if kind == "string" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if kind == "object" and isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        return {k: _coerce(v, properties.get(k) or {}) for k, v in value.items()}
+    if kind == "array" and isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [_coerce(item, schema["items"]) for item in value]
+    return value
+
+
+def check_arguments(tool: Tool, arguments: Any) -> dict[str, Any]:
+    """Validate a call's arguments: exactly (strict), or after coercing simple types."""
+    if not isinstance(arguments, dict):
+        raise ToolError(f"arguments must be an object, got {type(arguments).__name__}", type="invalid_tool_arguments")
+    schema = tool.entry.parameters
+    checked = arguments if tool.entry.strict else _coerce(arguments, schema)
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(checked), key=lambda e: list(e.path))
+    if errors:
+        first = errors[0]
+        where = ".".join(str(p) for p in first.path) or "arguments"
+        raise ToolError(f"invalid arguments for '{tool.name}': {where}: {first.message}", type="invalid_tool_arguments")
+    return dict(checked)
