@@ -89,7 +89,7 @@ def celery(folder: Path, runs: int, workers: int) -> float | None:
 def memory_per_run(folder: Path, in_flight: int) -> float:
     diagram = load_diagram(folder / "three.yaml", registry())
     simulator = Simulator({"a": [{"delay": 2.0, "text": "slow"} for _ in range(in_flight)]})
-    services = Services(environ={}, offline=True, extras={"simulator": simulator})
+    services = Services(environ={}, offline=True, simulator=simulator)
 
     async def go() -> float:
         await execute(diagram, {"n": -1}, runs_dir=None, services=Services(environ={}, offline=True))  # warm-up

@@ -61,7 +61,7 @@ async def ours(text: str, base: str, runs: int) -> float:
         results = await asyncio.gather(*(execute(diagram, runs_dir=None, services=services) for _ in range(runs)))
         elapsed = time.perf_counter() - began
         assert all(r.succeeded for r in results), results[0].errors
-        for client in services.extras.get("http_clients", {}).values():
+        for client in services.http_clients.values():
             await client.aclose()
         return elapsed
 

@@ -1,8 +1,9 @@
 """What the three request blocks share: inputs, outputs, history and tools handling.
 
-A request block is glue: render inputs, build a neutral request, send it through the
-shared client (or the simulator with --offline), map the reply to outputs and rows.
-Each block module only names its adapter and adds its vendor's load-time checks.
+A request block is glue: render inputs, build a neutral request, `ask` the providers'
+request path (the shared client, or the simulator with --offline), and map the reply to
+outputs and rows. It also tells that path how this run traces each attempt. Each block
+module only names its adapter and adds its vendor's checks.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from engine import (
     Event,
     HistoryRow,
     InputError,
+    MessageLevel,
     ProviderError,
     Report,
     RunContext,
@@ -29,19 +31,7 @@ from engine import (
     history_table,
     to_table,
 )
-from engine.providers import (
-    BLOCK_HEADER,
-    Adapter,
-    Request,
-    ToolSpec,
-    WireError,
-    base_url,
-    client_for,
-    send,
-    simulator_for,
-    system_text,
-    valid_tool_name,
-)
+from engine.providers import Adapter, Request, ToolSpec, WireError, ask, system_text, valid_tool_name
 
 __all__ = ["RequestBlock", "RequestInputs", "RequestOutputs", "tool_specs"]
 
@@ -121,6 +111,25 @@ def tool_specs(table: DataTable | None, name_limit: int) -> list[ToolSpec]:
     return specs
 
 
+class _Traced:
+    """What the providers' request path tells the run, as trace events: attempts (Detailed) and retries."""
+
+    __slots__ = ("context",)
+
+    def __init__(self, context: RunContext) -> None:
+        self.context = context
+
+    def requested(self, method: str, url: str, headers: dict[str, str], body: Any, attempt: int) -> None:
+        self.context.emit(Event.HTTP_REQUEST, method=method, url=url, headers=headers, body=body, attempt=attempt)
+
+    def responded(self, status: int, headers: dict[str, str], body: Any, duration_ms: float, attempt: int) -> None:
+        self.context.emit(Event.HTTP_RESPONSE, status=status, headers=headers, body=body, duration_ms=duration_ms,
+                          attempt=attempt)
+
+    def retried(self, attempt: int, wait_s: float, reason: str) -> None:
+        self.context.emit(Event.PROVIDER_RETRIED, attempt=attempt, wait_s=wait_s, reason=reason)
+
+
 class RequestBlock(Block):
     """Base of ClaudeRequest, GroqChatRequest and GeminiRequest."""
 
@@ -146,7 +155,7 @@ class RequestBlock(Block):
         """Vendor-specific checks of a tools table; raise WireError."""
 
     def check_request(self, request: Request) -> None:  # optional
-        """Vendor-specific run-time checks; raise InputError."""
+        """Vendor-specific checks of templated values before sending (constants were checked at load); raise InputError."""
 
     def _key(self, context: RunContext) -> str:
         environ = context.services.environ
@@ -174,27 +183,20 @@ class RequestBlock(Block):
             context.emit(Event.TOOLS_SELECTED, tools=[{"name": n, "score": s} for n, s in scores.items()])
         request = Request(inputs.model, system_text(inputs.role, rows), [r for r in rows if r.role != "system"],
                           tools, inputs.temperature, inputs.max_tokens, inputs.api_version)
-        self.check_request(request)
+        if context.current.static_inputs is None:  # some input is templated: check what load could not
+            self.check_request(request)
         try:
             call = adapter.build(request, key)
         except WireError as exc:
             raise InputError(str(exc)) from None
         services = context.services
-        extra: dict[str, str] = {}
-        if services.offline:
-            client = client_for(services, f"simulated-{adapter.vendor}", simulator_for(services).transport(adapter.vendor))
-            base = f"http://{adapter.vendor}.simulator"
-            extra[BLOCK_HEADER] = self.id
-        else:
-            client = client_for(services, adapter.vendor)
-            base = base_url(inputs.base_url, adapter, services.environ)
+        traced = _Traced(context)
+        # Each attempt's request and response are recorded only at Detailed: copying them costs on every request.
+        exchanges = traced if context.message_level >= MessageLevel.DETAILED else None
         began = time.perf_counter()
-        response = await send(context, client, base, call, adapter, timeout=inputs.timeout, extra_headers=extra)
-        try:
-            reply = adapter.parse(response.body)
-        except (WireError, KeyError, TypeError, ValueError) as exc:
-            raise ProviderError(f"{adapter.vendor} sent a reply we cannot read: {exc}",
-                                type="provider_malformed_response") from None
+        answer = await ask(services, adapter, call, block=self.id, timeout=inputs.timeout, explicit_base=inputs.base_url,
+                           exchanges=exchanges, retried=traced.retried)
+        reply = answer.reply
         answer_rows = list(rows)
         if reply.text:
             answer_rows.append(HistoryRow("assistant", reply.text))
@@ -204,14 +206,10 @@ class RequestBlock(Block):
                                           tool_call.name, tool_call.signature))
             called.append({"id": tool_call.id, "name": tool_call.name, "arguments": tool_call.arguments})
         usage = {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens}
-        recorder = services.extras.get("recorder")
-        if recorder is not None:  # `diagrama run --record`: the replies become a scenario's script
-            recorder.append({"block": self.id, "text": reply.text, "calls": called})
         context.emit(Event.PROVIDER_CALLED, vendor=adapter.vendor, model=request.model, usage=usage,
                      stop_reason=reply.stop_reason, called_tools=[c["name"] for c in called],
-                     attempts=response.attempts, duration_ms=round((time.perf_counter() - began) * 1000, 3),
-                     offline=services.offline, notes=list(call.notes),
-                     api_version=call.headers.get("anthropic-version") or request.api_version)
+                     attempts=answer.attempts, duration_ms=round((time.perf_counter() - began) * 1000, 3),
+                     offline=services.offline, notes=list(call.notes), api_version=call.api_version)
         return {
             "result": reply.text,
             "called_tools": called,

@@ -76,7 +76,7 @@ class Loop(Block):
                 try:
                     value = to_table(value, context.diagram.directory)
                 except TableError as exc:
-                    raise InputError(f"with.for_each: {exc.message}") from None
+                    raise InputError(f"with.for_each: {exc.message}") from exc
             if isinstance(value, DataTable):
                 items = value.records()
             elif isinstance(value, (list, tuple)):

@@ -3,7 +3,8 @@
 Each call is looked up in the diagram's registries, its arguments validated (strict,
 or coercing "42" to 42), its handler run (sync in a thread, or async) under the
 tool's timeout. A failure becomes a tool row the model can read, unless this block's
-own error level is Handle; results are keyed by call id, so parallel calls never mix.
+own error level is Handle, which the executor applies: the failures go back with the
+outputs (`WithFailures`). Results are keyed by call id, so parallel calls never mix.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine import (
     Block,
     DataTable,
-    ErrorLevel,
     Event,
     HistoryRow,
     InputError,
@@ -30,7 +30,8 @@ from engine import (
     history_rows,
     history_table,
 )
-from engine.format.values import json_default
+from engine.compile.block import WithFailures
+from engine.format.values import dumps
 from engine.tools import ToolRegistry, check_arguments
 
 
@@ -51,7 +52,7 @@ class ToolDispatchOutputs(BaseModel):
 
 
 def _text(result: Any) -> str:
-    return result if isinstance(result, str) else orjson.dumps(result, default=json_default).decode()
+    return result if isinstance(result, str) else dumps(result).decode()
 
 
 class ToolDispatch(Block):
@@ -61,27 +62,27 @@ class ToolDispatch(Block):
     Outputs = ToolDispatchOutputs
 
     async def _one(self, call: dict[str, Any], inputs: ToolDispatchInputs, registry: ToolRegistry | None,
-                   context: RunContext) -> tuple[Any, str | None]:
+                   context: RunContext) -> Any:
         name = str(call.get("name"))
         tool = registry.get(name) if registry is not None else None
         if tool is None or (inputs.group and tool.entry.group != inputs.group) or (
                 inputs.registry and tool.registry != inputs.registry):
             raise ToolError(f"unknown tool '{name}'", type="unknown_tool")
         arguments = check_arguments(tool, call.get("arguments") or {})
-        stubs = context.services.extras.get("tool_stubs") or {}
+        stubs = context.services.tool_stubs
         if name in stubs:
-            return stubs[name], None
+            return stubs[name]
         handler = tool.handler()
         try:
             async with asyncio.timeout(tool.entry.timeout):
                 if inspect.iscoroutinefunction(handler):
-                    return await handler(**arguments), None
+                    return await handler(**arguments)
                 result = await asyncio.to_thread(handler, **arguments)
                 if inspect.isawaitable(result):
                     result = await result
-                return result, None
-        except TimeoutError:
-            raise ToolError(f"tool '{name}' timed out after {tool.entry.timeout:g} s", type="tool_timeout") from None
+                return result
+        except TimeoutError as exc:
+            raise ToolError(f"tool '{name}' timed out after {tool.entry.timeout:g} s", type="tool_timeout") from exc
         except Exception as exc:  # the handler is user code: its failure is data for the model
             raise ToolError(f"tool '{name}' failed: {type(exc).__name__}: {exc}", type="tool_failed") from exc
 
@@ -90,15 +91,14 @@ class ToolDispatch(Block):
         try:
             rows = history_rows(inputs.history)
         except TableError as exc:
-            raise InputError(exc.message) from None
-        handle = context.current.error_level is ErrorLevel.HANDLE
+            raise InputError(exc.message) from exc
         limit = asyncio.Semaphore(inputs.concurrency)
 
         async def guarded(call: dict[str, Any]) -> tuple[Any, ToolError | None, float]:
             async with limit:
                 began = time.perf_counter()
                 try:
-                    result, _ = await self._one(call, inputs, registry, context)
+                    result = await self._one(call, inputs, registry, context)
                     return result, None, time.perf_counter() - began
                 except ToolError as exc:
                     return None, exc, time.perf_counter() - began
@@ -106,18 +106,19 @@ class ToolDispatch(Block):
         outcomes = await asyncio.gather(*(guarded(call) for call in inputs.calls))
         results: dict[str, Any] = {}
         errors: list[dict[str, Any]] = []
+        failures: list[ToolError] = []
         for call, (result, error, seconds) in zip(inputs.calls, outcomes, strict=True):
             call_id, name = str(call.get("id")), str(call.get("name"))
             context.emit(Event.TOOL_CALLED, tool=name, call_id=call_id, duration_ms=round(seconds * 1000, 3),
                          ok=error is None, error=error.message if error else None)
             if error is not None:
-                if handle:
-                    error.message = f"call {call_id}: {error.message}"
-                    raise error
                 errors.append({"id": call_id, "name": name, "error": error.message, "type": error.type})
+                failure = ToolError(f"call {call_id}: {error.message}", type=error.type)
+                failure.__cause__ = error  # the executor may raise it; the handler's traceback stays behind it
+                failures.append(failure)
                 content = orjson.dumps({"error": error.message}).decode()
             else:
                 results[call_id] = result
                 content = _text(result)
             rows.append(HistoryRow("tool", content, call_id, name))
-        return {"history": history_table(rows), "results": results, "errors": errors}
+        return WithFailures({"history": history_table(rows), "results": results, "errors": errors}, failures)

@@ -1,26 +1,42 @@
 """The exception tree of diagrama; nothing else from diagrama is imported here.
 
-    DiagramaError
-    ├── DiagramError            the file is wrong; found at load time (exit 2)
-    │   └── DiagramInvalid      one or more Problems, each with file, line, block, field
-    ├── UsageError              bad command-line or API use, e.g. an unknown input (exit 2)
-    └── RunError                something failed during a run (exit 1 unless handled)
-        ├── TemplateError       a template failed: undefined name, sandbox, type error
-        ├── InputError          a block's rendered inputs do not fit its Inputs model
-        ├── BlockError          a block failed while running
-        │   ├── ToolError       a tool could not be dispatched
-        │   └── LoopLimitReached
-        ├── ProviderError       a vendor answered with an error or an unreadable body
-        ├── BlockTimeout        a block ran past its timeout
-        ├── RunTimeout          the run ran past the Start block's timeout
-        └── StepLimitReached    the run took max_steps steps
+    DiagramaError                   an error a user can act on; the CLI prints one line
+    ├── DiagramError                the file is wrong; found at load time (exit 2)
+    │   ├── DiagramInvalid          one or more Problems, each with file, line, block, field
+    │   └── TemplateSyntax          a template does not parse (the compiler makes it a Problem)
+    ├── UsageError                  bad command-line or API use, e.g. an unknown input (exit 2)
+    └── RunError                    something failed during a run (exit 1 unless handled)
+        ├── TemplateError           a template failed: undefined name, sandbox, type error
+        ├── InputError              a block's rendered inputs do not fit its Inputs model
+        │   └── TableError          a data table is malformed (ragged, bad role, unreadable CSV)
+        ├── BlockError              a block failed while running (`block_raised`: a plug-in's bug)
+        │   ├── ToolError           a tool could not be dispatched
+        │   └── LoopLimitReached    a Loop reached max_iterations
+        ├── ProviderError           a vendor answered with an error or an unreadable body
+        ├── BlockTimeout            a block ran past its timeout
+        ├── RunTimeout              the run ran past the Start block's timeout
+        ├── StepLimitReached        the run took max_steps steps
+        └── TraceWriteFailed        the trace file could not be written (disk full)
 
-Every RunError has a stable snake_case ``type`` that scenarios match on.
+    InternalError                   a bug in diagrama or in one of its blocks (`internal_error`)
+    WireError(ValueError)           a conversation or vendor body the adapter cannot translate
+
+    Signals: raised and caught inside one layer, never shown to a user.
+    RunFailed                       carries the RunError that ends a run (executor)
+    RetryableProviderError          a ProviderError worth another attempt, with the wait hint (http)
+    SimulatorRejected               the simulator refuses a request: vendor status and error body
+    DocumentTooLarge                a YAML document expands past the node limit (yamlfile)
+    ScenarioFailed                  a scenario's verdict did not pass (pytest plugin)
+
+Every RunError has a stable snake_case ``type`` that scenarios match on. Errors are
+finished when raised: the one later addition is the block id, which the executor's
+step context attaches (`RunError.at_block`) when the raiser did not know it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Self
 
 __all__ = [
     "BlockError",
@@ -28,16 +44,26 @@ __all__ = [
     "DiagramError",
     "DiagramInvalid",
     "DiagramaError",
+    "DocumentTooLarge",
     "InputError",
+    "InternalError",
     "LoopLimitReached",
     "Problem",
     "ProviderError",
+    "RetryableProviderError",
     "RunError",
+    "RunFailed",
     "RunTimeout",
+    "ScenarioFailed",
+    "SimulatorRejected",
     "StepLimitReached",
+    "TableError",
     "TemplateError",
+    "TemplateSyntax",
     "ToolError",
+    "TraceWriteFailed",
     "UsageError",
+    "WireError",
 ]
 
 
@@ -90,6 +116,14 @@ class DiagramInvalid(DiagramError):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
+class TemplateSyntax(DiagramError):
+    """A template does not parse; `lineno` is the line inside the template."""
+
+    def __init__(self, message: str, lineno: int | None) -> None:
+        super().__init__(message)
+        self.lineno = lineno
+
+
 class UsageError(DiagramaError):
     """The command line or the Python API was used wrongly (exit 2)."""
 
@@ -106,6 +140,12 @@ class RunError(DiagramaError):
             self.type = type
         self.block = block
 
+    def at_block(self, block: str) -> Self:
+        """Name the block it happened in, unless the raiser already did; the executor's step context calls this."""
+        if self.block is None:
+            self.block = block
+        return self
+
     def as_dict(self) -> dict[str, str | None]:
         return {"block": self.block, "type": self.type, "message": self.message}
 
@@ -120,6 +160,12 @@ class InputError(RunError):
     """A block's inputs, once rendered, do not match what the block accepts."""
 
     type = "invalid_input"
+
+
+class TableError(InputError):
+    """A table is malformed: ragged row, missing column, bad role, unreadable CSV."""
+
+    type = "invalid_table"
 
 
 class BlockError(RunError):
@@ -158,6 +204,11 @@ class ProviderError(RunError):
         self.status = status
         self.vendor_type = vendor_type
 
+    def after_attempts(self, attempts: int) -> ProviderError:
+        """A new error saying how many attempts were made; this one stays as it was raised."""
+        return ProviderError(f"{self.message} (after {attempts} attempts)", type=self.type, block=self.block,
+                             status=self.status, vendor_type=self.vendor_type)
+
 
 class BlockTimeout(RunError):
     """A block ran past its own timeout."""
@@ -176,3 +227,76 @@ class StepLimitReached(RunError):
 
     type = "step_limit_reached"
 
+
+
+class TraceWriteFailed(RunError):
+    """The run's trace could not be written (disk full, I/O error); the run ends failed."""
+
+    type = "trace_write_failed"
+
+
+class InternalError(Exception):
+    """A bug in diagrama or in one of the blocks it ships; error levels never handle it.
+
+    Not a DiagramaError: nothing a user wrote caused it. The executor records it
+    like a RunError (`as_dict`) so the run still ends with a result and a trace.
+    """
+
+    type = "internal_error"
+
+    def __init__(self, message: str, *, block: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.block = block
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"block": self.block, "type": self.type, "message": self.message}
+
+
+class WireError(ValueError):
+    """A conversation or a body that cannot be translated (the adapter names what)."""
+
+
+# -- signals: raised and caught within one layer; a user never sees them ------------------------
+
+
+class RunFailed(Exception):
+    """Ends a run with `error`, already recorded; the executor raises and catches it."""
+
+    def __init__(self, error: RunError | InternalError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+class RetryableProviderError(Exception):
+    """A ProviderError worth another attempt; `wait` is the vendor's hint in seconds, if any."""
+
+    def __init__(self, error: ProviderError, wait: float | None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.wait = wait
+
+
+class SimulatorRejected(Exception):
+    """The simulator refuses a request, with the vendor's status and error body."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        super().__init__(str(body))
+        self.status = status
+        self.body = body
+
+
+class DocumentTooLarge(Exception):
+    """A YAML document expands past the node limit at `line` (1-based)."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(f"the document expands past the node limit at line {line}")
+        self.line = line
+
+
+class ScenarioFailed(Exception):
+    """A scenario ran and its verdict did not pass; `report` is expected against actual."""
+
+    def __init__(self, report: str) -> None:
+        super().__init__(report)
+        self.report = report

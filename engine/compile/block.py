@@ -7,13 +7,13 @@ keep per-run state on themselves: one instance serves every run of a diagram.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.errors import UsageError
+from engine.errors import RunError, UsageError
 
 if TYPE_CHECKING:
     from engine.format.spec import BlockSpec
@@ -26,6 +26,7 @@ __all__ = [
     "NoOutputs",
     "Report",
     "RunSettings",
+    "WithFailures",
     "entry_point_blocks",
 ]
 
@@ -95,6 +96,21 @@ class Block:
         raise NotImplementedError(f"{type(self).__name__}.run")
 
 
+class WithFailures(dict[str, Any]):
+    """Outputs, plus failures the block kept as data (ToolDispatch's failed calls, each a tool row).
+
+    The block does not decide what they mean; the executor does. When the block's own
+    `error_level` is Handle, the first of them is the block's error; otherwise the
+    outputs stand, and the model reads the failures in them.
+    """
+
+    __slots__ = ("failures",)
+
+    def __init__(self, outputs: Mapping[str, Any], failures: Sequence[RunError] = ()) -> None:
+        super().__init__(outputs)
+        self.failures: tuple[RunError, ...] = tuple(failures)
+
+
 class BlockRegistry(Mapping[str, type[Block]]):
     """Type name → block class; a name can be registered once."""
 
@@ -121,7 +137,6 @@ class BlockRegistry(Mapping[str, type[Block]]):
 
     def __len__(self) -> int:
         return len(self._blocks)
-
 
 
 def entry_point_blocks(group: str = "diagrama.blocks") -> list[type[Block]]:

@@ -20,8 +20,8 @@ from jinja2.nativetypes import NativeCodeGenerator
 from jinja2.runtime import Context, Undefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from engine.errors import DiagramaError, TemplateError
-from engine.format.values import json_default
+from engine.errors import DiagramaError, TemplateError, TemplateSyntax
+from engine.format.values import dumps
 
 __all__ = [
     "Evaluator",
@@ -48,24 +48,15 @@ def has_template(value: str) -> bool:
     return "{" in value and any(mark in value for mark in _TEMPLATE_MARKS)
 
 
-class TemplateSyntax(DiagramaError):
-    """A template does not parse; carries the line inside the template."""
-
-    def __init__(self, message: str, lineno: int | None) -> None:
-        super().__init__(message)
-        self.lineno = lineno
-
-
 def _to_json(value: Any, indent: bool = False) -> str:
-    option = orjson.OPT_INDENT_2 if indent else 0
-    return orjson.dumps(value, default=json_default, option=option).decode()
+    return dumps(value, option=orjson.OPT_INDENT_2 if indent else 0).decode()
 
 
 def _from_json(text: Any) -> Any:
     try:
         return orjson.loads(text)
     except (orjson.JSONDecodeError, TypeError) as exc:
-        raise ValueError(f"from_json: not JSON text ({exc})") from None
+        raise ValueError(f"from_json: not JSON text ({exc})") from exc
 
 
 def _free_names(tree: nodes.Template) -> frozenset[str]:
@@ -195,12 +186,17 @@ class _Compiled(Evaluator):
             return "".join(render(scope._text))
         except DiagramaError:
             raise
-        except jinja2.exceptions.SecurityError as exc:
-            raise TemplateError(f"not allowed in a template: {exc}", type="template_forbidden") from None
-        except jinja2.UndefinedError as exc:
-            raise TemplateError(str(exc), type="template_undefined") from None
         except Exception as exc:  # a template is user code: any failure is the user's to fix
-            raise TemplateError(f"{type(exc).__name__}: {exc}") from None
+            raise _template_error(exc) from exc
+
+
+def _template_error(exc: Exception) -> TemplateError:
+    """The one translation of what jinja2 (or code a template calls) raised; the most specific match wins."""
+    if isinstance(exc, jinja2.exceptions.SecurityError):
+        return TemplateError(f"not allowed in a template: {exc}", type="template_forbidden")
+    if isinstance(exc, jinja2.UndefinedError):
+        return TemplateError(str(exc), type="template_undefined")
+    return TemplateError(f"{type(exc).__name__}: {exc}")
 
 
 class _Container(Evaluator):
@@ -239,9 +235,6 @@ class TemplateEnv:
         self._compiled: dict[tuple[str, bool], tuple[Callable[[Context], Any], bool]] = {}
         self._evaluators: dict[str, Evaluator] = {}
 
-    def add_function(self, name: str, function: Any) -> None:
-        self.functions[name] = function
-
     def _parse(self, source: str) -> _Parsed:
         parsed = self._parsed.get(source)
         if parsed is not None:
@@ -249,7 +242,7 @@ class TemplateEnv:
         try:
             tree = self.native.parse(source)
         except jinja2.TemplateSyntaxError as exc:
-            raise TemplateSyntax(exc.message or str(exc), exc.lineno) from None
+            raise TemplateSyntax(exc.message or str(exc), exc.lineno) from exc
         names = _free_names(tree) - _KEYWORDS
         body = tree.body
         native = (

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import orjson
 from pydantic import PlainValidator, ValidationInfo, WithJsonSchema
 
-from engine.errors import InputError
+from engine.errors import TableError
 
 __all__ = [
     "HISTORY_COLUMNS",
@@ -33,12 +33,6 @@ __all__ = [
 
 ROLES = ("system", "user", "assistant", "tool")
 HISTORY_COLUMNS = ("role", "content", "tool_call_id", "name")
-
-
-class TableError(InputError):
-    """A table is malformed: ragged row, missing column, bad role, unreadable CSV."""
-
-    type = "invalid_table"
 
 
 class DataTable:
@@ -113,8 +107,8 @@ class DataTable:
     def column(self, name: str) -> list[Any]:
         try:
             position = self.columns.index(name)
-        except ValueError:
-            raise TableError(f"the table has no column '{name}' (columns: {', '.join(self.columns)})") from None
+        except ValueError as exc:
+            raise TableError(f"the table has no column '{name}' (columns: {', '.join(self.columns)})") from exc
         return [row[position] for row in self.rows]
 
 
@@ -154,10 +148,10 @@ def to_table(value: Any, base_dir: Path | None = None) -> DataTable:
     if isinstance(value, str):
         try:
             value = orjson.loads(value)
-        except orjson.JSONDecodeError:
+        except orjson.JSONDecodeError as exc:
             raise TableError(
                 "a table must be a list of mappings, {columns, rows} or {csv: path}, not text"
-            ) from None
+            ) from exc
         return to_table(value, base_dir)
     if isinstance(value, Mapping):
         if set(value) == {"csv"}:
@@ -276,7 +270,7 @@ def _table_input(value: Any, info: ValidationInfo) -> DataTable:
     try:
         return to_table(value, base_dir)
     except TableError as exc:
-        raise ValueError(exc.message) from None
+        raise ValueError(exc.message) from exc
 
 
 Table = Annotated[DataTable, PlainValidator(_table_input), WithJsonSchema({

@@ -1,17 +1,21 @@
 """Values as the trace shows them: short forms at Debug, whole ones at Detailed.
 
 Only JSON-ready data leaves here; tables become row lists, models become dicts.
+`dumps` writes any value a template can make as JSON, integers past 64 bits included.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
+import orjson
 from pydantic import BaseModel
 
 from engine.format.tables import DataTable
 
-__all__ = ["full_value", "json_default", "short_value"]
+__all__ = ["dumps", "full_value", "json_default", "short_value"]
 
 _TEXT = 160
 _ITEMS = 5
@@ -70,3 +74,41 @@ def json_default(value: Any) -> Any:
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
     raise TypeError(f"cannot write a {type(value).__name__} as JSON")
+
+
+def dumps(value: Any, *, option: int = 0) -> bytes:
+    """JSON bytes for any value: orjson, else a slower writer that never refuses.
+
+    orjson refuses integers past 64 bits (`2 ** 70` in a template) without calling
+    `default`, and anything `json_default` does not know; the fallback writes such
+    integers as JSON numbers, and unknown objects as their repr.
+    """
+    try:
+        return orjson.dumps(value, default=json_default, option=option)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        indent = 2 if option & orjson.OPT_INDENT_2 else None
+        text = json.dumps(_plain(value), ensure_ascii=False, allow_nan=False, indent=indent,
+                          separators=(",", ": " if indent else ":"), sort_keys=bool(option & orjson.OPT_SORT_KEYS))
+        return text.encode() + (b"\n" if option & orjson.OPT_APPEND_NEWLINE else b"")
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """`value` as the stdlib json module can write it, in orjson's forms."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None  # orjson writes NaN and infinities as null
+    if depth > 200:  # deeper than any value a template builds; a cycle, most likely
+        return f"<{type(value).__name__}>"
+    if isinstance(value, dict):
+        return {str(key): _plain(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain(item, depth + 1) for item in value]
+    try:
+        return _plain(json_default(value), depth + 1)
+    except TypeError:
+        pass
+    try:
+        return orjson.loads(orjson.dumps(value))  # datetimes, enums, dataclasses: orjson's own forms
+    except TypeError:
+        return repr(value)

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from yaml.constructor import SafeConstructor
 
-from engine.errors import DiagramInvalid, Problem
+from engine.errors import DiagramInvalid, DocumentTooLarge, Problem
 
 __all__ = ["MAX_FILE_BYTES", "MAX_NODES", "LineMap", "read_yaml", "read_yaml_text"]
 
@@ -105,7 +105,7 @@ class _Builder:
     def build(self, node: yaml.Node, path: Path_) -> Any:
         self.nodes += 1
         if self.nodes > MAX_NODES:
-            raise _TooLarge(node)
+            raise DocumentTooLarge(node.start_mark.line + 1)
         if isinstance(node, yaml.ScalarNode):
             return self._scalar(node)
         if isinstance(node, yaml.SequenceNode):
@@ -178,11 +178,6 @@ class _Builder:
         return result
 
 
-class _TooLarge(Exception):
-    def __init__(self, node: yaml.Node) -> None:
-        self.node = node
-
-
 def read_yaml_text(text: str, file: str, problems: list[Problem] | None = None) -> tuple[Any, LineMap]:
     """Parse one YAML document; raise DiagramInvalid listing every problem found.
 
@@ -219,18 +214,18 @@ def read_yaml_text(text: str, file: str, problems: list[Problem] | None = None) 
     builder.lines.record((), root.start_mark.line + 1, root.start_mark.column + 1)
     try:
         data = builder.build(root, ())
-    except _TooLarge as exc:
+    except DocumentTooLarge as exc:
         raise DiagramInvalid(
             [
                 Problem(
                     file,
-                    exc.node.start_mark.line + 1,
+                    exc.line,
                     f"the document expands to more than {MAX_NODES} values",
                     hint="aliases that repeat aliases (a 'billion laughs' file) are refused",
                     code="yaml",
                 )
             ]
-        ) from None
+        ) from None  # our own signal, not a cause: the Problem says all of it
     if builder.problems:
         if problems is None:
             raise DiagramInvalid(builder.problems)

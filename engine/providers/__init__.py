@@ -1,14 +1,19 @@
-"""Vendor HTTP: neutral requests, the three wire adapters, sending, the simulator."""
+"""Vendor HTTP: neutral requests, the three wire adapters, sending, the simulator.
+
+`__all__` is the face request blocks use (blocks import nothing else from here):
+the neutral types, one adapter per vendor, Anthropic's temperature rule, `ask` (the
+run's request path) and the simulator. Sending, the client pool and the simulator's
+checks are this package's own (`engine.providers.http`, `.clients`, `.simulator`).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from engine.providers.anthropic import Anthropic, takes_temperature
+from engine.providers.anthropic import Anthropic, Refusal, Sampling, sampling_version
+from engine.providers.ask import Answer, ask
 from engine.providers.gemini import Gemini, gemini_schema
 from engine.providers.groq import Groq
-from engine.providers.http import MAX_RETRIES, Response, base_url, client_for, send
-from engine.providers.simulator import BLOCK_HEADER, RecordedRequest, Simulator
+from engine.providers.http import Exchanges, Retried
+from engine.providers.simulator import RecordedRequest, Simulator
 from engine.providers.wire import (
     Adapter,
     HttpCall,
@@ -21,40 +26,27 @@ from engine.providers.wire import (
     valid_tool_name,
 )
 
-if TYPE_CHECKING:
-    from engine.runtime.context import Services
-
 __all__ = [
-    "BLOCK_HEADER",
-    "MAX_RETRIES",
     "Adapter",
+    "Answer",
     "Anthropic",
+    "Exchanges",
     "Gemini",
     "Groq",
     "HttpCall",
     "RecordedRequest",
+    "Refusal",
     "Reply",
     "Request",
-    "Response",
+    "Retried",
+    "Sampling",
     "Simulator",
     "ToolCall",
     "ToolSpec",
     "WireError",
-    "base_url",
-    "client_for",
+    "ask",
     "gemini_schema",
-    "send",
-    "simulator_for",
+    "sampling_version",
     "system_text",
-    "takes_temperature",
     "valid_tool_name",
 ]
-
-
-def simulator_for(services: Services) -> Simulator:
-    """The run's offline vendors (one per Services, created on first use)."""
-    extras = services.extras
-    simulator = extras.get("simulator")
-    if not isinstance(simulator, Simulator):
-        simulator = extras["simulator"] = Simulator()
-    return simulator

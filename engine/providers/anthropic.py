@@ -1,24 +1,46 @@
 """Anthropic Messages API wire format (ClaudeRequest): neutral request ↔ JSON.
 
-Translation only: no retries, no sleeping, no logging, no environment.
+Translation only: no retries, no sleeping, no logging, no environment. Also the home
+of DESIGN.md's temperature rule (`sampling_version`), which the block's load check,
+`build` and the simulator all follow.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, NamedTuple
 
 import orjson
+from pydantic import BaseModel, Discriminator, Tag
 
-from engine.providers.wire import HttpCall, Reply, Request, ToolCall, WireError, call_arguments, group_turns
+from engine.providers.wire import (
+    HttpCall,
+    Reply,
+    Request,
+    ToolCall,
+    call_arguments,
+    group_turns,
+    read_model,
+)
 
-__all__ = ["CURRENT_VERSION", "FIXED_TEMPERATURE_FAMILIES", "SAMPLING_VERSION", "Anthropic", "takes_temperature"]
+__all__ = [
+    "CURRENT_VERSION",
+    "FIXED_TEMPERATURE_FAMILIES",
+    "SAMPLING_VERSION",
+    "TEMPERATURE_MODELS",
+    "VERSIONS",
+    "Anthropic",
+    "Refusal",
+    "Sampling",
+    "sampling_version",
+    "takes_temperature",
+]
 
 CURRENT_VERSION = "2026-10-21"
 SAMPLING_VERSION = "2023-06-01"
 VERSIONS = (CURRENT_VERSION, SAMPLING_VERSION)
 DEFAULT_MAX_TOKENS = 1024
 # Claude models from 4.7 on take only the default temperature, under either API version.
-# The one list of them: the block's load check and the simulator both read it.
+# The one list of them: the block's load check, `build` and the simulator all read it.
 FIXED_TEMPERATURE_FAMILIES = (
     "claude-opus-4-7",
     "claude-opus-4-8",
@@ -36,6 +58,83 @@ def takes_temperature(model: str) -> bool:
     return not model.startswith(FIXED_TEMPERATURE_FAMILIES)
 
 
+class Refusal(NamedTuple):
+    """Why Anthropic will refuse a request: the input at fault, and what to do."""
+
+    field: str
+    message: str
+
+
+class Sampling(NamedTuple):
+    """The anthropic-version a request goes out with, and the refusal it will meet, if any."""
+
+    version: str
+    refusal: Refusal | None = None
+
+
+def sampling_version(model: str | None, temperature: float | None, api_version: str | None) -> Sampling:
+    """DESIGN.md's temperature rule, the one place it is written ("API versions move").
+
+    A temperature means 2023-06-01 (2026-10-21 rejects sampling parameters), unless
+    api_version says otherwise; Claude models from 4.7 on refuse a temperature under
+    either version. `model` is None while unknown (a template, at load time).
+    """
+    version = api_version or (CURRENT_VERSION if temperature is None else SAMPLING_VERSION)
+    if api_version is not None and api_version not in VERSIONS:
+        return Sampling(version, Refusal("api_version", f"anthropic-version {api_version!r} is not one of "
+                                                        f"{', '.join(VERSIONS)}"))
+    if temperature is None:
+        return Sampling(version)
+    if version == CURRENT_VERSION:
+        return Sampling(version, Refusal("temperature", f"anthropic-version {CURRENT_VERSION} rejects temperature; "
+                                                        "remove it, or drop api_version so that 2023-06-01 is sent with it"))
+    if model is not None and not takes_temperature(model):
+        return Sampling(version, Refusal("temperature", f"{model} takes only its default temperature (Claude models from "
+                                                        "4.7 on); remove temperature, or use a model that still takes "
+                                                        f"one: {', '.join(TEMPERATURE_MODELS)}"))
+    return Sampling(version)
+
+
+# -- the reply, as a model: a wrong type anywhere is a WireError, not a crash further on --
+
+class _Text(BaseModel):
+    text: str = ""
+
+
+class _ToolUse(BaseModel):
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class _OtherBlock(BaseModel):
+    """thinking, server tool results, ...: read past, as the SDKs' text helpers do."""
+
+
+def _block_kind(block: Any) -> str:
+    kind = block.get("type") if isinstance(block, dict) else None
+    return kind if kind in ("text", "tool_use") else "other"
+
+
+_Block = Annotated[
+    Annotated[_Text, Tag("text")] | Annotated[_ToolUse, Tag("tool_use")] | Annotated[_OtherBlock, Tag("other")],
+    Discriminator(_block_kind),
+]
+
+
+class _Usage(BaseModel):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+
+
+class _Message(BaseModel):
+    content: list[_Block]
+    usage: _Usage | None = None
+    stop_reason: str | None = None
+
+
 def _is_error(text: str) -> bool:
     try:
         value = orjson.loads(text)
@@ -50,11 +149,6 @@ class Anthropic:
     base_variable = "ANTHROPIC_BASE_URL"
     default_base = "https://api.anthropic.com"
     name_limit: int = 64
-
-    def version(self, request: Request) -> str:
-        if request.api_version:
-            return request.api_version
-        return SAMPLING_VERSION if request.temperature is not None else CURRENT_VERSION
 
     def messages(self, request: Request) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = []
@@ -95,7 +189,9 @@ class Anthropic:
         return messages
 
     def build(self, request: Request, key: str) -> HttpCall:
-        version = self.version(request)
+        # Translation only: a refused combination is still built as asked (the block refused it at load
+        # or before sending; a direct caller meets the vendor's own 400).
+        version = sampling_version(request.model, request.temperature, request.api_version).version
         body: dict[str, Any] = {
             "model": request.model,
             "max_tokens": request.max_tokens if request.max_tokens is not None else DEFAULT_MAX_TOKENS,
@@ -121,27 +217,21 @@ class Anthropic:
                 notes = (f"a temperature was given, so anthropic-version {SAMPLING_VERSION} "
                          f"({CURRENT_VERSION} rejects sampling parameters)",)
         headers = {"x-api-key": key, "anthropic-version": version, "content-type": "application/json"}
-        return HttpCall("/v1/messages", headers, body, notes)
+        return HttpCall("/v1/messages", headers, body, notes, version)
 
     def parse(self, body: Any) -> Reply:
-        if not isinstance(body, dict) or not isinstance(body.get("content"), list):
-            raise WireError("the reply has no 'content' list")
+        message = read_model(_Message, body)
         texts: list[str] = []
         calls: list[ToolCall] = []
-        for block in body["content"]:
-            if not isinstance(block, dict):
-                raise WireError("a content block is not an object")
-            if block.get("type") == "text":
-                texts.append(str(block.get("text", "")))
-            elif block.get("type") == "tool_use":
-                arguments = block.get("input")
-                if not isinstance(arguments, dict):
-                    raise WireError(f"the call of '{block.get('name')}' has input that is not an object")
-                calls.append(ToolCall(str(block["id"]), str(block["name"]), arguments))
-        usage = body.get("usage") or {}
-        input_tokens = sum(int(usage.get(k) or 0) for k in
-                           ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
-        return Reply("".join(texts), calls, input_tokens, int(usage.get("output_tokens") or 0), body.get("stop_reason"))
+        for block in message.content:
+            if isinstance(block, _Text):
+                texts.append(block.text)
+            elif isinstance(block, _ToolUse):
+                calls.append(ToolCall(block.id, block.name, block.input))
+        usage = message.usage or _Usage()
+        input_tokens = sum(tokens or 0 for tokens in (usage.input_tokens, usage.cache_creation_input_tokens,
+                                                      usage.cache_read_input_tokens))
+        return Reply("".join(texts), calls, input_tokens, usage.output_tokens or 0, message.stop_reason)
 
     def error(self, status: int, body: Any) -> tuple[str, str]:
         if isinstance(body, dict) and isinstance(body.get("error"), dict):

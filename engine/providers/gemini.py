@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+from pydantic import BaseModel, ConfigDict, Field
 
-from engine.providers.wire import HttpCall, Reply, Request, ToolCall, WireError, call_arguments, group_turns
+from engine.providers.wire import HttpCall, Reply, Request, ToolCall, WireError, call_arguments, group_turns, read_model
 
 __all__ = ["GENERATED_ID_PREFIX", "SIGNATURE_PLACEHOLDER", "Gemini", "gemini_schema"]
 
@@ -75,6 +76,51 @@ def gemini_schema(schema: Any, tool: str, defs: dict[str, Any] | None = None, se
         else:
             result[key] = value
     return result
+
+
+# -- the reply, as a model: a wrong type anywhere is a WireError, not a crash further on --
+
+class _Reading(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+
+class _FunctionCall(_Reading):
+    name: str | None = None
+    args: dict[str, Any] | None = None
+    id: str | None = None
+
+
+class _Part(_Reading):
+    text: str | None = None
+    thought: bool | None = None
+    function_call: _FunctionCall | None = Field(default=None, alias="functionCall")
+    thought_signature: str | None = Field(default=None, alias="thoughtSignature")
+
+
+class _Content(_Reading):
+    parts: list[_Part] | None = None
+
+
+class _Candidate(_Reading):
+    content: _Content | None = None
+    finish_reason: str | None = Field(default=None, alias="finishReason")
+
+
+class _Feedback(_Reading):
+    block_reason: str | None = Field(default=None, alias="blockReason")
+
+
+class _UsageMetadata(_Reading):
+    prompt: int | None = Field(default=None, alias="promptTokenCount")
+    candidates: int | None = Field(default=None, alias="candidatesTokenCount")
+    thoughts: int | None = Field(default=None, alias="thoughtsTokenCount")
+
+
+class _Response(_Reading):
+    candidates: list[_Candidate] | None = None
+    prompt_feedback: _Feedback | None = Field(default=None, alias="promptFeedback")
+    usage: _UsageMetadata | None = Field(default=None, alias="usageMetadata")
+    response_id: str | None = Field(default=None, alias="responseId")
 
 
 def _json(text: str) -> Any:
@@ -155,34 +201,28 @@ class Gemini:
         if config:
             body["generationConfig"] = config
         headers = {"x-goog-api-key": key, "content-type": "application/json"}
-        return HttpCall(f"/{version}/models/{model}:generateContent", headers, body)
+        return HttpCall(f"/{version}/models/{model}:generateContent", headers, body, api_version=request.api_version)
 
     def parse(self, body: Any) -> Reply:
-        if not isinstance(body, dict):
-            raise WireError("the reply is not a JSON object")
-        candidates = body.get("candidates")
-        if not candidates:
-            feedback = body.get("promptFeedback") or {}
-            reason = feedback.get("blockReason")
+        response = read_model(_Response, body)
+        if not response.candidates:
+            reason = response.prompt_feedback.block_reason if response.prompt_feedback else None
             raise WireError(f"the prompt was blocked ({reason})" if reason else "the reply has no candidates")
-        candidate = candidates[0]
-        parts = (candidate.get("content") or {}).get("parts") or []
+        candidate = response.candidates[0]
+        parts = (candidate.content.parts if candidate.content else None) or []
         texts: list[str] = []
         calls: list[ToolCall] = []
-        response_id = body.get("responseId") or "response"
+        response_id = response.response_id or "response"
         for index, part in enumerate(parts):
-            if "functionCall" in part:
-                call = part["functionCall"] or {}
-                arguments = call.get("args") or {}
-                if not isinstance(arguments, dict):
-                    raise WireError(f"the call of '{call.get('name')}' has args that are not an object")
-                call_id = call.get("id") or f"{GENERATED_ID_PREFIX}{response_id}-{index}"
-                calls.append(ToolCall(str(call_id), str(call.get("name")), arguments, part.get("thoughtSignature")))
-            elif "text" in part and not part.get("thought"):
-                texts.append(str(part["text"]))
-        usage = body.get("usageMetadata") or {}
-        output = int(usage.get("candidatesTokenCount") or 0) + int(usage.get("thoughtsTokenCount") or 0)
-        return Reply("".join(texts), calls, int(usage.get("promptTokenCount") or 0), output, candidate.get("finishReason"))
+            if "function_call" in part.model_fields_set:
+                call = part.function_call or _FunctionCall()
+                call_id = call.id or f"{GENERATED_ID_PREFIX}{response_id}-{index}"
+                calls.append(ToolCall(str(call_id), str(call.name), call.args or {}, part.thought_signature))
+            elif "text" in part.model_fields_set and not part.thought:
+                texts.append(str(part.text))
+        usage = response.usage or _UsageMetadata()
+        output = (usage.candidates or 0) + (usage.thoughts or 0)
+        return Reply("".join(texts), calls, usage.prompt or 0, output, candidate.finish_reason)
 
     def error(self, status: int, body: Any) -> tuple[str, str]:
         if isinstance(body, dict) and isinstance(body.get("error"), dict):

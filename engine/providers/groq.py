@@ -5,11 +5,44 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+from pydantic import BaseModel, Field
 
 from engine.format.tables import HistoryRow
-from engine.providers.wire import HttpCall, Reply, Request, ToolCall, WireError, call_arguments, group_turns
+from engine.providers.wire import HttpCall, Reply, Request, ToolCall, WireError, call_arguments, group_turns, read_model
 
 __all__ = ["Groq"]
+
+
+# -- the reply, as a model: a wrong type anywhere is a WireError, not a crash further on --
+
+class _Function(BaseModel):
+    name: str | None = None
+    arguments: str | None = None  # JSON text, as OpenAI sends it
+
+
+class _ToolCall(BaseModel):
+    id: str | None = None
+    function: _Function | None = None
+
+
+class _Message(BaseModel):
+    content: str | None = None
+    tool_calls: list[_ToolCall] | None = None
+
+
+class _Choice(BaseModel):
+    message: _Message
+    finish_reason: str | None = None
+
+
+class _Usage(BaseModel):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class _Completion(BaseModel):
+    choices: list[_Choice] = Field(min_length=1)
+    usage: _Usage | None = None
 
 
 def _sent_as_written(row: HistoryRow) -> str:
@@ -72,28 +105,26 @@ class Groq:
                 tools.append({"type": "function", "function": function})
             body["tools"] = tools
         headers = {"authorization": f"Bearer {key}", "content-type": "application/json"}
-        return HttpCall("/openai/v1/chat/completions", headers, body)
+        return HttpCall("/openai/v1/chat/completions", headers, body, api_version=request.api_version)
 
     def parse(self, body: Any) -> Reply:
-        try:
-            choice = body["choices"][0]
-            message = choice["message"]
-        except (KeyError, IndexError, TypeError):
-            raise WireError("the reply has no choices[0].message") from None
+        completion = read_model(_Completion, body)
+        choice = completion.choices[0]
+        message = choice.message
         calls = []
-        for call in message.get("tool_calls") or []:
-            function = call.get("function") or {}
-            name = str(function.get("name"))
+        for call in message.tool_calls or []:
+            function = call.function or _Function()
+            name = str(function.name)
             try:
-                arguments = orjson.loads(function.get("arguments") or "{}")
-            except (orjson.JSONDecodeError, TypeError):
+                arguments = orjson.loads(function.arguments or "{}")
+            except orjson.JSONDecodeError:
                 raise WireError(f"the call of '{name}' has arguments that are not JSON") from None
             if not isinstance(arguments, dict):
                 raise WireError(f"the call of '{name}' has arguments that are not a JSON object")
-            calls.append(ToolCall(str(call.get("id")), name, arguments))
-        usage = body.get("usage") or {}
-        return Reply(str(message.get("content") or ""), calls, int(usage.get("prompt_tokens") or 0),
-                     int(usage.get("completion_tokens") or 0), choice.get("finish_reason"))
+            calls.append(ToolCall(str(call.id), name, arguments))
+        usage = completion.usage or _Usage()
+        return Reply(message.content or "", calls, usage.prompt_tokens or 0, usage.completion_tokens or 0,
+                     choice.finish_reason)
 
     def error(self, status: int, body: Any) -> tuple[str, str]:
         if isinstance(body, dict) and isinstance(body.get("error"), dict):

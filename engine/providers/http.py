@@ -1,9 +1,10 @@
-"""Sending one vendor request: pooled httpx clients, the overall deadline, retries.
+"""Sending one vendor request: the overall deadline, retries and backoff.
 
 Retries follow DESIGN.md: 408, 409, 429 and 5xx and dropped connections, with
 `x-should-retry` deciding first, then `retry-after-ms`, `retry-after` or Gemini's
 `retryDelay` as the wait, else exponential backoff with jitter — never past the
-block's timeout. Knows no vendor's JSON beyond the error hints it reads.
+block's timeout. Knows no vendor's JSON beyond the error hints it reads, and no run:
+each attempt and retry is told to the hooks the caller passes (the run's trace).
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import contextlib
 import email.utils
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 import orjson
@@ -23,17 +24,16 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, sto
 from tenacity.stop import stop_base
 
 from engine.errors import BlockTimeout, ProviderError
+from engine.errors import RetryableProviderError as _Retryable
 from engine.providers.wire import Adapter, HttpCall
-from engine.runtime.trace import Event
 
 if TYPE_CHECKING:
-    from engine.runtime.context import RunContext, Services
+    from engine.runtime.context import VendorSlots
 
-__all__ = ["MAX_RETRIES", "Response", "base_url", "client_for", "send"]
+__all__ = ["MAX_RETRIES", "Exchanges", "Response", "Retried", "SendHooks", "base_url", "send"]
 
 MAX_RETRIES = 4
 _RETRY_STATUSES = frozenset({408, 409, 429})
-_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=200)
 
 
 @dataclass(slots=True)
@@ -44,11 +44,28 @@ class Response:
     attempts: int
 
 
-class _Retryable(Exception):
-    def __init__(self, error: ProviderError, wait: float | None) -> None:
-        super().__init__(error.message)
-        self.error = error
-        self.wait = wait
+class Exchanges(Protocol):
+    """Hears each attempt's HTTP request and response (a run's Detailed trace)."""
+
+    def requested(self, method: str, url: str, headers: dict[str, str], body: Any, attempt: int) -> None: ...
+
+    def responded(self, status: int, headers: dict[str, str], body: Any, duration_ms: float, attempt: int) -> None: ...
+
+
+Retried = Callable[[int, float, str], None]
+"""retried(attempt, wait_s, reason): the attempt that failed, the wait before the next one, and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class SendHooks:
+    """What the caller lends one send: its clock and sleep, vendor limits, and who hears about attempts."""
+
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    limits: VendorSlots | None = None
+    exchanges: Exchanges | None = None
+    """None skips building the per-attempt records (they cost headers copies; Detailed only)."""
+    retried: Retried | None = None
 
 
 def base_url(explicit: str | None, adapter: Adapter, environ: dict[str, str] | Any) -> str:
@@ -66,34 +83,18 @@ def _join(base: str, path: str) -> str:
     return base + path
 
 
-def client_for(services: Services, vendor: str, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
-    """One pooled client per vendor per event loop (httpx clients belong to a loop).
-
-    Tests put a transport for a vendor in `services.extras["transports"]` to stand in
-    for the far side of the wire.
-    """
-    transport = transport or services.extras.get("transports", {}).get(vendor)
-    pool: dict[tuple[str, int], httpx.AsyncClient] = services.extras.setdefault("http_clients", {})
-    loop_id = id(asyncio.get_running_loop())
-    key = (vendor, loop_id)
-    client = pool.get(key)
-    if client is None or client.is_closed:
-        for stale in [k for k in pool if k[1] != loop_id]:
-            del pool[stale]
-        client = pool[key] = httpx.AsyncClient(transport=transport, limits=_LIMITS, timeout=None)
-    return client
-
-
 def _seconds(value: str | None) -> float | None:
     if not value:
         return None
     try:
         return float(value)
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        if parsed is None:
-            return None
-        return max(0.0, parsed.timestamp() - time.time())
+        pass
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):  # neither seconds nor an HTTP date ("soon"): back off as if it were absent
+        return None
+    return max(0.0, parsed.timestamp() - time.time())
 
 
 def _wait_hint(response: httpx.Response, body: Any) -> float | None:
@@ -121,108 +122,142 @@ def _backoff(attempt: int) -> float:
     return float(min(0.5 * 2 ** (attempt - 1), 8.0) * (1 - 0.25 * random.random()))  # jitter, not security
 
 
-async def send(
-    context: RunContext,
-    client: httpx.AsyncClient,
-    base: str,
-    call: HttpCall,
-    adapter: Adapter,
-    *,
-    timeout: float,  # noqa: ASYNC109  # the deadline also bounds the retries' sleeps, not just one await
-    extra_headers: dict[str, str] | None = None,
-    max_retries: int = MAX_RETRIES,
-) -> Response:
-    """POST `call` with retries; raise ProviderError or BlockTimeout, never an httpx error."""
-    services = context.services
-    clock: Callable[[], float] = services.clock
-    deadline = clock() + timeout
-    url = _join(base, call.path)
-    headers = {**call.headers, **(extra_headers or {})}
-    payload = orjson.dumps(call.body)
-    detailed = context.message_level >= 2
-    block = context.current.id
-    attempts = 0
+def _decoded(raw: bytes) -> tuple[Any, bool]:
+    """The body as JSON, or (a readable prefix, True) when it is not JSON."""
+    try:
+        return (orjson.loads(raw) if raw else None), False
+    except orjson.JSONDecodeError:
+        return raw[:2000].decode("utf-8", "replace"), True
 
-    def timed_out() -> BlockTimeout:
-        return BlockTimeout(f"block '{block}' timed out after {timeout:g} s (its 'timeout' input), retries included",
-                            block=block)
 
-    async def attempt() -> Response:
-        nonlocal attempts
-        attempts += 1
-        remaining = deadline - clock()
+class _Attempts:
+    """One send's attempts: each call posts once and returns the 2xx response or raises."""
+
+    __slots__ = ("adapter", "block", "body", "client", "count", "deadline", "headers", "hooks", "payload", "timeout",
+                 "url")
+
+    def __init__(self, client: httpx.AsyncClient, url: str, call: HttpCall, headers: dict[str, str], adapter: Adapter,
+                 block: str, timeout: float, hooks: SendHooks) -> None:
+        self.client, self.url, self.headers, self.adapter = client, url, headers, adapter
+        self.body, self.payload = call.body, orjson.dumps(call.body)
+        self.block, self.timeout, self.hooks = block, timeout, hooks
+        self.deadline = hooks.clock() + timeout
+        self.count = 0
+
+    def timed_out(self) -> BlockTimeout:
+        return BlockTimeout(f"block '{self.block}' timed out after {self.timeout:g} s (its 'timeout' input), "
+                            "retries included", block=self.block)
+
+    async def __call__(self) -> Response:
+        self.count += 1
+        remaining = self.deadline - self.hooks.clock()
         if remaining <= 0:
-            raise timed_out()
-        if detailed:
-            context.emit(Event.HTTP_REQUEST, method="POST", url=url, headers=headers, body=call.body, attempt=attempts)
+            raise self.timed_out()
+        exchanges = self.hooks.exchanges
+        if exchanges is not None:
+            exchanges.requested("POST", self.url, self.headers, self.body, self.count)
         began = time.perf_counter()
-        limits = services.extras.get("limits")
+        response, raw = await self._post(remaining)
+        body, malformed = _decoded(raw)
+        if exchanges is not None:
+            exchanges.responded(response.status_code, dict(response.headers), body,
+                                round((time.perf_counter() - began) * 1000, 3), self.count)
+        return self._judge(response, body, malformed)
+
+    async def _post(self, remaining: float) -> tuple[httpx.Response, bytes]:
+        limits = self.hooks.limits
         try:
             async with asyncio.timeout(remaining):
-                async with limits.slot(adapter.vendor) if limits is not None else contextlib.nullcontext():
-                    response = await client.post(url, content=payload, headers=headers,
-                                                 timeout=httpx.Timeout(remaining))
-                    raw = await response.aread()
+                async with limits.slot(self.adapter.vendor) if limits is not None else contextlib.nullcontext():
+                    response = await self.client.post(self.url, content=self.payload, headers=self.headers,
+                                                      timeout=httpx.Timeout(remaining))
+                    return response, await response.aread()
         except (TimeoutError, httpx.TimeoutException):
-            raise timed_out() from None
+            raise self.timed_out() from None
+        except httpx.DecodingError as exc:  # a content-encoding (gzip, ...) that does not decode: unreadable
+            raise ProviderError(f"{self.adapter.vendor} sent a body that cannot be decoded ({exc})",
+                                type="provider_malformed_response", block=self.block) from None
         except httpx.TransportError as exc:
-            error = ProviderError(f"{adapter.vendor}: connection failed ({type(exc).__name__}: {exc})",
-                                  type="provider_connection_error", block=block)
+            error = ProviderError(f"{self.adapter.vendor}: connection failed ({type(exc).__name__}: {exc})",
+                                  type="provider_connection_error", block=self.block)
             raise _Retryable(error, None) from None
-        try:
-            body: Any = orjson.loads(raw) if raw else None
-            malformed = False
-        except orjson.JSONDecodeError:
-            body, malformed = raw[:2000].decode("utf-8", "replace"), True
-        if detailed:
-            context.emit(Event.HTTP_RESPONSE, status=response.status_code, headers=dict(response.headers), body=body,
-                         duration_ms=round((time.perf_counter() - began) * 1000, 3), attempt=attempts)
-        status = response.status_code
+
+    def _judge(self, response: httpx.Response, body: Any, malformed: bool) -> Response:
+        """A 2xx with JSON is the answer; a retryable status raises _Retryable; any other raises at once."""
+        vendor, status = self.adapter.vendor, response.status_code
         if 200 <= status < 300:
             if malformed or body is None:
-                raise ProviderError(f"{adapter.vendor} answered {status} with a body that is not JSON "
-                                    "(truncated or malformed)", type="provider_malformed_response", block=block)
-            return Response(status, body, dict(response.headers), attempts)
-        vendor_type, message = adapter.error(status, body)
-        error = ProviderError(
-            f"{adapter.vendor} answered {status} {vendor_type}: {message or 'no message'}",
-            type="provider_error", block=block, status=status, vendor_type=vendor_type,
-        )
+                raise ProviderError(f"{vendor} answered {status} with a body that is not JSON (truncated or malformed)",
+                                    type="provider_malformed_response", block=self.block)
+            return Response(status, body, dict(response.headers), self.count)
+        vendor_type, message = self.adapter.error(status, body)
+        error = ProviderError(f"{vendor} answered {status} {vendor_type}: {message or 'no message'}",
+                              type="provider_error", block=self.block, status=status, vendor_type=vendor_type)
         should = response.headers.get("x-should-retry")
         retry = should == "true" if should in ("true", "false") else (status in _RETRY_STATUSES or status >= 500)
         if retry:
             raise _Retryable(error, _wait_hint(response, body))
         raise error
 
-    def wait(state: RetryCallState) -> float:
+
+def _wait(state: RetryCallState) -> float:
+    failure = state.outcome.exception() if state.outcome else None
+    hint = failure.wait if isinstance(failure, _Retryable) else None
+    return float(hint) if hint is not None and hint >= 0 else _backoff(state.attempt_number)
+
+
+class _stop_at_deadline(stop_base):  # tenacity's own naming for stop conditions
+    def __init__(self, clock: Callable[[], float], deadline: float) -> None:
+        self.clock, self.deadline = clock, deadline
+
+    def __call__(self, state: RetryCallState) -> bool:
+        return self.clock() + (state.upcoming_sleep or 0) >= self.deadline
+
+
+def _before_sleep(retried: Retried | None) -> Callable[[RetryCallState], None] | None:
+    if retried is None:
+        return None
+
+    def note(state: RetryCallState) -> None:
         failure = state.outcome.exception() if state.outcome else None
-        hint = failure.wait if isinstance(failure, _Retryable) else None
-        return float(hint) if hint is not None and hint >= 0 else _backoff(state.attempt_number)
+        reason = failure.error.message if isinstance(failure, _Retryable) else str(failure)
+        retried(state.attempt_number, round(state.upcoming_sleep, 3), reason)
 
-    class stop_at_deadline(stop_base):  # tenacity's own naming for stop conditions
-        def __call__(self, state: RetryCallState) -> bool:
-            return clock() + (state.upcoming_sleep or 0) >= deadline
+    return note
 
-    def note_retry(state: RetryCallState) -> None:
-        failure = state.outcome.exception() if state.outcome else None
-        context.emit(Event.PROVIDER_RETRIED, attempt=state.attempt_number, wait_s=round(state.upcoming_sleep, 3),
-                     reason=failure.error.message if isinstance(failure, _Retryable) else str(failure))
 
+async def send(
+    client: httpx.AsyncClient,
+    base: str,
+    call: HttpCall,
+    adapter: Adapter,
+    *,
+    block: str,
+    timeout: float,  # noqa: ASYNC109  # the deadline also bounds the retries' sleeps, not just one await
+    hooks: SendHooks | None = None,
+    extra_headers: dict[str, str] | None = None,
+    max_retries: int = MAX_RETRIES,
+) -> Response:
+    """POST `call` with retries: the 2xx response, or ProviderError or BlockTimeout, never an httpx error.
+
+    `block` names the block in timeout messages.
+    """
+    hooks = hooks or SendHooks()
+    attempts = _Attempts(client, _join(base, call.path), call, {**call.headers, **(extra_headers or {})}, adapter,
+                         block, timeout, hooks)
     retrying = AsyncRetrying(
-        stop=stop_any(stop_after_attempt(max_retries + 1), stop_at_deadline()),
-        wait=wait,
+        stop=stop_any(stop_after_attempt(max_retries + 1), _stop_at_deadline(hooks.clock, attempts.deadline)),
+        wait=_wait,
         retry=retry_if_exception_type(_Retryable),
-        sleep=services.sleep,
-        before_sleep=note_retry,
+        sleep=hooks.sleep,
+        before_sleep=_before_sleep(hooks.retried),
         reraise=True,
     )
     try:
-        return await retrying(attempt)
+        return await retrying(attempts)
     except _Retryable as last:
-        if attempts <= max_retries:
+        if attempts.count <= max_retries:
             # Stopped early because the next wait would cross the deadline.
             raise BlockTimeout(f"block '{block}' timed out after {timeout:g} s (its 'timeout' input) while "
                                f"retrying: {last.error.message}", block=block) from None
-        last.error.message += f" (after {attempts} attempts)"
-        last.error.args = (last.error.message,)
-        raise last.error from None
+        raise last.error.after_attempts(attempts.count) from last.error

@@ -7,10 +7,12 @@ tables"); a Reply is what any vendor answered. Adapters map between these and JS
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import orjson
+from pydantic import BaseModel, ValidationError
 
+from engine.errors import WireError
 from engine.format.names import valid_tool_name
 from engine.format.tables import HistoryRow
 
@@ -24,6 +26,7 @@ __all__ = [
     "WireError",
     "call_arguments",
     "group_turns",
+    "read_model",
     "system_text",
     "valid_tool_name",
 ]
@@ -39,8 +42,18 @@ def call_arguments(row: HistoryRow) -> dict[str, Any]:
     return value
 
 
-class WireError(ValueError):
-    """A conversation or a body that cannot be translated (the adapter names what)."""
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def read_model(model: type[_Model], body: Any) -> _Model:
+    """A vendor's JSON as the adapter's model of it; a missing field or a wrong type is a WireError naming it."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the reply"
+        more = exc.error_count() - 1
+        raise WireError(f"{where}: {first['msg']}" + (f" (and {more} more)" if more else "")) from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +100,9 @@ class HttpCall:
     headers: dict[str, str]
     body: dict[str, Any]
     notes: tuple[str, ...] = ()
+    """Why the request looks as it does, for the Debug trace (e.g. the version a temperature chose)."""
+    api_version: str | None = None
+    """The API version the adapter chose or was given (None: the vendor's default, as for Gemini's v1)."""
 
 
 class Adapter(Protocol):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+import signal
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,16 +21,18 @@ from typing import Any
 import orjson
 import yaml
 
-from engine.runtime.context import Services
 from engine.compile.diagram import Diagram
-from engine.errors import UsageError
-from engine.runtime.execute import RunResult, execute
 from engine.compile.inputs import check_inputs, typed_input
-from engine.runs.store import RunStore
+from engine.errors import UsageError
+from engine.format.jsonout import dumps_plain
 from engine.format.tables import csv_dialect
 from engine.format.values import json_default
+from engine.runs.store import RunStore
+from engine.runtime.context import Services
+from engine.runtime.execute import RunResult, execute
+from engine.runtime.trace import new_run_id
 
-__all__ = ["BatchOutcome", "batch_run_id", "read_rows", "run_batch", "write_results"]
+__all__ = ["BatchOutcome", "batch_run_id", "read_rows", "run_batch", "start_batch", "stop_on_signals", "write_results"]
 
 
 def batch_run_id(batch_id: str, row: int) -> str:
@@ -75,6 +78,29 @@ def read_rows(path: Path, diagram: Diagram) -> list[dict[str, Any]]:
     return [check_inputs(diagram, r) for r in rows]
 
 
+def start_batch(store: RunStore, diagram: Diagram, rows: list[dict[str, Any]], inputs_file: Path, collect: list[str], *,
+                resume: str | None = None, force: bool = False) -> tuple[str, list[str]]:
+    """Begin a new batch, or check that batch `resume` may go on; its id and the variables to collect.
+
+    A resumed batch must be of the same diagram (content hash) and the same number of rows,
+    unless `force`; it collects what it collected before unless `collect` names something.
+    """
+    if not resume:
+        batch_id = "b" + new_run_id()
+        store.begin_batch(batch_id, diagram, str(inputs_file), len(rows), collect)
+        return batch_id, collect
+    known = store.batch(resume)
+    if known is None:
+        raise UsageError(f"no batch '{resume}' in the run store {store.url}")
+    if known["content_hash"] != diagram.content_hash and not force:
+        raise UsageError(f"the diagram changed since batch '{resume}' began (its content hash differs); "
+                         "resuming would mix two versions — pass --force to resume anyway")
+    if known["rows"] != len(rows) and not force:
+        raise UsageError(f"batch '{resume}' had {known['rows']} rows and {inputs_file} has {len(rows)}; "
+                         "pass --force to resume anyway")
+    return resume, collect or list(known.get("collect") or [])
+
+
 @dataclass
 class BatchOutcome:
     batch_id: str
@@ -86,6 +112,15 @@ class BatchOutcome:
     durations: list[float] = field(default_factory=list)
     tokens: int = 0
     interrupted: bool = False
+
+    def count(self, duration: float, tokens: int, succeeded: bool) -> None:
+        """Add one finished run."""
+        self.durations.append(duration)
+        self.tokens += tokens
+        if succeeded:
+            self.succeeded += 1
+        else:
+            self.failed += 1
 
     def summary(self) -> dict[str, Any]:
         ordered = sorted(self.durations)
@@ -136,12 +171,7 @@ async def run_batch(
             result = await execute(diagram, row, runs_dir=runs_dir, services=services,
                                    run_id=batch_run_id(batch_id, number))
             store.record(result, diagram, row, batch_id=batch_id, row=number)
-            outcome.durations.append(result.duration)
-            outcome.tokens += result.tokens
-            if result.succeeded:
-                outcome.succeeded += 1
-            else:
-                outcome.failed += 1
+            outcome.count(result.duration, result.tokens, result.succeeded)
             if progress:
                 progress("finished", result)
 
@@ -161,6 +191,18 @@ async def run_batch(
     recorded = store.succeeded_rows(batch_id)
     outcome.not_run = len(rows) - len(recorded) - outcome.failed
     return outcome
+
+
+def stop_on_signals() -> asyncio.Event:
+    """An event SIGINT or SIGTERM (Ctrl-C) sets, for `run_batch`'s `stop`; call it inside the running loop."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGINT, stop.set)
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+    except (NotImplementedError, RuntimeError):
+        pass  # no signal handlers off the main thread or on Windows: Ctrl-C ends the process as usual
+    return stop
 
 
 def write_results(path: Path, store: RunStore, batch_id: str, total: int, collect: list[str]) -> None:
@@ -185,7 +227,7 @@ def write_results(path: Path, store: RunStore, batch_id: str, total: int, collec
             writer.writeheader()
             for line in lines:
                 writer.writerow({k: v if isinstance(v, (str, int, float)) or v is None
-                                 else orjson.dumps(v, default=json_default).decode() for k, v in line.items()})
+                                 else dumps_plain(v) for k, v in line.items()})
     else:
         path.write_bytes(b"".join(orjson.dumps(line, default=json_default) + b"\n" for line in lines))
 

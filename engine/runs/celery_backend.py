@@ -16,11 +16,11 @@ from typing import Any
 
 from celery import Celery
 
-from engine.runs.batch import BatchOutcome, batch_run_id
-from engine.runtime.context import Services
 from engine.compile.diagram import Diagram
-from engine.runtime.execute import execute
+from engine.runs.batch import BatchOutcome, batch_run_id
 from engine.runs.store import RunStore
+from engine.runtime.context import Services
+from engine.runtime.execute import execute
 
 __all__ = ["DEFAULT_BROKER", "make_app", "run_batch_on_celery", "start_worker"]
 
@@ -96,7 +96,7 @@ def make_app(broker: str | None = None) -> Celery:
         diagram = _cached_diagram(diagram_path, Path(diagram_path).stat().st_mtime_ns, load_diagram, registry)
         services = Services(offline=offline)
         if rpm:
-            services.extras["limits"] = RedisBuckets(broker, rpm)
+            services.limits = RedisBuckets(broker, rpm)
         result = asyncio.run(execute(diagram, inputs, runs_dir=Path(runs_dir), services=services,
                                      run_id=batch_run_id(batch_id, row)))
         store.record(result, diagram, inputs, batch_id=batch_id, row=row)
@@ -146,12 +146,7 @@ def run_batch_on_celery(diagram: Diagram, rows: list[dict[str, Any]], *, batch_i
                 if run is not None and (number not in already or run["run_id"] != already[number]["run_id"]
                                         or run["finished"] != already[number]["finished"]):
                     waiting.discard(number)
-                    outcome.durations.append((run["duration_ms"] or 0) / 1000)
-                    outcome.tokens += run["tokens"] or 0
-                    if run["status"] == "succeeded":
-                        outcome.succeeded += 1
-                    else:
-                        outcome.failed += 1
+                    outcome.count((run["duration_ms"] or 0) / 1000, run["tokens"] or 0, run["status"] == "succeeded")
             if waiting:
                 if timeout is not None and time.monotonic() - began > timeout:
                     break

@@ -8,11 +8,11 @@ once: a row that already succeeded is never overwritten.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
 
-import orjson
 from sqlalchemy import (
     JSON,
     Column,
@@ -33,10 +33,13 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from engine.compile.diagram import Diagram
+from engine.format.jsonout import plain
 from engine.runtime.execute import RunResult
-from engine.format.values import json_default
 
-__all__ = ["RunStore", "default_store_url"]
+__all__ = ["STORE_VARIABLE", "RunStore", "default_store_url", "open_recorded_store", "open_store"]
+
+STORE_VARIABLE = "DIAGRAMA_STORE"
+"""The environment variable that names the run store's SQLAlchemy URL."""
 
 metadata = MetaData()
 runs = Table(
@@ -74,8 +77,22 @@ def default_store_url(runs_dir: Path) -> str:
     return f"sqlite:///{(runs_dir / 'diagrama.db').resolve()}"
 
 
-def _plain(value: Any) -> Any:
-    return orjson.loads(orjson.dumps(value, default=json_default, option=orjson.OPT_NON_STR_KEYS))
+def _configured_url() -> str | None:
+    # The one place $DIAGRAMA_STORE is read.
+    return os.environ.get(STORE_VARIABLE) or None
+
+
+def open_store(url: str | None, runs_dir: Path) -> RunStore:
+    """The run store at `url`, else at $DIAGRAMA_STORE, else `runs_dir/diagrama.db` (made if need be)."""
+    return RunStore(url or _configured_url() or default_store_url(runs_dir))
+
+
+def open_recorded_store(runs_dir: Path) -> RunStore | None:
+    """The run store to read runs from: $DIAGRAMA_STORE, else `runs_dir/diagrama.db` if it exists; None if neither."""
+    url = _configured_url()
+    if url is None and not (runs_dir / "diagrama.db").is_file():
+        return None
+    return RunStore(url or default_store_url(runs_dir))
 
 
 class RunStore:
@@ -99,9 +116,9 @@ class RunStore:
         """Store a run; False when its (batch, row) already succeeded (nothing is stored twice)."""
         values = {
             "run_id": result.run_id, "diagram": str(diagram.path), "content_hash": diagram.content_hash,
-            "inputs": _plain(inputs), "status": result.status, "started": time.time() - result.duration,
+            "inputs": plain(inputs), "status": result.status, "started": time.time() - result.duration,
             "finished": time.time(), "duration_ms": round(result.duration * 1000, 3), "steps": result.steps,
-            "errors": _plain(result.errors), "variables": _plain(result.variables), "tokens": result.tokens,
+            "errors": plain(result.errors), "variables": plain(result.variables), "tokens": result.tokens,
             "batch_id": batch_id, "row": row, "trace": str(result.trace) if result.trace else None,
         }
         with self.engine.begin() as connection:

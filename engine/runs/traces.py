@@ -15,12 +15,12 @@ from typing import Any
 
 import orjson
 
-from engine.errors import UsageError
 from engine.compile.graph import RunPath
+from engine.errors import UsageError
 from engine.format.spec import MessageLevel
 from engine.runtime.trace import EVENT_LEVELS, Event, read_events
 
-__all__ = ["RunSummary", "Step", "find_trace", "list_runs", "run_path", "steps"]
+__all__ = ["RunSummary", "Step", "find_trace", "keep_event", "list_runs", "run_path", "steps"]
 
 
 def find_trace(reference: str, runs_dir: Path) -> Path:
@@ -152,6 +152,22 @@ def steps(events: Iterable[dict[str, Any]]) -> Iterator[Step]:
 
 def event_level(event: dict[str, Any]) -> MessageLevel:
     return EVENT_LEVELS.get(str(event.get("event")), MessageLevel.DEBUG)
+
+
+def keep_event(event: dict[str, Any], *, block: str | None = None, level: MessageLevel | None = None,
+               errors: bool = False) -> bool:
+    """Whether `diagrama trace` shows an event: of `block` (and the run's start and end), kept at `level`,
+    and with `errors` only failures and the run's start and end."""
+    if block and event.get("block") not in (block, None):
+        return False
+    if block and event.get("block") is None and event.get("event") not in (Event.RUN_STARTED, Event.RUN_FINISHED):
+        return False
+    if level is not None and event_level(event) > level:
+        return False
+    if not errors:
+        return True
+    return event.get("event") in (Event.BLOCK_FAILED, Event.RUN_FINISHED, Event.RUN_STARTED) or \
+        event.get("status") in ("failed", "ignored")
 
 
 def run_path(trace: Path) -> RunPath:

@@ -1,8 +1,10 @@
 """What a block sees of its run: scope, trace, services, and loop control.
 
 The scope holds inputs, variables, the current outputs (inside `set`/`when`), `error`
-and loop bindings. Services are injected (HTTP clients, environment, clock) so that
-blocks read no globals and tests can swap the far side of the wire.
+and loop bindings. Services are typed fields the caller fills (environment, clock,
+transports, the simulator, limits, reply observers, tool stubs) so that blocks read no
+globals and tests can swap the far side of the wire. The providers' own types stay
+out: this layer names what it needs of them as small Protocols.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.compile.templating import Scope
 from engine.errors import TemplateError
@@ -20,21 +23,58 @@ from engine.format.spec import MessageLevel
 from engine.runtime.trace import EVENT_LEVELS, Trace
 
 if TYPE_CHECKING:
+    import httpx  # annotations only: `import engine` must not load httpx
+
     from engine.compile.diagram import CompiledBlock, Diagram
 
-__all__ = ["RunContext", "Services"]
+__all__ = ["OfflineVendors", "ReplyObserver", "RunContext", "Services", "VendorSlots"]
+
+
+class OfflineVendors(Protocol):
+    """The simulator as the request path uses it: an in-process transport per vendor."""
+
+    def transport(self, vendor: str) -> httpx.AsyncBaseTransport: ...
+
+
+class VendorSlots(Protocol):
+    """Limits shared by runs (a batch's rate and concurrency): held around each HTTP attempt."""
+
+    def slot(self, vendor: str) -> AbstractAsyncContextManager[None]: ...
+
+
+ReplyObserver = Callable[[str, dict[str, Any]], None]
+"""observer(block id, {"text": ..., "calls": [{id, name, arguments}]}): hears each vendor reply a run reads."""
 
 
 @dataclass
 class Services:
-    """What runs share in a process: environment, offline switch, clients, clock."""
+    """What runs share in a process: environment, offline switch, clock, and the far side of the wire."""
 
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     offline: bool = False
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-    extras: dict[str, Any] = field(default_factory=dict)
-    """Per-process state that block families keep here (pooled HTTP clients, simulators)."""
+    transports: dict[str, httpx.AsyncBaseTransport] = field(default_factory=dict)
+    """A stand-in for a vendor's far side of the wire, by vendor name (tests, benchmarks)."""
+    http_clients: dict[tuple[str, int, int], httpx.AsyncClient] = field(default_factory=dict)
+    """The client pool, keyed by (vendor, event loop, transport); the providers fill it."""
+    simulator: OfflineVendors | None = None
+    """Where `offline` requests go; the providers make a default simulator on first use."""
+    limits: VendorSlots | None = None
+    """Per-vendor slots each HTTP attempt waits for (`diagrama batch`'s --rpm and --max-concurrent)."""
+    reply_observers: list[ReplyObserver] = field(default_factory=list)
+    """Called with every vendor reply a request block reads (`diagrama run --record` installs one)."""
+    tool_stubs: dict[str, Any] = field(default_factory=dict)
+    """Tool name → the result ToolDispatch returns instead of calling the handler (scenarios)."""
+
+    def share(self, source: Services) -> None:
+        """Use `source`'s shared state (wire stand-ins, client pool, simulator, limits, observers, stubs)."""
+        self.transports = source.transports
+        self.http_clients = source.http_clients
+        self.simulator = source.simulator
+        self.limits = source.limits
+        self.reply_observers = source.reply_observers
+        self.tool_stubs = source.tool_stubs
 
     def secrets(self) -> list[str]:
         """Values of environment variables that hold keys, so the trace can scrub them."""

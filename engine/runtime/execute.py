@@ -1,10 +1,12 @@
 """The step loop: run a diagram node by node from Start.
 
-One step: render and validate the block's inputs, run it, then either follow the
-port it chose (a Loop's body) or apply `set` and take the first link whose `when`
-holds. A RunError is then the error level's to decide: Ignore continues along
-`next` with empty outputs, Handle goes to `on_error` with `error` in scope, and
-anything else fails the run. Every run ends with a `run_finished` event.
+A run is an object advanced one step at a time (`_Run.step`). One step: render and
+validate the block's inputs, run it, then either follow the port it chose (a Loop's
+body) or apply `set` and take the first link whose `when` holds. The executor alone
+decides what an error does: Ignore continues along `next` with empty outputs, Handle
+goes to `on_error` with `error` in scope, anything else fails the run. An exception
+that is no RunError is a bug (`internal_error`, or `block_raised` for a plug-in's
+block) and fails the run. Every run ends with a `run_finished` event and a result.
 """
 
 from __future__ import annotations
@@ -13,20 +15,33 @@ import asyncio
 import contextlib
 import copy
 import time
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, NoReturn
 
 from pydantic import BaseModel, ValidationError
 
 from engine.compile.diagram import CompiledBlock, Diagram
 from engine.compile.templating import truthy
-from engine.errors import BlockError, InputError, RunError, RunTimeout, StepLimitReached, TemplateError
+from engine.errors import (
+    InputError,
+    InternalError,
+    RunError,
+    RunFailed,
+    RunTimeout,
+    StepLimitReached,
+    TableError,
+    TemplateError,
+    TraceWriteFailed,
+)
 from engine.format.spec import ErrorLevel, MessageLevel
-from engine.format.tables import TableError, to_table
+from engine.format.tables import to_table
+from engine.format.validation import dotted, validation_message
 from engine.format.values import full_value, short_value
 from engine.runtime.context import RunContext, Services
+from engine.runtime.failures import bug, call_block, kept_failure, step_context
 from engine.runtime.trace import Console, Event, Trace, new_run_id
 
 __all__ = ["RunResult", "execute"]
@@ -64,12 +79,16 @@ class RunResult:
         }
 
 
-class _RunFailed(Exception):
-    def __init__(self, error: RunError) -> None:
-        self.error = error
+def _fresh(value: Any, diagram: Diagram) -> Any:
+    """A run's own copy of a written value; `{csv: path}` becomes the table it names."""
+    if isinstance(value, dict) and set(value) == {"csv"}:
+        return to_table(value, diagram.directory)
+    return copy.deepcopy(value) if isinstance(value, (list, dict)) else value
 
 
-class _Executor:
+class _Run:
+    """One run of a diagram: its context, the path so far, the errors, the step count."""
+
     def __init__(self, diagram: Diagram, ctx: RunContext, trace: Trace) -> None:
         self.diagram = diagram
         self.ctx = ctx
@@ -79,7 +98,141 @@ class _Executor:
         self.steps = 0
         self.outputs: dict[str, Any] = {}
         self.tokens = 0
+        self.started = time.perf_counter()
         self._base_dir = {"base_dir": diagram.directory}
+
+    # -- the run as a whole ----------------------------------------------------------------
+    async def run(self, inputs: Mapping[str, Any]) -> str:
+        """Run from Start to the end; the status. Only an interruption (Ctrl-C, cancel) escapes."""
+        status = "failed"
+        try:
+            self._prepare_scope(inputs)
+            await self._steps_within_deadline()
+            status = "succeeded"
+        except RunFailed:
+            pass  # recorded where it happened
+        except Exception as exc:  # a bug outside any block's step
+            self._record_bug(self.ctx.current, bug(self.ctx.current, exc), exc)
+        except BaseException as exc:
+            self.errors.append({"block": self.ctx.current.id, "type": "run_interrupted",
+                                "message": f"the run was interrupted ({type(exc).__name__})"})
+            self._finish("failed")
+            raise
+        return self._finish(status)
+
+    def _prepare_scope(self, inputs: Mapping[str, Any]) -> None:
+        diagram = self.diagram
+        values = self.ctx.scope.values
+        start = diagram.start.id
+        try:
+            for name, default in diagram.settings.inputs.items():
+                values[name] = _fresh(default, diagram)
+            values.update(inputs)
+            for name, evaluator in diagram.variables:
+                values[name] = _fresh(evaluator.evaluate(self.ctx.scope), diagram)
+        except TemplateError as exc:
+            self._end(TemplateError(f"variables: {exc.message}", type=exc.type, block=start), announce=True)
+        except TableError as exc:
+            self._end(exc.at_block(start), announce=False)
+        except RunError as exc:  # an error a template function raised (tools() with an unknown group)
+            self._end(exc.at_block(start), announce=True)
+
+    async def _steps_within_deadline(self) -> None:
+        timeout = self.diagram.settings.timeout
+        deadline = asyncio.timeout(timeout) if timeout else contextlib.nullcontext()
+        try:
+            async with deadline:
+                await self._steps_from_start()
+        except TimeoutError:
+            if not (timeout and isinstance(deadline, asyncio.Timeout) and deadline.expired()):
+                raise
+            current = self.ctx.current
+            error = RunTimeout(f"the run took longer than its timeout of {timeout:g} s (Start 'timeout'); "
+                               f"block '{current.id}' was cancelled", block=current.id)
+            self.errors.append(error.as_dict())
+            self.trace.emit(Event.BLOCK_FAILED, block=current.id, block_type=current.type_name,
+                            error_type=error.type, message=error.message)
+            raise RunFailed(error) from None  # the cancellation is how the deadline works, not a cause
+
+    async def _steps_from_start(self) -> None:
+        max_steps = self.diagram.settings.max_steps
+        block: CompiledBlock | None = self.diagram.start
+        came_from: CompiledBlock | None = None
+        while block is not None:
+            # Checked first, as LangGraph's loop does: a step that may not run never starts.
+            if self.trace.failure is not None:
+                self._end(TraceWriteFailed(self.trace.failure_message(), block=block.id), announce=False)
+            if self.steps >= max_steps:
+                self._end(StepLimitReached(
+                    f"the run reached max_steps ({max_steps}) at block '{block.id}'; a cycle may never end "
+                    "(raise max_steps on the Start block if the run is meant to be this long)",
+                    block=block.id,
+                ), announce=True)
+            came_from, block = block, await self.step(block, came_from)
+
+    def _end(self, error: RunError, *, announce: bool) -> NoReturn:
+        """Fail the run with `error`, which no error level handles."""
+        self.errors.append(error.as_dict())
+        if announce:
+            self.trace.emit(Event.BLOCK_FAILED, block=error.block, error_type=error.type, message=error.message)
+        raise RunFailed(error)
+
+    def _finish(self, status: str) -> str:
+        self.trace.emit(Event.RUN_FINISHED, status=status, steps=self.steps, path=self.path, errors=self.errors,
+                        duration_ms=round((time.perf_counter() - self.started) * 1000, 3))
+        self.trace.close()
+        failure = self.trace.failure
+        if failure is not None and not any(e["type"] == TraceWriteFailed.type for e in self.errors):
+            # The last lines (run_finished itself) did not fit: the run cannot claim success.
+            self.errors.append(TraceWriteFailed(self.trace.failure_message(), block=self.ctx.current.id).as_dict())
+            status = "failed"
+        return status
+
+    def result(self, status: str) -> RunResult:
+        functions = self.diagram.env.functions
+        variables = {k: v for k, v in self.ctx.scope.values.items() if k not in functions}
+        return RunResult(run_id=self.ctx.run_id, status=status, variables=variables, path=self.path,
+                         errors=self.errors, trace=self.trace.path, duration=time.perf_counter() - self.started,
+                         steps=self.steps, diagram=self.diagram.name, outputs=self.outputs, tokens=self.tokens)
+
+    # -- one step ----------------------------------------------------------------------------
+    async def step(self, block: CompiledBlock, came_from: CompiledBlock | None) -> CompiledBlock | None:
+        """Run one block; the block to run next (None ends the run)."""
+        ctx = self.ctx
+        self.steps += 1
+        self.path.append(block.id)
+        ctx.current = block
+        ctx.port = None
+        ctx.entered_from_body = came_from is not None and came_from.id in block.body_region
+        level = block.message_level if block.message_level is not None else ctx.default_message_level
+        began = time.perf_counter()
+        if level:
+            self.trace.emit(Event.BLOCK_STARTED, block=block.id, block_type=block.type_name, step=self.steps,
+                            offset_ms=round((began - ctx.started) * 1000, 3))
+        shown: dict[str, Any] | None = None
+        try:
+            with step_context(block):
+                inputs, shown = self._inputs(block, level)
+                outputs = await call_block(block, inputs, ctx)
+                kept = kept_failure(block, outputs)
+                if kept is not None:
+                    raise kept
+                following, via = self._next(block, outputs)
+        except (RunError, InternalError) as error:
+            return self._failed(block, error, began, level, shown)
+        self.outputs[block.id] = outputs
+        usage = outputs.get("usage") if outputs else None
+        if usage:
+            self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+        if level:
+            self._emit_finished(block, began, following, "succeeded", shown, outputs, level, None, via)
+        return following
+
+    def _inputs(self, block: CompiledBlock, level: MessageLevel) -> tuple[BaseModel, dict[str, Any] | None]:
+        inputs = block.static_inputs
+        if inputs is None:
+            return self._render_inputs(block)
+        return inputs, ({name: evaluator.source for name, evaluator in block.inputs} if level else None)
 
     def _render_inputs(self, block: CompiledBlock) -> tuple[BaseModel, dict[str, Any]]:
         scope = self.ctx.scope
@@ -89,16 +242,28 @@ class _Executor:
             for name, evaluator in block.inputs:
                 rendered[name] = evaluator.evaluate(scope)
         except TemplateError as exc:
-            raise TemplateError(f"with.{name}: {exc.message}", type=exc.type) from None
+            raise TemplateError(f"with.{name}: {exc.message}", type=exc.type) from exc
         try:
             return block.inputs_model.model_validate(rendered, context=self._base_dir), rendered
         except ValidationError as exc:
-            problems = []
-            for error in exc.errors(include_url=False):
-                where = ".".join(str(part) for part in error["loc"]) or "with"
-                shown = short_value(error.get("input"))
-                problems.append(f"with.{where}: {error['msg']} (got {shown!r})")
-            raise InputError("; ".join(problems)) from None
+            problems = [f"with.{dotted(error['loc']) or 'with'}: {validation_message(error)}"
+                        for error in exc.errors(include_url=False)]
+            raise InputError("; ".join(problems)) from exc
+
+    def _next(self, block: CompiledBlock, outputs: Mapping[str, Any]) -> tuple[CompiledBlock | None, str]:
+        """The block after this one, and how it was reached: the block's port, or `set` then `next`."""
+        if self.ctx.port is not None:
+            return block.ports[self.ctx.port], self.ctx.port
+        if not block.reads_outputs:
+            return (block.links[0].target if block.links else None), "next"
+        scope = self.ctx.scope
+        scope.overlay(outputs)
+        try:
+            if block.set_items:
+                self._apply_set(block)
+            return self._choose(block), "next"
+        finally:
+            scope.clear_overlay()
 
     def _apply_set(self, block: CompiledBlock) -> None:
         scope = self.ctx.scope
@@ -108,7 +273,7 @@ class _Executor:
             for name, evaluator in block.set_items:
                 updates.append((name, evaluator.evaluate(scope)))
         except TemplateError as exc:
-            raise TemplateError(f"set.{name}: {exc.message}", type=exc.type) from None
+            raise TemplateError(f"set.{name}: {exc.message}", type=exc.type) from exc
         scope.values.update(updates)
 
     def _choose(self, block: CompiledBlock, *, lenient: bool = False) -> CompiledBlock | None:
@@ -123,103 +288,54 @@ class _Executor:
             except TemplateError as exc:
                 if lenient:
                     continue
-                raise TemplateError(f"next[{link.index}].when: {exc.message}", type=exc.type) from None
+                raise TemplateError(f"next[{link.index}].when: {exc.message}", type=exc.type) from exc
         return None
 
-    def _fail(self, block: CompiledBlock, error: RunError) -> tuple[CompiledBlock | None, str]:
+    # -- a failed step: the error level decides ------------------------------------------------
+    def _failed(self, block: CompiledBlock, error: RunError | InternalError, began: float, level: MessageLevel,
+                shown: dict[str, Any] | None) -> CompiledBlock | None:
+        if isinstance(error, InternalError):
+            self._record_bug(block, error, error.__cause__, began, level, shown)
+            raise RunFailed(error)  # a bug fails the run whatever the error level
+        # Errors are kept at every message level, and come before the step's end.
+        self.trace.emit(Event.BLOCK_FAILED, block=block.id, block_type=block.type_name, error_type=error.type,
+                        message=error.message)
+        error_level = block.error_level if block.error_level is not None else self.diagram.error_level
+        if level:
+            status = "ignored" if error_level is ErrorLevel.IGNORE else "failed"
+            self._emit_finished(block, began, None, status, shown, {}, level, error)
+        return self._apply_error_level(block, error, error_level)
+
+    def _apply_error_level(self, block: CompiledBlock, error: RunError, error_level: ErrorLevel) -> CompiledBlock | None:
         record: dict[str, Any] = dict(error.as_dict())
         self.errors.append(record)
-        level = block.error_level if block.error_level is not None else self.diagram.error_level
         scope = self.ctx.scope
-        if level is ErrorLevel.IGNORE:
+        if error_level is ErrorLevel.IGNORE:
             record["ignored"] = True
             scope.overlay(block.empty_outputs)
             try:
-                return self._choose(block, lenient=True), "next"
+                return self._choose(block, lenient=True)
             finally:
                 scope.clear_overlay()
         if block.on_error is not None:
             record["handled_by"] = block.on_error.id
             scope.values["error"] = {"block": error.block, "type": error.type, "message": error.message}
-            return block.on_error, "error"
-        raise _RunFailed(error)
+            return block.on_error
+        raise RunFailed(error)
 
-    async def steps_from_start(self) -> None:
-        ctx = self.ctx
-        scope = ctx.scope
-        trace = self.trace
-        default_level = ctx.default_message_level
-        max_steps = self.diagram.settings.max_steps
-        block: CompiledBlock | None = self.diagram.start
-        came_from: CompiledBlock | None = None
-        started = ctx.started
-        path = self.path
-        outputs_of = self.outputs
-        while block is not None:
-            if self.steps >= max_steps:
-                raise _RunFailed(
-                    StepLimitReached(
-                        f"the run reached max_steps ({max_steps}) at block '{block.id}'; a cycle may never end "
-                        "(raise max_steps on the Start block if the run is meant to be this long)",
-                        block=block.id,
-                    )
-                )
-            self.steps += 1
-            path.append(block.id)
-            ctx.current = block
-            ctx.port = None
-            ctx.entered_from_body = came_from is not None and came_from.id in block.body_region
-            level = block.message_level if block.message_level is not None else default_level
-            shown: dict[str, Any] | None = None
-            if level:
-                began = time.perf_counter()
-                trace.emit(Event.BLOCK_STARTED, block=block.id, block_type=block.type_name, step=self.steps,
-                           offset_ms=round((began - started) * 1000, 3))
-            try:
-                inputs = block.static_inputs
-                if inputs is None:
-                    inputs, shown = self._render_inputs(block)
-                elif level:
-                    shown = {name: evaluator.source for name, evaluator in block.inputs}
-                outputs = await block.impl.run(inputs, ctx)
-                if ctx.port is not None:
-                    following: CompiledBlock | None = block.ports[ctx.port]
-                    via = ctx.port
-                else:
-                    via = "next"
-                    if block.reads_outputs:
-                        scope.overlay(outputs)
-                        try:
-                            if block.set_items:
-                                self._apply_set(block)
-                            following = self._choose(block)
-                        finally:
-                            scope.clear_overlay()
-                    else:
-                        following = block.links[0].target if block.links else None
-            except Exception as exc:  # a plug-in's own bug is recorded like any block error
-                error = exc if isinstance(exc, RunError) else BlockError(
-                    f"{type(exc).__name__}: {exc}", type="block_raised", block=block.id
-                )
-                error.block = error.block or block.id
-                # Errors are kept at every message level, and come before the step's end.
-                trace.emit(Event.BLOCK_FAILED, block=block.id, block_type=block.type_name, error_type=error.type,
-                           message=error.message)
-                if level:
-                    ignored = (block.error_level if block.error_level is not None
-                               else self.diagram.error_level) is ErrorLevel.IGNORE
-                    self._emit_finished(block, began, None, "ignored" if ignored else "failed", shown, {},
-                                        level, error)
-                following, via = self._fail(block, error)
-                came_from, block = block, following
-                continue
-            outputs_of[block.id] = outputs
-            usage = outputs.get("usage") if outputs else None
-            if usage:
-                self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
-            if level:
-                self._emit_finished(block, began, following, "succeeded", shown, outputs, level, None, via)
-            came_from, block = block, following
+    def _record_bug(self, block: CompiledBlock, error: InternalError, cause: BaseException | None,
+                    began: float | None = None, level: MessageLevel | None = None,
+                    shown: dict[str, Any] | None = None) -> None:
+        """A bug ends the run failed; at Detailed the trace keeps its traceback for the report."""
+        fields: dict[str, Any] = {"block": block.id, "block_type": block.type_name, "error_type": error.type,
+                                  "message": error.message}
+        shown_level = level if level is not None else self.ctx.message_level
+        if shown_level >= MessageLevel.DETAILED and cause is not None:
+            fields["traceback"] = "".join(traceback.format_exception(cause))
+        self.trace.emit(Event.BLOCK_FAILED, **fields)
+        if began is not None and level:
+            self._emit_finished(block, began, None, "failed", shown, {}, level, error)
+        self.errors.append(error.as_dict())
 
     def _emit_finished(
         self,
@@ -230,7 +346,7 @@ class _Executor:
         inputs: dict[str, Any] | None,
         outputs: Mapping[str, Any],
         level: MessageLevel,
-        error: RunError | None,
+        error: RunError | InternalError | None,
         via: str | None = None,
     ) -> None:
         fields: dict[str, Any] = {
@@ -253,24 +369,6 @@ class _Executor:
         self.trace.emit(Event.BLOCK_FINISHED, **fields)
 
 
-def _fresh(value: Any, diagram: Diagram) -> Any:
-    """A run's own copy of a written value; `{csv: path}` becomes the table it names."""
-    if isinstance(value, dict) and set(value) == {"csv"}:
-        try:
-            return to_table(value, diagram.directory)
-        except TableError as exc:
-            raise _RunFailed(TableError(exc.message, block=diagram.start.id)) from None
-    return copy.deepcopy(value) if isinstance(value, (list, dict)) else value
-
-
-def _initial_scope(diagram: Diagram, inputs: Mapping[str, Any]) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for name, default in diagram.settings.inputs.items():
-        values[name] = _fresh(default, diagram)
-    values.update(inputs)
-    return values
-
-
 async def execute(
     diagram: Diagram,
     inputs: Mapping[str, Any] | None = None,
@@ -280,80 +378,23 @@ async def execute(
     services: Services | None = None,
     run_id: str | None = None,
     console: Console | None = None,
+    trace_file: IO[bytes] | None = None,
 ) -> RunResult:
-    """Run `diagram` once. `runs_dir=None` keeps no trace file (events are still built)."""
+    """Run `diagram` once. `runs_dir=None` keeps no trace file (events are still built).
+
+    `trace_file` is written instead of a file under `runs_dir` (the caller closes it).
+    """
     services = services or Services()
     run_id = run_id or new_run_id()
-    trace_path = runs_dir / run_id / "trace.jsonl" if runs_dir is not None else None
-    trace = Trace(trace_path, run_id, secrets=services.secrets(), console=console)
+    trace_path = runs_dir / run_id / "trace.jsonl" if runs_dir is not None and trace_file is None else None
+    trace = Trace(trace_path, run_id, secrets=services.secrets(), console=console, file=trace_file)
     default_level = message_level if message_level is not None else diagram.message_level
-    values: dict[str, Any] = {}
-    scope = diagram.env.new_scope(values)
-    ctx = RunContext(run_id, diagram, scope, trace, services, default_level)
-    executor = _Executor(diagram, ctx, trace)
-    started = time.perf_counter()
-    start_fields: dict[str, Any] = {"diagram": diagram.name, "path": str(diagram.path), "message_level": default_level.name.title()}
+    scope = diagram.env.new_scope({})
+    run = _Run(diagram, RunContext(run_id, diagram, scope, trace, services, default_level), trace)
+    start_fields: dict[str, Any] = {"diagram": diagram.name, "path": str(diagram.path),
+                                    "message_level": default_level.name.title()}
     if default_level >= MessageLevel.DEBUG:
         start_fields["inputs"] = {k: short_value(v) for k, v in (inputs or {}).items()}
     trace.emit(Event.RUN_STARTED, **start_fields)
-    status = "failed"
-    finished = False
-    try:
-        values.update(_initial_scope(diagram, inputs or {}))
-        try:
-            for name, evaluator in diagram.variables:
-                scope.values[name] = _fresh(evaluator.evaluate(scope), diagram)
-        except TemplateError as exc:
-            raise _RunFailed(TemplateError(f"variables: {exc.message}", type=exc.type,
-                                           block=diagram.start.id)) from None
-        timeout = diagram.settings.timeout
-        deadline = asyncio.timeout(timeout) if timeout else contextlib.nullcontext()
-        try:
-            async with deadline:
-                await executor.steps_from_start()
-        except TimeoutError:
-            if not (timeout and isinstance(deadline, asyncio.Timeout) and deadline.expired()):
-                raise
-            current = ctx.current
-            error = RunTimeout(f"the run took longer than its timeout of {timeout:g} s (Start 'timeout'); "
-                               f"block '{current.id}' was cancelled", block=current.id)
-            executor.errors.append(error.as_dict())
-            trace.emit(Event.BLOCK_FAILED, block=current.id, block_type=current.type_name,
-                       error_type=error.type, message=error.message)
-            raise _RunFailed(error) from None
-        status = "succeeded"
-    except _RunFailed as failure:
-        if failure.error.as_dict() not in executor.errors:
-            executor.errors.append(failure.error.as_dict())
-            if isinstance(failure.error, (StepLimitReached, TemplateError)):
-                trace.emit(Event.BLOCK_FAILED, block=failure.error.block, error_type=failure.error.type,
-                           message=failure.error.message)
-    except BaseException as exc:
-        executor.errors.append({"block": ctx.current.id, "type": "run_interrupted",
-                                "message": f"the run was interrupted ({type(exc).__name__})"})
-        trace.emit(Event.RUN_FINISHED, status="failed", steps=executor.steps, path=executor.path,
-                   errors=executor.errors, duration_ms=round((time.perf_counter() - started) * 1000, 3))
-        finished = True
-        trace.close()
-        raise
-    finally:
-        if not finished:
-            duration = time.perf_counter() - started
-            trace.emit(Event.RUN_FINISHED, status=status, steps=executor.steps, path=executor.path,
-                       errors=executor.errors, duration_ms=round(duration * 1000, 3))
-            trace.close()
-    functions = diagram.env.functions
-    variables = {k: v for k, v in scope.values.items() if k not in functions}
-    return RunResult(
-        run_id=run_id,
-        status=status,
-        variables=variables,
-        path=executor.path,
-        errors=executor.errors,
-        trace=trace_path,
-        duration=time.perf_counter() - started,
-        steps=executor.steps,
-        diagram=diagram.name,
-        outputs=executor.outputs,
-        tokens=executor.tokens,
-    )
+    status = await run.run(inputs or {})
+    return run.result(status)

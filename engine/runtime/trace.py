@@ -1,12 +1,17 @@
-"""A run's trace: the event vocabulary, the structlog processor chain, the JSONL file.
+"""A run's trace: the event vocabulary, the processor chain, the JSONL file.
 
 Each run binds its own chain (nothing global): stamp → redact headers → console tee →
-JSON render (orjson) → redact secrets. Lines are written unbuffered, one syscall per
-event, so a crash or Ctrl-C still leaves every event emitted before it on disk.
+JSON render → redact secrets. Each event line leaves in one unbuffered write, whole or
+not at all, so a crash or Ctrl-C still leaves every event emitted before it on disk.
+Writing never fails a step: rendering falls back for values orjson refuses, and a
+failed write (a full disk) stops the file and is kept in `failure` for the executor.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import re
 import secrets as _secrets
 import time
@@ -16,10 +21,9 @@ from pathlib import Path
 from typing import IO, Any
 
 import orjson
-import structlog
 
 from engine.format.spec import MessageLevel
-from engine.format.values import json_default
+from engine.format.values import dumps
 
 __all__ = [
     "EVENT_LEVELS",
@@ -54,7 +58,6 @@ class Event:
     HTTP_RESPONSE = "http_response"
     TOOLS_SELECTED = "tools_selected"
     TOOL_CALLED = "tool_called"
-    NOTE = "note"
 
 
 EVENT_LEVELS: dict[str, MessageLevel] = {
@@ -68,7 +71,6 @@ EVENT_LEVELS: dict[str, MessageLevel] = {
     Event.PROVIDER_RETRIED: MessageLevel.DEBUG,
     Event.TOOLS_SELECTED: MessageLevel.DEBUG,
     Event.TOOL_CALLED: MessageLevel.DEBUG,
-    Event.NOTE: MessageLevel.DEBUG,
     Event.HTTP_REQUEST: MessageLevel.DETAILED,
     Event.HTTP_RESPONSE: MessageLevel.DETAILED,
 }
@@ -94,22 +96,74 @@ def _redact_headers(value: Any) -> Any:
 
 
 class _Sink:
-    """The logger at the end of the chain: one unbuffered write per event."""
+    """The logger at the end of the chain: one write per event line, whole lines only.
 
-    __slots__ = ("_file", "count")
+    A write that fails (ENOSPC, EIO) stops the file: a partly written line is cut
+    off again where the file can be truncated, and the error is kept in `failure`.
+    """
+
+    __slots__ = ("_file", "_size", "count", "failure")
 
     def __init__(self, file: IO[bytes] | None) -> None:
         self._file = file
+        self._size = _size_of(file)
         self.count = 0
+        self.failure: OSError | None = None
 
     def msg(self, line: bytes) -> None:
         self.count += 1
-        if self._file is not None:
-            self._file.write(line + b"\n")
+        file = self._file
+        if file is None:
+            return
+        data = line + b"\n"
+        try:
+            _write_all(file, data)
+        except OSError as exc:
+            self._stop(file, exc)
+            return
+        self._size += len(data)
+
+    def _stop(self, file: IO[bytes], exc: OSError) -> None:
+        self._file = None
+        self.failure = exc
+        # Drop a torn line; devices such as /dev/full refuse to truncate, which is fine.
+        with contextlib.suppress(OSError, ValueError):
+            file.truncate(self._size)
+
+
+def _size_of(file: IO[bytes] | None) -> int:
+    try:
+        return file.tell() if file is not None else 0
+    except (OSError, ValueError):
+        return 0
+
+
+def _write_all(file: IO[bytes], data: bytes) -> None:
+    # A raw file writes with one os.write; it may write part of a line when the disk
+    # fills, and the next write then raises ENOSPC.
+    view = memoryview(data)
+    while view:
+        written = file.write(view)
+        if written is None:  # a buffered writer: it wrote everything or raised
+            return
+        if written <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[written:]
+
+
+def _describe(failure: OSError) -> str:
+    if failure.errno == errno.ENOSPC:
+        return "disk full (ENOSPC)"
+    code = errno.errorcode.get(failure.errno or 0)
+    reason = failure.strerror or str(failure)
+    return f"{reason} ({code})" if code else reason
 
 
 class Trace:
-    """Writes one run's events; a no-op file when `path` is None (events still counted)."""
+    """Writes one run's events; a no-op file when `path` is None (events still counted).
+
+    `file` replaces the file at `path` (a test's failing file; the caller closes it).
+    """
 
     def __init__(
         self,
@@ -118,23 +172,27 @@ class Trace:
         *,
         secrets: Iterable[str] = (),
         console: Console | None = None,
+        file: IO[bytes] | None = None,
     ) -> None:
         self.path = path
         self.run_id = run_id
-        self._file: IO[bytes] | None = None
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(path, "ab", buffering=0)  # noqa: SIM115  # closed by close()
+        self._where = str(path) if path is not None else str(getattr(file, "name", "the trace file"))
+        self._owned: IO[bytes] | None = None
+        opened: OSError | None = None
+        if file is None and path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                file = self._owned = open(path, "ab", buffering=0)  # noqa: SIM115  # closed by close()
+            except OSError as exc:
+                opened = exc
         self._secrets = tuple(sorted({s.encode() for s in secrets if s and len(s) >= 4}, key=len, reverse=True))
         self._console = console
-        self._sink = _Sink(self._file)
+        self._sink = _Sink(file)
+        self._sink.failure = opened
         processors: list[Any] = [self._stamp, self._scrub_headers]
         if console is not None:
             processors.append(self._tee)
-        processors += [
-            structlog.processors.JSONRenderer(serializer=orjson.dumps, default=json_default),
-            self._scrub_secrets,
-        ]
+        processors += [self._render, self._scrub_secrets]
         # The chain runs as structlog's BoundLogger would run it, minus the per-call
         # context copy and method proxying, which cost more than the rest of an event.
         self._processors = tuple(processors)
@@ -156,6 +214,10 @@ class Trace:
         assert self._console is not None
         self._console(event, self.redact)
         return event
+
+    @staticmethod
+    def _render(_logger: Any, _name: str, event: dict[str, Any]) -> bytes:
+        return dumps(event)  # never raises: 2 ** 70 and unknown objects have a fallback
 
     def _scrub_secrets(self, _logger: Any, _name: str, line: bytes) -> bytes:
         for secret in self._secrets:
@@ -180,11 +242,26 @@ class Trace:
     def count(self) -> int:
         return self._sink.count
 
+    @property
+    def failure(self) -> OSError | None:
+        """Why the trace file stopped being written (a full disk), or None."""
+        return self._sink.failure
+
+    def failure_message(self) -> str:
+        """The failure in words, naming the file: "cannot write the trace runs/x/trace.jsonl: disk full (ENOSPC)"."""
+        failure = self._sink.failure
+        if failure is None:
+            return ""
+        return f"cannot write the trace {self._where}: {_describe(failure)}"
+
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-            self._sink._file = None  # our own sink
+        self._sink._file = None  # our own sink
+        if self._owned is not None:
+            owned, self._owned = self._owned, None
+            try:
+                owned.close()
+            except OSError as exc:
+                self._sink.failure = self._sink.failure or exc
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from engine.errors import DiagramaError
-from engine.testing.scenarios import LoadedScenario, Verdict, load_scenarios, run_scenario
+from engine.errors import DiagramaError, ScenarioFailed
+from engine.testing.scenarios import LoadedScenario, load_scenarios, run_scenario
 
 
 def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
@@ -25,15 +25,9 @@ class ScenarioFile(pytest.File):
         try:
             scenarios = load_scenarios(self.path)
         except DiagramaError as exc:
-            raise self.CollectError(str(exc)) from None
+            raise self.CollectError(str(exc)) from None  # pytest shows our one-line message, not a chain
         for scenario in scenarios:
             yield ScenarioItem.from_parent(self, name=scenario.name, scenario=scenario)
-
-
-class ScenarioFailed(Exception):
-    def __init__(self, verdict: Verdict) -> None:
-        super().__init__(verdict.report())
-        self.verdict = verdict
 
 
 class ScenarioItem(pytest.Item):
@@ -50,11 +44,11 @@ class ScenarioItem(pytest.Item):
         runs_dir = Path(self.config.rootpath) / "runs"
         verdict = run_scenario(self.scenario, registry(), runs_dir)
         if not verdict.passed:
-            raise ScenarioFailed(verdict)
+            raise ScenarioFailed(verdict.report())
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, ScenarioFailed):
-            return excinfo.value.verdict.report()
+            return excinfo.value.report
         return str(super().repr_failure(excinfo))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

@@ -15,19 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.compile.block import BlockRegistry
 from engine.compile.inputs import check_inputs
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramaError, DiagramInvalid, Problem
+from engine.format.jsonout import dumps_plain, plain
 from engine.format.yamlfile import LineMap, read_yaml
 from engine.providers.simulator import Simulator
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
 
-__all__ = ["Scenario", "ScenarioFile", "Verdict", "load_scenarios", "record_scenario", "run_scenario"]
+__all__ = ["Scenario", "ScenarioFile", "Verdict", "load_scenarios", "record_scenario", "run_scenario", "scenario_files"]
 
 
 class ToolCallReply(BaseModel):
@@ -129,6 +129,17 @@ class LoadedScenario:
         return self.spec.scenario
 
 
+def scenario_files(paths: list[Path]) -> list[Path]:
+    """The files named, and every *.scenario.yaml below the folders named, in order."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(path.rglob("*.scenario.yaml"))
+        else:
+            found.append(path)
+    return found
+
+
 def load_scenarios(path: Path) -> list[LoadedScenario]:
     """Read a scenario file; problems carry file and line, as diagram errors do."""
     data, lines = read_yaml(path)
@@ -184,13 +195,11 @@ class Verdict:
 
 
 def _dumps(value: Any) -> str:
-    from engine.format.values import json_default
-
-    return orjson.dumps(value, default=json_default, option=orjson.OPT_SORT_KEYS).decode()
+    return dumps_plain(value, sort_keys=True)
 
 
 def _plain(value: Any) -> Any:
-    return orjson.loads(_dumps(value))
+    return plain(value, sort_keys=True)
 
 
 def _matches(expected: Any, actual: Any) -> bool:
@@ -265,7 +274,7 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
         await asyncio.sleep(0)  # retries happen at once: scenarios test behaviour, not clocks
 
     services = Services(environ={}, offline=True, sleep=no_wait,
-                        extras={"simulator": simulator, "tool_stubs": dict(scenario.spec.tools)})
+                        simulator=simulator, tool_stubs=dict(scenario.spec.tools))
     result = await execute(diagram, inputs, runs_dir=runs_dir, services=services)
     return Verdict(scenario, result, list(_check(scenario.spec, result, simulator)))
 

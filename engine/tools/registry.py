@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from engine.errors import DiagramInvalid, Problem, ToolError
 from engine.format.names import valid_tool_name
 from engine.format.tables import DataTable
+from engine.format.validation import dotted, validation_message
 from engine.format.yamlfile import LineMap, read_yaml
 from engine.tools.embeddings import Embedder, EmbeddingCache, make_embedder
 
@@ -262,8 +263,8 @@ def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: Li
             except ValidationError as exc:
                 for error in exc.errors(include_url=False):
                     location = tuple(error["loc"])
-                    problems.append(Problem(source, lines.line(location), error["msg"],
-                                            field=".".join(map(str, location))))
+                    problems.append(Problem(source, lines.line(location), validation_message(error),
+                                            field=dotted(location)))
                 continue
             embedder_spec = embedder_spec or registry.embedder
             entries = [(index, raw) for index, raw in enumerate(registry.tools)]
@@ -283,8 +284,8 @@ def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: Li
                 except ValidationError as exc:
                     for error in exc.errors(include_url=False):
                         loc = tuple(error["loc"])
-                        problems.append(Problem(source, lines.line((*where, *loc)), error["msg"],
-                                                block=None, field=f"tools[{index}]." + ".".join(map(str, loc)),
+                        problems.append(Problem(source, lines.line((*where, *loc)), validation_message(error),
+                                                block=None, field=f"tools[{index}].{dotted(loc)}",
                                                 code="invalid_tool"))
                     continue
                 tool_field = f"tools[{index}]" if index >= 0 else "standard_tools"

@@ -1,254 +1,323 @@
-"""`diagrama serve`: a read-only web view of a folder of diagrams and their runs.
+"""`diagrama serve`: the studio — an HTTP API over a folder of diagrams and their runs, and its page.
 
-A Starlette app with a small JSON API and one static page that draws diagrams as SVG.
-Layouts come from `position` or a layered layout computed here; the YAML files stay
-the source of truth. Paths are confined to the served folder, and no key is ever sent.
+The YAML files stay the source of truth: the page edits the diagram as JSON, and a save
+writes the smallest YAML change (engine.web.yaml_edit). Every request passes the Guard
+(own Host; state changes only from the page's origin, as JSON, with the server's token).
+Runs from the page are offline unless the server was started with `--allow-online`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import re
+import difflib
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from engine.compile.block import BlockRegistry
-from engine.compile.inputs import check_inputs
-from engine.compile.loader import load_diagram
-from engine.errors import DiagramaError, DiagramInvalid, Problem
-from engine.format.values import json_default
-from engine.format.yamlfile import read_yaml
-from engine.runs.traces import list_runs, run_path, steps
 from engine.runtime.context import Services
-from engine.runtime.execute import execute
-from engine.runtime.trace import new_run_id, read_events
+from engine.web.files import Folder, FolderError
+from engine.web.guard import TOKEN_HEADER, Guard, allowed_hosts, new_token
+from engine.web.http import JSON, error, handle, json_body
+from engine.web.runs import RunRoutes
+from engine.web.view import compile_text, layered_layout, problem_json, raw_links, studio_document
+from engine.web.yaml_edit import EditError, apply_edit, content_hash, new_diagram_text, to_json
 
-__all__ = ["create_app", "diagram_view", "layered_layout"]
+__all__ = ["STUDIO_BUILD", "create_app", "palette"]
 
-STATIC = Path(__file__).parent / "static"
-_RUN_ID = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
-_LEVELS = {"error_level": "Handle", "message_level": "Debug"}
-
-
-class _JSON(JSONResponse):
-    def render(self, content: Any) -> bytes:
-        return orjson.dumps(content, default=json_default, option=orjson.OPT_NON_STR_KEYS)
+STUDIO_BUILD = Path(__file__).parent / "ui" / "dist"
 
 
-def _not_found(what: str = "not found") -> Response:
-    return _JSON({"error": what}, status_code=404)
+def palette(registry: BlockRegistry) -> list[dict[str, Any]]:
+    """Each block type as the studio's palette and property panel need it, from its models."""
+    found = []
+    for name, block in sorted(registry.items()):
+        inputs = block.Inputs.model_json_schema()
+        tables = {}
+        for field, schema in inputs.get("properties", {}).items():
+            options = schema.get("anyOf", [])
+            if any(isinstance(o, dict) and "csv" in o.get("properties", {}) for o in options):
+                tables[field] = field if field in ("history", "tools") else "table"
+        found.append({
+            "type": name,
+            "description": (block.__doc__ or "").strip().splitlines()[0] if block.__doc__ else "",
+            "inputs_schema": inputs,
+            "settings_schema": block.Settings.model_json_schema() if block.Settings is not None else None,
+            "outputs": list(block.output_names()),
+            "ports": ["next", "on_error", *block.ports()],
+            "body_names": list(block.body_names),
+            "table_fields": tables,
+            "is_start": block.is_start,
+        })
+    return found
 
 
-def _links(raw: dict[str, Any]) -> list[dict[str, Any]]:
-    links: list[dict[str, Any]] = []
-    following = raw.get("next")
-    if isinstance(following, str):
-        links.append({"target": following, "kind": "next", "when": None})
-    elif isinstance(following, list):
-        for link in following:
-            if isinstance(link, dict) and isinstance(link.get("to"), str):
-                links.append({"target": link["to"], "kind": "next", "when": link.get("when")})
-    if isinstance(raw.get("on_error"), str):
-        links.append({"target": raw["on_error"], "kind": "error", "when": None})
-    if isinstance(raw.get("body"), str):
-        links.append({"target": raw["body"], "kind": "body", "when": None})
-    return links
+class _Texts:
+    """Recent file texts by hash, so a refused save can show what changed on disk since the page loaded."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._texts: OrderedDict[str, str] = OrderedDict()
+        self._size = size
+
+    def remember(self, text: str) -> str:
+        digest = content_hash(text)
+        self._texts[digest] = text
+        self._texts.move_to_end(digest)
+        while len(self._texts) > self._size:
+            self._texts.popitem(last=False)
+        return digest
+
+    def get(self, digest: str) -> str | None:
+        return self._texts.get(digest)
 
 
-def layered_layout(ids: list[str], edges: list[tuple[str, str, str]], start: str | None) -> dict[str, tuple[float, float]]:
-    """Layers by distance from Start along next/body links; error handlers sit beside."""
-    import networkx as nx
+class Studio:
+    """The diagram endpoints: read, save, validate, create, rename, delete, CSV preview."""
 
-    graph = nx.DiGraph()
-    graph.add_nodes_from(ids)
-    graph.add_edges_from((a, b) for a, b, kind in edges if kind != "error" and a in graph and b in graph)
-    depth: dict[str, int] = dict(nx.single_source_shortest_path_length(graph, start)) if start in graph else {}
-    for a, b, kind in edges:
-        if kind == "error" and a in depth and b not in depth:
-            depth[b] = depth[a] + 1
-    deepest = max(depth.values(), default=0)
-    for node in ids:
-        if node not in depth:
-            deepest += 1
-            depth[node] = deepest
-    layers: dict[int, list[str]] = {}
-    for node in ids:  # file order within a layer keeps the drawing stable
-        layers.setdefault(depth[node], []).append(node)
-    positions: dict[str, tuple[float, float]] = {}
-    for level, members in layers.items():
-        for index, node in enumerate(members):
-            positions[node] = (80 + index * 240 - (len(members) - 1) * 120 + 400, 60 + level * 130)
-    return positions
+    def __init__(self, folder: Folder, registry: BlockRegistry, read_only: bool) -> None:
+        self.folder = folder
+        self.registry = registry
+        self.read_only = read_only
+        self.texts = _Texts()
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise FolderError(403, "the studio was started with --read-only")
+
+    def document(self, path: Path, text: str, *, with_lines: bool = True) -> dict[str, Any]:
+        """Problems and the compiled picture of a diagram's text (as if it were the file at `path`)."""
+        diagram, problems = compile_text(text, path, self.registry)
+        from engine.compile.validate import template_scope  # the same scope the static check uses
+
+        scope = template_scope(diagram) if diagram is not None else {}
+        data = to_json(text) if text.strip() else {}
+        return {"problems": [problem_json(p, with_line=with_lines) for p in problems],
+                "compiled": studio_document(data, diagram, scope), "valid": not problems}
+
+    def registries(self, path: Path, text: str) -> list[dict[str, Any]]:
+        diagram, _ = compile_text(text, path, self.registry)
+        if diagram is None or diagram.tools is None:
+            return []
+        groups: dict[str, dict[str, Any]] = {}
+        for tool in diagram.tools.tools.values():
+            group = groups.setdefault(tool.entry.group or "", {"group": tool.entry.group or "", "tools": []})
+            group["tools"].append({"name": tool.name, "description": tool.entry.description,
+                                   "enabled": tool.entry.enabled})
+        return list(groups.values())
+
+    async def get(self, request: Request) -> Response:
+        path = self.folder.diagram(request.path_params["path"])
+        text = self.folder.read(path)
+        digest = self.texts.remember(text)
+        try:
+            data = to_json(text)
+        except EditError as exc:
+            data = {}
+            document = {"problems": [{"line": None, "column": None, "block": None, "field": None, "message": str(exc),
+                                      "hint": None, "code": "invalid_yaml", "severity": "error"}],
+                        "compiled": studio_document({}, None, {}), "valid": False}
+        else:
+            document = self.document(path, text)
+        legacy = _legacy_view(self.folder.relative(path), data, document)
+        return JSON(legacy | {"path": self.folder.relative(path), "hash": digest, "diagram": data, **document,
+                              "registries": self.registries(path, text) if document["valid"] else []})
+
+    async def hash(self, request: Request) -> Response:
+        path = self.folder.diagram(request.path_params["path"])
+        return JSON({"hash": content_hash(self.folder.read(path))})
+
+    async def put(self, request: Request) -> Response:
+        self._writable()
+        path = self.folder.diagram(request.path_params["path"])
+        payload = await json_body(request)
+        base, diagram = payload.get("base_hash"), payload.get("diagram")
+        if not isinstance(base, str) or not isinstance(diagram, dict):
+            raise FolderError(422, "send {\"base_hash\": the hash you loaded, \"diagram\": the diagram as JSON}")
+        current = self.folder.read(path)
+        digest = self.texts.remember(current)
+        if digest != base:
+            before = self.texts.get(base)
+            diff = "".join(difflib.unified_diff(before.splitlines(True), current.splitlines(True), "loaded", "on disk")) \
+                if before is not None else ""
+            return error(409, "the file changed on disk since you loaded it", hash=digest, diff=diff)
+        try:
+            text = apply_edit(current, diagram)
+        except EditError as exc:
+            raise FolderError(422, str(exc)) from exc
+        if text != current:
+            self.folder.write(path, text)
+        digest = self.texts.remember(text)
+        return JSON({"hash": digest, **self.document(path, text)})
+
+    async def validate(self, request: Request) -> Response:
+        payload = await json_body(request)
+        diagram, relative = payload.get("diagram"), payload.get("path")
+        if not isinstance(diagram, dict):
+            raise FolderError(422, "send {\"diagram\": the diagram as JSON, \"path\": its file in the folder}")
+        base = self.folder.inside(relative) if isinstance(relative, str) else None
+        path = base if base is not None else self.folder.root / "draft.yaml"
+        current = self.folder.read(path) if path.is_file() else ""
+        try:
+            text = apply_edit(current, diagram) if current else _dump(diagram)
+        except EditError as exc:
+            raise FolderError(422, str(exc)) from exc
+        return JSON(self.document(path, text))
+
+    async def create(self, request: Request) -> Response:
+        self._writable()
+        payload = await json_body(request)
+        path = self.folder.new_name(payload.get("path"))
+        copy_of = payload.get("copy_of")
+        if copy_of is not None:
+            text = self.folder.read(self.folder.diagram(str(copy_of)))
+        else:
+            text = new_diagram_text(path.stem.replace(" ", "-"))
+        self.folder.write(path, text)
+        return JSON({"path": self.folder.relative(path)}, status_code=201)
+
+    async def rename(self, request: Request) -> Response:
+        self._writable()
+        source = self.folder.diagram(request.path_params["path"])
+        target = self.folder.new_name((await json_body(request)).get("to"))
+        source.rename(target)
+        return JSON({"path": self.folder.relative(target)})
+
+    async def delete(self, request: Request) -> Response:
+        self._writable()
+        if request.headers.get("content-type", "").split(";")[0] != "application/json":
+            raise FolderError(415, "send JSON with Content-Type: application/json")
+        self.folder.diagram(request.path_params["path"]).unlink()
+        return Response(status_code=204)
+
+    async def csv(self, request: Request) -> Response:
+        path = self.folder.diagram(request.path_params["path"])
+        return JSON(self.folder.csv_preview(path, request.query_params.get("file", "")))
 
 
-def diagram_view(path: Path, root: Path, registry: BlockRegistry) -> dict[str, Any]:
-    """What the page draws: blocks as written, links, layout, effective levels, problems."""
-    problems: list[Problem] = []
+def _dump(diagram: dict[str, Any]) -> str:
+    import yaml
+
     try:
-        load_diagram(path, registry)
-    except DiagramInvalid as exc:
-        problems = exc.problems
-    try:
-        data, _lines = read_yaml(path)
-    except DiagramInvalid as exc:
-        data, problems = {}, exc.problems
+        dumped: str = yaml.dump(diagram, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
+                             allow_unicode=True)
+    except (yaml.YAMLError, RecursionError) as exc:
+        raise EditError(f"the diagram cannot be written as YAML: {type(exc).__name__}") from exc
+    return dumped
+
+
+def _legacy_view(relative: str, data: Any, document: dict[str, Any]) -> dict[str, Any]:
+    """The read-only view's fields (blocks with positions, links, bodies, levels), kept for scripts using them."""
     data = data if isinstance(data, dict) else {}
     raw_blocks = [b for b in data.get("blocks") or [] if isinstance(b, dict) and isinstance(b.get("id"), str)]
-    start = next((b for b in raw_blocks if b.get("type") == "Start"), {})
-    defaults = {key: start.get(key, "Default") for key in _LEVELS}
+    compiled = document["compiled"]
+    links = compiled["links"] or raw_links(data)
+    start = next((b["id"] for b in raw_blocks if b.get("type") == "Start"), None)
+    layout = layered_layout([b["id"] for b in raw_blocks], links, start)
     by_block: dict[str, list[str]] = {}
-    general: list[str] = []
-    for problem in problems:
-        text = f"line {problem.line}: {problem.message}" if problem.line else problem.message
-        if problem.hint:
-            text += f" ({problem.hint})"
-        (by_block.setdefault(problem.block, []) if problem.block else general).append(
-            text if not problem.field else f"{problem.field}: {text}")
-    links = [{"source": b["id"], **link} for b in raw_blocks for link in _links(b)]
-    known = {b["id"] for b in raw_blocks}
-    links = [link for link in links if link["target"] in known]
-    layout = layered_layout([b["id"] for b in raw_blocks], [(e["source"], e["target"], e["kind"]) for e in links],
-                            start.get("id"))
+    for problem in document["problems"]:
+        if problem["block"]:
+            text = f"line {problem['line']}: {problem['message']}" if problem["line"] else problem["message"]
+            text += f" ({problem['hint']})" if problem["hint"] else ""
+            by_block.setdefault(problem["block"], []).append(f"{problem['field']}: {text}" if problem["field"] else text)
     blocks = []
     for raw in raw_blocks:
-        levels = {}
-        for key, built_in in _LEVELS.items():
-            own = raw.get(key, "Default")
-            if raw is start:
-                levels[key] = {"value": own if own != "Default" else built_in, "inherited": own == "Default",
-                               "from": "built-in default" if own == "Default" else "this block"}
-            elif own in (None, "Default"):
-                value = defaults[key] if defaults[key] != "Default" else built_in
-                levels[key] = {"value": value, "inherited": True, "from": f"Start '{start.get('id', '?')}'"}
-            else:
-                levels[key] = {"value": own, "inherited": False, "from": "this block"}
         position = raw.get("position")
         x, y = position if isinstance(position, list) and len(position) == 2 else layout[raw["id"]]
         settings = {k: v for k, v in raw.items() if k not in ("id", "type", "label", "position", "with", "set", "next",
                                                               "on_error", "body", "error_level", "message_level")}
         blocks.append({"id": raw["id"], "type": raw.get("type"), "label": raw.get("label"), "x": x, "y": y,
                        "with": raw.get("with") or {}, "set": raw.get("set") or {}, "settings": settings,
-                       "levels": levels, "problems": by_block.get(raw["id"], [])})
-    bodies = []
-    for raw in raw_blocks:
-        if raw.get("type") == "Loop" and isinstance(raw.get("body"), str):
-            bodies.append({"loop": raw["id"], "members": _body_members(raw, raw_blocks)})
-    return {"path": path.relative_to(root).as_posix(), "name": data.get("diagram", path.stem),
-            "description": data.get("description", ""), "blocks": blocks, "links": links, "bodies": bodies,
-            "problems": general, "valid": not problems, "inputs": start.get("inputs") or {}}
+                       "levels": compiled["levels"].get(raw["id"], {}), "problems": by_block.get(raw["id"], [])})
+    start_block = next((b for b in raw_blocks if b.get("type") == "Start"), {})
+    return {"name": data.get("diagram", Path(relative).stem), "description": data.get("description", ""),
+            "blocks": blocks, "links": links, "bodies": compiled["bodies"],
+            "inputs": start_block.get("inputs") or {}}
 
 
-def _body_members(loop: dict[str, Any], raw_blocks: list[dict[str, Any]]) -> list[str]:
-    by_id = {b["id"]: b for b in raw_blocks}
-    members: list[str] = []
-    pending = [loop["body"]]
-    while pending:
-        current = pending.pop()
-        if current in members or current == loop["id"] or current not in by_id:
-            continue
-        members.append(current)
-        pending += [link["target"] for link in _links(by_id[current]) if link["kind"] != "error"]
-    return members
-
-
-def create_app(root: Path, runs_dir: Path, registry: BlockRegistry, services: Services | None = None) -> Starlette:
-    root = root.resolve()
-    runs_dir = runs_dir.resolve()
-    tasks: set[asyncio.Task[Any]] = set()
-
-    def diagram_file(relative: str) -> Path | None:
-        candidate = (root / relative).resolve()
-        if not candidate.is_relative_to(root) or candidate.suffix not in (".yaml", ".yml") or not candidate.is_file():
-            return None
-        return candidate
-
-    def trace_file(run_id: str) -> Path | None:
-        if not _RUN_ID.match(run_id):
-            return None
-        candidate = runs_dir / run_id / "trace.jsonl"
-        return candidate if candidate.is_file() else None
-
+def _index(token: str) -> Callable[[Request], Awaitable[Response]]:
     async def index(_: Request) -> Response:
-        return FileResponse(STATIC / "index.html")
+        page = STUDIO_BUILD / "index.html"
+        if not page.is_file():
+            return HTMLResponse("<h1>diagrama studio</h1><p>The studio's front-end is not built. Reinstall diagrama "
+                                "(<code>pip install -e .</code> builds it with npm), or run <code>npm ci && npm run build"
+                                "</code> in engine/web/ui.</p>", status_code=503)
+        html = page.read_text(encoding="utf-8").replace(
+            "</head>", f'<meta name="diagrama-token" content="{token}"></head>', 1)
+        return HTMLResponse(html, headers={"Cache-Control": "no-store", "X-Frame-Options": "DENY",
+                                           "Content-Security-Policy": "frame-ancestors 'none'"})
+
+    return index
+
+
+def create_app(
+    root: Path,
+    runs_dir: Path,
+    registry: BlockRegistry,
+    services: Services | None = None,
+    *,
+    read_only: bool = False,
+    allow_online: bool = False,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    extra_hosts: tuple[str, ...] = (),
+    token: str | None = None,
+) -> Guard:
+    """The studio as an ASGI app, guarded; `token` is made per server unless given (tests)."""
+    folder = Folder(root)
+    token = token or new_token()
+    studio = Studio(folder, registry, read_only)
+    runs = RunRoutes(folder, runs_dir.resolve(), registry, services, allow_online=allow_online)
+
+    async def session(_: Request) -> Response:
+        return JSON({"read_only": read_only, "allow_online": allow_online, "root": folder.root.name,
+                     "token": token, "token_header": TOKEN_HEADER})
+
+    async def blocks(_: Request) -> Response:
+        return JSON(palette(registry))
 
     async def diagrams(_: Request) -> Response:
-        found = []
-        for path in sorted([*root.glob("*.yaml"), *root.glob("*.yml")]):
-            view = diagram_view(path, root, registry)
-            found.append({k: view[k] for k in ("path", "name", "description", "valid")} | {"blocks": len(view["blocks"])})
-        return _JSON(found)
-
-    async def diagram(request: Request) -> Response:
-        path = diagram_file(request.path_params["path"])
-        return _JSON(diagram_view(path, root, registry)) if path else _not_found()
-
-    async def diagram_runs(request: Request) -> Response:
-        path = diagram_file(request.path_params["path"])
-        if path is None:
-            return _not_found()
         listed = []
-        for summary in list_runs(runs_dir, limit=200):
-            if summary.path == str(path):
-                listed.append({"run_id": summary.run_id, "status": summary.status, "started": summary.started,
-                               "duration_ms": summary.duration_ms, "steps": summary.steps})
-        return _JSON(listed)
+        for path in folder.diagrams():
+            try:
+                text = folder.read(path)
+                data = to_json(text)
+            except (FolderError, EditError):
+                listed.append({"path": path.name, "name": path.stem, "description": "", "valid": False, "blocks": 0})
+                continue
+            _compiled, problems = compile_text(text, path.resolve(), registry)
+            data = data if isinstance(data, dict) else {}
+            listed.append({"path": path.name, "name": str(data.get("diagram", path.stem)),
+                           "description": str(data.get("description", "")), "valid": not problems,
+                           "blocks": len(data.get("blocks") or []) if isinstance(data.get("blocks"), list) else 0})
+        return JSON(listed)
 
-    async def start_run(request: Request) -> Response:
-        path = diagram_file(request.path_params["path"])
-        if path is None:
-            return _not_found()
-        try:
-            payload = await request.json()
-        except ValueError:
-            payload = {}
-        try:
-            loaded = load_diagram(path, registry)
-            inputs = check_inputs(loaded, payload.get("inputs") or {})
-        except DiagramaError as exc:
-            return _JSON({"error": str(exc)}, status_code=400)
-        run_id = new_run_id()
-        run_services = Services(offline=bool(payload.get("offline", True)))
-        if services is not None:
-            run_services.environ = services.environ
-            run_services.extras = services.extras
-        task = asyncio.create_task(execute(loaded, inputs, runs_dir=runs_dir, services=run_services, run_id=run_id))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-        return _JSON({"run_id": run_id}, status_code=202)
-
-    async def run(request: Request) -> Response:
-        trace = trace_file(request.path_params["run_id"])
-        if trace is None:
-            return _not_found()
-        events = read_events(trace)
-        after = int(request.query_params.get("after", 0) or 0)
-        drawn = run_path(trace)
-        first = events[0] if events else {}
-        finished = next((e for e in reversed(events) if e.get("event") == "run_finished"), None)
-        diagram_path = Path(str(first.get("path", "")))
-        relative = diagram_path.relative_to(root).as_posix() if diagram_path.is_relative_to(root) else None
-        return _JSON({
-            "run_id": request.path_params["run_id"], "diagram": relative, "status": finished["status"] if finished else "running",
-            "errors": finished.get("errors", []) if finished else [],
-            "blocks": sorted(drawn.blocks), "links": sorted(drawn.links), "failed": drawn.failed, "passes": drawn.passes,
-            "steps": [step.__dict__ | {"payloads": []} for step in steps(events)],
-            "events": events[after:], "count": len(events),
-        })
-
-    routes = [
-        Route("/", index),
-        Route("/api/diagrams", diagrams),
-        Route("/api/diagrams/{path:path}/runs", diagram_runs, methods=["GET"]),
-        Route("/api/diagrams/{path:path}/runs", start_run, methods=["POST"]),
-        Route("/api/diagrams/{path:path}", diagram),
-        Route("/api/runs/{run_id}", run),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    routes: list[BaseRoute] = [
+        Route("/", _index(token)),
+        Route("/api/session", session),
+        Route("/api/blocks", blocks),
+        Route("/api/diagrams", diagrams, methods=["GET"]),
+        Route("/api/diagrams", handle(studio.create), methods=["POST"]),
+        Route("/api/validate", handle(studio.validate), methods=["POST"]),
+        Route("/api/diagrams/{path:path}/runs", handle(runs.list), methods=["GET"]),
+        Route("/api/diagrams/{path:path}/runs", handle(runs.start), methods=["POST"]),
+        Route("/api/diagrams/{path:path}/hash", handle(studio.hash), methods=["GET"]),
+        Route("/api/diagrams/{path:path}/csv", handle(studio.csv), methods=["GET"]),
+        Route("/api/diagrams/{path:path}/rename", handle(studio.rename), methods=["POST"]),
+        Route("/api/diagrams/{path:path}", handle(studio.get), methods=["GET"]),
+        Route("/api/diagrams/{path:path}", handle(studio.put), methods=["PUT"]),
+        Route("/api/diagrams/{path:path}", handle(studio.delete), methods=["DELETE"]),
+        Route("/api/runs/{run_id}", handle(runs.get), methods=["GET"]),
+        Route("/api/runs/{run_id}/scenario", handle(runs.save_scenario), methods=["POST"]),
+        Route("/api/scenarios/run", handle(runs.run_scenarios), methods=["POST"]),
     ]
-    return Starlette(routes=routes)
+    if (STUDIO_BUILD / "assets").is_dir():
+        routes.append(Mount("/ui", StaticFiles(directory=STUDIO_BUILD), name="ui"))
+    app = Starlette(routes=routes)
+    app.state.tasks = runs.tasks
+    return Guard(app, allowed_hosts(host, port, extra_hosts), token)

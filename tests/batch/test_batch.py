@@ -52,7 +52,7 @@ def run(project, rows, *, batch_id: str = "b1", concurrency: int = 20, stop_afte
     async def no_wait(_s: float) -> None:
         await asyncio.sleep(0)
 
-    services = Services(environ={}, offline=True, sleep=no_wait, extras={"simulator": Simulator(scripts or {})})
+    services = Services(environ={}, offline=True, sleep=no_wait, simulator=Simulator(scripts or {}))
     stop = asyncio.Event()
     finished = 0
 
@@ -135,14 +135,34 @@ def test_a_single_run_is_recorded_in_the_store(tmp_path: Path) -> None:
     assert recent[0]["run_id"] == run_id and recent[0]["status"] == "succeeded" and recent[0]["batch_id"] is None
 
 
+def test_diagrama_store_names_the_store_for_run_runs_and_batch(project, tmp_path: Path, monkeypatch) -> None:
+    shared = tmp_path / "elsewhere" / "shared.db"
+    monkeypatch.setenv("DIAGRAMA_STORE", f"sqlite:///{shared}")
+    shown = cli.invoke(app, ["run", str(ROOT / "diagrams/greeting_counter.yaml"), "--runs-dir", str(project["runs"]),
+                             "-q", "--output", "json"])
+    run_id = json.loads(shown.stdout)["run_id"]
+    assert shared.is_file() and not (project["runs"] / "diagrama.db").exists()
+    rows = project["rows"].parent / "three.csv"
+    rows.write_text("n,question\n1,a\n2,b\n3,c\n")
+    batch = cli.invoke(app, ["batch", str(project["diagram"]), "--inputs", str(rows), "--offline",
+                             "--runs-dir", str(project["runs"])])
+    assert batch.exit_code == 0, batch.output
+    listed = cli.invoke(app, ["runs", "--runs-dir", str(project["runs"])])
+    assert run_id in listed.stdout and "#3" in listed.stdout  # the single run and the batch's third row
+    given = tmp_path / "given.db"
+    other = cli.invoke(app, ["batch", str(project["diagram"]), "--inputs", str(rows), "--offline",
+                             "--runs-dir", str(project["runs"]), "--store", f"sqlite:///{given}"])
+    assert other.exit_code == 0 and len(RunStore(f"sqlite:///{given}").recent()) == 3  # --store wins
+
+
 def test_rate_limit_spaces_requests(project) -> None:
     from engine.runs.limits import TokenBucket, VendorLimits
 
     diagram = load_diagram(project["diagram"], registry())
     store = RunStore(f"sqlite:///{project['runs'] / 'diagrama.db'}")
     services = Services(environ={}, offline=True)
-    services.extras["limits"] = VendorLimits(rpm={"groq": TokenBucket(600)})  # 10 a second, a burst of 600
-    bucket = services.extras["limits"].rpm["groq"]
+    limits = services.limits = VendorLimits(rpm={"groq": TokenBucket(600)})  # 10 a second, a burst of 600
+    bucket = limits.rpm["groq"]
     bucket.tokens = 1.0  # start empty-ish: the rest must wait for refills
 
     async def go():

@@ -224,7 +224,7 @@ def test_429_with_retry_after_then_success(runner, write, vendor_name: str) -> N
     services = vendor.services(vendor_name)
     result = run(runner, write, diagram_text(vendor_name, request="hi"), services)
     assert result.status == "succeeded", result.errors
-    assert services.extras["waits"] == [2.0]
+    assert vendor.waits == [2.0]
     assert len(vendor.seen) == 2
 
 
@@ -235,7 +235,7 @@ def test_anthropic_529_and_retry_after_ms_are_retried(runner, write) -> None:
     services = vendor.services("anthropic")
     result = run(runner, write, diagram_text("anthropic", request="hi"), services)
     assert result.status == "succeeded"
-    waits = services.extras["waits"]
+    waits = vendor.waits
     assert 0.375 <= waits[0] <= 0.5 and waits[1] == 0.25
 
 
@@ -260,7 +260,7 @@ def test_gemini_retry_delay_from_the_error_body(runner, write) -> None:
     vendor = FakeVendor().reply(429, body).reply(200, GEMINI_REPLY)
     services = vendor.services("gemini")
     assert run(runner, write, diagram_text("gemini", request="hi"), services).status == "succeeded"
-    assert services.extras["waits"] == [1.5]
+    assert vendor.waits == [1.5]
 
 
 @pytest.mark.parametrize("vendor_name", list(BLOCKS))
@@ -378,3 +378,73 @@ def test_one_validate_pass_reports_type_errors_and_vendor_checks_together(write,
         load_diagram(path, registry)
     fields = {p.field for p in caught.value.problems}
     assert {"with.temperature", "with.max_tokens"} <= fields
+
+
+WRONG_TYPES = {
+    "anthropic": [{**ANTHROPIC_REPLY, "usage": "lots"}, {**ANTHROPIC_REPLY, "content": 5},
+                  {**ANTHROPIC_REPLY, "content": [{"type": "text", "text": 5}]},
+                  {**ANTHROPIC_REPLY, "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": "{}"}]},
+                  {**ANTHROPIC_REPLY, "content": ["text"]}, [ANTHROPIC_REPLY]],
+    "groq": [{**GROQ_REPLY, "usage": "lots"}, {**GROQ_REPLY, "choices": {}}, {**GROQ_REPLY, "choices": []},
+             {**GROQ_REPLY, "choices": [{"message": "hello"}]},
+             {**GROQ_REPLY, "choices": [{"message": {"content": 5}}]},
+             {**GROQ_REPLY, "choices": [{"message": {"tool_calls": [{"id": "c", "function": {"arguments": {}}}]}}]}],
+    "gemini": [{**GEMINI_REPLY, "usageMetadata": "lots"}, {**GEMINI_REPLY, "candidates": 5},
+               {**GEMINI_REPLY, "candidates": [{"content": {"parts": "text"}}]},
+               {**GEMINI_REPLY, "candidates": [{"content": {"parts": [{"functionCall": {"name": "x", "args": []}}]}}]},
+               {**GEMINI_REPLY, "candidates": [{"content": {"parts": [{"text": 5}]}}]}, "a string"],
+}
+
+
+@pytest.mark.parametrize(("vendor_name", "body"), [(v, b) for v, bodies in WRONG_TYPES.items() for b in bodies])
+def test_a_200_with_wrongly_typed_fields_is_a_malformed_response(runner, write, vendor_name: str, body) -> None:
+    vendor = FakeVendor().reply(200, body)
+    result = run(runner, write, diagram_text(vendor_name, request="hi"), vendor.services(vendor_name))
+    assert result.status == "failed"
+    error = result.errors[0]
+    assert error["type"] == "provider_malformed_response" and error["block"] == "ask", error
+    assert "cannot read" in error["message"]
+
+
+def test_a_transport_given_after_a_client_is_pooled_is_used(runner, write) -> None:
+    first, second = FakeVendor().reply(200, GROQ_REPLY), FakeVendor().reply(200, GROQ_REPLY)
+    services = first.services("groq")
+    diagram = load_diagram(write(diagram_text("groq", request="hi")), runner.registry)
+
+    async def twice() -> None:  # one event loop, so the pooled client would be reused
+        await execute(diagram, runs_dir=runner.runs_dir, services=services)
+        services.transports["groq"] = second.services("groq").transports["groq"]
+        await execute(diagram, runs_dir=runner.runs_dir, services=services)
+
+    asyncio.run(twice())
+    assert len(first.seen) == 1 and len(second.seen) == 1
+
+
+@pytest.mark.parametrize("vendor_name", list(BLOCKS))
+def test_reply_observers_hear_each_reply_with_the_block_id(runner, write, vendor_name: str) -> None:
+    vendor = FakeVendor().reply(200, REPLIES[vendor_name])
+    services = vendor.services(vendor_name)
+    heard: list[tuple[str, dict]] = []
+    services.reply_observers.append(lambda block, reply: heard.append((block, reply)))
+    assert run(runner, write, diagram_text(vendor_name, request="hi"), services).status == "succeeded"
+    assert heard == [("ask", {"text": "Order 42 has shipped with DHL.", "calls": []})]
+
+
+def test_a_templated_temperature_on_a_fixed_temperature_model_fails_before_sending(runner, write) -> None:
+    vendor = FakeVendor().reply(200, ANTHROPIC_REPLY)
+    text = diagram_text("anthropic", request="hi", extra='temperature: "{{ tools | length / 4 }}"')
+    result = run(runner, write, text, vendor.services("anthropic"))
+    assert result.status == "failed" and not vendor.seen
+    error = result.errors[0]
+    assert error["type"] == "invalid_input" and "with.temperature" in error["message"]
+    assert "claude-sonnet-4-6" in error["message"]
+
+
+def test_below_detailed_no_http_exchange_is_traced_but_retries_are(runner, write) -> None:
+    vendor = FakeVendor().reply(429, {"error": {"message": "slow down"}}, {"retry-after": "0"}).reply(200, GROQ_REPLY)
+    text = diagram_text("groq", request="hi").replace("message_level: Detailed", "message_level: Debug")
+    result = run(runner, write, text, vendor.services("groq"))
+    assert result.status == "succeeded"
+    kinds = [e["event"] for e in runner.events(result)]
+    assert "http_request" not in kinds and "http_response" not in kinds
+    assert kinds.count("provider_retried") == 1

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import orjson
+import pytest
 
 from tests.engine.test_tools import BASIC, make_registry
 
@@ -95,3 +98,33 @@ def test_order_agent_runs_offline_end_to_end(runner) -> None:
     assert result.status == "succeeded", result.errors
     assert result.path == ["start", "ask", "dispatch", "ask", "done"]
     assert "shipped" in result.variables["answer"]
+
+
+def test_handle_names_the_failed_call_and_keeps_the_tool_error_type(runner, write, tmp_path) -> None:
+    calls = [{"id": "a", "name": "get_order_status", "arguments": {"order_id": 1}},
+             {"id": "b", "name": "nope", "arguments": {}}]
+    result = runner.run(dispatch_diagram(write, tmp_path, calls, level="Handle"))
+    assert result.status == "succeeded"
+    assert result.errors == [{"block": "dispatch", "type": "unknown_tool", "message": "call b: unknown tool 'nope'",
+                              "handled_by": "handler"}]
+    assert "rows" not in result.variables  # the block failed: its outputs were never set
+
+
+def test_handle_without_on_error_fails_the_run_with_the_tool_error(runner, write, tmp_path) -> None:
+    calls = [{"id": "1", "name": "nope", "arguments": {}}]
+    path = dispatch_diagram(write, tmp_path, calls, level="Handle")
+    text = re.sub(r"\n\s*on_error: handler", "", path.read_text())
+    path.write_text(text[:text.index("- id: handler")])  # no handler block, no on_error
+    result = runner.run(path)
+    assert result.status == "failed" and result.path == ["start", "dispatch"]
+    assert result.errors == [{"block": "dispatch", "type": "unknown_tool", "message": "call 1: unknown tool 'nope'"}]
+
+
+@pytest.mark.parametrize("level", ["Ignore", "Default"])
+def test_ignore_and_default_keep_failed_calls_as_rows(runner, write, tmp_path, level: str) -> None:
+    calls = [{"id": "1", "name": "nope", "arguments": {}}]
+    result = runner.run(dispatch_diagram(write, tmp_path, calls, level=level))
+    assert result.status == "succeeded" and result.errors == []
+    assert tool_rows(result) == [("1", "nope", {"error": "unknown tool 'nope'"})]
+    assert result.variables["failures"] == [{"id": "1", "name": "nope", "error": "unknown tool 'nope'",
+                                             "type": "unknown_tool"}]

@@ -34,6 +34,8 @@ class FakeVendor:
 
     replies: list[tuple[int, Any, dict[str, str]]] = field(default_factory=list)
     seen: list[httpx.Request] = field(default_factory=list)
+    waits: list[float] = field(default_factory=list)
+    """The retry waits asked of the default sleep of `services()` (which returns at once)."""
 
     def reply(self, status: int, body: Any, headers: dict[str, str] | None = None) -> FakeVendor:
         self.replies.append((status, body, headers or {}))
@@ -50,17 +52,14 @@ class FakeVendor:
 
     def services(self, vendor: str, environ: dict[str, str] | None = None,
                  sleep: Callable[[float], Any] | None = None) -> Services:
-        waits: list[float] = []
+        waits = self.waits
 
         async def no_sleep(seconds: float) -> None:
             waits.append(seconds)
 
-        services = Services(environ=environ if environ is not None else {"ANTHROPIC_API_KEY": "sk-ant-test-key-123456",
-                                                "GROQ_API_KEY": "gsk_testkey123456", "GEMINI_API_KEY": "AIzaTestKey1234567890"},
-                            sleep=sleep or no_sleep)
-        services.extras["transports"] = {vendor: httpx.MockTransport(self.handler)}
-        services.extras["waits"] = waits
-        return services
+        return Services(environ=environ if environ is not None else {"ANTHROPIC_API_KEY": "sk-ant-test-key-123456",
+                                              "GROQ_API_KEY": "gsk_testkey123456", "GEMINI_API_KEY": "AIzaTestKey1234567890"},
+                        sleep=sleep or no_sleep, transports={vendor: httpx.MockTransport(self.handler)})
 
 
 @contextlib.asynccontextmanager

@@ -110,3 +110,48 @@ def test_published_schemas_are_current() -> None:
     for kind, name in (("diagram", "diagram.schema.json"), ("scenario", "scenario.schema.json")):
         current = cli.invoke(app, ["schema", "--kind", kind]).stdout
         assert json.loads((ROOT / name).read_text()) == json.loads(current), f"run: diagrama schema --kind {kind} > {name}"
+
+
+def _diagrama_without(modules: list[str], *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """`diagrama ARGS` in a fresh interpreter where `modules` cannot be imported, as if their extra were not installed."""
+    shim = "import sys\n" + "".join(f"sys.modules[{name!r}] = None\n" for name in modules)
+    shim += "from engine.cli import main\nsys.argv = ['diagrama', *sys.argv[1:]]\nmain()\n"
+    return subprocess.run([sys.executable, "-c", shim, *args], capture_output=True, text=True, check=False, cwd=cwd)
+
+
+def test_a_command_whose_extra_is_missing_names_the_extra_to_install(tmp_path: Path) -> None:
+    cases = [
+        (["starlette"], ["serve", str(ROOT / "diagrams")], "diagrama serve needs the web extra: pip install 'diagrama[web]'"),
+        (["uvicorn"], ["serve", str(ROOT / "diagrams")], "diagrama serve needs the web extra: pip install 'diagrama[web]'"),
+        (["sqlalchemy"], ["batch", str(ROOT / "diagrams/greeting_counter.yaml"), "--inputs", "rows.csv"],
+         "diagrama batch needs the batch extra: pip install 'diagrama[batch]'"),
+        (["celery"], ["batch", str(ROOT / "diagrams/greeting_counter.yaml"), "--inputs", "rows.csv", "--backend", "celery"],
+         "diagrama batch --backend celery needs the celery extra: pip install 'diagrama[celery]'"),
+        (["celery"], ["worker"], "diagrama worker needs the celery extra: pip install 'diagrama[celery]'"),
+    ]
+    for missing, args, message in cases:
+        done = _diagrama_without(missing, *args)
+        assert done.returncode == 2, (missing, done.stderr)
+        assert done.stderr.strip() == message
+        assert "Traceback" not in done.stderr
+
+
+def test_the_core_commands_need_no_extra(tmp_path: Path) -> None:
+    extras = ["sqlalchemy", "celery", "starlette", "uvicorn", "ruamel"]
+    done = _diagrama_without(extras, "run", str(ROOT / "diagrams/greeting_counter.yaml"), "--runs-dir", str(tmp_path),
+                             "--output", "json", "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "succeeded" and not (tmp_path / "diagrama.db").exists()
+    listed = _diagrama_without(extras, "runs", "--runs-dir", str(tmp_path))
+    assert listed.returncode == 0 and json.loads(done.stdout)["run_id"] in listed.stdout, listed.stderr
+    shown = _diagrama_without(extras, "trace", "last", "--runs-dir", str(tmp_path))
+    assert shown.returncode == 0 and "run succeeded" in shown.stdout, shown.stderr
+
+
+def test_help_imports_no_engine_layer() -> None:
+    probe = ("import sys\nfrom engine.cli import app\n"
+             "heavy = ('engine.compile', 'engine.runtime', 'engine.providers', 'engine.runs', 'engine.web', 'blocks',"
+             " 'networkx', 'pydantic', 'sqlalchemy', 'celery', 'starlette', 'uvicorn', 'rich')\n"
+             "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert done.stdout.strip() == "[]"

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import errno
+import json
+import os
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-from engine import Event, MessageLevel, Services
+from blocks.set import Set
+from blocks.start import Start
+from engine import Block, BlockRegistry, Event, MessageLevel, RunContext, Services
+from tests.conftest import Runner
 
 
 def events_named(events, name):
@@ -289,3 +298,168 @@ def test_two_runs_of_one_diagram_share_nothing(write, runner) -> None:
     diagram = runner.load(path)
     assert runner.run(diagram).variables["items"] == [1]
     assert runner.run(diagram).variables["items"] == [1]
+
+
+# -- bugs are not user errors --------------------------------------------------------------------
+
+class Divide(Block):
+    """Stands for a block diagrama ships (see its module below) that has a bug."""
+
+    async def run(self, inputs: Any, context: RunContext) -> dict[str, Any]:
+        return {"ratio": 1 / 0}
+
+
+Divide.__module__ = "blocks.divide"  # where diagrama's own blocks live: its exceptions are our bugs
+
+
+class PluginDivide(Block):
+    """The same bug in a block from another package (this test module)."""
+
+    async def run(self, inputs: Any, context: RunContext) -> dict[str, Any]:
+        return {"ratio": 1 / 0}
+
+
+BUGGY = """
+    diagram: d
+    blocks:
+      - {{id: start, type: Start, message_level: {level}, error_level: Ignore, next: divide}}
+      - {{id: divide, type: {block}, next: after, on_error: after}}
+      - {{id: after, type: Set, set: {{went: after}}}}
+"""
+
+
+def small_registry() -> BlockRegistry:
+    return BlockRegistry((Start, Set, Divide, PluginDivide))
+
+
+@pytest.mark.parametrize("level", ["Release", "Debug", "Detailed"])
+def test_an_exception_in_our_own_block_is_a_bug_that_fails_the_run(write, tmp_path, level: str) -> None:
+    runner = Runner(small_registry(), tmp_path)
+    result = runner.run(write(BUGGY.format(level=level, block="Divide")))
+    assert result.status == "failed" and result.path == ["start", "divide"]  # not ignored, not handled
+    assert len(result.errors) == 1
+    error = result.errors[0]
+    assert error["type"] == "internal_error" and error["block"] == "divide"
+    assert "this is a bug in diagrama or in block 'divide'" in error["message"]
+    assert "please report it" in error["message"]
+    assert "ZeroDivisionError: division by zero" in error["message"]
+    events = runner.events(result)
+    failed = events_named(events, Event.BLOCK_FAILED)
+    assert [e["error_type"] for e in failed] == ["internal_error"]
+    if level == "Detailed":
+        assert "ZeroDivisionError" in failed[0]["traceback"] and "1 / 0" in failed[0]["traceback"]
+    else:
+        assert "traceback" not in failed[0]
+    assert events_named(events, Event.RUN_FINISHED)[0]["status"] == "failed"
+
+
+def test_an_exception_in_a_plugin_block_is_block_raised_and_follows_the_error_level(write, tmp_path) -> None:
+    runner = Runner(small_registry(), tmp_path)
+    result = runner.run(write(BUGGY.format(level="Detailed", block="PluginDivide")))
+    assert result.status == "succeeded" and result.path == ["start", "divide", "after"]
+    assert result.errors == [{"block": "divide", "type": "block_raised", "message": "ZeroDivisionError: division by zero",
+                              "ignored": True}]
+
+
+# -- every value a template makes can be traced ---------------------------------------------------
+
+@pytest.mark.parametrize("level", ["Release", "Debug", "Detailed"])
+def test_integers_past_64_bits_are_traced_as_numbers(write, runner, level: str) -> None:
+    path = write(f"""
+        diagram: d
+        blocks:
+          - {{id: start, type: Start, message_level: {level}, next: big}}
+          - id: big
+            type: Set
+            set: {{big: "{{{{ 2 ** 70 }}}}", text: "{{{{ [2 ** 70] | to_json }}}}"}}
+    """)
+    result = runner.run(path)
+    assert result.status == "succeeded", result.errors
+    assert result.variables["big"] == 2**70 and result.variables["text"] == f"[{2**70}]"
+    lines = result.trace.read_bytes().splitlines()
+    parsed = [json.loads(line) for line in lines]  # every line is whole JSON
+    assert parsed[-1]["event"] == Event.RUN_FINISHED and parsed[-1]["status"] == "succeeded"
+    if level != "Release":
+        finished = [e for e in parsed if e["event"] == Event.BLOCK_FINISHED and e["block"] == "big"]
+        assert finished[0]["set"]["big"] == 2**70
+
+
+# -- a full disk ends the run with a result, and the trace keeps whole lines -----------------------
+
+class FillingDisk:
+    """A trace file on a disk with `room` bytes free: writes past it fail with ENOSPC."""
+
+    name = "full-disk/trace.jsonl"
+
+    def __init__(self, room: int) -> None:
+        self.room = room
+        self.data = bytearray()
+
+    def write(self, data: bytes) -> int:
+        free = self.room - len(self.data)
+        if free <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        taken = bytes(data[:free])  # a short write, as the kernel does when the disk fills
+        self.data += taken
+        return len(taken)
+
+    def tell(self) -> int:
+        return len(self.data)
+
+    def truncate(self, size: int) -> int:
+        del self.data[size:]
+        return size
+
+
+STEPS = """
+    diagram: d
+    blocks:
+      - {id: start, type: Start, message_level: Debug, variables: {i: 0}, next: count}
+      - id: count
+        type: Set
+        set: {i: "{{ i + 1 }}"}
+        next: [{to: count, when: "{{ i < 50 }}"}]
+"""
+
+
+def test_a_disk_that_fills_mid_run_fails_the_run_and_leaves_whole_lines(write, runner) -> None:
+    disk = FillingDisk(room=2000)
+    result = runner.run(write(STEPS), trace_file=disk)
+    assert result.status == "failed"
+    error = result.errors[-1]
+    assert error["type"] == "trace_write_failed"
+    assert "full-disk/trace.jsonl" in error["message"] and "disk full (ENOSPC)" in error["message"]
+    assert 0 < result.steps < 50  # stopped at the next step: a run that cannot be traced does not go on
+    assert disk.data.endswith(b"\n")
+    events = [json.loads(line) for line in bytes(disk.data).splitlines()]
+    assert events[0]["event"] == Event.RUN_STARTED and len(disk.data) <= 2000
+
+
+def test_dev_full_as_the_trace_file_still_gives_a_result(write, runner) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    diagram = runner.load(write(STEPS))
+    run_id = "full-run"
+    trace = runner.runs_dir / run_id / "trace.jsonl"
+    trace.parent.mkdir(parents=True)
+    trace.symlink_to("/dev/full")  # the trace's own path, on a disk with no room at all
+    result = runner.run(diagram, run_id=run_id)
+    assert result.status == "failed" and result.steps == 0
+    assert result.errors == [{"block": "start", "type": "trace_write_failed",
+                              "message": f"cannot write the trace {trace}: disk full (ENOSPC)"}]
+
+
+def test_when_only_the_last_line_does_not_fit_the_run_still_fails(write, runner) -> None:
+    path = write("""
+        diagram: d
+        blocks:
+          - {id: start, type: Start, message_level: Release}
+    """)
+    disk = FillingDisk(room=len(b"x") * 10_000)
+    first = runner.run(path, trace_file=disk)
+    assert first.status == "succeeded"
+    room = len(disk.data.split(b"\n")[0]) + 1  # run_started fits, run_finished does not
+    disk = FillingDisk(room=room)
+    result = runner.run(path, trace_file=disk)
+    assert result.status == "failed" and result.errors[-1]["type"] == "trace_write_failed"
+    assert disk.data.count(b"\n") == 1 and json.loads(disk.data)["event"] == Event.RUN_STARTED

@@ -125,10 +125,35 @@ def test_scripted_replies_errors_and_exhaustion(runner, write) -> None:
     async def no_sleep(_: float) -> None:
         return None
 
-    services = Services(environ={}, offline=True, sleep=no_sleep, extras={"simulator": simulator})
+    services = Services(environ={}, offline=True, sleep=no_sleep, simulator=simulator)
     result = asyncio.run(execute(diagram, runs_dir=runner.runs_dir, services=services))
     assert result.variables["answer"] == "Enviado ontem."
     assert [r.status for r in simulator.requests] == [429, 200]
     again = asyncio.run(execute(diagram, runs_dir=runner.runs_dir, services=services))
     assert again.status == "failed" and simulator.exhausted == ["ask"]
     assert "no scripted reply left for block 'ask'" in again.errors[0]["message"]
+
+
+def test_offline_runs_reuse_one_transport_and_one_pooled_client(runner, write) -> None:
+    diagram = load_diagram(write(SCRIPTED.format(block="GroqChatRequest", model="m", tools="[]")), runner.registry)
+    simulator = Simulator()
+    services = Services(environ={}, offline=True, simulator=simulator)
+    assert simulator.transport("groq") is simulator.transport("groq")
+
+    async def twice() -> None:
+        for _ in range(2):
+            assert (await execute(diagram, runs_dir=runner.runs_dir, services=services)).succeeded
+
+    asyncio.run(twice())
+    assert len(simulator.requests) == 2 and len(services.http_clients) == 1
+
+
+def test_the_simulator_follows_the_adapters_list_of_fixed_temperature_models() -> None:
+    from engine.providers.anthropic import FIXED_TEMPERATURE_FAMILIES
+
+    for family in FIXED_TEMPERATURE_FAMILIES:
+        call = built("anthropic", temperature=0.5)
+        response = post(Simulator(), "anthropic", call.path, call.headers, {**call.body, "model": f"{family}-x"})
+        assert response.status_code == 400, family
+    call = built("anthropic", temperature=0.5)
+    assert post(Simulator(), "anthropic", call.path, call.headers, {**call.body, "model": "claude-sonnet-4-6"}).status_code == 200

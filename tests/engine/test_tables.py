@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import DataTable, TableError, history_rows, history_table, to_table
+from engine import DataTable, InputError, TableError, history_rows, history_table, to_table
 
 
 def test_list_of_mappings() -> None:
@@ -82,3 +82,13 @@ def test_table_equality_and_append() -> None:
     assert table == [{"role": "user", "content": "a"}]
     longer = table + [{"role": "assistant", "content": "b"}]  # noqa: RUF005  # DataTable.__add__ under test
     assert len(longer) == 2 and len(table) == 1
+
+
+def test_table_error_is_one_class_wherever_it_is_imported_from() -> None:
+    import engine.errors
+    import engine.format.tables
+
+    assert engine.errors.TableError is engine.format.tables.TableError is TableError
+    assert issubclass(TableError, InputError) and TableError.type == "invalid_table"
+    with pytest.raises(InputError):
+        to_table("not a table")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import jinja2
 import pytest
 
-from engine import DataTable, TemplateError
+from engine import DataTable, DiagramError, TemplateError
 from engine.compile.templating import TemplateEnv, TemplateSyntax
 
 
@@ -93,3 +94,18 @@ def test_tables_behave_as_lists_of_rows(env: TemplateEnv) -> None:
 def test_json_filters(env: TemplateEnv) -> None:
     assert evaluate(env, '{{ \'{"a": 1}\' | from_json }}') == {"a": 1}
     assert evaluate(env, "{{ v | to_json }}", v={"é": 1}) == '{"é":1}'
+
+
+def test_a_failed_template_keeps_what_jinja2_raised_as_its_cause(env: TemplateEnv) -> None:
+    with pytest.raises(TemplateError) as caught:
+        evaluate(env, "{{ missing + 1 }}")
+    assert caught.value.type == "template_undefined"
+    assert isinstance(caught.value.__cause__, jinja2.UndefinedError)
+    with pytest.raises(TemplateSyntax) as syntax:
+        env.compile("{{ 1 + }}")
+    assert isinstance(syntax.value, DiagramError) and syntax.value.lineno == 1
+    assert isinstance(syntax.value.__cause__, jinja2.TemplateSyntaxError)
+
+
+def test_to_json_writes_integers_past_64_bits(env: TemplateEnv) -> None:
+    assert evaluate(env, "{{ [2 ** 70, 'é'] | to_json }}") == f'[{2**70},"é"]'

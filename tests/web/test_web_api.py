@@ -16,11 +16,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def client(tmp_path: Path):
-    app = create_app(ROOT / "diagrams", tmp_path / "runs", registry())
+    app = create_app(ROOT / "diagrams", tmp_path / "runs", registry(), token="t")
 
     async def call(method: str, url: str, **kwargs):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as c:
-            response = await c.request(method, url, **kwargs)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8765") as c:
+            response = await c.request(method, url, headers={"x-diagrama-token": "t"}, **kwargs)
             if method == "POST" and response.status_code == 202:
                 await asyncio.sleep(0.3)  # the run goes on in the app's loop; let it finish
                 response.extensions["run"] = (await c.get(f"/api/runs/{response.json()['run_id']}")).json()
@@ -60,7 +60,7 @@ def test_validation_errors_are_shown_on_their_blocks(tmp_path: Path) -> None:
     app = create_app(tmp_path, tmp_path / "runs", registry())
 
     async def get():
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8765") as c:
             return (await c.get("/api/diagrams/bad.yaml")).json()
 
     view = asyncio.run(get())

@@ -62,9 +62,14 @@ class Simulator:
     requests: list[RecordedRequest] = field(default_factory=list)
     exhausted: list[str] = field(default_factory=list)
     _count: int = 0
+    _transports: dict[str, httpx.AsyncBaseTransport] = field(default_factory=dict, init=False, repr=False)
 
     def transport(self, vendor: str) -> httpx.AsyncBaseTransport:
-        return httpx.ASGITransport(app=self.app(vendor))
+        """The vendor's in-process transport, made once per simulator (the client pool is keyed by it)."""
+        transport = self._transports.get(vendor)
+        if transport is None:
+            transport = self._transports[vendor] = httpx.ASGITransport(app=self.app(vendor))
+        return transport
 
     def app(self, vendor: str) -> ASGIApp:
         async def application(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:

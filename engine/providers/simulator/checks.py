@@ -1,7 +1,9 @@
 """What each simulated vendor rejects, with the vendor's status and error body.
 
 Written from PROVIDERS.md's "The simulator rejects" lists, independently of the
-adapters (sharing no code with them), so that `--offline` checks our request builders.
+adapters, so that `--offline` checks our request builders. The one thing shared is
+Anthropic's versions and the Claude models that take only the default temperature:
+DESIGN.md keeps that list in one place (the Anthropic adapter), and the simulator follows it.
 """
 
 from __future__ import annotations
@@ -9,19 +11,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from engine.errors import SimulatorRejected as Rejected
+from engine.providers.anthropic import SAMPLING_VERSION, VERSIONS, takes_temperature
+
 __all__ = ["Rejected", "check_anthropic", "check_gemini", "check_groq"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _GEMINI_NAME = re.compile(r"^[A-Za-z0-9_-]{1,63}$")
-_FIXED_TEMPERATURE = ("claude-opus-4-7", "claude-opus-4-8", "claude-opus-5", "claude-sonnet-5", "claude-haiku-5",
-                      "claude-opus-6", "claude-sonnet-6", "claude-haiku-6")
-
-
-class Rejected(Exception):
-    def __init__(self, status: int, body: dict[str, Any]) -> None:
-        super().__init__(str(body))
-        self.status = status
-        self.body = body
 
 
 def _number(value: Any) -> bool:
@@ -43,13 +39,13 @@ def check_anthropic(headers: dict[str, str], body: Any) -> None:
     version = headers.get("anthropic-version")
     if not version:
         raise _anthropic("anthropic-version: header is required")
-    if version not in ("2026-10-21", "2023-06-01"):
+    if version not in VERSIONS:
         raise _anthropic(f"anthropic-version: unknown version {version!r}")
     if not headers.get("x-api-key") and not headers.get("authorization", "").startswith("Bearer "):
         raise _anthropic("x-api-key header is required", 401, "authentication_error")
     if not isinstance(body, dict):
         raise _anthropic("the body must be a JSON object")
-    allowed = _ANTHROPIC_FIELDS | (_SAMPLING if version == "2023-06-01" else set())
+    allowed = _ANTHROPIC_FIELDS | (_SAMPLING if version == SAMPLING_VERSION else set())
     for key in body:
         if key not in allowed:
             raise _anthropic(f"{key}: Extra inputs are not permitted")
@@ -62,11 +58,17 @@ def check_anthropic(headers: dict[str, str], body: Any) -> None:
         temperature = body["temperature"]
         if not _number(temperature) or not 0 <= temperature <= 1:
             raise _anthropic("temperature: Input should be less than or equal to 1")
-        if str(body["model"]).startswith(_FIXED_TEMPERATURE) and temperature != 1:
+        if not takes_temperature(str(body["model"])) and temperature != 1:  # 1 is their default
             raise _anthropic("`temperature` is deprecated for this model.")
     messages = body["messages"]
     if not isinstance(messages, list) or not messages:
         raise _anthropic("messages: at least one message is required")
+    _anthropic_messages(messages)
+    _anthropic_tools(body.get("tools") or [])
+
+
+def _anthropic_messages(messages: list[Any]) -> None:
+    """Roles, non-empty content, and each tool_use answered by the next user turn."""
     previous_uses: set[str] = set()
     for number, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
@@ -112,8 +114,11 @@ def check_anthropic(headers: dict[str, str], body: Any) -> None:
     if messages[-1]["role"] == "assistant":
         raise _anthropic("This model does not support assistant message prefill. The conversation must end "
                          "with a user message.")
+
+
+def _anthropic_tools(tools: list[Any]) -> None:
     names: set[str] = set()
-    for index, tool in enumerate(body.get("tools") or []):
+    for index, tool in enumerate(tools):
         name = tool.get("name") if isinstance(tool, dict) else None
         if not isinstance(name, str) or not _NAME.match(name):
             raise _anthropic(f"tools.{index}.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'")
@@ -255,7 +260,24 @@ def check_gemini(headers: dict[str, str], body: Any, model: str) -> None:
         raise _gemini("generation_config.stop_sequences: at most 5")
     if "maxOutputTokens" in config and (not isinstance(config["maxOutputTokens"], int) or config["maxOutputTokens"] < 1):
         raise _gemini("generation_config.max_output_tokens must be positive")
-    for index, tool in enumerate(body.get("tools") or []):
+    _gemini_tools(body.get("tools") or [])
+    if "systemInstruction" in body:
+        _known(body["systemInstruction"], "content", "system_instruction")
+    last_user_text = _gemini_contents(contents)
+    if re.match(r"^(models/)?gemini-([3-9]|\d\d)", model):
+        for index, content in enumerate(contents):
+            if index <= last_user_text or content["role"] != "model":
+                continue
+            first = next((p for p in content["parts"] if "functionCall" in p), None)
+            if first is not None and not first.get("thoughtSignature"):
+                raise _gemini(f"Function call is missing a thought_signature in functionCall parts. This is required "
+                              f"for tools to work correctly, and missing thought_signature may lead to degraded model "
+                              f"performance. Additional data, function call `default_api:{first['functionCall'].get('name')}`"
+                              f" , position {index + 1}.")
+
+
+def _gemini_tools(tools: list[Any]) -> None:
+    for index, tool in enumerate(tools):
         for number, declaration in enumerate(_known(tool, "tool", f"tools[{index}]").get("functionDeclarations") or []):
             where = f"tools[{index}].function_declarations[{number}]"
             declaration = _known(declaration, "declaration", where)
@@ -268,8 +290,10 @@ def check_gemini(headers: dict[str, str], body: Any, model: str) -> None:
                 raise _gemini(f"* {where}: parameters and parameters_json_schema are mutually exclusive")
             if "parameters" in declaration:
                 _schema(declaration["parameters"], f"{where}.parameters")
-    if "systemInstruction" in body:
-        _known(body["systemInstruction"], "content", "system_instruction")
+
+
+def _gemini_contents(contents: list[Any]) -> int:
+    """Roles, parts, and each function response matching the previous turn's calls; the last user text's index."""
     previous: dict[str, Any] | None = None
     last_user_text = -1
     for index, content in enumerate(contents):
@@ -310,13 +334,4 @@ def check_gemini(headers: dict[str, str], body: Any, model: str) -> None:
                 if response.get("name") not in names or (ids and response.get("id") not in ids):
                     raise _gemini(f"function response '{response.get('name')}' matches no call of the previous turn")
         previous = content
-    if re.match(r"^(models/)?gemini-([3-9]|\d\d)", model):
-        for index, content in enumerate(contents):
-            if index <= last_user_text or content["role"] != "model":
-                continue
-            first = next((p for p in content["parts"] if "functionCall" in p), None)
-            if first is not None and not first.get("thoughtSignature"):
-                raise _gemini(f"Function call is missing a thought_signature in functionCall parts. This is required "
-                              f"for tools to work correctly, and missing thought_signature may lead to degraded model "
-                              f"performance. Additional data, function call `default_api:{first['functionCall'].get('name')}`"
-                              f" , position {index + 1}.")
+    return last_user_text

@@ -1,0 +1,146 @@
+"""`diagrama batch` and `diagrama worker`: a diagram over many inputs, here or on Celery workers.
+
+The batch policy (new or resumed, rows, recording) is engine.runs.batch's; this module reads
+the options, shows progress and the summary, and says how to resume.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from engine.cli import console, fail, load, require_extra, runs_folder
+
+if TYPE_CHECKING:
+    from engine.compile.diagram import Diagram
+    from engine.runs.batch import BatchOutcome
+    from engine.runs.store import RunStore
+
+
+def batch(
+    diagram: Annotated[Path, typer.Argument(help="the diagram file")],
+    inputs: Annotated[Path, typer.Option("--inputs", help="CSV, JSON Lines, or a YAML/JSON list: one run per row")],
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="runs at once")] = 8,
+    output: Annotated[Path | None, typer.Option("--output", help="results file, .jsonl or .csv")] = None,
+    collect: Annotated[str, typer.Option("--collect", help="variables to put in the results, a,b")] = "",
+    resume: Annotated[str | None, typer.Option("--resume", help="a batch id: run only its unfinished rows")] = None,
+    force: Annotated[bool, typer.Option("--force", help="resume even if the diagram changed")] = False,
+    store_url: Annotated[str | None, typer.Option("--store", help="SQLAlchemy URL of the run store")] = None,
+    backend: Annotated[str, typer.Option("--backend", help="local, or celery")] = "local",
+    broker: Annotated[str | None, typer.Option("--broker", help="Celery broker URL (default redis://127.0.0.1:6379/0)")] = None,
+    offline: Annotated[bool, typer.Option("--offline", help="answer request blocks with the simulator")] = False,
+    rpm: Annotated[list[str] | None, typer.Option("--rpm", help="requests per minute per vendor, claude=50")] = None,
+    max_concurrent: Annotated[list[str] | None, typer.Option("--max-concurrent", help="calls in flight, groq=4")] = None,
+    grace: Annotated[float, typer.Option("--grace", help="seconds running runs get after Ctrl-C")] = 10.0,
+    runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
+) -> None:
+    """Run a diagram over many inputs, N at a time, recorded in the run store; resumable."""
+    require_extra("sqlalchemy", "batch", "batch")
+    if backend == "celery":
+        require_extra("celery", "celery", "batch --backend celery")
+    from engine.errors import DiagramaError, UsageError
+    from engine.runs.batch import read_rows, start_batch, write_results
+    from engine.runs.limits import parse_limits
+    from engine.runs.store import open_store
+
+    loaded = load(diagram)
+    folder = runs_folder(runs_dir)
+    try:
+        rows = read_rows(inputs, loaded)
+        rpm_limits = parse_limits(rpm or [], "--rpm")
+        concurrent_limits = parse_limits(max_concurrent or [], "--max-concurrent")
+    except (DiagramaError, ValueError) as exc:
+        raise fail(exc if isinstance(exc, DiagramaError) else UsageError(str(exc))) from None
+    names = [name.strip() for name in collect.split(",") if name.strip()]
+    store = open_store(store_url, folder)
+    try:
+        batch_id, names = start_batch(store, loaded, rows, inputs, names, resume=resume, force=force)
+    except UsageError as exc:
+        raise fail(exc) from None
+    if backend == "celery":
+        from engine.runs.celery_backend import run_batch_on_celery
+
+        if concurrent_limits:
+            console(stderr=True).print(
+                "note: --max-concurrent is per worker process with Celery; set each worker's --concurrency")
+        outcome = run_batch_on_celery(loaded, rows, batch_id=batch_id, store=store, broker=broker, runs_dir=folder,
+                                      offline=offline, console=console(stderr=True), rpm=rpm_limits)
+    elif backend != "local":
+        raise fail(UsageError(f"--backend is local or celery, not {backend!r}"))
+    else:
+        outcome = _run_local(loaded, rows, batch_id, store, folder, offline=offline, concurrency=concurrency,
+                             grace=grace, rpm_limits=rpm_limits, concurrent_limits=concurrent_limits)
+    if output is not None:
+        write_results(output, store, batch_id, len(rows), names)
+    store.close()
+    _report(outcome, f"diagrama batch {diagram} --inputs {inputs} --resume {batch_id}"
+            + (f" --output {output}" if output is not None else ""))
+    raise typer.Exit(0 if outcome.failed == 0 and outcome.not_run == 0 else 1)
+
+
+def _report(outcome: BatchOutcome, resume_command: str) -> None:
+    """The summary line on stdout; how to resume on stderr when rows were left."""
+    from rich.markup import escape
+
+    summary = outcome.summary()
+    console().print(" · ".join(f"{k} {v}" for k, v in summary.items() if v is not None), markup=False)
+    if outcome.interrupted or outcome.not_run:
+        console(stderr=True).print(f"stopped; nothing done is lost. Resume with:\n  {escape(resume_command)}")
+
+
+def _run_local(loaded: Diagram, rows: list[dict[str, Any]], batch_id: str, store: RunStore, folder: Path, *,
+               offline: bool, concurrency: int, grace: float, rpm_limits: dict[str, float],
+               concurrent_limits: dict[str, float]) -> BatchOutcome:
+    """The batch in this process, with a progress bar on stderr; Ctrl-C stops it (see stop_on_signals)."""
+    import asyncio
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from engine.runs.batch import run_batch, stop_on_signals
+    from engine.runs.limits import TokenBucket, VendorLimits
+    from engine.runtime.context import Services
+
+    services = Services(offline=offline)
+    services.limits = VendorLimits(
+        rpm={vendor: TokenBucket(value) for vendor, value in rpm_limits.items()},
+        concurrent={vendor: asyncio.Semaphore(int(value)) for vendor, value in concurrent_limits.items()})
+    counts = {"failed": 0, "running": 0}
+    bar = Progress(TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("failed {task.fields[failed]} · running {task.fields[running]} · "
+                              "{task.fields[rate]}/s"), TimeRemainingColumn(), console=console(stderr=True),
+                   transient=False)
+    task = bar.add_task("batch", total=len(rows), failed=0, running=0, rate="0.0")
+    began = time.monotonic()
+
+    def progress(kind: str, result: Any) -> None:
+        if kind == "started":
+            counts["running"] += 1
+        elif kind == "finished":
+            counts["running"] -= 1
+            counts["failed"] += 0 if result.succeeded else 1
+        advance = 0 if kind == "started" else 1
+        elapsed = max(time.monotonic() - began, 1e-6)
+        done = bar.tasks[0].completed + advance
+        bar.update(task, advance=advance, failed=counts["failed"], running=counts["running"], rate=f"{done / elapsed:.1f}")
+
+    async def go() -> BatchOutcome:
+        return await run_batch(loaded, rows, batch_id=batch_id, store=store, services=services, runs_dir=folder,
+                               concurrency=concurrency, stop=stop_on_signals(), grace=grace, progress=progress)
+
+    with bar:
+        return asyncio.run(go())
+
+
+def worker(
+    broker: Annotated[str | None, typer.Option("--broker", help="Celery broker URL (default redis://127.0.0.1:6379/0)")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="runs at once in this worker")] = 2,
+) -> None:
+    """A Celery worker that runs batch rows (`diagrama batch --backend celery`)."""
+    require_extra("celery", "celery", "worker")
+    require_extra("sqlalchemy", "celery", "worker")
+    from engine.runs.celery_backend import start_worker
+
+    start_worker(broker, concurrency)

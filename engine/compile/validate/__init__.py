@@ -1,0 +1,84 @@
+"""Checks across a diagram's blocks, and their compilation for the executor, stage by stage.
+
+Every problem found is collected (with file, line, block and field) and raised together as
+DiagramInvalid: the blocks' own keys (`blocks`), links, one Start, reachability and loop
+bodies (`links`), template syntax and names nothing binds (`values`, in the scope `scope` gives).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from engine.compile.block import BlockRegistry, RunSettings
+from engine.compile.diagram import Diagram
+from engine.compile.graph import build_graph
+from engine.compile.templating import TemplateEnv
+from engine.compile.validate.blocks import build_blocks, read_blocks
+from engine.compile.validate.compilation import Compilation
+from engine.compile.validate.links import check_bodies, check_reachable, check_start, link_blocks
+from engine.compile.validate.scope import template_scope
+from engine.compile.validate.values import compile_values
+from engine.errors import DiagramInvalid, Problem
+from engine.format.spec import ErrorLevel, MessageLevel
+from engine.format.yamlfile import LineMap
+
+__all__ = ["compile_diagram", "template_scope"]
+
+DEFAULT_ERROR_LEVEL = ErrorLevel.HANDLE
+DEFAULT_MESSAGE_LEVEL = MessageLevel.DEBUG
+
+
+def compile_diagram(
+    data: Any,
+    lines: LineMap,
+    path: Path,
+    registry: BlockRegistry,
+    *,
+    source: str = "",
+    functions: Mapping[str, Any] | None = None,
+    extra_problems: list[Problem] | None = None,
+) -> Diagram:
+    """Validate parsed YAML and compile it; raise DiagramInvalid with every problem."""
+    env = TemplateEnv(functions)
+    c = Compilation.of(data, lines, path, registry, env)
+    if extra_problems:
+        c.problems.items.extend(extra_problems)
+    spec = read_blocks(c)
+    if spec is None:
+        raise DiagramInvalid(c.problems.items)
+    build_blocks(c)
+    link_blocks(c)
+    start = check_start(c)
+    graph = build_graph(c.blocks.values())
+    if start is not None:
+        check_reachable(c, graph, start)
+        check_bodies(c, graph)
+        compile_values(c, start, graph)
+    if c.problems.items or start is None:
+        raise DiagramInvalid(c.problems.items)
+    for block in c.blocks.values():
+        block.reads_outputs = bool(block.set_items) or any(link.when is not None for link in block.links)
+    settings = start.impl.settings
+    assert isinstance(settings, RunSettings)
+    error_level = start.error_level if start.error_level is not None else DEFAULT_ERROR_LEVEL
+    message_level = start.message_level if start.message_level is not None else DEFAULT_MESSAGE_LEVEL
+    # Start's levels are the run's defaults (which a run may override), not its own.
+    start.error_level = start.message_level = None
+    return Diagram(
+        name=spec.diagram,
+        path=path,
+        spec=spec,
+        graph=graph,
+        blocks=c.blocks,
+        start=start,
+        settings=settings,
+        variables=c.variables,
+        error_level=error_level,
+        message_level=message_level,
+        env=env,
+        lines=lines,
+        content_hash=hashlib.sha256(source.encode()).hexdigest(),
+    )

@@ -1,0 +1,54 @@
+"""What one diagram's compilation holds between its stages, and compiling one template value.
+
+The stages (blocks, links, values) read and fill a Compilation; none keeps state of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from engine.compile.block import Block, BlockRegistry
+from engine.compile.diagram import CompiledBlock
+from engine.compile.templating import Evaluator, TemplateEnv, TemplateSyntax
+from engine.compile.validate.problems import Problems
+from engine.format.spec import BlockSpec
+from engine.format.yamlfile import LineMap
+
+__all__ = ["Compilation", "compile_template"]
+
+
+@dataclass
+class Compilation:
+    data: Any
+    lines: LineMap
+    path: Path
+    registry: BlockRegistry
+    env: TemplateEnv
+    problems: Problems
+    specs: list[tuple[int, BlockSpec, type[Block], BaseModel | None]] = field(default_factory=list)
+    """Blocks whose own keys are fine: (index in the file, common keys, class, settings)."""
+    blocks: dict[str, CompiledBlock] = field(default_factory=dict)
+    index_of: dict[str, int] = field(default_factory=dict)
+    known_ids: set[str] = field(default_factory=set)
+    """Every id written, including blocks that failed their own checks (a link to one is no second problem)."""
+    variables: list[tuple[str, Evaluator]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, data: Any, lines: LineMap, path: Path, registry: BlockRegistry, env: TemplateEnv) -> Compilation:
+        return cls(data, lines, path, registry, env, Problems(str(path), lines))
+
+
+def compile_template(c: Compilation, value: Any, path: tuple[str | int, ...], block: str | None,
+                     field: str) -> Evaluator | None:
+    """The value's evaluator; None, with a problem on the template's own line, when its syntax is wrong."""
+    try:
+        return c.env.compile(value)
+    except TemplateSyntax as exc:
+        offset = (exc.lineno - 1) if exc.lineno and exc.lineno > 1 else 0
+        c.problems.add(path, f"template syntax error: {exc}", block=block, field=field,
+                       code="template_syntax", line_offset=offset)
+        return None

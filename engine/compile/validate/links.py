@@ -1,0 +1,141 @@
+"""Stage 3: links between blocks, one Start, reachability from it, and loop bodies that come back.
+
+Resolves every `next`, `on_error` and port to its CompiledBlock (and compiles `when`); the
+whole-graph checks run on the networkx graph built from those links.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from engine.compile.diagram import CompiledBlock, CompiledLink
+from engine.compile.templating import Evaluator, has_template
+from engine.compile.validate.compilation import Compilation, compile_template
+from engine.format.names import suggest
+from engine.format.spec import LinkSpec
+
+__all__ = ["check_bodies", "check_reachable", "check_start", "link_blocks"]
+
+Where = tuple[str | int, ...]
+
+
+def _target(c: Compilation, name: str, path: Where, block: str, field: str) -> CompiledBlock | None:
+    target = c.blocks.get(name)
+    if target is None and name not in c.known_ids:
+        c.problems.add(path, f"links to unknown block '{name}'", block=block, field=field,
+                       hint=suggest(name, c.known_ids), code="unknown_link_target")
+    return target
+
+
+def link_blocks(c: Compilation) -> None:
+    for block_id, compiled in c.blocks.items():
+        where: Where = ("blocks", c.index_of[block_id])
+        _link_next(c, compiled, where)
+        spec = compiled.impl.spec
+        if spec.on_error is not None:
+            compiled.on_error = _target(c, spec.on_error, (*where, "on_error"), block_id, "on_error")
+        for port in type(compiled.impl).ports():
+            name = (spec.model_extra or {}).get(port)
+            if name is None:
+                c.problems.add(where, f"a {compiled.type_name} block needs '{port}'", block=block_id, field=port,
+                               hint=f"'{port}' names the first block of its chain", code="missing_key")
+                continue
+            target = _target(c, name, (*where, port), block_id, port)
+            if target is not None:
+                compiled.ports[port] = target
+
+
+def _link_next(c: Compilation, compiled: CompiledBlock, where: Where) -> None:
+    spec = compiled.impl.spec
+    links: list[LinkSpec]
+    if spec.next is None:
+        links = []
+    elif isinstance(spec.next, str):
+        links = [LinkSpec(to=spec.next)]
+    else:
+        links = spec.next
+    for position, link in enumerate(links):
+        path = (*where, "next") if isinstance(spec.next, str) else (*where, "next", position, "to")
+        field = "next" if isinstance(spec.next, str) else f"next[{position}].to"
+        target = _target(c, link.to, path, compiled.id, field)
+        when = _compile_when(c, link.when, (*where, "next", position, "when"), compiled, position)
+        if target is not None:
+            compiled.links.append(CompiledLink(target, when, "next", position))
+
+
+def _compile_when(c: Compilation, when: str | bool | None, path: Where, compiled: CompiledBlock,
+                  position: int) -> Evaluator | None:
+    if when is None:
+        return None
+    if isinstance(when, str) and not has_template(when):
+        c.problems.add(path, f"'when' must be a template, got {when!r}", block=compiled.id,
+                       field=f"next[{position}].when", hint=f"write it as '{{{{ {when} }}}}'", code="invalid_when")
+        return None
+    return compile_template(c, when, path, compiled.id, f"next[{position}].when")
+
+
+def check_start(c: Compilation) -> CompiledBlock | None:
+    starts = [b for b in c.blocks.values() if type(b.impl).is_start]
+    if not starts:
+        c.problems.add(("blocks",), "the diagram has no Start block", field="blocks",
+                       hint="add a block with 'type: Start' where the run begins", code="no_start")
+        return None
+    for extra in starts[1:]:
+        c.problems.add(("blocks", c.index_of[extra.id]), "a diagram has exactly one Start block; "
+                       f"'{starts[0].id}' is already one", block=extra.id, field="type", code="several_starts")
+    return starts[0]
+
+
+def check_reachable(c: Compilation, graph: nx.DiGraph, start: CompiledBlock) -> None:
+    reached = nx.descendants(graph, start.id) | {start.id}
+    lost = graph.subgraph(n for n in graph if n not in reached)
+    # Report where each unreachable part begins, not every block behind it.
+    condensed = nx.condensation(lost)
+    for component in condensed:
+        if condensed.in_degree(component):
+            continue
+        members = condensed.nodes[component]["members"]
+        behind = nx.descendants(lost, next(iter(members))) - set(members)
+        for block_id in sorted(members, key=lambda b: c.index_of[b]):
+            more = f" (and so are {', '.join(sorted(behind))})" if behind else ""
+            c.problems.add(("blocks", c.index_of[block_id]), f"this block is unreachable from Start{more}",
+                           block=block_id, hint="link to it from another block, or remove it", code="unreachable_block")
+
+
+def check_bodies(c: Compilation, graph: nx.DiGraph) -> None:
+    """Each body chain must come back to its block; the blocks it runs (handlers too) become its body_region."""
+    flow = nx.subgraph_view(graph, filter_edge=lambda a, b: graph.edges[a, b]["kind"] != "error")
+    for compiled in c.blocks.values():
+        port = type(compiled.impl).body_port
+        if port and port in compiled.ports:
+            _check_body(c, graph, flow, compiled, port)
+
+
+def _check_body(c: Compilation, graph: nx.DiGraph, flow: nx.DiGraph, compiled: CompiledBlock, port: str) -> None:
+    loop = compiled.id
+    head = compiled.ports[port].id
+    where = ("blocks", c.index_of[loop], port)
+    if head == loop:
+        c.problems.add(where, f"the {port} of '{loop}' cannot be the block itself", block=loop, field=port,
+                       code="invalid_loop_body")
+        return
+    inside = flow.subgraph(n for n in graph if n != loop)
+    chain = nx.descendants(inside, head) | {head}
+    returning = {n for n in chain if graph.has_edge(n, loop) and graph.edges[n, loop]["kind"] != "error"}
+    if not returning:
+        c.problems.add(where, f"the {port} chain starting at '{head}' never links back to '{loop}'", block=loop,
+                       field=port, hint=f"make the chain's last block link 'next: {loop}'", code="loop_body_open")
+        return
+    body_flow = inside.subgraph(chain)
+    comes_back = set(returning)
+    for member in returning:
+        comes_back |= nx.ancestors(body_flow, member)
+    for member in sorted(chain - comes_back):
+        c.problems.add(("blocks", c.index_of[member]),
+                       f"this block is in the {port} of '{loop}' but its chain never links back to it",
+                       block=member, field="next", hint=f"link it back with 'next: {loop}', or leave "
+                       "the loop only through on_error", code="loop_body_leaves")
+    # Handlers reached by on_error inside the body that come back belong to it too.
+    without_loop = graph.subgraph(n for n in graph if n != loop)
+    reached = nx.descendants(without_loop, head) | {head}
+    compiled.body_region = frozenset(n for n in reached if n in comes_back or nx.has_path(graph, n, loop))

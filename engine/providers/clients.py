@@ -1,0 +1,43 @@
+"""Where a request goes: the pooled httpx clients, and the run's offline vendors.
+
+A client belongs to the event loop it was first used on and keeps the transport it was
+made with, so the pool (`Services.http_clients`) is keyed by vendor, loop and transport.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+import httpx
+
+from engine.providers.simulator import Simulator
+
+if TYPE_CHECKING:
+    from engine.runtime.context import OfflineVendors, Services
+
+__all__ = ["client_for", "simulator_for"]
+
+_LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=200)
+
+
+def client_for(services: Services, vendor: str, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+    """The pooled client for a vendor on this event loop, over `transport` or the services' stand-in for the vendor."""
+    transport = transport or services.transports.get(vendor)
+    pool = services.http_clients
+    loop_id = id(asyncio.get_running_loop())
+    # The pooled client holds its transport, so the transport's id cannot be reused while the entry lives.
+    key = (vendor, loop_id, id(transport) if transport is not None else 0)
+    client = pool.get(key)
+    if client is None or client.is_closed:
+        for stale in [k for k in pool if k[1] != loop_id]:
+            del pool[stale]
+        client = pool[key] = httpx.AsyncClient(transport=transport, limits=_LIMITS, timeout=None)
+    return client
+
+
+def simulator_for(services: Services) -> OfflineVendors:
+    """The run's offline vendors: the services' own, else a default simulator kept on them."""
+    if services.simulator is None:
+        services.simulator = Simulator()
+    return services.simulator

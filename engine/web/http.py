@@ -1,0 +1,55 @@
+"""JSON in and out for the studio's endpoints, with refusals as JSON answers rather than 500s."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from engine.errors import DiagramaError
+from engine.format.values import json_default
+from engine.web.files import FolderError
+
+__all__ = ["JSON", "error", "handle", "json_body"]
+
+_MAX_BODY = 8 * 1024 * 1024
+
+
+class JSON(JSONResponse):
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content, default=json_default, option=orjson.OPT_NON_STR_KEYS)
+
+
+def error(status: int, message: str, **extra: Any) -> Response:
+    return JSON({"error": message, **extra}, status_code=status)
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    """The request's JSON object; FolderError (400/413/422) for anything else."""
+    raw = await request.body()
+    if len(raw) > _MAX_BODY:
+        raise FolderError(413, "the request body is larger than 8 MB")
+    try:
+        payload = orjson.loads(raw) if raw.strip() else {}
+    except orjson.JSONDecodeError:
+        raise FolderError(400, "the request body is not JSON") from None
+    if not isinstance(payload, dict):
+        raise FolderError(422, "the request body must be a JSON object")
+    return payload
+
+
+def handle(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+    """Turn refused paths and bad input into JSON answers, never a 500 with a traceback."""
+
+    async def answer(request: Request) -> Response:
+        try:
+            return await endpoint(request)
+        except FolderError as exc:
+            return error(exc.status, exc.message)
+        except DiagramaError as exc:
+            return error(400, str(exc))
+
+    return answer

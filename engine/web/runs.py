@@ -1,0 +1,159 @@
+"""The studio's run endpoints: start a run (offline unless the server allows online), follow it, list a
+diagram's runs, save a run as a scenario, and run a folder's scenarios.
+
+Runs started here record their vendor replies in memory, so "save as scenario" can write the same
+file `diagrama run --record` writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from engine.compile.block import BlockRegistry
+from engine.compile.inputs import check_inputs
+from engine.compile.loader import load_diagram
+from engine.errors import DiagramaError
+from engine.runs.traces import list_runs, run_path, steps
+from engine.runtime.context import Services
+from engine.runtime.execute import RunResult, execute
+from engine.runtime.trace import new_run_id, read_events
+from engine.web.files import Folder, FolderError
+from engine.web.http import JSON, json_body
+
+__all__ = ["RunRoutes"]
+
+_RUN_ID = re.compile(r"^[0-9A-Za-z_-]{1,64}$")
+_KEPT_RUNS = 50
+
+
+class RunRoutes:
+    def __init__(self, folder: Folder, runs_dir: Path, registry: BlockRegistry, services: Services | None,
+                 *, allow_online: bool) -> None:
+        self.folder = folder
+        self.runs_dir = runs_dir
+        self.registry = registry
+        self.services = services
+        self.allow_online = allow_online
+        self.tasks: set[asyncio.Task[Any]] = set()
+        # run id → (diagram path, inputs, result or None, replies recorded): what "save as scenario" needs.
+        self.recorded: OrderedDict[str, tuple[Path, dict[str, Any], list[RunResult], list[dict[str, Any]]]] = OrderedDict()
+
+    def _trace(self, run_id: str) -> Path:
+        candidate = self.runs_dir / run_id / "trace.jsonl"
+        if not _RUN_ID.match(run_id) or not candidate.is_file():
+            raise FolderError(404, "not found")
+        return candidate
+
+    def _services(self, offline: bool, replies: list[dict[str, Any]]) -> Services:
+        services = Services(offline=offline)
+        if self.services is not None:
+            services.environ = self.services.environ
+            services.share(self.services)
+        # This run's own recorder (for "save as scenario"), beside whatever the server's services observe.
+        services.reply_observers = [*services.reply_observers,
+                                    lambda block, reply: replies.append({"block": block, **reply})]
+        return services
+
+    async def list(self, request: Request) -> Response:
+
+        path = self.folder.diagram(request.path_params["path"])
+        listed = [{"run_id": s.run_id, "status": s.status, "started": s.started, "duration_ms": s.duration_ms,
+                   "steps": s.steps}
+                  for s in list_runs(self.runs_dir, limit=200) if s.path == str(path)]
+        return JSON(listed)
+
+    async def start(self, request: Request) -> Response:
+
+        path = self.folder.diagram(request.path_params["path"])
+        payload = await json_body(request)
+        inputs = payload.get("inputs") or {}
+        offline = payload.get("offline", True)
+        if not isinstance(inputs, dict) or not isinstance(offline, bool):
+            raise FolderError(422, "send {\"inputs\": {name: value}, \"offline\": true|false}")
+        if not offline and not self.allow_online:
+            raise FolderError(403, "online runs from the page are off; start `diagrama serve --allow-online` to allow them")
+        loaded = load_diagram(path, self.registry)
+        values = check_inputs(loaded, inputs)
+        run_id = new_run_id()
+        results: list[RunResult] = []
+        replies: list[dict[str, Any]] = []
+        self.recorded[run_id] = (path, dict(inputs), results, replies)
+        while len(self.recorded) > _KEPT_RUNS:
+            self.recorded.popitem(last=False)
+
+        async def go() -> None:
+            results.append(await execute(loaded, values, runs_dir=self.runs_dir, services=self._services(offline, replies),
+                                         run_id=run_id))
+
+        task = asyncio.create_task(go())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return JSON({"run_id": run_id}, status_code=202)
+
+    async def get(self, request: Request) -> Response:
+
+        run_id = request.path_params["run_id"]
+        trace = self._trace(run_id)
+        after_text = request.query_params.get("after", "0") or "0"
+        if not after_text.isdigit():
+            raise FolderError(400, "after must be a whole number of events")
+        after = int(after_text)
+        events = read_events(trace)
+        drawn = run_path(trace)
+        first = events[0] if events else {}
+        finished = next((e for e in reversed(events) if e.get("event") == "run_finished"), None)
+        diagram_path = Path(str(first.get("path", "")))
+        relative = self.folder.relative(diagram_path) if diagram_path.is_relative_to(self.folder.root) else None
+        return JSON({
+            "run_id": run_id, "diagram": relative, "status": finished["status"] if finished else "running",
+            "errors": finished.get("errors", []) if finished else [],
+            "blocks": sorted(drawn.blocks), "links": sorted(drawn.links), "failed": drawn.failed, "passes": drawn.passes,
+            "steps": [step.__dict__ | {"payloads": []} for step in steps(events)],
+            "events": events[after:], "count": len(events),
+        })
+
+    async def save_scenario(self, request: Request) -> Response:
+        from engine.testing.scenarios import record_scenario
+
+        run_id = request.path_params["run_id"]
+        payload = await json_body(request)
+        kept = self.recorded.get(run_id)
+        if kept is None or not kept[2]:
+            raise FolderError(409, "only a finished run started from this studio session can be saved as a scenario")
+        relative = payload.get("path")
+        target = self.folder.inside(relative) if isinstance(relative, str) else None
+        if target is None or not target.name.endswith(".scenario.yaml"):
+            raise FolderError(422, "path: a file in the served folder ending in .scenario.yaml")
+        diagram_path, inputs, results, replies = kept
+        record_scenario(target, diagram_path, inputs, results[0], replies)
+        return JSON({"path": self.folder.relative(target)}, status_code=201)
+
+    async def run_scenarios(self, request: Request) -> Response:
+        from engine.testing.scenarios import load_scenarios, run_scenario_async
+
+        payload = await json_body(request)
+        relative = payload.get("folder", ".")
+        folder = self.folder.inside(relative) if isinstance(relative, str) else None
+        if folder is None or not folder.is_dir():
+            raise FolderError(422, "folder: a folder inside the served folder")
+        results = []
+        for file in sorted(folder.rglob("*.scenario.yaml")):
+            if self.folder.inside(str(file.relative_to(self.folder.root))) is None:
+                continue  # a symlink that leaves the folder
+            try:
+                scenarios = load_scenarios(file)
+            except DiagramaError as exc:
+                results.append({"file": self.folder.relative(file), "name": None, "passed": False, "failures": [str(exc)]})
+                continue
+            for scenario in scenarios:
+                verdict = await run_scenario_async(scenario, self.registry, self.runs_dir)
+                results.append({"file": self.folder.relative(file), "name": scenario.spec.scenario,
+                                "passed": verdict.passed, "failures": list(verdict.failures)})
+        return JSON({"results": results})

@@ -1,0 +1,83 @@
+/** The diagrams of the project folder: open, new, duplicate, rename, delete. */
+import { isDirty, useStudio } from '../store';
+import { Icon } from './Icon';
+
+function suggestName(path: string, taken: string[], suffix: string): string {
+  const stem = path.replace(/\.ya?ml$/, '');
+  for (let n = 1; ; n++) {
+    const p = `${stem}${suffix}${n === 1 ? '' : `_${n}`}.yaml`;
+    if (!taken.includes(p)) return p;
+  }
+}
+
+function withYaml(p: string): string {
+  const t = p.trim();
+  return /\.ya?ml$/.test(t) ? t : `${t}.yaml`;
+}
+
+export function FilesSidebar() {
+  const files = useStudio((s) => s.files);
+  const current = useStudio((s) => s.path);
+  const dirty = useStudio(isDirty);
+  const readOnly = useStudio((s) => !!s.session?.read_only);
+  const root = useStudio((s) => s.session?.root);
+  const { setDialog, open, createFile, renameFile, deleteFile } = useStudio.getState();
+  const taken = files.map((f) => f.path);
+
+  const openFile = (path: string) => {
+    if (path === current) return;
+    if (!dirty) { void open(path); return; }
+    setDialog({
+      title: 'Discard unsaved edits?',
+      message: `${current} has unsaved edits. Opening ${path} drops them.`,
+      confirm: 'Discard and open',
+      danger: true,
+      onConfirm: () => open(path),
+    });
+  };
+
+  return (
+    <section className="files" aria-label="Diagrams">
+      <div className="sidebar__head">
+        <h2 title={root ? `folder: ${root}` : undefined}>Diagrams</h2>
+        <span className="field__spacer" />
+        <button type="button" className="btn btn--small" disabled={readOnly} onClick={() => setDialog({
+          title: 'New diagram', message: 'A new diagram starts with a Start block.',
+          input: { label: 'File name', value: suggestName('new_diagram', taken, '') }, confirm: 'Create',
+          onConfirm: (v) => createFile(withYaml(v)),
+        })}>+ New</button>
+      </div>
+      <ul className="files__list">
+        {files.map((f) => {
+          const active = f.path === current;
+          return (
+            <li key={f.path} className={`file${active ? ' is-active' : ''}`}>
+              <button type="button" className="file__open" aria-current={active ? 'true' : undefined} onClick={() => openFile(f.path)}
+                title={f.description}>
+                <span className="file__name">
+                  {f.name || f.path}
+                  {active && dirty && <span className="dirty-dot" aria-label="unsaved edits" title="unsaved edits">●</span>}
+                </span>
+                <span className="file__meta">
+                  <span className={`valid-dot ${f.valid ? 'is-valid' : 'is-invalid'}`} aria-label={f.valid ? 'valid' : 'has problems'} />
+                  {f.path} · {f.blocks} blocks
+                </span>
+              </button>
+              <div className="file__actions">
+                <button type="button" className="icon-btn" aria-label={`Duplicate ${f.path}`} title="Duplicate" disabled={readOnly}
+                  onClick={() => setDialog({ title: `Duplicate ${f.path}`, input: { label: 'New file name', value: suggestName(f.path, taken, '_copy') },
+                    confirm: 'Duplicate', onConfirm: (v) => createFile(withYaml(v), f.path) })}><Icon name="copy" size={14} /></button>
+                <button type="button" className="icon-btn" aria-label={`Rename ${f.path}`} title="Rename" disabled={readOnly}
+                  onClick={() => setDialog({ title: `Rename ${f.path}`, input: { label: 'New file name', value: f.path }, confirm: 'Rename',
+                    onConfirm: (v) => renameFile(f.path, withYaml(v)) })}><Icon name="edit" size={14} /></button>
+                <button type="button" className="icon-btn icon-btn--danger" aria-label={`Delete ${f.path}`} title="Delete" disabled={readOnly}
+                  onClick={() => setDialog({ title: `Delete ${f.path}?`, message: 'The file is removed from disk. This cannot be undone here.',
+                    confirm: 'Delete', danger: true, onConfirm: () => deleteFile(f.path) })}><Icon name="trash" size={14} /></button>
+              </div>
+            </li>
+          );
+        })}
+      </ul>
+    </section>
+  );
+}

@@ -1,0 +1,70 @@
+/** Block types from the server: drag one onto the canvas (or press Enter to add it in the middle of the view). */
+import { useState } from 'react';
+import { useReactFlow } from '@xyflow/react';
+import { addBlock } from '../model/ops';
+import { NODE_HEIGHT, NODE_WIDTH } from '../model/sizes';
+import { useStudio } from '../store';
+import { TypeIcon } from './TypeIcon';
+import { DRAG_MIME } from './canvas/Canvas';
+
+export function Palette() {
+  const palette = useStudio((s) => s.palette);
+  const readOnly = useStudio((s) => !!s.session?.read_only);
+  const hasDiagram = useStudio((s) => !!s.diagram);
+  const rf = useReactFlow();
+  const [filter, setFilter] = useState('');
+  const shown = palette.filter((t) => `${t.type} ${t.description}`.toLowerCase().includes(filter.toLowerCase()));
+
+  const addInView = (type: string) => {
+    const el = document.querySelector('.canvas');
+    const r = el?.getBoundingClientRect();
+    const p = rf.screenToFlowPosition({ x: r ? r.left + r.width / 2 : 400, y: r ? r.top + r.height / 2 : 300 });
+    let id = '';
+    const ok = useStudio.getState().apply((d) => {
+      const res = addBlock(d, type, [p.x - NODE_WIDTH / 2, p.y - NODE_HEIGHT / 2]);
+      id = res.id;
+      return res.diagram;
+    });
+    if (ok) useStudio.setState({ selection: [id], selectedEdge: null, panelTab: 'properties' });
+  };
+
+  return (
+    <section className="palette" aria-label="Block palette">
+      <div className="sidebar__head">
+        <h2>Blocks</h2>
+      </div>
+      {palette.length > 8 && (
+        <input className="palette__filter" aria-label="Filter blocks" placeholder="Filter…" value={filter} onChange={(e) => setFilter(e.target.value)} />
+      )}
+      <ul className="palette__list">
+        {shown.map((t) => (
+          <li key={t.type}>
+            <div
+              className={`palette-item${readOnly || !hasDiagram ? ' is-disabled' : ''}`}
+              data-testid={`palette-${t.type}`}
+              draggable={!readOnly && hasDiagram}
+              role="button"
+              tabIndex={0}
+              aria-label={`Add ${t.type} block`}
+              aria-disabled={readOnly || !hasDiagram || undefined}
+              title={`${t.description}\nDrag onto the canvas, or press Enter.`}
+              onDragStart={(e) => {
+                e.dataTransfer.setData(DRAG_MIME, t.type);
+                e.dataTransfer.setData('text/plain', t.type);
+                e.dataTransfer.effectAllowed = 'copy';
+              }}
+              onKeyDown={(e) => { if ((e.key === 'Enter' || e.key === ' ') && !readOnly) { e.preventDefault(); addInView(t.type); } }}
+              onDoubleClick={() => !readOnly && addInView(t.type)}
+            >
+              <TypeIcon type={t.type} size={14} />
+              <span className="palette-item__text">
+                <span className="palette-item__name">{t.type}</span>
+                <span className="palette-item__desc">{t.description}</span>
+              </span>
+            </div>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}

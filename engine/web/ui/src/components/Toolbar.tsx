@@ -1,0 +1,78 @@
+/** Top bar: file name and state, undo/redo, layout, fit, save, help. */
+import { useReactFlow } from '@xyflow/react';
+import { counts } from '../model/problems';
+import { isDirty, useStudio } from '../store';
+import { Icon } from './Icon';
+
+export function Toolbar() {
+  const path = useStudio((s) => s.path);
+  const diagram = useStudio((s) => s.diagram);
+  const dirty = useStudio(isDirty);
+  const canUndo = useStudio((s) => s.past.length > 0);
+  const canRedo = useStudio((s) => s.future.length > 0);
+  const saving = useStudio((s) => s.saving);
+  const validating = useStudio((s) => s.validating);
+  const problems = useStudio((s) => s.problems);
+  const readOnly = useStudio((s) => !!s.session?.read_only);
+  const rf = useReactFlow();
+  const { undo, redo, save, apply, setHelp } = useStudio.getState();
+  const c = counts(problems);
+
+  const autoLayout = () => {
+    const ok = apply((d) => ({ ...d, blocks: d.blocks.map((b) => {
+      if (!('position' in b)) return b;
+      const copy = { ...b };
+      delete copy.position;
+      return copy;
+    }) }));
+    if (ok) {
+      useStudio.getState().relayout();
+      useStudio.getState().requestFit();
+    }
+  };
+
+  return (
+    <header className="toolbar">
+      <div className="brand" aria-label="diagrama studio">
+        <svg width="22" height="22" viewBox="0 0 32 32" aria-hidden="true"><rect width="32" height="32" rx="7" fill="#2563eb" />
+          <rect x="6" y="9" width="8" height="6" rx="1.5" fill="#fff" /><rect x="18" y="17" width="8" height="6" rx="1.5" fill="#fff" />
+          <path d="M14 12h3v8h1" stroke="#fff" strokeWidth="2" fill="none" /></svg>
+        <span>diagrama <strong>studio</strong></span>
+      </div>
+      <div className="toolbar__file">
+        {path ? (
+          <>
+            <span className="toolbar__name" title={diagram?.description}>{diagram?.diagram || path}</span>
+            <span className="muted small">{path}</span>
+            {dirty ? <span className="pill pill--dirty">● unsaved</span> : <span className="pill pill--clean">saved</span>}
+            {readOnly && <span className="pill pill--ro">read-only</span>}
+            <button type="button" className={`pill ${c.errors ? 'pill--error' : c.warnings ? 'pill--warning' : 'pill--ok'}`}
+              onClick={() => useStudio.setState({ panelTab: 'problems' })} aria-label={`${c.errors} errors, ${c.warnings} warnings: show problems`}>
+              {validating ? 'checking…' : c.errors ? `${c.errors} error${c.errors > 1 ? 's' : ''}` : c.warnings ? `${c.warnings} warning${c.warnings > 1 ? 's' : ''}` : 'valid'}
+            </button>
+          </>
+        ) : <span className="muted">No diagram open</span>}
+      </div>
+      <div className="toolbar__actions">
+        <button type="button" className="tool-btn" onClick={undo} disabled={!canUndo || readOnly} aria-label="Undo" title="Undo (Ctrl+Z)"><Icon name="undo" /></button>
+        <button type="button" className="tool-btn" onClick={redo} disabled={!canRedo || readOnly} aria-label="Redo" title="Redo (Ctrl+Shift+Z)"><Icon name="redo" /></button>
+        <span className="toolbar__sep" />
+        <button type="button" className="tool-btn" onClick={autoLayout} disabled={!diagram || readOnly} title="Clear written positions and lay out automatically">
+          <Icon name="layout" /><span>Auto-layout</span>
+        </button>
+        <button type="button" className="tool-btn" onClick={() => void rf.fitView({ padding: 0.15, duration: 200 })} disabled={!diagram} aria-label="Fit to view" title="Fit to view (F)">
+          <Icon name="fit" />
+        </button>
+        <button type="button" className="tool-btn" onClick={() => setHelp(true)} aria-label="Keyboard shortcuts" title="Keyboard shortcuts (?)"><Icon name="help" /></button>
+        <span className="toolbar__sep" />
+        <button type="button" className="tool-btn" onClick={() => useStudio.setState({ panelTab: 'run' })} disabled={!diagram} title="Run panel" aria-label="Open the run panel">
+          <Icon name="play" /><span>Run</span>
+        </button>
+        <button type="button" className="btn btn--primary" onClick={() => void save()} disabled={!diagram || readOnly || saving || !dirty}
+          title={c.errors ? 'Save (Ctrl+S) — the diagram has problems' : 'Save (Ctrl+S)'}>
+          <Icon name="save" /> {saving ? 'Saving…' : 'Save'}
+        </button>
+      </div>
+    </header>
+  );
+}

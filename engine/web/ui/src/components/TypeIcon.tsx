@@ -1,0 +1,39 @@
+/** A small glyph and colour per block type (plugin types get a stable colour from their name). */
+
+const COLOURS: Record<string, string> = {
+  Start: '#16a34a',
+  Set: '#475569',
+  Loop: '#7c3aed',
+  ClaudeRequest: '#c2410c',
+  GroqChatRequest: '#db2777',
+  GeminiRequest: '#2563eb',
+  ToolDispatch: '#0f766e',
+};
+
+export function typeColour(type: string): string {
+  if (COLOURS[type]) return COLOURS[type];
+  let h = 0;
+  for (const ch of type) h = (h * 31 + ch.charCodeAt(0)) % 360;
+  return `hsl(${h} 55% 40%)`;
+}
+
+function glyph(type: string): string {
+  if (type === 'Start') return 'M7 5v14l11-7z';
+  if (type === 'Set') return 'M5 9h14M5 15h14';
+  if (type === 'Loop') return 'M17 3l3 3-3 3M20 6H9a5 5 0 0 0-5 5M7 21l-3-3 3-3M4 18h11a5 5 0 0 0 5-5';
+  if (type === 'ToolDispatch') return 'M14.7 6.3a4 4 0 0 0-5.4 5.4L4 17v3h3l5.3-5.3a4 4 0 0 0 5.4-5.4l-2.5 2.5-2.4-.6-.6-2.4z';
+  if (/Request$|Chat/.test(type)) return 'M4 5h16v11H9l-5 4z';
+  return 'M12 3l8 4.5v9L12 21l-8-4.5v-9z';
+}
+
+export function TypeIcon({ type, size = 16 }: { type: string; size?: number }) {
+  const filled = type === 'Start';
+  return (
+    <span className="type-icon" style={{ background: typeColour(type), width: size + 8, height: size + 8 }} aria-hidden="true">
+      <svg width={size} height={size} viewBox="0 0 24 24" fill={filled ? '#fff' : 'none'} stroke="#fff" strokeWidth={2}
+        strokeLinecap="round" strokeLinejoin="round">
+        <path d={glyph(type)} />
+      </svg>
+    </span>
+  );
+}

@@ -1,0 +1,296 @@
+/** The canvas: blocks and links of the open diagram in React Flow, laid out by ELK where no position is written. */
+import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent } from 'react';
+import {
+  Background, BackgroundVariant, Controls, MarkerType, MiniMap, ReactFlow, applyNodeChanges, useReactFlow,
+  type Connection, type EdgeChange, type NodeChange, type Node,
+} from '@xyflow/react';
+import { diagramEdges, loopBodies } from '../../model/graph';
+import { avoidWritten, layoutDiagram } from '../../model/layout';
+import { addBlock, addLink, moveBlocks, type Position } from '../../model/ops';
+import { counts } from '../../model/problems';
+import { edgeLabelText, GROUP_PADDING, NODE_HEIGHT, NODE_WIDTH } from '../../model/sizes';
+import { useStudio } from '../../store';
+import { typeColour } from '../TypeIcon';
+import { BlockNode, LoopGroupNode } from './BlockNode';
+import { LinkEdge } from './LinkEdge';
+import type { BlockNodeType, GroupNodeType, LinkEdgeType, RunMark } from './types';
+
+const nodeTypes = { block: BlockNode, loopGroup: LoopGroupNode };
+const edgeTypes = { link: LinkEdge };
+export const DRAG_MIME = 'application/diagrama-block';
+
+const EDGE_COLOURS = { next: '#64748b', error: '#dc2626', body: '#7c3aed' };
+
+export function Canvas() {
+  const diagram = useStudio((s) => s.diagram);
+  const compiled = useStudio((s) => s.compiled);
+  const problems = useStudio((s) => s.problems);
+  const palette = useStudio((s) => s.palette);
+  const layout = useStudio((s) => s.layout);
+  const selection = useStudio((s) => s.selection);
+  const selectedEdge = useStudio((s) => s.selectedEdge);
+  const run = useStudio((s) => s.run);
+  const fitRequest = useStudio((s) => s.fitRequest);
+  const readOnly = useStudio((s) => !!s.session?.read_only);
+  const apply = useStudio((s) => s.apply);
+  const rf = useReactFlow();
+  const [nodes, setNodes] = useState<BlockNodeType[]>([]);
+  const path = useStudio((s) => s.path);
+  const layoutFor = useStudio((s) => s.layoutFor);
+  const layoutGeneration = useStudio((s) => s.layoutGeneration);
+
+  const bodyTypes = useMemo(() => new Set(palette.filter((t) => t.ports.includes('body')).map((t) => t.type)), [palette]);
+  const bodies = useMemo(() => (diagram ? loopBodies(diagram, compiled) : []), [diagram, compiled]);
+  const layoutTag = `${path}#${layoutGeneration}`;
+  // ELK runs when a diagram opens (or Auto-layout is asked) and when a block without position has no place yet;
+  // otherwise automatic places stay put, so nothing jumps while editing
+  const needsLayout = useMemo(() => {
+    if (!diagram) return false;
+    const unplaced = diagram.blocks.filter((b) => !Array.isArray(b.position));
+    if (!unplaced.length) return false;
+    if (!layout || layoutFor !== layoutTag) return true;
+    return unplaced.some((b) => !layout.nodes[b.id]);
+  }, [diagram, layout, layoutFor, layoutTag]);
+
+  useEffect(() => {
+    if (!needsLayout) return;
+    const { diagram: d, compiled: c } = useStudio.getState();
+    if (!d) return;
+    let live = true;
+    layoutDiagram(d, loopBodies(d, c), bodyTypes).then(
+      (result) => {
+        if (!live) return;
+        const written: Record<string, { x: number; y: number }> = {};
+        for (const b of d.blocks) if (Array.isArray(b.position)) written[b.id] = { x: Number(b.position[0]) || 0, y: Number(b.position[1]) || 0 };
+        useStudio.getState().setLayout(avoidWritten(result, written, { width: NODE_WIDTH, height: NODE_HEIGHT }), layoutTag);
+      },
+      (e: Error) => useStudio.getState().toast(`layout: ${e.message}`, 'error'),
+    );
+    return () => { live = false; };
+  }, [needsLayout, layoutTag, bodyTypes]);
+
+  const runMarks = useMemo(() => {
+    const marks = new Map<string, { mark: RunMark; steps: number }>();
+    const data = run?.data;
+    if (!data) return marks;
+    for (const s of data.steps) {
+      const m = marks.get(s.block) ?? { mark: 'ok' as RunMark, steps: 0 };
+      m.steps++;
+      marks.set(s.block, m);
+    }
+    for (const id of data.blocks) if (!marks.has(id)) marks.set(id, { mark: 'ok', steps: 1 });
+    for (const id of data.failed) marks.set(id, { mark: 'failed', steps: marks.get(id)?.steps ?? 1 });
+    if (data.status === 'running' && data.steps.length) {
+      const last = data.steps[data.steps.length - 1];
+      if (last.status === 'running') marks.set(last.block, { mark: 'running', steps: marks.get(last.block)?.steps ?? 1 });
+    }
+    return marks;
+  }, [run]);
+
+  // blocks → nodes (keeping the positions of nodes being dragged)
+  useEffect(() => {
+    if (!diagram) { setNodes([]); return; }
+    setNodes((previous) => {
+      const prev = new Map(previous.map((n) => [n.id, n]));
+      return diagram.blocks.map((b, i): BlockNodeType => {
+        const written = Array.isArray(b.position) ? { x: Number(b.position[0]) || 0, y: Number(b.position[1]) || 0 } : undefined;
+        const auto = layout?.nodes[b.id];
+        const position = written ?? auto ?? { x: (i % 4) * 280, y: Math.floor(i / 4) * 140 };
+        const mine = problems.filter((p) => p.block === b.id);
+        const c = counts(mine);
+        const r = runMarks.get(b.id);
+        const old = prev.get(b.id);
+        return {
+          id: b.id,
+          type: 'block',
+          position: old?.dragging ? old.position : position,
+          dragging: old?.dragging,
+          hidden: !written && !auto,
+          selected: selection.includes(b.id),
+          width: NODE_WIDTH,
+          height: NODE_HEIGHT,
+          ariaLabel: `${b.type} block ${b.id}${b.label ? ` (${b.label})` : ''}${c.errors ? `, ${c.errors} errors` : ''}`,
+          data: {
+            block: b,
+            typeInfo: palette.find((t) => t.type === b.type),
+            errors: c.errors,
+            warnings: c.warnings,
+            firstProblem: mine[0] ? `${mine[0].message}${mine[0].hint ? ` — ${mine[0].hint}` : ''}` : undefined,
+            run: run?.data ? (r?.mark ?? 'skipped') : null,
+            steps: r?.steps ?? 0,
+            passes: run?.data?.passes?.[b.id],
+            hasBody: typeof b.body === 'string' || bodyTypes.has(b.type),
+          },
+        };
+      });
+    });
+  }, [diagram, layout, selection, problems, runMarks, palette, bodyTypes, run]);
+
+  const groups = useMemo((): GroupNodeType[] => {
+    const byId = new Map(nodes.map((n) => [n.id, n]));
+    return bodies.flatMap(({ loop, members }) => {
+      const ms = members.map((m) => byId.get(m)).filter((n): n is BlockNodeType => !!n && !n.hidden);
+      if (!ms.length) return [];
+      const x0 = Math.min(...ms.map((n) => n.position.x)) - GROUP_PADDING.left;
+      const y0 = Math.min(...ms.map((n) => n.position.y)) - GROUP_PADDING.top;
+      const x1 = Math.max(...ms.map((n) => n.position.x + NODE_WIDTH)) + GROUP_PADDING.right;
+      const y1 = Math.max(...ms.map((n) => n.position.y + NODE_HEIGHT)) + GROUP_PADDING.bottom;
+      const passes = run?.data?.passes?.[loop];
+      return [{
+        id: `group:${loop}`,
+        type: 'loopGroup',
+        position: { x: x0, y: y0 },
+        width: x1 - x0,
+        height: y1 - y0,
+        style: { width: x1 - x0, height: y1 - y0 },
+        data: { loop, title: `${loop} body${passes !== undefined ? ` · ${passes} pass${passes === 1 ? '' : 'es'}` : ''}`, run: null },
+        selectable: false,
+        draggable: false,
+        focusable: false,
+        connectable: false,
+        zIndex: -1,
+      }];
+    });
+  }, [nodes, bodies, run]);
+
+  const edges = useMemo((): LinkEdgeType[] => {
+    if (!diagram) return [];
+    const taken = new Set((run?.data?.links ?? []).map(([s, t]) => `${s}→${t}`));
+    const placed = new Set(diagram.blocks.filter((b) => !Array.isArray(b.position)).map((b) => b.id));
+    return diagramEdges(diagram).map((e) => {
+      const isTaken = taken.has(`${e.source}→${e.target}`);
+      const colour = isTaken ? '#16a34a' : e.id === selectedEdge ? '#2563eb' : EDGE_COLOURS[e.kind];
+      return {
+        id: e.id,
+        type: 'link',
+        source: e.source,
+        target: e.target,
+        sourceHandle: e.kind === 'error' ? 'on_error' : e.kind === 'body' ? 'body' : 'next',
+        targetHandle: 'in',
+        selected: e.id === selectedEdge,
+        animated: isTaken && run?.data?.status === 'running',
+        zIndex: e.id === selectedEdge ? 10 : 0,
+        markerEnd: { type: MarkerType.ArrowClosed, width: 16, height: 16, color: colour },
+        ariaLabel: `${e.kind} link from ${e.source} to ${e.target}${e.when ? ` when ${e.when}` : ''}`,
+        data: {
+          kind: e.kind,
+          label: e.kind === 'next' ? edgeLabelText(e.when, e.index, e.count) : '',
+          when: e.when,
+          index: e.index,
+          count: e.count,
+          route: placed.has(e.source) && placed.has(e.target) ? layout?.edges[e.id] : undefined,
+          taken: isTaken,
+          dimmed: !!run?.data && !isTaken,
+        },
+      };
+    });
+  }, [diagram, selectedEdge, run, layout]);
+
+  // fit the view when a diagram opens (after its layout) and on request
+  const fitted = useRef(-1);
+  useEffect(() => {
+    if (fitted.current === fitRequest || needsLayout || !nodes.length || nodes.some((n) => n.hidden)) return;
+    fitted.current = fitRequest;
+    requestAnimationFrame(() => void rf.fitView({ padding: 0.15, maxZoom: 1.1, duration: 200 }));
+  }, [fitRequest, nodes, rf, needsLayout]);
+
+  const onNodesChange = useCallback((changes: NodeChange<BlockNodeType>[]) => {
+    const mine = changes.filter((c) => !('id' in c) || !String(c.id).startsWith('group:'));
+    setNodes((ns) => {
+      const next = applyNodeChanges(mine, ns);
+      if (mine.some((c) => c.type === 'select')) {
+        const ids = next.filter((n) => n.selected).map((n) => n.id);
+        queueMicrotask(() => {
+          const s = useStudio.getState();
+          s.select(ids, ids.length ? null : s.selectedEdge);
+        });
+      }
+      return next;
+    });
+  }, []);
+
+  const onEdgesChange = useCallback((changes: EdgeChange<LinkEdgeType>[]) => {
+    for (const c of changes) {
+      if (c.type !== 'select') continue;
+      const s = useStudio.getState();
+      if (c.selected) useStudio.setState({ selectedEdge: c.id });
+      else if (s.selectedEdge === c.id) useStudio.setState({ selectedEdge: null });
+    }
+  }, []);
+
+  const onConnect = useCallback((c: Connection) => {
+    if (!c.source || !c.target) return;
+    const kind = c.sourceHandle === 'on_error' ? 'error' : c.sourceHandle === 'body' ? 'body' : 'next';
+    apply((d) => addLink(d, c.source, c.target, kind));
+  }, [apply]);
+
+  const onNodeDragStop = useCallback((_: unknown, __: Node, dragged: Node[]) => {
+    const positions: Record<string, Position> = {};
+    for (const n of dragged) if (!n.id.startsWith('group:')) positions[n.id] = [n.position.x, n.position.y];
+    if (Object.keys(positions).length) apply((d) => moveBlocks(d, positions));
+  }, [apply]);
+
+  const onDragOver = useCallback((e: DragEvent) => {
+    if (!e.dataTransfer.types.includes(DRAG_MIME)) return;
+    e.preventDefault();
+    e.dataTransfer.dropEffect = readOnly ? 'none' : 'copy';
+  }, [readOnly]);
+
+  const onDrop = useCallback((e: DragEvent) => {
+    const type = e.dataTransfer.getData(DRAG_MIME);
+    if (!type) return;
+    e.preventDefault();
+    const p = rf.screenToFlowPosition({ x: e.clientX, y: e.clientY });
+    let id = '';
+    const ok = apply((d) => {
+      const r = addBlock(d, type, [p.x - NODE_WIDTH / 2, p.y - NODE_HEIGHT / 2]);
+      id = r.id;
+      return r.diagram;
+    });
+    if (ok) useStudio.setState({ selection: [id], selectedEdge: null, panelTab: 'properties' });
+  }, [apply, rf]);
+
+  const allNodes = useMemo(() => [...groups, ...nodes] as Node[], [groups, nodes]);
+
+  return (
+    <div className="canvas" onDragOver={onDragOver} onDrop={onDrop} data-testid="canvas">
+      <ReactFlow
+        nodes={allNodes}
+        edges={edges}
+        nodeTypes={nodeTypes}
+        edgeTypes={edgeTypes}
+        onNodesChange={onNodesChange as (c: NodeChange[]) => void}
+        onEdgesChange={onEdgesChange}
+        onConnect={onConnect}
+        onNodeDragStop={onNodeDragStop}
+        onNodeClick={() => { if (useStudio.getState().panelTab !== 'properties') useStudio.setState({ panelTab: 'properties' }); }}
+        onEdgeClick={() => { if (useStudio.getState().panelTab !== 'properties') useStudio.setState({ panelTab: 'properties' }); }}
+        onPaneClick={() => useStudio.getState().select([], null)}
+        nodesDraggable={!readOnly}
+        nodesConnectable={!readOnly}
+        elementsSelectable
+        deleteKeyCode={null}
+        selectionKeyCode="Shift"
+        multiSelectionKeyCode={['Meta', 'Control']}
+        selectionOnDrag={false}
+        connectionRadius={28}
+        minZoom={0.15}
+        maxZoom={2}
+        snapToGrid
+        snapGrid={[4, 4]}
+        proOptions={{ hideAttribution: true }}
+        defaultEdgeOptions={{ type: 'link' }}
+        aria-label="Diagram canvas"
+      >
+        <Background variant={BackgroundVariant.Dots} gap={20} size={1.2} color="#cbd5e1" />
+        <MiniMap pannable zoomable ariaLabel="Overview"
+          nodeColor={(n) => (n.type === 'loopGroup' ? 'rgba(124,58,237,0.08)' : typeColour((n.data as { block?: { type: string } }).block?.type ?? ''))}
+          nodeStrokeColor={(n) => (n.type === 'loopGroup' ? '#c4b5fd' : 'transparent')} />
+        <Controls showInteractive={false} />
+      </ReactFlow>
+      {diagram && diagram.blocks.length === 0 && (
+        <div className="canvas__empty">Drag a block from the palette to start.</div>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,107 @@
+/** A link: ELK's orthogonal route when the blocks sit where ELK put them, else a smooth step; label with order and `when`. */
+import { BaseEdge, EdgeLabelRenderer, getSmoothStepPath, type EdgeProps } from '@xyflow/react';
+import type { XYPosition } from '@xyflow/react';
+import { useStudio } from '../../store';
+import { WhenEditor } from '../panels/EdgeProperties';
+import type { LinkEdgeType } from './types';
+
+const TOLERANCE = 24;
+
+function near(a: XYPosition, b: XYPosition) {
+  return Math.abs(a.x - b.x) < TOLERANCE && Math.abs(a.y - b.y) < TOLERANCE;
+}
+
+/** ELK's points with their ends moved onto the handles (keeping the first and last segments straight). */
+export function snapRoute(points: XYPosition[], s: XYPosition, t: XYPosition): XYPosition[] | null {
+  if (points.length < 2 || !near(points[0], s) || !near(points[points.length - 1], t)) return null;
+  const pts = points.map((p) => ({ ...p }));
+  const n = pts.length;
+  const fix = (end: number, next: number, to: XYPosition) => {
+    const horizontal = Math.abs(pts[end].y - pts[next].y) < 0.5;
+    pts[end] = { ...to };
+    if (n > 2) {
+      if (horizontal) pts[next].y = to.y; else pts[next].x = to.x;
+    }
+  };
+  fix(0, 1, s);
+  fix(n - 1, n - 2, t);
+  return pts;
+}
+
+export function roundedPath(pts: XYPosition[], radius = 8): string {
+  let d = `M ${pts[0].x} ${pts[0].y}`;
+  for (let i = 1; i < pts.length - 1; i++) {
+    const [a, b, c] = [pts[i - 1], pts[i], pts[i + 1]];
+    const d1 = Math.hypot(b.x - a.x, b.y - a.y);
+    const d2 = Math.hypot(c.x - b.x, c.y - b.y);
+    const r = Math.min(radius, d1 / 2, d2 / 2);
+    const p1 = { x: b.x + ((a.x - b.x) / (d1 || 1)) * r, y: b.y + ((a.y - b.y) / (d1 || 1)) * r };
+    const p2 = { x: b.x + ((c.x - b.x) / (d2 || 1)) * r, y: b.y + ((c.y - b.y) / (d2 || 1)) * r };
+    d += ` L ${p1.x} ${p1.y} Q ${b.x} ${b.y} ${p2.x} ${p2.y}`;
+  }
+  const last = pts[pts.length - 1];
+  return `${d} L ${last.x} ${last.y}`;
+}
+
+function midpoint(pts: XYPosition[]): XYPosition {
+  let total = 0;
+  for (let i = 1; i < pts.length; i++) total += Math.hypot(pts[i].x - pts[i - 1].x, pts[i].y - pts[i - 1].y);
+  let half = total / 2;
+  for (let i = 1; i < pts.length; i++) {
+    const len = Math.hypot(pts[i].x - pts[i - 1].x, pts[i].y - pts[i - 1].y);
+    if (half <= len) {
+      const f = len ? half / len : 0;
+      return { x: pts[i - 1].x + (pts[i].x - pts[i - 1].x) * f, y: pts[i - 1].y + (pts[i].y - pts[i - 1].y) * f };
+    }
+    half -= len;
+  }
+  return pts[0];
+}
+
+export function LinkEdge(props: EdgeProps<LinkEdgeType>) {
+  const { id, sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, data, selected, markerEnd } = props;
+  const diagram = useStudio((s) => s.diagram);
+  const readOnly = useStudio((s) => !!s.session?.read_only);
+  if (!data) return null;
+  const s = { x: sourceX, y: sourceY };
+  const t = { x: targetX, y: targetY };
+  const routed = data.route ? snapRoute(data.route.points, s, t) : null;
+  let path: string;
+  let label: XYPosition;
+  if (routed) {
+    path = roundedPath(routed);
+    const l = data.route?.label;
+    label = l ? { x: l.x + l.width / 2, y: l.y + l.height / 2 } : midpoint(routed);
+  } else {
+    const [p, lx, ly] = getSmoothStepPath({ sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, borderRadius: 10, offset: 24 });
+    path = p;
+    label = { x: lx, y: ly };
+  }
+  const classes = ['link', `link--${data.kind}`];
+  if (data.taken) classes.push('is-taken');
+  if (data.dimmed) classes.push('is-dimmed');
+  if (selected) classes.push('is-selected');
+  const select = () => useStudio.setState({ selectedEdge: id, selection: [] });
+  const chipText = data.label || (selected ? (data.kind === 'error' ? 'on error' : data.kind === 'body' ? 'body' : 'always') : '');
+  return (
+    <>
+      <BaseEdge id={id} path={path} markerEnd={markerEnd} className={classes.join(' ')} interactionWidth={16} />
+      <EdgeLabelRenderer>
+        {(chipText || (selected && data.kind === 'next')) && (
+          <div className={`edge-label edge-label--${data.kind}${selected ? ' is-selected' : ''}${data.taken ? ' is-taken' : ''} nodrag nopan`}
+            style={{ transform: `translate(-50%, -50%) translate(${label.x}px, ${label.y}px)` }}>
+            {chipText && (
+              <button type="button" className="edge-label__chip" onClick={select} title={data.when ?? undefined}
+                aria-label={`link ${id.replace(/^\w+:/, '')}${data.when ? ` when ${data.when}` : ''}`}>
+                {chipText}
+              </button>
+            )}
+            {selected && data.kind === 'next' && diagram && !readOnly && (
+              <div className="edge-label__editor"><WhenEditor diagram={diagram} edgeId={id} compact /></div>
+            )}
+          </div>
+        )}
+      </EdgeLabelRenderer>
+    </>
+  );
+}

@@ -1,0 +1,169 @@
+/** The selected block's form: identity, levels, links, inputs (from inputs_schema), settings, set rows, last run. */
+import { useEffect, useId, useState } from 'react';
+import type { Block, BlockType, Diagram } from '../../api/types';
+import { formFields } from '../../model/schemaForm';
+import { fieldProblems, blockProblems } from '../../model/problems';
+import { renameBlock, setField } from '../../model/ops';
+import { scopeNames } from '../../model/completion';
+import { useStudio } from '../../store';
+import { SchemaField } from '../fields/SchemaField';
+import { FieldRow, ProblemList } from '../fields/FieldRow';
+import { LevelPicker } from '../fields/LevelPicker';
+import { KeyValueRows } from '../fields/KeyValueRows';
+import { TypeIcon } from '../TypeIcon';
+import { LinksEditor } from './LinksEditor';
+import { StepDetails } from './StepDetails';
+
+const CORE_KEYS = new Set(['id', 'type', 'label', 'position', 'error_level', 'message_level', 'with', 'set', 'next', 'on_error', 'body']);
+
+export function BlockProperties({ block, type, diagram }: { block: Block; type: BlockType | undefined; diagram: Diagram }) {
+  const apply = useStudio((s) => s.apply);
+  const compiled = useStudio((s) => s.compiled);
+  const problems = useStudio((s) => s.problems);
+  const palette = useStudio((s) => s.palette);
+  const registries = useStudio((s) => s.registries);
+  const path = useStudio((s) => s.path);
+  const run = useStudio((s) => s.run);
+  const readOnly = useStudio((s) => !!s.session?.read_only);
+
+  const id = block.id;
+  const withNames = scopeNames(diagram, compiled, palette, id, 'with');
+  const setNames = scopeNames(diagram, compiled, palette, id, 'set');
+  const whenNames = scopeNames(diagram, compiled, palette, id, 'when');
+  const inputs = formFields(type?.inputs_schema, type?.table_fields ?? {});
+  const settings = formFields(type?.settings_schema);
+  const settingKeys = new Set(settings.map((s) => s.name));
+  const withValue = (block.with ?? {}) as Record<string, unknown>;
+  const unknownWith = Object.keys(withValue).filter((k) => !inputs.some((f) => f.name === k));
+  const otherKeys = Object.keys(block).filter((k) => !CORE_KEYS.has(k) && !settingKeys.has(k));
+  const mine = blockProblems(problems, id);
+  const covered = (field: string | null) => field !== null &&
+    (/^(with|set|next|on_error|body|label|error_level|message_level|id)\b/.test(field) ||
+      settings.some((s) => field === s.name || field.startsWith(`${s.name}.`)));
+  const general = mine.filter((p) => !covered(p.field));
+  const steps = run?.data?.steps.filter((s) => s.block === id) ?? [];
+  const set = (path: string[], value: unknown, coalesce = true) =>
+    apply((d) => setField(d, id, path, value), coalesce ? { coalesce: `${id}:${path.join('.')}` } : undefined);
+
+  return (
+    <div className="props">
+      <header className="props__head">
+        <TypeIcon type={block.type} size={18} />
+        <div>
+          <h2 className="props__title">{block.label || id}</h2>
+          <div className="muted small">{block.type}{type ? ` — ${type.description}` : ' — unknown block type'}</div>
+        </div>
+      </header>
+      <ProblemList problems={general} />
+
+      {run && (
+        <section className="section section--run" aria-label="Last run of this block">
+          <h3>Run {run.data ? `(${run.data.status})` : ''}</h3>
+          <StepDetails steps={steps} passes={run.data?.passes?.[id]} />
+        </section>
+      )}
+
+      <fieldset disabled={readOnly} className="props__form">
+        <section className="section">
+          <h3>Block</h3>
+          <IdField block={block} />
+          <FieldRow htmlFor={`label-${id}`} label="Label" problems={fieldProblems(problems, id, 'label')}>
+            <input id={`label-${id}`} data-testid="field-label" value={block.label ?? ''} placeholder="shown on the canvas instead of the id"
+              onChange={(e) => set(['label'], e.target.value === '' ? undefined : e.target.value)} />
+          </FieldRow>
+          <div className="two-cols">
+            <LevelPicker name="error_level" label="Error level" value={block.error_level} effective={compiled?.levels?.[id]?.error_level}
+              problems={fieldProblems(problems, id, 'error_level')} onChange={(v) => set(['error_level'], v, false)} />
+            <LevelPicker name="message_level" label="Message level" value={block.message_level} effective={compiled?.levels?.[id]?.message_level}
+              problems={fieldProblems(problems, id, 'message_level')} onChange={(v) => set(['message_level'], v, false)} />
+          </div>
+        </section>
+
+        {inputs.length > 0 && (
+          <section className="section">
+            <h3>Inputs <span className="muted small">(with)</span></h3>
+            {inputs.map((f) => (
+              <SchemaField key={f.name} spec={f} value={withValue[f.name]} names={withNames} registries={registries} diagramPath={path ?? undefined}
+                problems={fieldProblems(problems, id, `with.${f.name}`)} onChange={(v) => set(['with', f.name], v)} />
+            ))}
+            {unknownWith.map((k) => (
+              <FieldRow key={k} label={`${k} (not an input of ${block.type})`} problems={fieldProblems(problems, id, `with.${k}`)}
+                onReset={() => set(['with', k], undefined, false)}>
+                <pre className="json">{JSON.stringify(withValue[k], null, 2)}</pre>
+              </FieldRow>
+            ))}
+          </section>
+        )}
+
+        {settings.length > 0 && (
+          <section className="section">
+            <h3>Settings</h3>
+            {settings.map((f) => (
+              <SchemaField key={f.name} spec={f} value={block[f.name]} names={withNames} registries={registries} diagramPath={path ?? undefined}
+                problems={fieldProblems(problems, id, f.name)} onChange={(v) => set([f.name], v)} />
+            ))}
+          </section>
+        )}
+
+        <section className="section">
+          <h3>Links</h3>
+          <LinksEditor block={block} diagram={diagram} whenNames={whenNames} hasBody={!!type?.ports.includes('body') || typeof block.body === 'string'} />
+          <ProblemList problems={mine.filter((p) => p.field && /^(next|on_error|body)\b/.test(p.field))} />
+        </section>
+
+        <section className="section">
+          <h3>Set variables <span className="muted small">(after the block runs)</span></h3>
+          {type?.outputs.length ? <div className="muted small">Outputs: {type.outputs.map((o) => <code key={o} className="chip">{o}</code>)}</div> : null}
+          <KeyValueRows label="Set" value={block.set} templates names={setNames} testId="field-set" keyLabel="Variable" valueLabel="Template"
+            addLabel="+ Add variable" onChange={(v) => set(['set'], v)} />
+          <ProblemList problems={fieldProblems(problems, id, 'set')} />
+        </section>
+
+        {otherKeys.length > 0 && (
+          <section className="section">
+            <h3>Other keys <span className="muted small">(kept as written)</span></h3>
+            {otherKeys.map((k) => (
+              <FieldRow key={k} label={k} problems={fieldProblems(problems, id, k)}>
+                <pre className="json">{JSON.stringify(block[k], null, 2)}</pre>
+              </FieldRow>
+            ))}
+          </section>
+        )}
+      </fieldset>
+    </div>
+  );
+}
+
+/** The id, renamed on Enter or leaving the field; every link naming it follows. */
+function IdField({ block }: { block: Block }) {
+  const apply = useStudio((s) => s.apply);
+  const problems = useStudio((s) => s.problems);
+  const inputId = useId();
+  const [draft, setDraft] = useState(block.id);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => { setDraft(block.id); setError(null); }, [block.id]);
+  const commit = () => {
+    const to = draft.trim();
+    const diagram = useStudio.getState().diagram;
+    if (to === block.id || !diagram) { setError(null); return; }
+    try {
+      renameBlock(diagram, block.id, to);
+    } catch (e) {
+      setError((e as Error).message);
+      return;
+    }
+    setError(null);
+    if (apply((d) => renameBlock(d, block.id, to))) {
+      useStudio.setState((s) => ({ selection: s.selection.map((x) => (x === block.id ? to : x)) }));
+    }
+  };
+  return (
+    <FieldRow htmlFor={inputId} label="Id" required problems={fieldProblems(problems, block.id, 'id')}
+      description="renaming updates every link to this block">
+      <input id={inputId} data-testid="field-id" value={draft} spellCheck={false} aria-invalid={!!error || undefined}
+        onChange={(e) => setDraft(e.target.value)} onBlur={commit}
+        onKeyDown={(e) => { if (e.key === 'Enter') commit(); if (e.key === 'Escape') setDraft(block.id); }} />
+      {error && <div className="inline-error" role="alert">{error}</div>}
+    </FieldRow>
+  );
+}

@@ -1,0 +1,27 @@
+/** Every problem of the diagram; a click selects the block. */
+import { useStudio } from '../../store';
+
+export function ProblemsPanel() {
+  const problems = useStudio((s) => s.problems);
+  const validating = useStudio((s) => s.validating);
+  if (!problems.length) {
+    return <div className="empty-state"><strong>No problems.</strong><div className="muted small">{validating ? 'checking…' : 'The diagram validates.'}</div></div>;
+  }
+  return (
+    <ul className="problems" aria-label="Problems">
+      {problems.map((p, i) => (
+        <li key={i} className={`problem-row problem--${p.severity}`}>
+          <button type="button" className="problem-row__btn" disabled={!p.block}
+            onClick={() => p.block && useStudio.setState({ selection: [p.block], selectedEdge: null, panelTab: 'properties' })}>
+            <span className={`sev sev--${p.severity}`}>{p.severity}</span>
+            <span className="problem-row__where">
+              {p.block ?? 'diagram'}{p.field ? ` · ${p.field}` : ''}{p.line !== null ? ` · line ${p.line}` : ''}
+            </span>
+            <span className="problem-row__msg">{p.message}</span>
+            {p.hint && <span className="problem__hint">{p.hint}</span>}
+          </button>
+        </li>
+      ))}
+    </ul>
+  );
+}

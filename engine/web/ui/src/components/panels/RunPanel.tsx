@@ -1,0 +1,166 @@
+/** Run the diagram: inputs from Start, offline switch, live status, steps, past runs, scenarios. */
+import { useEffect, useMemo, useState } from 'react';
+import type { Block } from '../../api/types';
+import { formatScalar, parseScalar } from '../../model/scalars';
+import { isDirty, useStudio } from '../../store';
+import { tokensText } from './StepDetails';
+
+function startBlock(blocks: Block[]): Block | undefined {
+  return blocks.find((b) => b.type === 'Start');
+}
+
+export function RunPanel() {
+  const diagram = useStudio((s) => s.diagram);
+  const saved = useStudio((s) => s.saved);
+  const session = useStudio((s) => s.session);
+  const run = useStudio((s) => s.run);
+  const runs = useStudio((s) => s.runs);
+  const path = useStudio((s) => s.path);
+  const scenarioResults = useStudio((s) => s.scenarioResults);
+  const scenariosRunning = useStudio((s) => s.scenariosRunning);
+  const dirty = useStudio(isDirty);
+  const { startRun, openRun, closeRun, runScenarios, setDialog, saveScenario } = useStudio.getState();
+
+  // the run uses the file on disk: take the inputs from the saved diagram
+  const defaults = useMemo(() => {
+    const start = startBlock((saved ?? diagram)?.blocks ?? []);
+    const inputs = start?.inputs;
+    return inputs && typeof inputs === 'object' ? (inputs as Record<string, unknown>) : {};
+  }, [saved, diagram]);
+  const [values, setValues] = useState<Record<string, string>>({});
+  useEffect(() => {
+    setValues(Object.fromEntries(Object.entries(defaults).map(([k, v]) => [k, formatScalar(v)])));
+  }, [defaults]);
+  const allowOnline = !!session?.allow_online;
+  const [offline, setOffline] = useState(true);
+  const running = run?.data?.status === 'running' || (run !== null && run.data === null);
+
+  const submit = () => {
+    const inputs = Object.fromEntries(Object.entries(values).map(([k, t]) => [k, typeof defaults[k] === 'string' ? t : parseScalar(t)]));
+    void startRun(inputs, allowOnline ? offline : true);
+  };
+
+  const data = run?.data;
+  return (
+    <div className="run-panel">
+      <section className="section">
+        <h3>Run {path}</h3>
+        {dirty && <div className="note note--warning">Runs use the saved file: your unsaved edits are not part of it.</div>}
+        <form onSubmit={(e) => { e.preventDefault(); submit(); }}>
+          {Object.keys(defaults).length === 0 && <div className="muted small">The Start block declares no inputs.</div>}
+          {Object.keys(defaults).map((k) => (
+            <div className="field" key={k}>
+              <label className="field__label" htmlFor={`run-input-${k}`}>{k}</label>
+              <textarea id={`run-input-${k}`} data-testid={`run-input-${k}`} rows={Math.min(4, Math.max(1, Math.ceil((values[k] ?? '').length / 40)))}
+                value={values[k] ?? ''} onChange={(e) => setValues((v) => ({ ...v, [k]: e.target.value }))} />
+            </div>
+          ))}
+          <div className="run-panel__actions">
+            <label className="check" title={allowOnline ? 'providers answer from recorded/fake replies' : 'this server only allows offline runs'}>
+              <input type="checkbox" checked={allowOnline ? offline : true} disabled={!allowOnline} onChange={(e) => setOffline(e.target.checked)} />
+              <span>Offline</span>
+            </label>
+            <span className="field__spacer" />
+            <button type="submit" className="btn btn--primary" disabled={!path || running}>{running ? 'Running…' : 'Run'}</button>
+          </div>
+        </form>
+      </section>
+
+      {run && (
+        <section className="section" aria-live="polite">
+          <div className="run-status">
+            <span className={`status-dot status-dot--${data?.status ?? 'running'}`} aria-hidden="true" />
+            <strong>{data ? data.status : 'starting'}</strong>
+            <span className="muted small">run {run.runId}{data ? ` · ${data.steps.length} steps · ${data.count} events` : ''}</span>
+            <span className="field__spacer" />
+            <button type="button" className="btn-link" onClick={closeRun}>clear</button>
+          </div>
+          {data?.errors.map((e, i) => (
+            <div key={i} className="note note--error" role="alert"><strong>{e.type}</strong>{e.block ? ` in ${e.block}` : ''}: {e.message}</div>
+          ))}
+          {data && data.steps.length > 0 && (
+            <table className="grid steps-table" aria-label="Steps">
+              <thead><tr><th scope="col">#</th><th scope="col">Block</th><th scope="col">Status</th><th scope="col">ms</th><th scope="col">Tokens</th></tr></thead>
+              <tbody>
+                {data.steps.map((s, i) => (
+                  <tr key={i} className={`step-row step-row--${s.status}`}>
+                    <td>{i + 1}</td>
+                    <td>
+                      <button type="button" className="btn-link" onClick={() => useStudio.setState({ selection: [s.block], selectedEdge: null, panelTab: 'properties' })}>
+                        {s.block}
+                      </button>
+                      <span className="muted small"> {s.block_type}</span>
+                    </td>
+                    <td>{s.status}</td>
+                    <td>{s.duration_ms ?? ''}</td>
+                    <td className="small">{tokensText(s.tokens)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+          {data && data.status !== 'running' && (
+            <button type="button" className="btn" disabled={!!session?.read_only} onClick={() => setDialog({
+              title: 'Save this run as a scenario',
+              message: 'The scenario replays these inputs and checks the path and results.',
+              input: { label: 'Scenario file', value: `tests/${(path ?? 'diagram').replace(/\.ya?ml$/, '').split('/').pop()}.scenario.yaml` },
+              confirm: 'Save scenario',
+              onConfirm: (v) => saveScenario(v),
+            })}>Save as scenario</button>
+          )}
+        </section>
+      )}
+
+      <section className="section">
+        <h3>Past runs</h3>
+        {runs.length === 0 ? <div className="muted small">No runs yet.</div> : (
+          <ul className="runs-list">
+            {runs.map((r) => (
+              <li key={r.run_id}>
+                <button type="button" className={`run-item${run?.runId === r.run_id ? ' is-current' : ''}`} onClick={() => void openRun(r.run_id)}>
+                  <span className={`status-dot status-dot--${r.status}`} aria-hidden="true" />
+                  <span className="run-item__when">{formatTime(r.started)}</span>
+                  <span className="muted small">{r.status} · {r.steps} steps{r.duration_ms !== null ? ` · ${r.duration_ms} ms` : ''}</span>
+                </button>
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+
+      <section className="section">
+        <div className="run-status">
+          <h3>Scenarios</h3>
+          <span className="field__spacer" />
+          <button type="button" className="btn" disabled={scenariosRunning} onClick={() => void runScenarios('.')}>
+            {scenariosRunning ? 'Running scenarios…' : 'Run scenarios'}
+          </button>
+        </div>
+        {scenarioResults && (
+          scenarioResults.length === 0 ? <div className="muted small">No scenarios found.</div> : (
+            <>
+              <div className="small">
+                <strong className="pass">{scenarioResults.filter((r) => r.passed).length} passed</strong>, {' '}
+                <strong className="fail">{scenarioResults.filter((r) => !r.passed).length} failed</strong>
+              </div>
+              <ul className="scenarios" aria-label="Scenario results">
+                {scenarioResults.map((r) => (
+                  <li key={`${r.file}:${r.name}`} className={r.passed ? 'is-pass' : 'is-fail'}>
+                    <span className={`sev ${r.passed ? 'sev--pass' : 'sev--error'}`}>{r.passed ? 'pass' : 'fail'}</span>
+                    <span>{r.name} <span className="muted small">{r.file}</span></span>
+                    {r.failures.length > 0 && <ul className="scenario-failures">{r.failures.map((f, i) => <li key={i}>{f}</li>)}</ul>}
+                  </li>
+                ))}
+              </ul>
+            </>
+          )
+        )}
+      </section>
+    </div>
+  );
+}
+
+function formatTime(iso: string): string {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+}

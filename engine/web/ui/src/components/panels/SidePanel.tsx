@@ -1,0 +1,64 @@
+/** The right-hand panel: Properties (block / link / diagram), Run, Problems. */
+import { useStudio, type PanelTab } from '../../store';
+import { BlockProperties } from './BlockProperties';
+import { EdgeProperties } from './EdgeProperties';
+import { DiagramProperties } from './DiagramProperties';
+import { RunPanel } from './RunPanel';
+import { ProblemsPanel } from './ProblemsPanel';
+import { counts } from '../../model/problems';
+
+const TABS: Array<[PanelTab, string]> = [['properties', 'Properties'], ['run', 'Run'], ['problems', 'Problems']];
+
+export function SidePanel() {
+  const tab = useStudio((s) => s.panelTab);
+  const diagram = useStudio((s) => s.diagram);
+  const selection = useStudio((s) => s.selection);
+  const selectedEdge = useStudio((s) => s.selectedEdge);
+  const palette = useStudio((s) => s.palette);
+  const problems = useStudio((s) => s.problems);
+  const run = useStudio((s) => s.run);
+  const c = counts(problems);
+
+  let body = null;
+  if (tab === 'run') body = <RunPanel />;
+  else if (tab === 'problems') body = <ProblemsPanel />;
+  else if (diagram) {
+    const blocks = diagram.blocks.filter((b) => selection.includes(b.id));
+    if (blocks.length === 1) {
+      body = <BlockProperties key={blocks[0].id} block={blocks[0]} type={palette.find((t) => t.type === blocks[0].type)} diagram={diagram} />;
+    } else if (blocks.length > 1) {
+      body = (
+        <div className="empty-state">
+          <strong>{blocks.length} blocks selected</strong>
+          <div className="muted small">{blocks.map((b) => b.id).join(', ')}</div>
+          <div className="row-gap">
+            <button type="button" className="btn" onClick={() => useStudio.getState().copy()}>Copy</button>
+            <button type="button" className="btn btn--danger" onClick={() => useStudio.getState().deleteSelection()}>Delete</button>
+          </div>
+        </div>
+      );
+    } else if (selectedEdge) {
+      body = <EdgeProperties diagram={diagram} edgeId={selectedEdge} />;
+    } else {
+      body = <DiagramProperties diagram={diagram} />;
+    }
+  }
+
+  return (
+    <aside className="side-panel" aria-label="Inspector">
+      <div className="tabs" role="tablist" aria-label="Inspector tabs">
+        {TABS.map(([t, text]) => (
+          <button key={t} type="button" role="tab" id={`tab-${t}`} aria-selected={tab === t} aria-controls="side-panel-body"
+            className={tab === t ? 'is-on' : ''} onClick={() => useStudio.setState({ panelTab: t })}>
+            {text}
+            {t === 'problems' && c.errors + c.warnings > 0 && (
+              <span className={`count ${c.errors ? 'count--error' : 'count--warning'}`}>{c.errors + c.warnings}</span>
+            )}
+            {t === 'run' && run?.data?.status === 'running' && <span className="status-dot status-dot--running" aria-label="running" />}
+          </button>
+        ))}
+      </div>
+      <div className="side-panel__body" id="side-panel-body" role="tabpanel" aria-labelledby={`tab-${tab}`}>{body}</div>
+    </aside>
+  );
+}

@@ -1,0 +1,308 @@
+/**
+ * Edit operations: small pure functions over the diagram JSON.
+ *
+ * Every operation returns a new diagram and leaves the keys it does not edit
+ * exactly as they were (same values, same order), so that the server can write
+ * a minimal YAML diff.
+ */
+import type { Block, Diagram, LinkSpec, NextValue } from '../api/types';
+
+export type Position = [number, number];
+export type PortKind = 'next' | 'error' | 'body';
+
+// ---------------------------------------------------------------- helpers
+
+const ID_RE = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+
+export function isValidId(id: string): boolean {
+  return ID_RE.test(id);
+}
+
+/** `ClaudeRequest` → `claude_request`, `GroqChatRequest` → `groq_chat_request`. */
+export function snakeCase(type: string): string {
+  const s = type
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
+    .replace(/[^A-Za-z0-9_]+/g, '_')
+    .replace(/^_+|_+$/g, '')
+    .toLowerCase();
+  return s && /^[a-z_]/.test(s) ? s : `block_${s}`;
+}
+
+/** `base` if free, else `base_2`, `base_3`, ... */
+export function uniqueId(base: string, taken: Iterable<string>): string {
+  const used = new Set(taken);
+  if (!used.has(base)) return base;
+  const stem = base.replace(/_\d+$/, '') || base;
+  for (let n = 2; ; n++) {
+    const candidate = `${stem}_${n}`;
+    if (!used.has(candidate)) return candidate;
+  }
+}
+
+export function findBlock(diagram: Diagram, id: string): Block | undefined {
+  return diagram.blocks.find((b) => b.id === id);
+}
+
+function mapBlocks(diagram: Diagram, fn: (b: Block) => Block): Diagram {
+  let changed = false;
+  const blocks = diagram.blocks.map((b) => {
+    const nb = fn(b);
+    if (nb !== b) changed = true;
+    return nb;
+  });
+  return changed ? { ...diagram, blocks } : diagram;
+}
+
+function updateBlock(diagram: Diagram, id: string, fn: (b: Block) => Block): Diagram {
+  if (!findBlock(diagram, id)) throw new Error(`no block '${id}'`);
+  return mapBlocks(diagram, (b) => (b.id === id ? fn(b) : b));
+}
+
+function withoutKey<T extends object>(obj: T, key: string): T {
+  if (!(key in obj)) return obj;
+  const copy = { ...obj } as Record<string, unknown>;
+  delete copy[key];
+  return copy as T;
+}
+
+// ---------------------------------------------------------------- next links
+
+/** The `next` value as an ordered list of links (a string is one unconditional link). */
+export function nextLinks(block: Block): LinkSpec[] {
+  const next = block.next;
+  if (next === undefined || next === null) return [];
+  if (typeof next === 'string') return [{ to: next }];
+  if (!Array.isArray(next)) return [];
+  return next.map((item) => (typeof item === 'string' ? { to: item } : item));
+}
+
+/**
+ * Normalised `next`: none → key removed; one unconditional link → `next: id`;
+ * several, or any with `when` (or other keys) → a list of `{to, when?}`.
+ */
+export function normaliseNext(links: LinkSpec[]): NextValue | undefined {
+  if (links.length === 0) return undefined;
+  if (links.length === 1) {
+    const only = links[0];
+    const keys = Object.keys(only).filter((k) => !(k === 'when' && (only.when === undefined || only.when === '')));
+    if (keys.length === 1 && keys[0] === 'to') return only.to;
+  }
+  return links.map((l) => {
+    if (l.when === undefined || l.when === '') return withoutKey(l, 'when');
+    return l;
+  });
+}
+
+export function writeNext(block: Block, links: LinkSpec[]): Block {
+  const value = normaliseNext(links);
+  if (value === undefined) return withoutKey(block, 'next');
+  return { ...block, next: value };
+}
+
+// ---------------------------------------------------------------- operations
+
+export interface AddResult {
+  diagram: Diagram;
+  id: string;
+}
+
+export function addBlock(diagram: Diagram, type: string, position: Position, id?: string): AddResult {
+  const newId = uniqueId(id ?? snakeCase(type), diagram.blocks.map((b) => b.id));
+  const block: Block = { id: newId, type, position: roundPosition(position) };
+  return { diagram: { ...diagram, blocks: [...diagram.blocks, block] }, id: newId };
+}
+
+export function roundPosition(p: Position): Position {
+  return [Math.round(p[0]), Math.round(p[1])];
+}
+
+/** Sets only `position`, as rounded integers. */
+export function moveBlock(diagram: Diagram, id: string, position: Position): Diagram {
+  const rounded = roundPosition(position);
+  return updateBlock(diagram, id, (b) =>
+    b.position && b.position[0] === rounded[0] && b.position[1] === rounded[1] ? b : { ...b, position: rounded },
+  );
+}
+
+export function moveBlocks(diagram: Diagram, positions: Record<string, Position>): Diagram {
+  return Object.entries(positions).reduce((d, [id, p]) => (findBlock(d, id) ? moveBlock(d, id, p) : d), diagram);
+}
+
+/** Removes blocks, and every `next`/`on_error`/`body` of the remaining blocks that names one of them. */
+export function removeBlocks(diagram: Diagram, ids: Iterable<string>): Diagram {
+  const gone = new Set(ids);
+  if (gone.size === 0) return diagram;
+  const kept = diagram.blocks.filter((b) => !gone.has(b.id));
+  const blocks = kept.map((b) => {
+    let nb = b;
+    const links = nextLinks(b);
+    if (links.some((l) => gone.has(l.to))) nb = writeNext(nb, links.filter((l) => !gone.has(l.to)));
+    if (typeof nb.on_error === 'string' && gone.has(nb.on_error)) nb = withoutKey(nb, 'on_error');
+    if (typeof nb.body === 'string' && gone.has(nb.body)) nb = withoutKey(nb, 'body');
+    return nb;
+  });
+  return { ...diagram, blocks };
+}
+
+function retarget(block: Block, map: (id: string) => string | undefined): Block {
+  let nb = block;
+  const links = nextLinks(block);
+  if (links.some((l) => map(l.to) !== undefined)) {
+    const renamed = links.map((l) => {
+      const to = map(l.to);
+      return to === undefined ? l : { ...l, to };
+    });
+    // keep the written form: a plain string stays a string, a list stays a list
+    if (typeof block.next === 'string') nb = { ...nb, next: renamed[0].to };
+    else nb = { ...nb, next: (block.next as Array<LinkSpec | string>).map((item, i) =>
+      typeof item === 'string' ? renamed[i].to : renamed[i]) };
+  }
+  for (const key of ['on_error', 'body'] as const) {
+    const value = nb[key];
+    if (typeof value === 'string') {
+      const to = map(value);
+      if (to !== undefined) nb = { ...nb, [key]: to };
+    }
+  }
+  return nb;
+}
+
+/** Renames a block and every reference to it (`next`, `to`, `on_error`, `body`). */
+export function renameBlock(diagram: Diagram, from: string, to: string): Diagram {
+  if (from === to) return diagram;
+  if (!isValidId(to)) throw new Error(`'${to}' is not a valid id: use letters, digits, _ and -, not starting with a digit`);
+  if (findBlock(diagram, to)) throw new Error(`a block '${to}' already exists`);
+  if (!findBlock(diagram, from)) throw new Error(`no block '${from}'`);
+  const map = (id: string) => (id === from ? to : undefined);
+  return mapBlocks(diagram, (b) => retarget(b.id === from ? { ...b, id: to } : b, map));
+}
+
+/**
+ * Sets (or, with `undefined`, removes) a value at a path inside a block, e.g.
+ * `['with', 'temperature']`, `['label']`, `['set', 'answer']`. A container that
+ * becomes empty is removed too.
+ */
+export function setField(diagram: Diagram, id: string, path: string[], value: unknown): Diagram {
+  if (path.length === 0) throw new Error('empty path');
+  if (path[0] === 'id') throw new Error('use renameBlock to change an id');
+  return updateBlock(diagram, id, (b) => setIn(b, path, value) as Block);
+}
+
+function setIn(obj: Record<string, unknown>, path: string[], value: unknown): Record<string, unknown> {
+  const [key, ...rest] = path;
+  if (rest.length === 0) {
+    if (value === undefined) return withoutKey(obj, key);
+    if (Object.is(obj[key], value)) return obj;
+    return { ...obj, [key]: value };
+  }
+  const child = obj[key];
+  const base = child && typeof child === 'object' && !Array.isArray(child) ? (child as Record<string, unknown>) : {};
+  const updated = setIn(base, rest, value);
+  if (updated === base && child !== undefined) return obj;
+  if (Object.keys(updated).length === 0) return withoutKey(obj, key);
+  return { ...obj, [key]: updated };
+}
+
+/** Renames a key inside a mapping of a block (e.g. a `set` name), keeping its place. */
+export function renameKey(diagram: Diagram, id: string, container: string, from: string, to: string): Diagram {
+  if (from === to) return diagram;
+  return updateBlock(diagram, id, (b) => {
+    const obj = (b[container] ?? {}) as Record<string, unknown>;
+    if (to in obj) throw new Error(`'${to}' is already there`);
+    const entries = Object.entries(obj).map(([k, v]) => (k === from ? [to, v] : [k, v]));
+    return { ...b, [container]: Object.fromEntries(entries) };
+  });
+}
+
+/** A link from a port: `next` appends `{to}`; `error` sets `on_error`; `body` sets `body`. */
+export function addLink(diagram: Diagram, source: string, target: string, kind: PortKind = 'next'): Diagram {
+  if (!findBlock(diagram, target)) throw new Error(`no block '${target}'`);
+  if (kind === 'error') return setErrorLink(diagram, source, target);
+  if (kind === 'body') return setBody(diagram, source, target);
+  return updateBlock(diagram, source, (b) => {
+    const links = nextLinks(b);
+    if (links.some((l) => l.to === target && !l.when)) return b; // already linked unconditionally
+    return writeNext(b, [...links, { to: target }]);
+  });
+}
+
+/** Removes the `index`-th `next` link, or `on_error`/`body`. */
+export function removeLink(diagram: Diagram, source: string, kind: PortKind, index = 0): Diagram {
+  if (kind === 'error') return setErrorLink(diagram, source, undefined);
+  if (kind === 'body') return setBody(diagram, source, undefined);
+  return updateBlock(diagram, source, (b) => writeNext(b, nextLinks(b).filter((_, i) => i !== index)));
+}
+
+export function setWhen(diagram: Diagram, source: string, index: number, when: string | undefined): Diagram {
+  return updateBlock(diagram, source, (b) => {
+    const links = nextLinks(b);
+    if (index < 0 || index >= links.length) throw new Error(`no link ${index} from '${source}'`);
+    const cleaned = when === undefined || when.trim() === '' ? undefined : when;
+    const updated = links.map((l, i) => (i !== index ? l : cleaned === undefined ? withoutKey(l, 'when') : { ...l, when: cleaned }));
+    return writeNext(b, updated);
+  });
+}
+
+/** Moves the `index`-th link by `delta` places in the evaluation order. */
+export function reorderLink(diagram: Diagram, source: string, index: number, delta: number): Diagram {
+  return updateBlock(diagram, source, (b) => {
+    const links = nextLinks(b);
+    const to = index + delta;
+    if (index < 0 || index >= links.length || to < 0 || to >= links.length) return b;
+    const copy = links.slice();
+    const [moved] = copy.splice(index, 1);
+    copy.splice(to, 0, moved);
+    return writeNext(b, copy);
+  });
+}
+
+export function setErrorLink(diagram: Diagram, source: string, target: string | undefined): Diagram {
+  return updateBlock(diagram, source, (b) =>
+    target === undefined ? withoutKey(b, 'on_error') : b.on_error === target ? b : { ...b, on_error: target });
+}
+
+export function setBody(diagram: Diagram, source: string, target: string | undefined): Diagram {
+  return updateBlock(diagram, source, (b) =>
+    target === undefined ? withoutKey(b, 'body') : b.body === target ? b : { ...b, body: target });
+}
+
+export interface PasteResult {
+  diagram: Diagram;
+  ids: string[];
+}
+
+/**
+ * Pastes copies of `blocks`: each gets a fresh unique id and its position
+ * moved by `offset` (`positions` gives one for blocks laid out automatically);
+ * links between pasted blocks follow the new ids, links to blocks outside the
+ * copied set are dropped.
+ */
+export function paste(
+  diagram: Diagram,
+  blocks: Block[],
+  offset: Position,
+  positions: Record<string, Position> = {},
+): PasteResult {
+  const taken = new Set(diagram.blocks.map((b) => b.id));
+  const rename = new Map<string, string>();
+  for (const b of blocks) {
+    const id = uniqueId(b.id, taken);
+    taken.add(id);
+    rename.set(b.id, id);
+  }
+  const inside = (id: string) => rename.get(id);
+  const copies = blocks.map((b) => {
+    const clone = structuredClone(b) as Block;
+    let nb: Block = { ...clone, id: rename.get(b.id)! };
+    nb = writeNext(nb, nextLinks(clone).filter((l) => inside(l.to) !== undefined).map((l) => ({ ...l, to: inside(l.to)! })));
+    for (const key of ['on_error', 'body'] as const) {
+      const v = clone[key];
+      if (typeof v === 'string') nb = inside(v) !== undefined ? { ...nb, [key]: inside(v) } : withoutKey(nb, key);
+    }
+    const base = b.position ?? positions[b.id] ?? [0, 0];
+    nb.position = roundPosition([base[0] + offset[0], base[1] + offset[1]]);
+    return nb;
+  });
+  return { diagram: { ...diagram, blocks: [...diagram.blocks, ...copies] }, ids: copies.map((b) => b.id) };
+}

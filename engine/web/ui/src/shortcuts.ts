@@ -1,0 +1,63 @@
+/** Keyboard shortcuts (the help panel lists this table). */
+import { useEffect } from 'react';
+import { useStudio } from './store';
+
+export const SHORTCUTS: Array<[string, string]> = [
+  ['Ctrl+S', 'Save the diagram'],
+  ['Ctrl+Z', 'Undo'],
+  ['Ctrl+Shift+Z / Ctrl+Y', 'Redo'],
+  ['Ctrl+C', 'Copy the selected blocks'],
+  ['Ctrl+V', 'Paste (new ids, offset, links between pasted blocks kept)'],
+  ['Ctrl+X', 'Cut the selected blocks'],
+  ['Ctrl+D', 'Duplicate the selected blocks'],
+  ['Ctrl+A', 'Select every block'],
+  ['Delete / Backspace', 'Delete the selected blocks (and links to them) or the selected link'],
+  ['Escape', 'Clear the selection, close dialogs'],
+  ['F', 'Fit the diagram to the view'],
+  ['?', 'Show this help'],
+  ['Shift + drag', 'Select blocks in a box'],
+  ['Ctrl + click', 'Add a block to the selection'],
+  ['Drag from ● right', 'Next link (several links: ordered, each with an optional when)'],
+  ['Drag from ● bottom', 'Error link (on_error)'],
+  ['Drag from ● body', 'Loop body link'],
+  ['Ctrl+Space in a template', 'Offer names in scope inside {{ }}'],
+];
+
+function isTyping(target: EventTarget | null): boolean {
+  if (!(target instanceof HTMLElement)) return false;
+  return target.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName);
+}
+
+export function useShortcuts(fitView: () => void): void {
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const s = useStudio.getState();
+      const mod = e.ctrlKey || e.metaKey;
+      const key = e.key.toLowerCase();
+      if (mod && key === 's') {
+        e.preventDefault();
+        void s.save();
+        return;
+      }
+      if (e.key === 'Escape') {
+        if (s.dialog) { s.setDialog(null); return; }
+        if (s.helpOpen) { s.setHelp(false); return; }
+        if (!isTyping(e.target)) s.select([], null);
+        return;
+      }
+      if (s.dialog || isTyping(e.target)) return;
+      if (mod && key === 'z' && !e.shiftKey) { e.preventDefault(); s.undo(); return; }
+      if ((mod && key === 'z' && e.shiftKey) || (mod && key === 'y')) { e.preventDefault(); s.redo(); return; }
+      if (mod && key === 'c') { if (s.selection.length) { e.preventDefault(); s.copy(); } return; }
+      if (mod && key === 'x') { if (s.selection.length) { e.preventDefault(); s.copy(); s.deleteSelection(); } return; }
+      if (mod && key === 'v') { if (s.clipboard.length) { e.preventDefault(); s.pasteClipboard(); } return; }
+      if (mod && key === 'd') { if (s.selection.length) { e.preventDefault(); s.copy(); s.pasteClipboard(); } return; }
+      if (mod && key === 'a') { e.preventDefault(); s.select(s.diagram?.blocks.map((b) => b.id) ?? [], null); return; }
+      if (e.key === 'Delete' || e.key === 'Backspace') { e.preventDefault(); s.deleteSelection(); return; }
+      if (e.key === '?') { e.preventDefault(); s.setHelp(!s.helpOpen); return; }
+      if (key === 'f' && !mod && !e.altKey) { e.preventDefault(); fitView(); }
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [fitView]);
+}

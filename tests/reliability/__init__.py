@@ -1,0 +1,1 @@
+"""Reliability suite: request blocks against a fake vendor server that injects faults."""
