@@ -702,7 +702,7 @@ def test_rule12_more_than_8_mb_is_refused() -> None:
         to_json("x: " + "é" * (4 * 1024 * 1024 + 1))
     with pytest.raises(EditError, match="larger than"):
         apply_edit(GREETING, {"blocks": [{"id": "a", "label": "a" * (8 * 1024 * 1024)}]})
-    many = {"blocks": [{"id": str(n), "position": [n, n]} for n in range(1_000_000)]}
+    many = {"blocks": [{"id": f"{n:040d}", "position": [n, n]} for n in range(200_000)]}
     with pytest.raises(EditError, match="larger than"):
         apply_edit(GREETING, many)
 
