@@ -15,8 +15,13 @@ def serve(
     port: Annotated[int, typer.Option("--port", help="port on the host")] = 8765,
     host: Annotated[str, typer.Option("--host", help="127.0.0.1 keeps it local; 0.0.0.0 shares it")] = "127.0.0.1",
     runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
+    read_only: Annotated[bool, typer.Option("--read-only", help="view and run only; no edit is written")] = False,
+    allow_online: Annotated[bool, typer.Option(
+        "--allow-online", help="let the page start runs against the real vendors with this machine's keys")] = False,
+    allowed_host: Annotated[list[str] | None, typer.Option(
+        "--allowed-host", help="another Host name the studio answers for (with --host 0.0.0.0)")] = None,
 ) -> None:
-    """A local web view of a folder of diagrams and their runs (read-only over the YAML)."""
+    """The studio: build, edit, run and debug the folder's diagrams in the browser; the YAML files stay the source."""
     for module in ("starlette", "uvicorn", "ruamel.yaml"):
         require_extra(module, "web", "serve")
     import uvicorn
@@ -27,6 +32,10 @@ def serve(
 
     if not folder.is_dir():
         raise fail(UsageError(f"{folder} is not a folder of diagrams"))
-    web = create_app(folder, runs_folder(runs_dir), blocks_registry())
-    console(stderr=True).print(f"diagrama: serving {escape(str(folder))} on http://{host}:{port}/ (Ctrl-C stops)")
+    web = create_app(folder, runs_folder(runs_dir), blocks_registry(), read_only=read_only, allow_online=allow_online,
+                     host=host, port=port, extra_hosts=tuple(allowed_host or ()))
+    mode = "read-only" if read_only else "editing"
+    online = "runs from the page may go online" if allow_online else "runs from the page are offline"
+    console(stderr=True).print(f"diagrama studio: {escape(str(folder))} on http://{host}:{port}/ ({mode}; {online}; "
+                               "Ctrl-C stops)")
     uvicorn.run(web, host=host, port=port, log_level="warning")

@@ -1,16 +1,17 @@
 """Run values as JSON text, and as plain JSON data: what the CLI prints, the run store keeps and scenarios compare.
 
-One orjson call with `json_default` (tables become row lists, models dicts, sets lists); keys
+One `values.dumps` call (orjson, with a fallback for what it refuses) (tables become row lists, models dicts, sets lists); keys
 that are not strings are written as strings. Reading JSON back is not done here.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
 
-from engine.format.values import json_default
+from engine.format.values import dumps
 
 __all__ = ["dumps_plain", "plain"]
 
@@ -22,9 +23,13 @@ def dumps_plain(value: Any, *, indent: bool = False, sort_keys: bool = False) ->
         option |= orjson.OPT_INDENT_2
     if sort_keys:
         option |= orjson.OPT_SORT_KEYS
-    return orjson.dumps(value, default=json_default, option=option).decode()
+    return dumps(value, option=option).decode()
 
 
 def plain(value: Any, *, sort_keys: bool = False) -> Any:
     """`value` as the dicts, lists, strings, numbers, booleans and None its JSON text reads back as."""
-    return orjson.loads(dumps_plain(value, sort_keys=sort_keys))
+    text = dumps_plain(value, sort_keys=sort_keys)
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:  # integers past 64 bits (`2 ** 70`): the stdlib reads them exactly
+        return json.loads(text)

@@ -1,7 +1,9 @@
 """The neutral conversation every vendor adapter translates, and what comes back.
 
 A Request is what a request block asks for, in our own terms (DESIGN.md "Data
-tables"); a Reply is what any vendor answered. Adapters map between these and JSON.
+tables"); a Reply is what any vendor answered, with its outcome in one vocabulary
+(`FINISHES`). Adapters map between these and JSON. Also the envelope in which a
+vendor's reasoning and server-tool parts ride on a history row's `signature` cell.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from engine.format.names import valid_tool_name
 from engine.format.tables import HistoryRow
 
 __all__ = [
+    "FINISHES",
     "Adapter",
     "HttpCall",
     "Reply",
@@ -25,6 +28,10 @@ __all__ = [
     "ToolSpec",
     "WireError",
     "call_arguments",
+    "carried_parts",
+    "foreign_parts_note",
+    "seal",
+    "signature_vendor",
     "group_turns",
     "read_model",
     "system_text",
@@ -73,6 +80,10 @@ class Request:
     temperature: float | None = None
     max_tokens: int | None = None
     api_version: str | None = None
+    thinking: int | str | None = None
+    """A thinking budget in tokens, or "adaptive" (Anthropic, Gemini)."""
+    reasoning_effort: str | None = None
+    """Groq's reasoning_effort, passed as it is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +94,10 @@ class ToolCall:
     signature: str | None = None
 
 
+FINISHES = ("complete", "tool_calls", "max_tokens", "refused", "blocked", "paused", "context_exceeded")
+"""DESIGN.md's one vocabulary for how a turn ended; each adapter maps its vendor's values in one table."""
+
+
 @dataclass(slots=True)
 class Reply:
     text: str
@@ -90,6 +105,18 @@ class Reply:
     input_tokens: int
     output_tokens: int
     stop_reason: str | None
+    finish: str = "complete"
+    """One of FINISHES."""
+    refusal: str | None = None
+    """The vendor's refusal text, where it gives one (Anthropic's explanation, OpenAI-style `refusal`)."""
+    stop_details: dict[str, Any] | None = None
+    """What the vendor says about the stop (Anthropic `stop_details`, Gemini's finishMessage, block reason)."""
+    citations: list[dict[str, str]] = field(default_factory=list)
+    """[{text, source}]: the passages the answer cites, and where from."""
+    signature: str | None = None
+    """The turn's parts our rows cannot hold (reasoning, server tools), sealed for the assistant row."""
+    thinking_tokens: int | None = None
+    """Reasoning tokens, where the vendor counts them apart (they are in output_tokens too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,3 +165,58 @@ def system_text(role: str, rows: list[HistoryRow]) -> str:
     parts = [role] if role else []
     parts += [row.content for row in rows if row.role == "system" and row.content]
     return "\n\n".join(parts)
+
+
+# -- the envelope: a vendor's opaque parts on the assistant row's `signature` cell --------------
+#
+# Gemini's thoughtSignature is stored as it came (base64 text, never JSON). Every other vendor's
+# parts are sealed as JSON text: {"vendor": "anthropic", "parts": [...]}, each part as the vendor
+# sent it (Anthropic: {"at": index in the reply's content, "block": {...}}; Groq: {"reasoning": ...}).
+# The same vendor gets them back unchanged; another vendor's adapter drops them, with a Debug note.
+
+def seal(vendor: str, parts: list[dict[str, Any]]) -> str | None:
+    """The signature cell for a turn's parts (None when there are none)."""
+    return orjson.dumps({"vendor": vendor, "parts": parts}).decode() if parts else None
+
+
+def _opened(signature: str | None) -> tuple[str, list[Any]] | None:
+    if not signature:
+        return None
+    if not signature.startswith("{"):
+        return "gemini", [signature]  # a bare thought signature
+    try:
+        value = orjson.loads(signature)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(value, dict) and isinstance(value.get("vendor"), str) and isinstance(value.get("parts"), list):
+        return value["vendor"], value["parts"]
+    return None
+
+
+def signature_vendor(signature: str | None) -> str | None:
+    """Whose parts a signature cell holds: "gemini" for a bare thought signature, else the envelope's vendor."""
+    opened = _opened(signature)
+    return opened[0] if opened else None
+
+
+def carried_parts(rows: list[HistoryRow], vendor: str) -> list[Any]:
+    """The parts `vendor` gave for this turn, from its rows' signature cells, in row order."""
+    parts: list[Any] = []
+    for row in rows:
+        opened = _opened(row.signature)
+        if opened and opened[0] == vendor:
+            parts += opened[1]
+    return parts
+
+
+def foreign_parts_note(rows: list[HistoryRow], vendor: str) -> tuple[str, ...]:
+    """A Debug note when rows carry another vendor's reasoning or server-tool parts, which `vendor` is not sent."""
+    dropped: dict[str, int] = {}
+    for row in rows:
+        opened = _opened(row.signature)
+        if opened and opened[0] != vendor:
+            dropped[opened[0]] = dropped.get(opened[0], 0) + len(opened[1])
+    if not dropped:
+        return ()
+    counts = ", ".join(f"{count} from {other}" for other, count in sorted(dropped.items()))
+    return (f"history parts another vendor gave (reasoning, signatures, server tools: {counts}) are not sent to {vendor}",)

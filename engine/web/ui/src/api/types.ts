@@ -160,12 +160,20 @@ export interface RunStep {
   block_type: string;
   status: string;
   duration_ms: number | null;
-  link: unknown;
+  /** the block the step's link led to, and which port (`next`, `on_error`, `body`) */
+  next?: string | null;
+  via?: string | null;
+  model?: string | null;
   inputs: unknown;
   outputs: unknown;
   error: unknown;
+  /** `[input, output]` */
   tokens: unknown;
-  tool_calls: unknown;
+  /** names of the tools a request block called */
+  called_tools?: unknown;
+  /** older trace readers' names for the same facts */
+  link?: unknown;
+  tool_calls?: unknown;
 }
 
 export interface RunData {
@@ -175,7 +183,8 @@ export interface RunData {
   errors: Array<{ block: string | null; type: string; message: string }>;
   blocks: string[];
   links: Array<[string, string]>;
-  failed: string[];
+  /** the block whose unhandled error ended the run (null if none); older servers sent a list */
+  failed: string | string[] | null;
   passes: Record<string, number>;
   steps: RunStep[];
   events: unknown[];

@@ -8,6 +8,7 @@ import { diagramEdges, loopBodies } from '../../model/graph';
 import { avoidWritten, layoutDiagram } from '../../model/layout';
 import { addBlock, addLink, moveBlocks, type Position } from '../../model/ops';
 import { counts } from '../../model/problems';
+import { failedBlocks } from '../../model/run';
 import { edgeLabelText, GROUP_PADDING, NODE_HEIGHT, NODE_WIDTH } from '../../model/sizes';
 import { useStudio } from '../../store';
 import { typeColour } from '../TypeIcon';
@@ -79,7 +80,7 @@ export function Canvas() {
       marks.set(s.block, m);
     }
     for (const id of data.blocks) if (!marks.has(id)) marks.set(id, { mark: 'ok', steps: 1 });
-    for (const id of data.failed) marks.set(id, { mark: 'failed', steps: marks.get(id)?.steps ?? 1 });
+    for (const id of failedBlocks(data)) marks.set(id, { mark: 'failed', steps: marks.get(id)?.steps ?? 1 });
     if (data.status === 'running' && data.steps.length) {
       const last = data.steps[data.steps.length - 1];
       if (last.status === 'running') marks.set(last.block, { mark: 'running', steps: marks.get(last.block)?.steps ?? 1 });

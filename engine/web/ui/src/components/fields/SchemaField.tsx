@@ -112,7 +112,12 @@ export function SchemaField(props: SchemaFieldProps) {
   }
 }
 
-/** Numbers: typed text is kept while it is not a valid value; a valid one is written at once. */
+/**
+ * Numbers: typed text that is not a number yet ("-", "1e") is kept here and not written. A number is written
+ * at once, even outside the schema's range: the field must never show a value the diagram does not have, and
+ * the server's validation then flags it on the field and the block. The local range message shows until the
+ * server's problem arrives.
+ */
 function NumberInput({ id, spec, value, onChange, testId, invalid }: {
   id: string; spec: FieldSpec; value: unknown; onChange: (v: unknown) => void; testId: string; invalid: boolean;
 }) {
@@ -138,15 +143,14 @@ function NumberInput({ id, spec, value, onChange, testId, invalid }: {
         step={spec.step ?? 'any'}
         placeholder={placeholder}
         aria-invalid={invalid || !!error || undefined}
-        aria-describedby={error ? `${id}-err` : undefined}
+        aria-describedby={error && !invalid ? `${id}-err` : undefined}
         onChange={(e) => {
           const t = e.target.value;
           setText(t);
           if (t.trim() === '') { setError(null); onChange(undefined); return; }
           const n = Number(t);
-          const problem = checkNumber(spec, n);
-          setError(problem);
-          if (!problem) onChange(n);
+          setError(checkNumber(spec, n));
+          if (Number.isFinite(n)) onChange(n);
         }}
       />
       {range && <span className="number__range">{range}</span>}
@@ -155,7 +159,7 @@ function NumberInput({ id, spec, value, onChange, testId, invalid }: {
           value={typeof value === 'number' ? value : Number(spec.default ?? spec.min)}
           onChange={(e) => { const n = Number(e.target.value); setText(String(n)); setError(null); onChange(n); }} />
       )}
-      {error && <div className="inline-error" id={`${id}-err`} role="alert">{error}</div>}
+      {error && !invalid && <div className="inline-error" id={`${id}-err`} role="alert">{error}</div>}
     </div>
   );
 }

@@ -20,7 +20,7 @@ const schema: JsonSchema = {
 const fields = Object.fromEntries(formFields(schema, { tools: 'tools' }).map((f) => [f.name, f]));
 
 describe('SchemaField', () => {
-  it('renders a number input with the range and writes valid numbers only', () => {
+  it('renders a number input with the range and writes numbers', () => {
     const onChange = vi.fn();
     render(<SchemaField spec={fields.temperature} value={0.2} onChange={onChange} names={[]} problems={[]} />);
     const input = screen.getByTestId('field-temperature') as HTMLInputElement;
@@ -29,11 +29,24 @@ describe('SchemaField', () => {
     expect(input.max).toBe('1');
     fireEvent.change(input, { target: { value: '0.7' } });
     expect(onChange).toHaveBeenLastCalledWith(0.7);
-    onChange.mockClear();
-    fireEvent.change(input, { target: { value: '3' } });
-    expect(onChange).not.toHaveBeenCalled();
-    expect(screen.getByRole('alert').textContent).toMatch(/at most 1/);
     expect(screen.getByLabelText('Temperature')).toBe(input);
+  });
+  it('writes a number outside the range too, so the diagram holds what the field shows and the server flags it', () => {
+    const onChange = vi.fn();
+    const { rerender } = render(<SchemaField spec={fields.temperature} value={0.2} onChange={onChange} names={[]} problems={[]} />);
+    const input = screen.getByTestId('field-temperature') as HTMLInputElement;
+    fireEvent.change(input, { target: { value: '3' } });
+    expect(onChange).toHaveBeenLastCalledWith(3);
+    expect(screen.getByRole('alert').textContent).toMatch(/at most 1/);
+    // the server's problem arrives: it replaces the local message
+    const problem = { line: 3, column: 1, block: 'ask', field: 'with.temperature', message: 'Input should be less than or equal to 1 (got 3)',
+      hint: null, severity: 'error' as const };
+    rerender(<SchemaField spec={fields.temperature} value={3} onChange={onChange} names={[]} problems={[problem]} />);
+    expect(screen.getAllByRole('alert').map((a) => a.textContent)).toEqual(['Input should be less than or equal to 1 (got 3)']);
+    expect(input.value).toBe('3');
+    onChange.mockClear();
+    fireEvent.change(input, { target: { value: '' } });
+    expect(onChange).toHaveBeenLastCalledWith(undefined);
   });
   it('renders enums as a select and booleans as a checkbox', () => {
     const onChange = vi.fn();

@@ -5,6 +5,17 @@ import { addLink, nextLinks, removeLink, reorderLink, setBody, setErrorLink, set
 import { useStudio } from '../../store';
 import { TemplateInput } from '../fields/TemplateInput';
 
+/** A link target picked from the other blocks; a written target that is no block is kept and shown as such. */
+export function TargetOptions({ value, others }: { value: unknown; others: string[] }) {
+  const written = typeof value === 'string' && value !== '' && !others.includes(value) ? value : null;
+  return (
+    <>
+      {written !== null && <option value={written}>{written} (unknown block)</option>}
+      {others.map((id) => <option key={id} value={id}>{id}</option>)}
+    </>
+  );
+}
+
 export function LinksEditor({ block, diagram, whenNames, hasBody }: { block: Block; diagram: Diagram; whenNames: string[]; hasBody: boolean }) {
   const apply = useStudio((s) => s.apply);
   const links = nextLinks(block);
@@ -48,7 +59,7 @@ export function LinksEditor({ block, diagram, whenNames, hasBody }: { block: Blo
         <select id={errId} data-testid="field-on_error" value={typeof block.on_error === 'string' ? block.on_error : ''}
           onChange={(e) => apply((d) => setErrorLink(d, block.id, e.target.value || undefined))}>
           <option value="">(none: error level decides)</option>
-          {others.map((id) => <option key={id} value={id}>{id}</option>)}
+          <TargetOptions value={block.on_error} others={others} />
         </select>
       </div>
       {hasBody && (
@@ -57,7 +68,7 @@ export function LinksEditor({ block, diagram, whenNames, hasBody }: { block: Blo
           <select id={bodyId} data-testid="field-body" value={typeof block.body === 'string' ? block.body : ''}
             onChange={(e) => apply((d) => setBody(d, block.id, e.target.value || undefined))}>
             <option value="">(none)</option>
-            {others.map((id) => <option key={id} value={id}>{id}</option>)}
+            <TargetOptions value={block.body} others={others} />
           </select>
         </div>
       )}

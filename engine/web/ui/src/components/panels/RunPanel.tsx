@@ -3,7 +3,7 @@ import { useEffect, useMemo, useState } from 'react';
 import type { Block } from '../../api/types';
 import { formatScalar, parseScalar } from '../../model/scalars';
 import { isDirty, useStudio } from '../../store';
-import { tokensText } from './StepDetails';
+import { msText, tokensText } from '../../model/run';
 
 function startBlock(blocks: Block[]): Block | undefined {
   return blocks.find((b) => b.type === 'Start');
@@ -92,7 +92,7 @@ export function RunPanel() {
                       <span className="muted small"> {s.block_type}</span>
                     </td>
                     <td>{s.status}</td>
-                    <td>{s.duration_ms ?? ''}</td>
+                    <td>{msText(s.duration_ms)}</td>
                     <td className="small">{tokensText(s.tokens)}</td>
                   </tr>
                 ))}

@@ -1,0 +1,46 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { cleanup, render, screen } from '@testing-library/react';
+import type { RunStep } from '../../api/types';
+import { orderAgent } from '../../test/fixtures';
+import { LinksEditor } from './LinksEditor';
+import { StepDetails } from './StepDetails';
+
+afterEach(cleanup);
+
+describe('StepDetails', () => {
+  it('shows a step as GET /api/runs/{id} sends it: model, tokens [in, out], the link taken, the tools called', () => {
+    const step = {
+      number: 2, block: 'ask', block_type: 'ClaudeRequest', offset_ms: 0.2, duration_ms: 8.7338, status: 'succeeded',
+      next: 'dispatch', via: 'next', inputs: { model: 'claude-sonnet-5-5' }, outputs: { result: '' }, set: {}, error: null,
+      model: 'claude-sonnet-5-5', tokens: [281, 10], called_tools: ['get_order_status'], payloads: [],
+    } as unknown as RunStep;
+    const { container } = render(<StepDetails steps={[step]} />);
+    const facts = container.querySelector('.step__facts')!.textContent;
+    expect(facts).toContain('Modelclaude-sonnet-5-5');
+    expect(facts).toContain('Tokensin 281 · out 10');
+    expect(facts).toContain('Link takendispatch');
+    expect(screen.getByText('Tool calls')).toBeTruthy();
+    expect(container.textContent).toContain('get_order_status');
+    expect(container.textContent).toContain('8.7 ms');
+  });
+});
+
+describe('LinksEditor', () => {
+  it('shows an on_error target that names no block as written, not as "none"', () => {
+    const diagram = orderAgent();
+    const ask = { ...diagram.blocks[1], on_error: 'apologize' };
+    render(<LinksEditor block={ask} diagram={{ ...diagram, blocks: diagram.blocks.map((b) => (b.id === 'ask' ? ask : b)) }}
+      whenNames={[]} hasBody={false} />);
+    const select = screen.getByTestId('field-on_error') as HTMLSelectElement;
+    expect(select.value).toBe('apologize');
+    expect(select.selectedOptions[0].textContent).toBe('apologize (unknown block)');
+    expect([...select.options].filter((o) => o.value === 'apologise')).toHaveLength(1);
+  });
+  it('offers no extra option when the target exists', () => {
+    const diagram = orderAgent();
+    render(<LinksEditor block={diagram.blocks[1]} diagram={diagram} whenNames={[]} hasBody={false} />);
+    const select = screen.getByTestId('field-on_error') as HTMLSelectElement;
+    expect(select.value).toBe('apologise');
+    expect([...select.options].some((o) => o.textContent?.includes('unknown block'))).toBe(false);
+  });
+});
