@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import copy
 import difflib
-import importlib
-import importlib.util
 import re
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -17,23 +13,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engine.web import yaml_edit as ye
+
 ROOT = Path(__file__).resolve().parents[2]
 
-
-def _load_module() -> ModuleType:
-    try:
-        return importlib.import_module("engine.web.yaml_edit")
-    except Exception:  # engine/web may not be a package yet (or engine.web is still web.py)
-        name = "engine_web_yaml_edit"
-        spec = importlib.util.spec_from_file_location(name, ROOT / "engine" / "web" / "yaml_edit.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up while the class is built
-        spec.loader.exec_module(module)
-        return module
-
-
-ye = _load_module()
 EditError = ye.EditError
 apply_edit = ye.apply_edit
 to_json = ye.to_json

@@ -1,0 +1,75 @@
+"""The package's entry points: hash and read a diagram file, write a new diagram as its smallest edit.
+
+apply_edit tries the span editor first and the ruamel dump second, keeping only a text that
+both parsers read back as the new diagram; BOM and Windows line ends are kept as they were.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from engine.web.yaml_edit.checks import EditError, check_new, check_text_size, same
+from engine.web.yaml_edit.fallback import ruamel_rewrite
+from engine.web.yaml_edit.readback import checked
+from engine.web.yaml_edit.reading import load_plain
+from engine.web.yaml_edit.render import Indents, Renderer
+from engine.web.yaml_edit.splice import span_edit
+
+
+def content_hash(text: str | bytes) -> str:
+    """sha256 hex digest of the file's bytes (a str is hashed as UTF-8)."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return hashlib.sha256(data).hexdigest()
+
+
+def to_json(text: str) -> dict[str, Any]:
+    """The diagram file as plain JSON-ready data (dates become ISO strings, keys strings)."""
+    check_text_size(text)
+    data = load_plain(text)
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise EditError(f"the file holds a YAML {type(data).__name__}, not a mapping")
+    return data
+
+
+def apply_edit(text: str, new: dict[str, Any]) -> str:
+    """The new file text: the smallest change of `text` whose data is `new`."""
+    check_text_size(text)
+    check_new(new)
+    old = to_json(text)
+    if same(old, new):
+        return text
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    body = text[len(bom) :]
+    # Work on "\n" only and put Windows line ends back at the end, so spliced lines match.
+    crlf = "\r\n" in body and body.count("\r\n") == body.count("\n")
+    if crlf:
+        body = body.replace("\r\n", "\n")
+    indents = Indents()
+    result: str | None = None
+    try:
+        result = checked(span_edit(body, old, new, indents), new)
+    except EditError:
+        raise
+    except Exception:  # Unsupported (or a span-editor slip): the ruamel dump below is checked the same way
+        result = None
+    if result is None:
+        try:
+            result = checked(ruamel_rewrite(body, new, indents), new)
+        except Exception as exc:  # the last resort: whatever ruamel trips on becomes a clean refusal
+            raise EditError(f"cannot write the diagram as YAML: {exc}") from exc
+        if result is None:
+            raise EditError("cannot write the diagram as YAML that reads back the same")
+    if crlf:
+        result = result.replace("\n", "\r\n")
+    return bom + result
+
+
+def new_diagram_text(name: str) -> str:
+    """A fresh diagram file named `name` with a single Start block."""
+    if not isinstance(name, str) or not name.strip():
+        raise EditError("the diagram name must be a non-empty string")
+    doc = {"diagram": name, "blocks": [{"id": "start", "type": "Start", "position": [0, 0]}]}
+    return Renderer(Indents(), {}).document(doc)
