@@ -8,6 +8,7 @@ Screenshots of the key states go to tests/artifacts/ (git-ignored).
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import shutil
@@ -45,6 +46,25 @@ def open_diagram(page: Any, served: Served, path: str, blocks: int | None = None
         page.wait_for_selector(BLOCKS_SELECTOR)
     else:
         page.wait_for_function(f"document.querySelectorAll('{BLOCKS_SELECTOR}').length === {blocks}")
+    still_view(page)
+
+
+STILL_VIEW = """() => new Promise((resolve) => {
+    const view = document.querySelector('.react-flow__viewport');
+    let last = view.style.transform, same = 0;
+    const tick = () => {
+        const now = view.style.transform;
+        same = now === last ? same + 1 : 0;
+        last = now;
+        if (same >= 15) resolve(now); else requestAnimationFrame(tick);
+    };
+    requestAnimationFrame(tick);
+})"""
+
+
+def still_view(page: Any) -> None:
+    """Waits until the canvas stops moving (the fit-view animation after a diagram opens)."""
+    page.evaluate(STILL_VIEW)
 
 
 def node(page: Any, block: str) -> Any:
@@ -196,7 +216,7 @@ def test_build_the_order_agent_from_an_empty_folder(page: Any, studio: Any, arti
 
     # the links, drawn from the handles, with every block in view
     page.get_by_role("button", name="Fit to view").click()
-    page.wait_for_timeout(300)
+    still_view(page)
     shot(page, artifacts, "build-3-blocks")
     connect(page, "start", "ask")
     connect(page, "ask", "dispatch")
@@ -251,6 +271,22 @@ def test_build_the_order_agent_from_an_empty_folder(page: Any, studio: Any, arti
     assert page.locator(".react-flow__edge").count() == 5
     assert page.locator(".pill--clean").is_visible()
     assert file.read_text(encoding="utf-8") == text
+
+    # moving one block and saving rewrites that block's position line and nothing else
+    box = node(page, "done").bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] / 2 + 40, box["y"] + box["height"] / 2 + 60, steps=5)
+    page.mouse.up()
+    page.locator(".pill--dirty").wait_for()
+    save(page)
+    changed = [line for line in difflib.unified_diff(text.splitlines(), file.read_text(encoding="utf-8").splitlines(),
+                                                     lineterm="", n=0) if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    assert [line[:1] for line in changed] == ["-", "+"], changed
+    assert changed[0].strip().startswith("-    position:") and changed[1].startswith("+    position: ["), changed
+    moved = {b["id"]: b["position"] for b in yaml.safe_load(file.read_text(encoding="utf-8"))["blocks"]}
+    assert [b for b in blocks if moved[b] != blocks[b]["position"]] == ["done"]
 
 
 # ---------------------------------------------------------------- a folder of examples, shared by the tests below
@@ -337,7 +373,7 @@ def test_open_a_200_block_generated_diagram(page: Any, examples: Served, artifac
     ids = set(page.locator(BLOCKS_SELECTOR).evaluate_all("ns => ns.map(n => n.dataset.id)"))
     assert ids == {"start", *(f"b{i}" for i in range(1, 200))}
     assert page.locator(".toolbar__file .pill--ok").inner_text() == "valid"
-    page.wait_for_timeout(300)  # the fit-view animation
+    still_view(page)
     shot(page, artifacts, "open-200-blocks")
     record_property("open_200_blocks_ms", round(rendered_at))
     print(f"\nstudio: 200-block diagram rendered and laid out {rendered_at:.0f} ms after navigation")
@@ -372,12 +408,12 @@ def test_run_offline_and_see_the_path_lit(page: Any, examples: Served, artifacts
 
     select_block(page, "ask")
     run_section = page.get_by_role("region", name="Last run of this block")
-    assert "Run (succeeded)" in run_section.locator("h3").inner_text()
+    assert run_section.locator("h3").text_content() == "Run (succeeded)"
     assert run_section.locator("details.step").count() == 2
     last = run_section.locator("details.step").last
     facts = last.locator(".step__facts").inner_text()
-    assert "Tokens" in facts and re.search(r"input \d+", facts) and re.search(r"output \d+", facts), facts
-    assert "claude-sonnet-5-5" in last.inner_text()
+    assert re.search(r"Model\s+claude-sonnet-5-5\s+Tokens\s+in \d+ · out \d+\s+Link taken\s+done", facts), facts
+    assert '"model": "claude-sonnet-5-5"' in last.inner_text()  # its inputs
     shot(page, artifacts, "run-step-details")
 
 
@@ -395,6 +431,7 @@ def test_problems_show_on_blocks_and_fields(page: Any, examples: Served, artifac
     temperature.locator(".field-problems").get_by_text("Input should be less than or equal to 1 (got 3)").wait_for()
     assert ask.locator(".problem-badge--error").inner_text() == "1"
     assert "has-errors" in (ask.get_attribute("class") or "")
+    temperature.scroll_into_view_if_needed()
     shot(page, artifacts, "problem-temperature")
 
     # the server also knows which models take a temperature at all
@@ -427,6 +464,7 @@ def test_problems_show_on_blocks_and_fields(page: Any, examples: Served, artifac
     on_error = page.get_by_test_id("field-on_error")
     assert on_error.input_value() == "apologize"
     assert "unknown block" in on_error.locator("option:checked").inner_text()
+    on_error.scroll_into_view_if_needed()
     shot(page, artifacts, "problem-link-target")
 
 
@@ -434,7 +472,7 @@ def test_problems_show_on_blocks_and_fields(page: Any, examples: Served, artifac
 
 
 class _ForeignPage(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         body = b"<!doctype html><title>elsewhere</title><p>another site on this machine</p>"
         self.send_response(200)
         self.send_header("Content-Type", "text/html")
@@ -511,7 +549,7 @@ def test_read_only_studio_disables_editing_but_runs(page: Any, studio: Any, arti
     page.locator(".pill--ro").wait_for()
     assert page.get_by_role("button", name="Save", exact=True).is_disabled()
     assert page.get_by_role("button", name="+ New").is_disabled()
-    assert page.get_by_role("button", name="Undo").is_disabled()
+    assert page.get_by_role("button", name="Undo", exact=True).is_disabled()
     for item in page.locator('[data-testid^="palette-"]').all():
         assert item.get_attribute("draggable") == "false"
         assert item.get_attribute("aria-disabled") == "true"
@@ -537,7 +575,7 @@ def test_read_only_studio_disables_editing_but_runs(page: Any, studio: Any, arti
 
 def test_undo_redo_and_keyboard_help(page: Any, examples: Served, artifacts: Path) -> None:
     open_diagram(page, examples, "undo.yaml", blocks=5)
-    undo = page.get_by_role("button", name="Undo")
+    undo = page.get_by_role("button", name="Undo", exact=True)
     assert undo.is_disabled()
 
     drag_from_palette(page, "Set", 150, 600)
