@@ -2,15 +2,16 @@
 
 A request block is glue: render inputs, build a neutral request, `ask` the providers'
 request path (the shared client, or the simulator with --offline), and map the reply to
-outputs and rows. It also tells that path how this run traces each attempt. Each block
-module only names its adapter and adds its vendor's checks.
+outputs and rows (its `finish`, and the vendor's reasoning and server-tool parts sealed on
+the assistant row's `signature`). It also tells that path how this run traces each
+attempt. Each block module only names its adapter and adds its vendor's inputs and checks.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -33,7 +34,7 @@ from engine import (
 )
 from engine.providers import Adapter, Request, ToolSpec, WireError, ask, system_text, valid_tool_name
 
-__all__ = ["RequestBlock", "RequestInputs", "RequestOutputs", "tool_specs"]
+__all__ = ["RequestBlock", "RequestInputs", "RequestOutputs", "ThinkingInputs", "tool_specs"]
 
 OFFLINE_KEY = "offline-simulator-key"
 
@@ -69,12 +70,26 @@ class RequestInputs(BaseModel):
         return self
 
 
+class ThinkingInputs(RequestInputs):
+    """A request block whose models may think first (ClaudeRequest, GeminiRequest)."""
+
+    thinking: int | Literal["adaptive"] | None = Field(
+        default=None, description="let the model think first: a budget in tokens, or 'adaptive' (the model decides); "
+                                  "which models take which is checked at load")
+
+
 class RequestOutputs(BaseModel):
     result: str = Field(default="", description="the answer text")
     called_tools: list[dict[str, Any]] = Field(default_factory=list, description="[{id, name, arguments}]")
     history: Any = Field(default=None, description="the input history plus this turn")
-    usage: dict[str, int] = Field(default_factory=dict, description="input_tokens, output_tokens")
+    usage: dict[str, int] = Field(default_factory=dict, description="input_tokens, output_tokens (thinking_tokens "
+                                                                       "where the vendor counts them)")
     stop_reason: str | None = Field(default=None, description="the vendor's own stop reason")
+    finish: str = Field(default="complete", description="how the turn ended: complete, tool_calls, max_tokens, refused, "
+                                                        "blocked, paused or context_exceeded")
+    refusal: str | None = Field(default=None, description="the vendor's refusal text, where it gives one")
+    stop_details: dict[str, Any] | None = Field(default=None, description="what the vendor says about the stop")
+    citations: list[dict[str, str]] = Field(default_factory=list, description="[{text, source}] the answer cites")
 
 
 def tool_specs(table: DataTable | None, name_limit: int) -> list[ToolSpec]:
@@ -182,7 +197,8 @@ class RequestBlock(Block):
         if scores:
             context.emit(Event.TOOLS_SELECTED, tools=[{"name": n, "score": s} for n, s in scores.items()])
         request = Request(inputs.model, system_text(inputs.role, rows), [r for r in rows if r.role != "system"],
-                          tools, inputs.temperature, inputs.max_tokens, inputs.api_version)
+                          tools, inputs.temperature, inputs.max_tokens, inputs.api_version,
+                          getattr(inputs, "thinking", None), getattr(inputs, "reasoning_effort", None))
         if context.current.static_inputs is None:  # some input is templated: check what load could not
             self.check_request(request)
         try:
@@ -198,16 +214,25 @@ class RequestBlock(Block):
                            exchanges=exchanges, retried=traced.retried)
         reply = answer.reply
         answer_rows = list(rows)
+        # The turn's sealed parts ride on its first assistant row (a row of their own when the turn has
+        # neither text nor calls: a paused turn), so that the same vendor gets them back with the turn.
+        sealed = reply.signature
         if reply.text:
-            answer_rows.append(HistoryRow("assistant", reply.text))
+            answer_rows.append(HistoryRow("assistant", reply.text, signature=sealed))
+            sealed = None
         called = []
         for tool_call in reply.calls:
             answer_rows.append(HistoryRow("assistant", orjson.dumps(tool_call.arguments).decode(), tool_call.id,
-                                          tool_call.name, tool_call.signature))
+                                          tool_call.name, tool_call.signature or sealed))
+            sealed = None
             called.append({"id": tool_call.id, "name": tool_call.name, "arguments": tool_call.arguments})
+        if sealed:
+            answer_rows.append(HistoryRow("assistant", "", signature=sealed))
         usage = {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens}
+        if reply.thinking_tokens is not None:
+            usage["thinking_tokens"] = reply.thinking_tokens
         context.emit(Event.PROVIDER_CALLED, vendor=adapter.vendor, model=request.model, usage=usage,
-                     stop_reason=reply.stop_reason, called_tools=[c["name"] for c in called],
+                     stop_reason=reply.stop_reason, finish=reply.finish, called_tools=[c["name"] for c in called],
                      attempts=answer.attempts, duration_ms=round((time.perf_counter() - began) * 1000, 3),
                      offline=services.offline, notes=list(call.notes), api_version=call.api_version)
         return {
@@ -216,4 +241,8 @@ class RequestBlock(Block):
             "history": history_table(answer_rows),
             "usage": usage,
             "stop_reason": reply.stop_reason,
+            "finish": reply.finish,
+            "refusal": reply.refusal,
+            "stop_details": reply.stop_details,
+            "citations": reply.citations,
         }

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from blocks._request import RequestBlock
+from blocks._request import RequestBlock, ThinkingInputs
 from engine import InputError, Report
-from engine.providers import Adapter, Gemini, Request, ToolSpec, WireError, gemini_schema
+from engine.providers import Adapter, Gemini, Request, ToolSpec, WireError, gemini_schema, gemini_thinking_refusal
 
 _VERSIONS = ("v1", "v1beta")
 
@@ -15,12 +15,16 @@ _VERSIONS = ("v1", "v1beta")
 class GeminiRequest(RequestBlock):
     """Asks a Gemini model (generateContent), with history and tools."""
 
+    Inputs = ThinkingInputs
     adapter: ClassVar[Adapter] = Gemini()
 
     def check_vendor(self, constants: Mapping[str, Any], report: Report) -> None:
         version = constants.get("api_version")
         if version is not None and version not in _VERSIONS:
             report("api_version", f"Gemini API version {version!r} is not one of {', '.join(_VERSIONS)}", None)
+        refusal = gemini_thinking_refusal(constants.get("model"), constants.get("thinking"))
+        if refusal:
+            report(refusal.field, refusal.message, None)
 
     def check_tools(self, specs: list[ToolSpec]) -> None:
         for spec in specs:
@@ -30,6 +34,9 @@ class GeminiRequest(RequestBlock):
     def check_request(self, request: Request) -> None:
         if request.api_version is not None and request.api_version not in _VERSIONS:
             raise InputError(f"with.api_version: {request.api_version!r} is not one of {', '.join(_VERSIONS)}")
+        refusal = gemini_thinking_refusal(request.model, request.thinking)
+        if refusal:
+            raise InputError(f"with.{refusal.field}: {refusal.message}")
         try:
             self.check_tools(request.tools)
         except WireError as exc:

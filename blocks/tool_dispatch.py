@@ -1,16 +1,17 @@
 """ToolDispatch: runs the tools a model called and appends their results to the history.
 
 Each call is looked up in the diagram's registries, its arguments validated (strict,
-or coercing "42" to 42), its handler run (sync in a thread, or async) under the
-tool's timeout. A failure becomes a tool row the model can read, unless this block's
-own error level is Handle, which the executor applies: the failures go back with the
-outputs (`WithFailures`). Results are keyed by call id, so parallel calls never mix.
+or coercing "42" to 42), its handler run (sync on a thread, or async) under the
+tool's timeout; a handler still running at the timeout or at the run's deadline is
+abandoned, never waited for (`engine.tools.calls`). A failure becomes a tool row the
+model can read, unless this block's own error level is Handle, which the executor
+applies: the failures go back with the outputs (`WithFailures`). Results are keyed by
+call id, so parallel calls never mix.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from typing import Any
 
@@ -32,7 +33,7 @@ from engine import (
 )
 from engine.compile.block import WithFailures
 from engine.format.values import dumps
-from engine.tools import ToolRegistry, check_arguments
+from engine.tools import HandlerTimeout, ToolRegistry, call_handler, check_arguments
 
 
 class ToolDispatchInputs(BaseModel):
@@ -74,15 +75,16 @@ class ToolDispatch(Block):
             return stubs[name]
         handler = tool.handler()
         try:
-            async with asyncio.timeout(tool.entry.timeout):
-                if inspect.iscoroutinefunction(handler):
-                    return await handler(**arguments)
-                result = await asyncio.to_thread(handler, **arguments)
-                if inspect.isawaitable(result):
-                    result = await result
-                return result
-        except TimeoutError as exc:
+            return await call_handler(handler, arguments, timeout=tool.entry.timeout, name=name)
+        except HandlerTimeout as exc:
             raise ToolError(f"tool '{name}' timed out after {tool.entry.timeout:g} s", type="tool_timeout") from exc
+        except asyncio.CancelledError:
+            # The run's deadline: the call is abandoned, its thread (if stuck) left running.
+            context.emit(Event.TOOL_CALLED, tool=name, call_id=str(call.get("id")), ok=False, abandoned=True,
+                         error=f"tool '{name}' was still running when the run was stopped; it was abandoned")
+            raise
+        except ToolError:
+            raise
         except Exception as exc:  # the handler is user code: its failure is data for the model
             raise ToolError(f"tool '{name}' failed: {type(exc).__name__}: {exc}", type="tool_failed") from exc
 
@@ -109,8 +111,10 @@ class ToolDispatch(Block):
         failures: list[ToolError] = []
         for call, (result, error, seconds) in zip(inputs.calls, outcomes, strict=True):
             call_id, name = str(call.get("id")), str(call.get("name"))
+            cause = error.__cause__ if error is not None else None
+            left = {"abandoned": True} if isinstance(cause, HandlerTimeout) and cause.left_running else {}
             context.emit(Event.TOOL_CALLED, tool=name, call_id=call_id, duration_ms=round(seconds * 1000, 3),
-                         ok=error is None, error=error.message if error else None)
+                         ok=error is None, error=error.message if error else None, **left)
             if error is not None:
                 errors.append({"id": call_id, "name": name, "error": error.message, "type": error.type})
                 failure = ToolError(f"call {call_id}: {error.message}", type=error.type)

@@ -13,6 +13,9 @@
         │   ├── ToolError           a tool could not be dispatched
         │   └── LoopLimitReached    a Loop reached max_iterations
         ├── ProviderError           a vendor answered with an error or an unreadable body
+        │   ├── ProviderRefused     the model refused, or a safety filter left nothing usable
+        │   ├── ProviderBlocked     the vendor blocked the prompt itself
+        │   └── OutputTruncated     a tool call was cut off by the token limit
         ├── BlockTimeout            a block ran past its timeout
         ├── RunTimeout              the run ran past the Start block's timeout
         ├── StepLimitReached        the run took max_steps steps
@@ -48,8 +51,11 @@ __all__ = [
     "InputError",
     "InternalError",
     "LoopLimitReached",
+    "OutputTruncated",
     "Problem",
+    "ProviderBlocked",
     "ProviderError",
+    "ProviderRefused",
     "RetryableProviderError",
     "RunError",
     "RunFailed",
@@ -300,3 +306,24 @@ class ScenarioFailed(Exception):
     def __init__(self, report: str) -> None:
         super().__init__(report)
         self.report = report
+
+
+# -- vendor outcomes that leave nothing usable (DESIGN.md, Request blocks) -----------------------
+
+
+class ProviderRefused(ProviderError):
+    """The model refused, or a safety/content filter stopped it with no usable content."""
+
+    type = "provider_refused"
+
+
+class ProviderBlocked(ProviderError):
+    """The vendor blocked the prompt itself (Gemini's promptFeedback.blockReason)."""
+
+    type = "provider_blocked"
+
+
+class OutputTruncated(ProviderError):
+    """A tool call was cut off by the token limit; a cut-off text is not an error."""
+
+    type = "output_truncated"

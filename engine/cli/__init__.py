@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from engine.compile.block import BlockRegistry
     from engine.compile.diagram import Diagram
     from engine.errors import DiagramaError
+    from engine.format.redact import Redactor
 
 __all__ = ["app", "main"]
 
@@ -49,6 +50,15 @@ def console(*, stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
+@functools.cache
+def redactor() -> Redactor:
+    """Scrubs the keys in this process's environment (and any vendor key) from text the CLI prints or writes."""
+    from engine.format.redact import Redactor
+    from engine.runtime.context import Services
+
+    return Redactor(Services().secrets())
+
+
 def blocks_registry() -> BlockRegistry:
     from blocks.registry import registry
 
@@ -62,13 +72,14 @@ def fail(error: DiagramaError) -> typer.Exit:
     from engine.errors import DiagramInvalid, RunError
 
     err = console(stderr=True)
+    scrub = redactor().text  # a message may quote an input, and an input may be a key
     if isinstance(error, DiagramInvalid):
         for problem in error.problems:
-            err.print(escape(str(problem)))
+            err.print(escape(scrub(str(problem))))
         count = len(error.problems)
         err.print(f"{count} problem{'s' if count != 1 else ''} found; nothing ran.")
         return typer.Exit(2)
-    err.print(f"error: {escape(str(error))}")
+    err.print(f"error: {escape(scrub(str(error)))}")
     return typer.Exit(1 if isinstance(error, RunError) else 2)
 
 

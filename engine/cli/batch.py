@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from engine.cli import console, fail, load, require_extra, runs_folder
+from engine.cli import blocks_registry, console, fail, require_extra, runs_folder
 
 if TYPE_CHECKING:
     from engine.compile.diagram import Diagram
@@ -35,17 +35,23 @@ def batch(
     max_concurrent: Annotated[list[str] | None, typer.Option("--max-concurrent", help="calls in flight, groq=4")] = None,
     grace: Annotated[float, typer.Option("--grace", help="seconds running runs get after Ctrl-C")] = 10.0,
     runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
+    data_root: Annotated[list[Path] | None, typer.Option(
+        "--data-root", help="a folder besides the diagram's own that it may read files from (repeatable)")] = None,
 ) -> None:
     """Run a diagram over many inputs, N at a time, recorded in the run store; resumable."""
     require_extra("sqlalchemy", "batch", "batch")
     if backend == "celery":
         require_extra("celery", "celery", "batch --backend celery")
+    from engine.compile.loader import load_diagram
     from engine.errors import DiagramaError, UsageError
     from engine.runs.batch import read_rows, start_batch, write_results
     from engine.runs.limits import parse_limits
     from engine.runs.store import open_store
 
-    loaded = load(diagram)
+    try:
+        loaded = load_diagram(diagram, blocks_registry(), data_roots=data_root or ())
+    except DiagramaError as exc:
+        raise fail(exc) from None
     folder = runs_folder(runs_dir)
     try:
         rows = read_rows(inputs, loaded)

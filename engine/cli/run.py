@@ -76,6 +76,8 @@ def run(
     output: Annotated[OutputFormat, typer.Option("--output", help="text, or one JSON object on stdout")] = OutputFormat.text,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no per-block lines on stderr")] = False,
     record: Annotated[Path | None, typer.Option("--record", help="write the run as a scenario file")] = None,
+    data_root: Annotated[list[Path] | None, typer.Option(
+        "--data-root", help="a folder besides the diagram's own that it may read files from (repeatable)")] = None,
 ) -> None:
     """Run a diagram once."""
     import asyncio
@@ -83,12 +85,16 @@ def run(
     from rich.markup import escape
 
     from engine.compile.inputs import inputs_from_file, parse_input_pairs
+    from engine.compile.loader import load_diagram
     from engine.errors import DiagramaError, UsageError
     from engine.format.spec import MESSAGE_LEVELS
     from engine.runtime.api import run_async
     from engine.runtime.context import Services
 
-    loaded = load(diagram)
+    try:
+        loaded = load_diagram(diagram, blocks_registry(), data_roots=data_root or ())
+    except DiagramaError as exc:
+        raise fail(exc) from None
     try:
         values = inputs_from_file(loaded, inputs) if inputs else {}
         values.update(parse_input_pairs(loaded, input or []))
@@ -163,7 +169,11 @@ def _store_run(diagram: Diagram, inputs: dict[str, Any], result: RunResult, fold
             f"warning: the run was not recorded in the run store ({escape(type(exc).__name__)})")
 
 
-def validate(diagrams: Annotated[list[Path], typer.Argument(help="diagram files")]) -> None:
+def validate(
+    diagrams: Annotated[list[Path], typer.Argument(help="diagram files")],
+    data_root: Annotated[list[Path] | None, typer.Option(
+        "--data-root", help="a folder besides each diagram's own that it may read files from (repeatable)")] = None,
+) -> None:
     """Check diagrams without running them; every problem of each file is listed."""
     from rich.markup import escape
 
@@ -175,7 +185,7 @@ def validate(diagrams: Annotated[list[Path], typer.Argument(help="diagram files"
     bad = 0
     for path in diagrams:
         try:
-            loaded = load_diagram(path, registry)
+            loaded = load_diagram(path, registry, data_roots=data_root or ())
         except DiagramInvalid as exc:
             bad += 1
             for problem in exc.problems:

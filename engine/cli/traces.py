@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from engine.cli import Level, console, fail, has_module, runs_folder
+from engine.cli import Level, console, fail, has_module, redactor, runs_folder
 
 if TYPE_CHECKING:
     from engine.runs.traces import Step
@@ -108,6 +108,8 @@ def trace(
         # The table filters whole steps for --errors (in _table_lines); JSON lines filter events.
         chosen = [e for e in fresh if keep_event(e, block=block, level=limit, errors=errors and as_json)]
         lines = [dumps_plain(e) for e in chosen] if as_json else _table_lines(chosen, errors, show_payloads)
+        # Traces are scrubbed when written; this catches keys of this environment in traces from elsewhere.
+        lines = [redactor().text(line) for line in lines]
         if lines:
             sys.stdout.write("\n".join(lines) + "\n")
             sys.stdout.flush()
@@ -120,12 +122,15 @@ def runs(
     runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
     limit: Annotated[int, typer.Option("--limit", help="how many, newest first")] = 20,
 ) -> None:
-    """List recent runs: id, diagram, status, start, duration, steps."""
+    """List recent runs: id, diagram, status, start, duration, steps.
+
+    A run that has not finished is `running` while its process lives and `interrupted` once it is gone.
+    """
     import datetime
 
     from rich.markup import escape
 
-    from engine.runs.traces import list_runs
+    from engine.runs.traces import list_runs, unfinished_runs
 
     folder = runs_folder(runs_dir)
     out = console()
@@ -134,24 +139,34 @@ def runs(
 
         store = open_recorded_store(folder)
         if store is not None:
-            recorded = store.recent(limit)
+            recorded: list[dict[str, Any]] = store.recent(limit)
             store.close()
-            out.print(f"{'run':<30} {'diagram':<28} {'status':<10} {'started':<19} {'ms':>10} {'steps':>6} {'batch':<24}",
+            # The store hears of a run when it ends; runs still going, or killed, are only in their traces.
+            known = {entry["run_id"] for entry in recorded}
+            recorded += [{"run_id": s.run_id, "diagram": s.diagram if not s.path else s.path, "status": s.status,
+                          "started": s.started, "duration_ms": None, "steps": None, "batch_id": None, "row": None,
+                          "attempt": None}
+                         for s in unfinished_runs(folder, limit) if s.run_id not in known]
+            recorded = sorted(recorded, key=lambda entry: entry["started"] or 0, reverse=True)[:limit]
+            out.print(f"{'run':<30} {'diagram':<28} {'status':<11} {'started':<19} {'ms':>10} {'steps':>6} {'batch':<24}",
                       markup=False)
             for entry in recorded:
                 started = datetime.datetime.fromtimestamp(entry["started"] or 0).strftime("%Y-%m-%d %H:%M:%S")
                 batch_note = f"{entry['batch_id']}#{entry['row']}" if entry["batch_id"] else ""
-                out.print(f"{entry['run_id']:<30} {Path(entry['diagram']).name[:28]:<28} {entry['status']:<10} "
-                          f"{started:<19} {entry['duration_ms'] or 0:>10.1f} {entry['steps'] or 0:>6} {batch_note:<24}",
-                          markup=False)
+                if batch_note and (entry.get("attempt") or 1) > 1:
+                    batch_note += f" attempt {entry['attempt']}"
+                duration = f"{entry['duration_ms']:.1f}" if entry["duration_ms"] is not None else "-"
+                steps = entry["steps"] if entry["steps"] is not None else "-"
+                out.print(f"{entry['run_id']:<30} {Path(entry['diagram']).name[:28]:<28} {entry['status']:<11} "
+                          f"{started:<19} {duration:>10} {steps:>6} {batch_note:<24}", markup=False)
             return
     found = list_runs(folder, limit)
     if not found:
         console(stderr=True).print(f"no runs in {escape(str(folder))}")
         return
-    out.print(f"{'run':<24} {'diagram':<24} {'status':<10} {'started':<19} {'ms':>10} {'steps':>6}", markup=False)
+    out.print(f"{'run':<24} {'diagram':<24} {'status':<11} {'started':<19} {'ms':>10} {'steps':>6}", markup=False)
     for summary in found:
         started = datetime.datetime.fromtimestamp(summary.started).strftime("%Y-%m-%d %H:%M:%S")
         duration = f"{summary.duration_ms:.1f}" if summary.duration_ms is not None else "-"
-        out.print(f"{summary.run_id:<24} {summary.diagram[:24]:<24} {summary.status:<10} {started:<19} {duration:>10} "
+        out.print(f"{summary.run_id:<24} {summary.diagram[:24]:<24} {summary.status:<11} {started:<19} {duration:>10} "
                   f"{summary.steps if summary.steps is not None else '-':>6}", markup=False)

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from engine.compile.block import Block, RunSettings
 from engine.compile.templating import Evaluator, TemplateEnv
+from engine.format.paths import DataFolder
 from engine.format.spec import DiagramSpec, ErrorLevel, MessageLevel
 from engine.format.yamlfile import LineMap
 
@@ -101,7 +102,10 @@ class Diagram:
     lines: LineMap
     content_hash: str
     tools: ToolRegistry | None = None
+    data_roots: tuple[Path, ...] = ()
+    """Folders besides its own the diagram may read data from (`--data-root`)."""
 
     @property
-    def directory(self) -> Path:
-        return self.path.parent
+    def directory(self) -> DataFolder:
+        """Where the diagram's relative paths start, with the data roots: the only places it reads files from."""
+        return DataFolder(self.path.parent, self.data_roots)

@@ -1,14 +1,16 @@
 """Diagram files → validated, compiled Diagrams.
 
 Reads the YAML (engine.format.yamlfile), hands it to engine.compile.validate, and wires in what a
-diagram names beside its blocks (tool registries). Knows nothing of what blocks do.
+diagram names beside its blocks (tool registries, which must lie inside its folder or a data root).
+Knows nothing of what blocks do.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator, Mapping
+import os
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,12 @@ from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
 from engine.compile.validate import compile_diagram
 from engine.errors import DiagramInvalid, Problem
-from engine.format.yamlfile import read_yaml_text
+from engine.format.paths import DataFolder, PathRefused, shown_path
+from engine.format.yamlfile import LineMap, read_yaml_text
 
 __all__ = ["load_diagram", "load_diagram_text"]
+
+DataRoots = Iterable[str | os.PathLike[str]]
 
 
 @contextlib.contextmanager
@@ -44,32 +49,88 @@ def load_diagram_text(
     registry: BlockRegistry,
     *,
     functions: Mapping[str, Any] | None = None,
+    data_roots: DataRoots = (),
 ) -> Diagram:
+    """Load and validate a diagram's text; `data_roots` are folders besides its own that its paths may reach."""
+    roots = tuple(Path(root) for root in data_roots)
     with _no_gc_pauses():
-        return _load_text(text, path, registry, functions)
+        try:
+            return _load_text(text, path, registry, functions, roots)
+        except RecursionError:
+            # The YAML reader and the template parser refuse deep nesting with a line; this is the net below them.
+            raise DiagramInvalid([Problem(str(path), None, "the file nests too deeply to be read",
+                                          hint="flatten the deepest lists, mappings or parentheses",
+                                          code="too_deep")]) from None
 
 
-def _load_text(text: str, path: Path, registry: BlockRegistry, functions: Mapping[str, Any] | None) -> Diagram:
+def _load_text(text: str, path: Path, registry: BlockRegistry, functions: Mapping[str, Any] | None,
+               data_roots: tuple[Path, ...]) -> Diagram:
     problems: list[Problem] = []
     data, lines = read_yaml_text(text, str(path), problems)
     extra: dict[str, Any] = dict(functions or {})
     tools = None
-    if isinstance(data, dict) and data.get("tools") is not None:
-        from engine.tools.registry import load_registries  # tools are optional until a diagram names them
+    spec = data.get("tools") if isinstance(data, dict) else None
+    # Another shape is DiagramSpec's problem to report.
+    if isinstance(spec, str) or (isinstance(spec, list) and all(isinstance(name, str) for name in spec)):
+        names, names_lines = _confined_registries(spec, path, lines, DataFolder(path.parent, data_roots), problems)
+        if names or not spec:
+            from engine.tools.registry import load_registries  # tools are optional until a diagram names them
 
-        try:
-            tools = load_registries(data["tools"], path, lines)
-        except DiagramInvalid as exc:
-            problems.extend(exc.problems)
-        else:
-            extra["tools"] = tools.template_function()
-    diagram = compile_diagram(data, lines, path, registry, source=text, functions=extra, extra_problems=problems)
+            try:
+                tools = load_registries(names, path, names_lines)
+            except DiagramInvalid as exc:
+                problems.extend(exc.problems)
+            else:
+                extra["tools"] = tools.template_function()
+    diagram = compile_diagram(data, lines, path, registry, source=text, functions=extra, extra_problems=problems,
+                              data_roots=data_roots)
     diagram.tools = tools
     return diagram
 
 
-def load_diagram(path: str | Path, registry: BlockRegistry, *, functions: Mapping[str, Any] | None = None) -> Diagram:
-    """Load and validate a diagram file; raise DiagramInvalid listing every problem."""
+def _confined_registries(spec: str | list[str], path: Path, lines: LineMap, folder: DataFolder,
+                         problems: list[Problem]) -> tuple[list[str], LineMap]:
+    """The registry paths that stay inside the folder (a problem for each other one), and where each was written."""
+    written = [spec] if isinstance(spec, str) else spec
+    kept: list[str] = []
+    kept_lines = LineMap(lines.file)
+    for position, name in enumerate(written):
+        mark = lines.mark(("tools",) if isinstance(spec, str) else ("tools", position))
+        try:
+            _check_registry_path(name, folder)
+        except PathRefused as exc:
+            hint = "keep registries in the diagram's folder, or pass their folder with --data-root" if exc.leaves else None
+            problems.append(Problem(str(path), mark[0] if mark else None, f"tool registry: {exc}", field="tools",
+                                    hint=hint, code="path_outside_folder" if exc.leaves else "bad_path",
+                                    column=mark[1] if mark else None))
+            continue
+        if mark is not None:
+            kept_lines.record(("tools", len(kept)), *mark)
+        kept.append(name)
+    return kept, kept_lines
+
+
+def _check_registry_path(name: str, folder: DataFolder) -> None:
+    """PathRefused when the registry (a file, or each YAML file of a folder) lies outside, or cannot be a file."""
+    target = folder.resolve(name)
+    try:
+        is_folder = target.is_dir()
+        files = sorted([*target.glob("*.yaml"), *target.glob("*.yml")]) if is_folder else []
+    except OSError as exc:  # a name too long for the file system
+        reason = (exc.strerror or "unreadable").lower()
+        raise PathRefused(f"the path '{shown_path(name)}' cannot be used ({reason})") from None
+    for file in files:
+        # A link inside a registry folder may point anywhere; each file must stay inside too.
+        folder.resolve(str(file))
+
+
+
+def load_diagram(path: str | Path, registry: BlockRegistry, *, functions: Mapping[str, Any] | None = None,
+                 data_roots: DataRoots = ()) -> Diagram:
+    """Load and validate a diagram file; raise DiagramInvalid listing every problem.
+
+    The files it names (CSV tables, tool registries) must lie in its folder or in one of `data_roots`.
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -81,4 +142,4 @@ def load_diagram(path: str | Path, registry: BlockRegistry, *, functions: Mappin
         raise DiagramInvalid([Problem(str(path), None, "the file is not UTF-8 text", code="not_text")]) from None
     except OSError as exc:
         raise DiagramInvalid([Problem(str(path), None, f"cannot read: {exc.strerror}", code="no_file")]) from None
-    return load_diagram_text(text, path, registry, functions=functions)
+    return load_diagram_text(text, path, registry, functions=functions, data_roots=data_roots)

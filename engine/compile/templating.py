@@ -16,10 +16,9 @@ from typing import Any
 import jinja2
 import orjson
 from jinja2 import meta, nodes
-from jinja2.nativetypes import NativeCodeGenerator
 from jinja2.runtime import Context, Undefined
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from engine.compile.sandbox import MAX_TEXT, NativeSandbox, TextSandbox
 from engine.errors import DiagramaError, TemplateError, TemplateSyntax
 from engine.format.values import dumps
 
@@ -35,6 +34,8 @@ __all__ = [
 _TEMPLATE_MARKS = ("{{", "{%", "{#")
 _BARE_NAME = re.compile(r"\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}")
 _KEYWORDS = frozenset({"true", "false", "none", "True", "False", "None"})
+MAX_TEMPLATE_DEPTH = 50
+"""Expressions nested inside each other in one template; deeper ones exhaust the parser and Python's compiler."""
 
 
 def truthy(value: Any) -> bool:
@@ -67,15 +68,28 @@ def _free_names(tree: nodes.Template) -> frozenset[str]:
     return frozenset(node.name for node in tree.find_all(nodes.Name) if node.ctx == "load")
 
 
-class _NativeCodes(NativeCodeGenerator):
-    def _output_child_to_const(self, node: nodes.Expr, frame: Any, finalize: Any) -> Any:
-        # Constant outputs would be emitted as repr() text for literal_eval to undo;
-        # we want the value itself, so constants take the expression path too.
-        raise nodes.Impossible()
+def _depth(tree: nodes.Node) -> int:
+    """How deeply the template's nodes nest, counted without recursion."""
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in node.iter_child_nodes())
+    return deepest
 
 
-class _NativeSandbox(ImmutableSandboxedEnvironment):
-    code_generator_class = _NativeCodes
+def _joined(pieces: Any) -> str:
+    """The rendered text, refused once it passes MAX_TEXT (each piece was measured as it was output)."""
+    kept: list[str] = []
+    total = 0
+    for piece in pieces:
+        total += len(piece)
+        if total > MAX_TEXT:
+            raise TemplateError(f"the template would build a text of more than {MAX_TEXT:,} characters; "
+                                f"the limit is {MAX_TEXT:,}", type="template_too_large")
+        kept.append(piece)
+    return "".join(kept)
 
 
 class Scope:
@@ -168,11 +182,11 @@ class _Compiled(Evaluator):
         self._direct = False
 
     def evaluate(self, scope: Scope) -> Any:
-        render = self._render
-        if render is None:
-            render, self._direct = self._env.compile_source(self.source, self.native)
-            self._render = render
         try:
+            render = self._render
+            if render is None:
+                render, self._direct = self._env.compile_source(self.source, self.native)
+                self._render = render
             if self._direct:
                 value = render(scope._native)  # the Scope is ours
                 if isinstance(value, Undefined):
@@ -183,7 +197,7 @@ class _Compiled(Evaluator):
                 if isinstance(value, Undefined):
                     value._fail_with_undefined_error()  # raises UndefinedError
                 return value
-            return "".join(render(scope._text))
+            return _joined(render(scope._text))
         except DiagramaError:
             raise
         except Exception as exc:  # a template is user code: any failure is the user's to fix
@@ -196,6 +210,8 @@ def _template_error(exc: Exception) -> TemplateError:
         return TemplateError(f"not allowed in a template: {exc}", type="template_forbidden")
     if isinstance(exc, jinja2.UndefinedError):
         return TemplateError(str(exc), type="template_undefined")
+    if isinstance(exc, MemoryError):  # what the size checks did not foresee
+        return TemplateError("the template ran out of memory", type="template_too_large")
     return TemplateError(f"{type(exc).__name__}: {exc}")
 
 
@@ -225,11 +241,10 @@ class TemplateEnv:
     def __init__(self, functions: Mapping[str, Any] | None = None) -> None:
         options: dict[str, Any] = {"undefined": jinja2.StrictUndefined, "autoescape": False, "cache_size": 0}
         # No constant folding: folded outputs reach the native generator as repr() text.
-        self.native = _NativeSandbox(**options, optimized=False)
-        self.text = ImmutableSandboxedEnvironment(**options)
+        self.native = NativeSandbox(**options, optimized=False)
+        self.text = TextSandbox(**options)
         for env in (self.native, self.text):
-            env.filters["to_json"] = _to_json
-            env.filters["from_json"] = _from_json
+            env.bound_filters({"to_json": _to_json, "from_json": _from_json})
         self.functions: dict[str, Any] = dict(functions or {})
         self._parsed: dict[str, _Parsed] = {}
         self._compiled: dict[tuple[str, bool], tuple[Callable[[Context], Any], bool]] = {}
@@ -243,6 +258,12 @@ class TemplateEnv:
             tree = self.native.parse(source)
         except jinja2.TemplateSyntaxError as exc:
             raise TemplateSyntax(exc.message or str(exc), exc.lineno) from exc
+        except RecursionError:
+            raise TemplateSyntax(f"the template nests more than {MAX_TEMPLATE_DEPTH} levels deep "
+                                 "(parentheses, brackets, operators)", None) from None
+        if _depth(tree) > MAX_TEMPLATE_DEPTH:
+            raise TemplateSyntax(f"the template nests more than {MAX_TEMPLATE_DEPTH} levels deep "
+                                 "(parentheses, brackets, operators)", None)
         names = _free_names(tree) - _KEYWORDS
         body = tree.body
         native = (

@@ -17,6 +17,7 @@ import orjson
 from pydantic import PlainValidator, ValidationInfo, WithJsonSchema
 
 from engine.errors import TableError
+from engine.format.paths import DataFolder, PathRefused
 
 __all__ = [
     "HISTORY_COLUMNS",
@@ -120,9 +121,15 @@ def csv_dialect(text: str) -> Any:
         return csv.excel  # one column, or nothing to tell by
 
 
-def _read_csv(path: Path) -> DataTable:
+def _read_csv(written: str, base_dir: Path | DataFolder | None) -> DataTable:
+    folder = base_dir if isinstance(base_dir, DataFolder) else DataFolder(base_dir if base_dir is not None else Path())
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        resolved = folder.resolve(written)
+    except PathRefused as exc:
+        raise TableError(f"CSV file: {exc}", type="path_outside_folder") from None
+    path = folder.folder / written  # named as written in messages; read where it resolved
+    try:
+        text = resolved.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise TableError(f"cannot read CSV file {path}: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
@@ -130,8 +137,11 @@ def _read_csv(path: Path) -> DataTable:
     if not text.strip():
         return DataTable(())
     reader = csv.reader(io.StringIO(text), csv_dialect(text))
-    header = next(reader)
-    rows = [row for row in reader if row]
+    try:
+        header = next(reader)
+        rows = [row for row in reader if row]
+    except csv.Error as exc:  # a field past the csv module's size limit
+        raise TableError(f"{path}:{reader.line_num}: not readable as CSV ({exc})") from exc
     width = len(header)
     for number, row in enumerate(rows, start=2):
         if len(row) != width:
@@ -139,8 +149,12 @@ def _read_csv(path: Path) -> DataTable:
     return DataTable([name.strip() for name in header], rows)
 
 
-def to_table(value: Any, base_dir: Path | None = None) -> DataTable:
-    """Turn any of the written forms of a table into a DataTable."""
+def to_table(value: Any, base_dir: Path | DataFolder | None = None) -> DataTable:
+    """Turn any of the written forms of a table into a DataTable.
+
+    A `{csv: path}` is read only from inside `base_dir` (the diagram's folder, with its data
+    roots when a DataFolder; the working directory when None): TableError `path_outside_folder` otherwise.
+    """
     if isinstance(value, DataTable):
         return value
     if value is None or value == "":
@@ -155,9 +169,7 @@ def to_table(value: Any, base_dir: Path | None = None) -> DataTable:
         return to_table(value, base_dir)
     if isinstance(value, Mapping):
         if set(value) == {"csv"}:
-            raw = Path(str(value["csv"]))
-            path = raw if raw.is_absolute() or base_dir is None else base_dir / raw
-            return _read_csv(path)
+            return _read_csv(str(value["csv"]), base_dir)
         if set(value) == {"columns", "rows"}:
             columns = value["columns"]
             rows = value["rows"]

@@ -1,7 +1,8 @@
 """Safe YAML reading that remembers where every value was written.
 
-Only plain YAML types are built (no Python tags); duplicate keys, alias bombs and
-absurdly large files are refused with a Problem that names the file and line. The
+Only plain YAML types are built (no Python tags); duplicate keys, alias bombs, aliases
+that contain themselves, nesting past MAX_DEPTH and absurdly large files are refused
+with a Problem that names the file and line. The
 result is plain Python data plus a ``LineMap`` from a value's path to its line.
 """
 
@@ -15,11 +16,14 @@ from yaml.constructor import SafeConstructor
 
 from engine.errors import DiagramInvalid, DocumentTooLarge, Problem
 
-__all__ = ["MAX_FILE_BYTES", "MAX_NODES", "LineMap", "read_yaml", "read_yaml_text"]
+__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "LineMap", "read_yaml", "read_yaml_text"]
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 # After alias expansion; a billion-laughs file reaches this in a few milliseconds.
 MAX_NODES = 500_000
+# Lists and mappings inside each other; far beyond any diagram or registry (JSON Schemas nest a dozen levels),
+# and far enough below Python's recursion limit for every later stage that walks the values.
+MAX_DEPTH = 100
 
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
@@ -95,6 +99,8 @@ class _Builder:
         self.nodes = 0
         self._constructor = SafeConstructor()
         self.file = file
+        self._open: set[int] = set()
+        """The lists and mappings being built, outermost first: an alias to one of them would never end."""
 
     def _problem(self, node: yaml.Node, message: str, hint: str | None = None) -> None:
         mark = node.start_mark
@@ -108,6 +114,20 @@ class _Builder:
             raise DocumentTooLarge(node.start_mark.line + 1)
         if isinstance(node, yaml.ScalarNode):
             return self._scalar(node)
+        if id(node) in self._open:
+            self._problem(node, "an alias refers to a list or mapping it is part of", "a value cannot contain itself")
+            return None
+        if len(path) >= MAX_DEPTH:
+            self._problem(node, f"lists and mappings are nested more than {MAX_DEPTH} levels deep",
+                          "flatten the structure")
+            return None
+        self._open.add(id(node))
+        try:
+            return self._collection(node, path)
+        finally:
+            self._open.discard(id(node))
+
+    def _collection(self, node: yaml.Node, path: Path_) -> Any:
         if isinstance(node, yaml.SequenceNode):
             if node.tag != _SEQ_TAG:
                 self._problem(node, f"unsupported YAML tag {node.tag!r}", "use a plain list")

@@ -1,8 +1,9 @@
 """Anthropic Messages API wire format (ClaudeRequest): neutral request ↔ JSON.
 
 Translation only: no retries, no sleeping, no logging, no environment. Also the home
-of DESIGN.md's temperature rule (`sampling_version`), which the block's load check,
-`build` and the simulator all follow.
+of DESIGN.md's temperature rule (`sampling_version`) and of which models take which
+`thinking` (`thinking_refusal`), which the block's load check, `build` and the
+simulator all follow, and of the one table from `stop_reason` to `finish` (`FINISH`).
 """
 
 from __future__ import annotations
@@ -10,21 +11,30 @@ from __future__ import annotations
 from typing import Annotated, Any, NamedTuple
 
 import orjson
-from pydantic import BaseModel, Discriminator, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Tag
 
 from engine.providers.wire import (
     HttpCall,
+    Refusal,
     Reply,
     Request,
     ToolCall,
     call_arguments,
+    carried_parts,
+    foreign_parts_note,
     group_turns,
     read_model,
+    seal,
 )
 
 __all__ = [
+    "ADAPTIVE_THINKING_FAMILIES",
+    "BUDGET_THINKING_FAMILIES",
     "CURRENT_VERSION",
+    "FINISH",
     "FIXED_TEMPERATURE_FAMILIES",
+    "MIN_THINKING_BUDGET",
+    "NO_THINKING_FAMILIES",
     "SAMPLING_VERSION",
     "TEMPERATURE_MODELS",
     "VERSIONS",
@@ -33,6 +43,7 @@ __all__ = [
     "Sampling",
     "sampling_version",
     "takes_temperature",
+    "thinking_refusal",
 ]
 
 CURRENT_VERSION = "2026-10-21"
@@ -58,11 +69,56 @@ def takes_temperature(model: str) -> bool:
     return not model.startswith(FIXED_TEMPERATURE_FAMILIES)
 
 
-class Refusal(NamedTuple):
-    """Why Anthropic will refuse a request: the input at fault, and what to do."""
+# Which Claude models take which `thinking` (Anthropic's extended/adaptive thinking docs; the
+# families from 4.7 on take only adaptive thinking, the 4.6 ones both, the earlier 4.x and
+# 3.7 ones only a budget). The one table: the block's load check, `build` and the simulator read it.
+ADAPTIVE_THINKING_FAMILIES = (*FIXED_TEMPERATURE_FAMILIES, "claude-opus-4-6", "claude-sonnet-4-6")
+BUDGET_THINKING_FAMILIES = ("claude-opus-4-6", "claude-sonnet-4-6", "claude-opus-4-5", "claude-sonnet-4-5",
+                            "claude-haiku-4-5", "claude-opus-4-1", "claude-opus-4-0", "claude-opus-4-2",
+                            "claude-sonnet-4-0", "claude-sonnet-4-2", "claude-3-7-sonnet")
+NO_THINKING_FAMILIES = ("claude-3-5-haiku", "claude-3-5-sonnet", "claude-3-haiku", "claude-3-opus", "claude-3-sonnet")
+MIN_THINKING_BUDGET = 1024
 
-    field: str
-    message: str
+# stop_reason → finish (DESIGN.md, Request blocks); a value not listed is `complete`.
+FINISH = {
+    "end_turn": "complete",
+    "stop_sequence": "complete",
+    "tool_use": "tool_calls",
+    "max_tokens": "max_tokens",
+    "pause_turn": "paused",
+    "refusal": "refused",
+    "model_context_window_exceeded": "context_exceeded",
+}
+
+
+def thinking_refusal(model: str | None, thinking: int | str | None, max_tokens: int | None,
+                     temperature: float | None) -> Refusal | None:
+    """Why Anthropic would refuse this `thinking`, if it would; `model` is None while unknown (a template)."""
+    if thinking is None:
+        return None
+    if temperature is not None:
+        return Refusal("thinking", "thinking cannot be combined with a temperature (Anthropic takes only the default "
+                                   "temperature with thinking on); remove one of them")
+    family = model or ""
+    if family.startswith(NO_THINKING_FAMILIES):
+        return Refusal("thinking", f"{model} does not think; remove thinking, or use a model from "
+                                   f"{', '.join(BUDGET_THINKING_FAMILIES[:3])} on")
+    if thinking == "adaptive":
+        if family.startswith(BUDGET_THINKING_FAMILIES) and not family.startswith(ADAPTIVE_THINKING_FAMILIES):
+            return Refusal("thinking", f"{model} takes a thinking budget in tokens, not 'adaptive' (adaptive thinking "
+                                       "came with the 4.6 models)")
+        return None
+    if not isinstance(thinking, int) or isinstance(thinking, bool):
+        return Refusal("thinking", f"thinking must be a budget in tokens or 'adaptive', not {thinking!r}")
+    if model is not None and model.startswith(ADAPTIVE_THINKING_FAMILIES) and not model.startswith(BUDGET_THINKING_FAMILIES):
+        return Refusal("thinking", f"{model} takes only thinking: adaptive (Claude models from 4.7 on), not a budget")
+    if thinking < MIN_THINKING_BUDGET:
+        return Refusal("thinking", f"a thinking budget must be at least {MIN_THINKING_BUDGET} tokens, not {thinking}")
+    limit = max_tokens if max_tokens is not None else DEFAULT_MAX_TOKENS
+    if thinking >= limit:
+        return Refusal("thinking", f"a thinking budget ({thinking}) must be less than max_tokens ({limit}"
+                                   f"{', the default' if max_tokens is None else ''}); raise max_tokens")
+    return None
 
 
 class Sampling(NamedTuple):
@@ -97,8 +153,22 @@ def sampling_version(model: str | None, temperature: float | None, api_version: 
 
 # -- the reply, as a model: a wrong type anywhere is a WireError, not a crash further on --
 
+class _Citation(BaseModel):
+    cited_text: str = ""
+    url: str | None = None
+    title: str | None = None
+    document_title: str | None = None
+    document_index: int | None = None
+
+    def source(self) -> str:
+        if self.url or self.document_title or self.title:
+            return str(self.url or self.document_title or self.title)
+        return f"document {self.document_index}" if self.document_index is not None else ""
+
+
 class _Text(BaseModel):
     text: str = ""
+    citations: list[_Citation] | None = None
 
 
 class _ToolUse(BaseModel):
@@ -107,19 +177,36 @@ class _ToolUse(BaseModel):
     input: dict[str, Any]
 
 
+class _Thinking(BaseModel):
+    thinking: str
+    signature: str
+
+
+class _RedactedThinking(BaseModel):
+    data: str
+
+
 class _OtherBlock(BaseModel):
-    """thinking, server tool results, ...: read past, as the SDKs' text helpers do."""
+    """Server-tool use and results, and whatever else comes: carried on the history row as they came."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str
 
 
 def _block_kind(block: Any) -> str:
     kind = block.get("type") if isinstance(block, dict) else None
-    return kind if kind in ("text", "tool_use") else "other"
+    return kind if kind in ("text", "tool_use", "thinking", "redacted_thinking") else "other"
 
 
 _Block = Annotated[
-    Annotated[_Text, Tag("text")] | Annotated[_ToolUse, Tag("tool_use")] | Annotated[_OtherBlock, Tag("other")],
+    Annotated[_Text, Tag("text")] | Annotated[_ToolUse, Tag("tool_use")] | Annotated[_Thinking, Tag("thinking")]
+    | Annotated[_RedactedThinking, Tag("redacted_thinking")] | Annotated[_OtherBlock, Tag("other")],
     Discriminator(_block_kind),
 ]
+
+
+class _OutputDetails(BaseModel):
+    thinking_tokens: int | None = None
 
 
 class _Usage(BaseModel):
@@ -127,12 +214,21 @@ class _Usage(BaseModel):
     output_tokens: int | None = None
     cache_creation_input_tokens: int | None = None
     cache_read_input_tokens: int | None = None
+    output_tokens_details: _OutputDetails | None = None
+
+
+class _StopDetails(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: str | None = None
+    category: str | None = None
+    explanation: str | None = None
 
 
 class _Message(BaseModel):
     content: list[_Block]
     usage: _Usage | None = None
     stop_reason: str | None = None
+    stop_details: _StopDetails | None = None
 
 
 def _is_error(text: str) -> bool:
@@ -141,6 +237,15 @@ def _is_error(text: str) -> bool:
     except orjson.JSONDecodeError:
         return False
     return isinstance(value, dict) and "error" in value
+
+
+def _with_carried(content: list[dict[str, Any]], carried: list[Any]) -> list[dict[str, Any]]:
+    """Thinking and server-tool blocks back where the reply had them (`at`), around our text and calls."""
+    placed = sorted((part for part in carried if isinstance(part, dict) and isinstance(part.get("block"), dict)),
+                    key=lambda part: int(part.get("at") or 0))
+    for part in placed:
+        content.insert(min(int(part.get("at") or 0), len(content)), part["block"])
+    return content
 
 
 class Anthropic:
@@ -166,8 +271,10 @@ class Anthropic:
             if kind == "assistant":
                 texts = [row.content for row in rows if not row.is_tool_call and row.content]
                 calls = [row for row in rows if row.is_tool_call]
-                if not calls:
-                    messages.append({"role": "assistant", "content": "".join(texts)})
+                carried = carried_parts(rows, self.vendor)
+                if not calls and not carried:
+                    if texts:
+                        messages.append({"role": "assistant", "content": "".join(texts)})
                     continue
                 content: list[dict[str, Any]] = [{"type": "text", "text": text} for text in texts]
                 content += [
@@ -175,7 +282,7 @@ class Anthropic:
                      "input": call_arguments(row)}
                     for row in calls
                 ]
-                messages.append({"role": "assistant", "content": content})
+                messages.append({"role": "assistant", "content": _with_carried(content, carried)})
             else:
                 results = []
                 for row in rows:
@@ -210,12 +317,15 @@ class Anthropic:
                     entry["strict"] = True
                 tools.append(entry)
             body["tools"] = tools
-        notes: tuple[str, ...] = ()
+        notes: tuple[str, ...] = foreign_parts_note(request.rows, self.vendor)
+        if request.thinking is not None:
+            body["thinking"] = ({"type": "adaptive"} if request.thinking == "adaptive"
+                                else {"type": "enabled", "budget_tokens": request.thinking})
         if request.temperature is not None:
             body["temperature"] = request.temperature
             if not request.api_version:
-                notes = (f"a temperature was given, so anthropic-version {SAMPLING_VERSION} "
-                         f"({CURRENT_VERSION} rejects sampling parameters)",)
+                notes += (f"a temperature was given, so anthropic-version {SAMPLING_VERSION} "
+                          f"({CURRENT_VERSION} rejects sampling parameters)",)
         headers = {"x-api-key": key, "anthropic-version": version, "content-type": "application/json"}
         return HttpCall("/v1/messages", headers, body, notes, version)
 
@@ -223,15 +333,28 @@ class Anthropic:
         message = read_model(_Message, body)
         texts: list[str] = []
         calls: list[ToolCall] = []
-        for block in message.content:
+        citations: list[dict[str, str]] = []
+        carried: list[dict[str, Any]] = []
+        for index, block in enumerate(message.content):
             if isinstance(block, _Text):
                 texts.append(block.text)
+                citations += [{"text": c.cited_text, "source": c.source()} for c in block.citations or []]
             elif isinstance(block, _ToolUse):
                 calls.append(ToolCall(block.id, block.name, block.input))
+            else:  # thinking, redacted thinking, server tools: resent as they came (read_model checked the shape)
+                carried.append({"at": index, "block": body["content"][index]})
         usage = message.usage or _Usage()
         input_tokens = sum(tokens or 0 for tokens in (usage.input_tokens, usage.cache_creation_input_tokens,
                                                       usage.cache_read_input_tokens))
-        return Reply("".join(texts), calls, input_tokens, usage.output_tokens or 0, message.stop_reason)
+        finish = FINISH.get(message.stop_reason or "", "complete")
+        if calls and finish == "complete":
+            finish = "tool_calls"
+        details = message.stop_details
+        refusal = details.explanation if details is not None and details.type == "refusal" else None
+        thinking = usage.output_tokens_details.thinking_tokens if usage.output_tokens_details else None
+        return Reply("".join(texts), calls, input_tokens, usage.output_tokens or 0, message.stop_reason, finish=finish,
+                     refusal=refusal, stop_details=details.model_dump(exclude_none=True) if details else None,
+                     citations=citations, signature=seal(self.vendor, carried), thinking_tokens=thinking)
 
     def error(self, status: int, body: Any) -> tuple[str, str]:
         if isinstance(body, dict) and isinstance(body.get("error"), dict):

@@ -1,8 +1,9 @@
 """One vendor request as a run makes it: pick the client, send, read the reply.
 
 This is where a vendor's reply enters: a body the adapter cannot read becomes a
-`provider_malformed_response`, and each reply read is told to the services' reply
-observers (`diagrama run --record`), for every request block alike.
+`provider_malformed_response`, an outcome that leaves nothing usable becomes its own
+error (`judge`: refused, blocked, a truncated call), and each reply read is told to the
+services' reply observers (`diagrama run --record`), for every request block alike.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine.errors import ProviderError
+from engine.errors import OutputTruncated, ProviderBlocked, ProviderError, ProviderRefused
 from engine.providers.clients import client_for, simulator_for
 from engine.providers.http import Exchanges, Retried, SendHooks, base_url, send
 from engine.providers.simulator import BLOCK_HEADER
@@ -19,7 +20,7 @@ from engine.providers.wire import Adapter, HttpCall, Reply, WireError
 if TYPE_CHECKING:
     from engine.runtime.context import Services
 
-__all__ = ["Answer", "ask", "read_reply"]
+__all__ = ["Answer", "ask", "judge", "read_reply"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,39 @@ def read_reply(adapter: Adapter, body: Any) -> Reply:
     except WireError as exc:
         raise ProviderError(f"{adapter.vendor} sent a reply we cannot read: {exc}",
                             type="provider_malformed_response") from None
+
+
+def _detail(reply: Reply) -> str:
+    said = [reply.refusal] if reply.refusal else []
+    details = reply.stop_details or {}
+    said += [f"{key}: {details[key]}" for key in ("category", "block_reason", "finish_message")
+             if details.get(key) and details[key] != reply.refusal]
+    return f" ({'; '.join(str(s) for s in said)})" if said else ""
+
+
+def judge(vendor: str, reply: Reply) -> Reply:
+    """The reply, unless its outcome left nothing usable: then the error of that outcome (DESIGN.md, Request blocks).
+
+    A refusal or a safety/content filter with no text and no call is `provider_refused`; a blocked
+    prompt is `provider_blocked`; a tool call cut off by the token or context limit is
+    `output_truncated` (a cut-off text still succeeds, with finish `max_tokens`); a turn that
+    ended on a tool call the vendor could not make (Gemini's MALFORMED_FUNCTION_CALL) is a
+    `provider_error` with the vendor's value as its vendor type.
+    """
+    usable = bool(reply.text or reply.calls)
+    stop = reply.stop_reason
+    if reply.finish == "blocked":
+        raise ProviderBlocked(f"{vendor} blocked the prompt ({stop}){_detail(reply)}", vendor_type=stop)
+    if reply.finish == "refused" and not usable:
+        raise ProviderRefused(f"{vendor} refused to answer (stop reason {stop}){_detail(reply)}", vendor_type=stop)
+    if reply.finish in ("max_tokens", "context_exceeded") and reply.calls:
+        names = ", ".join(call.name for call in reply.calls)
+        raise OutputTruncated(f"{vendor} cut off a tool call ({names}) at the token limit (stop reason {stop}); "
+                              "raise max_tokens", vendor_type=stop)
+    if reply.finish == "tool_calls" and not usable:
+        raise ProviderError(f"{vendor} ended the turn on a tool call it could not make (stop reason {stop})"
+                            f"{_detail(reply)}", type="provider_error", vendor_type=stop)
+    return reply
 
 
 async def ask(
@@ -65,4 +99,8 @@ async def ask(
                 "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.calls]}
         for observer in services.reply_observers:
             observer(block, seen)
+    try:
+        judge(adapter.vendor, reply)
+    except ProviderError as exc:
+        raise exc.at_block(block) from None
     return Answer(reply, response.attempts)

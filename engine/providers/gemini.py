@@ -1,15 +1,87 @@
-"""Gemini generateContent wire format (GeminiRequest), and JSON Schema → Gemini Schema."""
+"""Gemini generateContent wire format (GeminiRequest), and JSON Schema → Gemini Schema.
+
+Also the one table from `finishReason` to `finish` (`FINISH`), and which models take which
+thinking budget (`THINKING_BUDGETS`), read by the block's load check and the simulator.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.providers.wire import HttpCall, Reply, Request, ToolCall, WireError, call_arguments, group_turns, read_model
+from engine.providers.wire import (
+    HttpCall,
+    Refusal,
+    Reply,
+    Request,
+    ToolCall,
+    WireError,
+    call_arguments,
+    foreign_parts_note,
+    group_turns,
+    read_model,
+    signature_vendor,
+)
 
-__all__ = ["GENERATED_ID_PREFIX", "SIGNATURE_PLACEHOLDER", "Gemini", "gemini_schema"]
+__all__ = ["FINISH", "GENERATED_ID_PREFIX", "SIGNATURE_PLACEHOLDER", "THINKING_BUDGETS", "Gemini", "gemini_schema",
+           "gemini_thinking_refusal"]
+
+# finishReason → finish (DESIGN.md, Request blocks); a value not listed is `complete`. A call the
+# model could not make (MALFORMED_FUNCTION_CALL, ...) is `tool_calls` with no call: an error when
+# nothing else came. No candidates with promptFeedback.blockReason is `blocked`.
+FINISH = {
+    "STOP": "complete",
+    "MAX_TOKENS": "max_tokens",
+    "SAFETY": "refused",
+    "RECITATION": "refused",
+    "BLOCKLIST": "refused",
+    "PROHIBITED_CONTENT": "refused",
+    "SPII": "refused",
+    "LANGUAGE": "refused",
+    "IMAGE_SAFETY": "refused",
+    "IMAGE_PROHIBITED_CONTENT": "refused",
+    "IMAGE_RECITATION": "refused",
+    "MALFORMED_FUNCTION_CALL": "tool_calls",
+    "UNEXPECTED_TOOL_CALL": "tool_calls",
+    "TOO_MANY_TOOL_CALLS": "tool_calls",
+    "MISSING_THOUGHT_SIGNATURE": "tool_calls",
+}
+
+# generationConfig.thinkingConfig.thinkingBudget per model family (Gemini thinking docs; Gemini 3
+# takes the budget for compatibility): (id pattern, lowest, highest, 0 turns thinking off).
+# "adaptive" is -1, the model's own choice. Models before 2.5 do not think.
+THINKING_BUDGETS: tuple[tuple[str, int, int, bool], ...] = (
+    (r"gemini-2\.5-pro", 128, 32768, False),
+    (r"gemini-2\.5-flash-lite", 512, 24576, True),
+    (r"gemini-2\.5-flash", 1, 24576, True),
+    (r"gemini-([3-9]|\d\d)", 128, 32768, False),
+)
+_NO_THINKING = re.compile(r"^(models/)?gemini-(1\.|2\.0)")
+
+
+def gemini_thinking_refusal(model: str | None, thinking: int | str | None) -> Refusal | None:
+    """Why Gemini would refuse this thinking budget on this model, if it would; `model` None while unknown."""
+    if thinking is None or model is None:
+        return None
+    bare = model.removeprefix("models/")
+    if _NO_THINKING.match(bare):
+        return Refusal("thinking", f"{model} does not think; remove thinking, or use a Gemini 2.5 model or later")
+    if thinking == "adaptive":
+        return None
+    if not isinstance(thinking, int) or isinstance(thinking, bool):
+        return Refusal("thinking", f"thinking must be a budget in tokens or 'adaptive', not {thinking!r}")
+    for pattern, lowest, highest, can_stop in THINKING_BUDGETS:
+        if re.match(pattern, bare):
+            if thinking == 0 and can_stop:
+                return None
+            if not lowest <= thinking <= highest:
+                off = " or 0 (off)" if can_stop else ""
+                return Refusal("thinking", f"{model} takes a thinking budget from {lowest} to {highest}{off}, not {thinking}")
+            return None
+    return None
 
 GENERATED_ID_PREFIX = "gemini-"
 SIGNATURE_PLACEHOLDER = "skip_thought_signature_validator"
@@ -91,6 +163,7 @@ class _FunctionCall(_Reading):
 
 
 class _Part(_Reading):
+    model_config = ConfigDict(populate_by_name=True, extra="allow")
     text: str | None = None
     thought: bool | None = None
     function_call: _FunctionCall | None = Field(default=None, alias="functionCall")
@@ -101,13 +174,50 @@ class _Content(_Reading):
     parts: list[_Part] | None = None
 
 
+class _CitationSource(_Reading):
+    start: int | None = Field(default=None, alias="startIndex")
+    end: int | None = Field(default=None, alias="endIndex")
+    uri: str | None = None
+
+
+class _CitationMetadata(_Reading):
+    sources: list[_CitationSource] | None = Field(default=None, alias="citationSources")
+
+
+class _Web(_Reading):
+    uri: str | None = None
+    title: str | None = None
+
+
+class _Chunk(_Reading):
+    web: _Web | None = None
+
+
+class _Segment(_Reading):
+    text: str | None = None
+
+
+class _Support(_Reading):
+    segment: _Segment | None = None
+    chunks: list[int] | None = Field(default=None, alias="groundingChunkIndices")
+
+
+class _Grounding(_Reading):
+    chunks: list[_Chunk] | None = Field(default=None, alias="groundingChunks")
+    supports: list[_Support] | None = Field(default=None, alias="groundingSupports")
+
+
 class _Candidate(_Reading):
     content: _Content | None = None
     finish_reason: str | None = Field(default=None, alias="finishReason")
+    finish_message: str | None = Field(default=None, alias="finishMessage")
+    citation_metadata: _CitationMetadata | None = Field(default=None, alias="citationMetadata")
+    grounding: _Grounding | None = Field(default=None, alias="groundingMetadata")
 
 
 class _Feedback(_Reading):
     block_reason: str | None = Field(default=None, alias="blockReason")
+    block_reason_message: str | None = Field(default=None, alias="blockReasonMessage")
 
 
 class _UsageMetadata(_Reading):
@@ -121,6 +231,26 @@ class _Response(_Reading):
     prompt_feedback: _Feedback | None = Field(default=None, alias="promptFeedback")
     usage: _UsageMetadata | None = Field(default=None, alias="usageMetadata")
     response_id: str | None = Field(default=None, alias="responseId")
+
+
+def _citations(candidate: _Candidate, text: str) -> list[dict[str, str]]:
+    found: list[dict[str, str]] = []
+    for source in (candidate.citation_metadata.sources or []) if candidate.citation_metadata else []:
+        found.append({"text": text[source.start or 0:source.end or 0] if source.end else "", "source": source.uri or ""})
+    grounding = candidate.grounding
+    chunks = (grounding.chunks or []) if grounding else []
+    for support in (grounding.supports or []) if grounding else []:
+        for index in support.chunks or []:
+            web = chunks[index].web if 0 <= index < len(chunks) else None
+            if web is not None:
+                found.append({"text": (support.segment.text if support.segment else None) or "",
+                              "source": web.uri or web.title or ""})
+    return found
+
+
+def _own(signature: str | None) -> str | None:
+    """A row's thought signature if it is Gemini's own (not another vendor's envelope)."""
+    return signature if signature_vendor(signature) == "gemini" else None
 
 
 def _json(text: str) -> Any:
@@ -151,15 +281,20 @@ class Gemini:
                 continue
             after_results = kind == "tool"
             if kind == "assistant":
-                parts: list[dict[str, Any]] = [{"text": row.content} for row in rows
-                                               if not row.is_tool_call and row.content]
+                parts: list[dict[str, Any]] = []
+                for row in rows:
+                    if not row.is_tool_call and row.content:
+                        text: dict[str, Any] = {"text": row.content}
+                        if _own(row.signature):
+                            text["thoughtSignature"] = row.signature
+                        parts.append(text)
                 calls = [row for row in rows if row.is_tool_call]
                 for position, row in enumerate(calls):
                     call: dict[str, Any] = {"name": row.name, "args": call_arguments(row)}
                     if row.tool_call_id and not row.tool_call_id.startswith(GENERATED_ID_PREFIX):
                         call["id"] = row.tool_call_id
                     part: dict[str, Any] = {"functionCall": call}
-                    signature = row.signature or (SIGNATURE_PLACEHOLDER if position == 0 else None)
+                    signature = _own(row.signature) or (SIGNATURE_PLACEHOLDER if position == 0 else None)
                     if signature:
                         part["thoughtSignature"] = signature
                     parts.append(part)
@@ -198,20 +333,32 @@ class Gemini:
             config["temperature"] = request.temperature
         if request.max_tokens is not None:
             config["maxOutputTokens"] = request.max_tokens
+        if request.thinking is not None:
+            config["thinkingConfig"] = {"thinkingBudget": -1 if request.thinking == "adaptive" else request.thinking}
         if config:
             body["generationConfig"] = config
         headers = {"x-goog-api-key": key, "content-type": "application/json"}
-        return HttpCall(f"/{version}/models/{model}:generateContent", headers, body, api_version=request.api_version)
+        notes = foreign_parts_note(request.rows, self.vendor)
+        return HttpCall(f"/{version}/models/{model}:generateContent", headers, body, notes, api_version=request.api_version)
 
     def parse(self, body: Any) -> Reply:
         response = read_model(_Response, body)
+        usage = response.usage or _UsageMetadata()
+        output = (usage.candidates or 0) + (usage.thoughts or 0)
         if not response.candidates:
-            reason = response.prompt_feedback.block_reason if response.prompt_feedback else None
-            raise WireError(f"the prompt was blocked ({reason})" if reason else "the reply has no candidates")
+            feedback = response.prompt_feedback
+            if feedback is None or not feedback.block_reason:
+                raise WireError("the reply has no candidates")
+            details = {"block_reason": feedback.block_reason}
+            if feedback.block_reason_message:
+                details["block_reason_message"] = feedback.block_reason_message
+            return Reply("", [], usage.prompt or 0, output, feedback.block_reason, finish="blocked",
+                         refusal=feedback.block_reason_message, stop_details=details)
         candidate = response.candidates[0]
         parts = (candidate.content.parts if candidate.content else None) or []
         texts: list[str] = []
         calls: list[ToolCall] = []
+        text_signature: str | None = None
         response_id = response.response_id or "response"
         for index, part in enumerate(parts):
             if "function_call" in part.model_fields_set:
@@ -220,9 +367,17 @@ class Gemini:
                 calls.append(ToolCall(str(call_id), str(call.name), call.args or {}, part.thought_signature))
             elif "text" in part.model_fields_set and not part.thought:
                 texts.append(str(part.text))
-        usage = response.usage or _UsageMetadata()
-        output = (usage.candidates or 0) + (usage.thoughts or 0)
-        return Reply("".join(texts), calls, usage.prompt or 0, output, candidate.finish_reason)
+                text_signature = text_signature or part.thought_signature
+        text = "".join(texts)
+        finish = FINISH.get(candidate.finish_reason or "", "complete")
+        if calls and finish == "complete":
+            finish = "tool_calls"
+        message = candidate.finish_message
+        return Reply(text, calls, usage.prompt or 0, output, candidate.finish_reason, finish=finish,
+                     refusal=message if finish == "refused" else None,
+                     stop_details={"finish_message": message} if message else None,
+                     citations=_citations(candidate, text), signature=text_signature if text else None,
+                     thinking_tokens=usage.thoughts)
 
     def error(self, status: int, body: Any) -> tuple[str, str]:
         if isinstance(body, dict) and isinstance(body.get("error"), dict):

@@ -1,4 +1,8 @@
-"""Groq's OpenAI-compatible chat completions wire format (GroqChatRequest)."""
+"""Groq's OpenAI-compatible chat completions wire format (GroqChatRequest).
+
+Also the one table from `finish_reason` to `finish` (`FINISH`) and of which models take
+which `reasoning_effort` (`REASONING_EFFORTS`), read by the block's load check and the simulator.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,53 @@ import orjson
 from pydantic import BaseModel, Field
 
 from engine.format.tables import HistoryRow
-from engine.providers.wire import HttpCall, Reply, Request, ToolCall, WireError, call_arguments, group_turns, read_model
+from engine.providers.wire import (
+    HttpCall,
+    Refusal,
+    Reply,
+    Request,
+    ToolCall,
+    WireError,
+    call_arguments,
+    carried_parts,
+    foreign_parts_note,
+    group_turns,
+    read_model,
+    seal,
+)
 
-__all__ = ["Groq"]
+__all__ = ["FINISH", "REASONING_EFFORTS", "Groq", "reasoning_refusal"]
+
+# finish_reason → finish (DESIGN.md, Request blocks); a value not listed is `complete`. An
+# OpenAI-style `refusal` text on the message makes the turn `refused` whatever the reason says.
+FINISH = {
+    "stop": "complete",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "max_tokens",
+    "content_filter": "refused",
+}
+
+# Which Groq models take which reasoning_effort (the groq SDK 1.7 docstring), by model id prefix,
+# most specific first; other models take none.
+REASONING_EFFORTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("openai/gpt-oss", ("low", "medium", "high")),
+    ("qwen/qwen3.8", ("none", "default", "low", "medium", "high")),
+    ("qwen/qwen3", ("none", "default")),
+)
+
+
+def reasoning_refusal(model: str | None, effort: str | None) -> Refusal | None:
+    """Why Groq would refuse this reasoning_effort on this model, if it would; `model` None while unknown."""
+    if effort is None or model is None:
+        return None
+    for prefix, efforts in REASONING_EFFORTS:
+        if model.startswith(prefix):
+            if effort in efforts:
+                return None
+            return Refusal("reasoning_effort", f"{model} takes reasoning_effort {', '.join(efforts)}, not {effort!r}")
+    takers = ", ".join(f"{prefix}*" for prefix, _ in REASONING_EFFORTS)
+    return Refusal("reasoning_effort", f"{model} does not take reasoning_effort; models that do: {takers}")
 
 
 # -- the reply, as a model: a wrong type anywhere is a WireError, not a crash further on --
@@ -28,6 +76,8 @@ class _ToolCall(BaseModel):
 class _Message(BaseModel):
     content: str | None = None
     tool_calls: list[_ToolCall] | None = None
+    refusal: str | None = None
+    reasoning: str | None = None
 
 
 class _Choice(BaseModel):
@@ -35,9 +85,14 @@ class _Choice(BaseModel):
     finish_reason: str | None = None
 
 
+class _CompletionDetails(BaseModel):
+    reasoning_tokens: int | None = None
+
+
 class _Usage(BaseModel):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    completion_tokens_details: _CompletionDetails | None = None
 
 
 class _Completion(BaseModel):
@@ -67,18 +122,22 @@ class Groq:
             elif kind == "assistant":
                 text = "".join(row.content for row in rows if not row.is_tool_call)
                 calls = [row for row in rows if row.is_tool_call]
+                message: dict[str, Any] = {"role": "assistant", "content": text or None}
                 if not calls:
-                    messages.append({"role": "assistant", "content": text})
-                    continue
-                messages.append({
-                    "role": "assistant",
-                    "content": text or None,
-                    "tool_calls": [
+                    if not text:
+                        continue  # a turn with nothing for Groq (another vendor's parts only)
+                    message["content"] = text
+                else:
+                    message["tool_calls"] = [
                         {"id": row.tool_call_id, "type": "function",
                          "function": {"name": row.name, "arguments": _sent_as_written(row)}}
                         for row in calls
-                    ],
-                })
+                    ]
+                reasoning = "".join(str(part.get("reasoning") or "") for part in carried_parts(rows, self.vendor)
+                                    if isinstance(part, dict))
+                if reasoning:
+                    message["reasoning"] = reasoning
+                messages.append(message)
             else:
                 messages += [
                     {"role": "tool", "tool_call_id": row.tool_call_id, "name": row.name, "content": row.content}
@@ -92,6 +151,8 @@ class Groq:
             body["temperature"] = request.temperature
         if request.max_tokens is not None:
             body["max_completion_tokens"] = request.max_tokens
+        if request.reasoning_effort is not None:
+            body["reasoning_effort"] = request.reasoning_effort
         body["messages"] = self.messages(request)
         if request.tools:
             tools = []
@@ -105,7 +166,8 @@ class Groq:
                 tools.append({"type": "function", "function": function})
             body["tools"] = tools
         headers = {"authorization": f"Bearer {key}", "content-type": "application/json"}
-        return HttpCall("/openai/v1/chat/completions", headers, body, api_version=request.api_version)
+        return HttpCall("/openai/v1/chat/completions", headers, body, foreign_parts_note(request.rows, self.vendor),
+                        api_version=request.api_version)
 
     def parse(self, body: Any) -> Reply:
         completion = read_model(_Completion, body)
@@ -118,13 +180,22 @@ class Groq:
             try:
                 arguments = orjson.loads(function.arguments or "{}")
             except orjson.JSONDecodeError:
-                raise WireError(f"the call of '{name}' has arguments that are not JSON") from None
+                if choice.finish_reason == "length":  # cut off by the token limit: `judge` makes it output_truncated
+                    arguments = {}
+                else:
+                    raise WireError(f"the call of '{name}' has arguments that are not JSON") from None
             if not isinstance(arguments, dict):
                 raise WireError(f"the call of '{name}' has arguments that are not a JSON object")
             calls.append(ToolCall(str(call.id), name, arguments))
         usage = completion.usage or _Usage()
+        finish = "refused" if message.refusal else FINISH.get(choice.finish_reason or "", "complete")
+        if calls and finish == "complete":
+            finish = "tool_calls"
+        details = usage.completion_tokens_details
         return Reply(message.content or "", calls, usage.prompt_tokens or 0, usage.completion_tokens or 0,
-                     choice.finish_reason)
+                     choice.finish_reason, finish=finish, refusal=message.refusal,
+                     signature=seal(self.vendor, [{"reasoning": message.reasoning}] if message.reasoning else []),
+                     thinking_tokens=details.reasoning_tokens if details else None)
 
     def error(self, status: int, body: Any) -> tuple[str, str]:
         if isinstance(body, dict) and isinstance(body.get("error"), dict):

@@ -3,8 +3,10 @@
 Retries follow DESIGN.md: 408, 409, 429 and 5xx and dropped connections, with
 `x-should-retry` deciding first, then `retry-after-ms`, `retry-after` or Gemini's
 `retryDelay` as the wait, else exponential backoff with jitter — never past the
-block's timeout. Knows no vendor's JSON beyond the error hints it reads, and no run:
-each attempt and retry is told to the hooks the caller passes (the run's trace).
+block's timeout. A response body is read as a stream and refused past `max_body`
+bytes (32 MB by default), so a runaway body cannot fill memory. Knows no vendor's JSON
+beyond the error hints it reads, and no run: each attempt and retry is told to the hooks
+the caller passes (the run's trace).
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ from engine.providers.wire import Adapter, HttpCall
 if TYPE_CHECKING:
     from engine.runtime.context import VendorSlots
 
-__all__ = ["MAX_RETRIES", "Exchanges", "Response", "Retried", "SendHooks", "base_url", "send"]
+__all__ = ["MAX_BODY_BYTES", "MAX_RETRIES", "Exchanges", "Response", "Retried", "SendHooks", "base_url", "send"]
 
 MAX_RETRIES = 4
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""The most a vendor response body may hold (Anthropic's own request limit is 32 MB)."""
 _RETRY_STATUSES = frozenset({408, 409, 429})
 
 
@@ -66,6 +70,8 @@ class SendHooks:
     exchanges: Exchanges | None = None
     """None skips building the per-attempt records (they cost headers copies; Detailed only)."""
     retried: Retried | None = None
+    max_body: int = MAX_BODY_BYTES
+    """Bytes past which a response body is refused (`provider_malformed_response`) without reading on."""
 
 
 def base_url(explicit: str | None, adapter: Adapter, environ: dict[str, str] | Any) -> str:
@@ -164,14 +170,39 @@ class _Attempts:
                                 round((time.perf_counter() - began) * 1000, 3), self.count)
         return self._judge(response, body, malformed)
 
+    def _too_large(self) -> ProviderError:
+        limit = self.hooks.max_body
+        size = f"{limit / 1024 / 1024:g} MB" if limit >= 1024 * 1024 else f"{limit} bytes"
+        return ProviderError(f"{self.adapter.vendor} sent a response body larger than {size}; stopped reading it",
+                             type="provider_malformed_response", block=self.block)
+
+    async def _read(self, response: httpx.Response) -> bytes:
+        """The body, streamed, refused as soon as it passes the cap (a declared length past it is refused unread)."""
+        limit = self.hooks.max_body
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise self._too_large()
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise self._too_large()
+            chunks.append(chunk)
+        return b"".join(chunks)
+
     async def _post(self, remaining: float) -> tuple[httpx.Response, bytes]:
         limits = self.hooks.limits
         try:
             async with asyncio.timeout(remaining):
                 async with limits.slot(self.adapter.vendor) if limits is not None else contextlib.nullcontext():
-                    response = await self.client.post(self.url, content=self.payload, headers=self.headers,
-                                                      timeout=httpx.Timeout(remaining))
-                    return response, await response.aread()
+                    request = self.client.build_request("POST", self.url, content=self.payload, headers=self.headers,
+                                                        timeout=httpx.Timeout(remaining))
+                    response = await self.client.send(request, stream=True)
+                    try:
+                        return response, await self._read(response)
+                    finally:
+                        await response.aclose()
         except (TimeoutError, httpx.TimeoutException):
             raise self.timed_out() from None
         except httpx.DecodingError as exc:  # a content-encoding (gzip, ...) that does not decode: unreadable
@@ -211,7 +242,11 @@ class _stop_at_deadline(stop_base):  # tenacity's own naming for stop conditions
         self.clock, self.deadline = clock, deadline
 
     def __call__(self, state: RetryCallState) -> bool:
-        return self.clock() + (state.upcoming_sleep or 0) >= self.deadline
+        self.stopped_wait = state.upcoming_sleep or 0
+        return self.clock() + self.stopped_wait >= self.deadline
+
+    stopped_wait: float = 0.0
+    """The wait that was asked for when this condition last looked (the one that would have crossed the deadline)."""
 
 
 def _before_sleep(retried: Retried | None) -> Callable[[RetryCallState], None] | None:
@@ -245,8 +280,9 @@ async def send(
     hooks = hooks or SendHooks()
     attempts = _Attempts(client, _join(base, call.path), call, {**call.headers, **(extra_headers or {})}, adapter,
                          block, timeout, hooks)
+    at_deadline = _stop_at_deadline(hooks.clock, attempts.deadline)
     retrying = AsyncRetrying(
-        stop=stop_any(stop_after_attempt(max_retries + 1), _stop_at_deadline(hooks.clock, attempts.deadline)),
+        stop=stop_any(stop_after_attempt(max_retries + 1), at_deadline),
         wait=_wait,
         retry=retry_if_exception_type(_Retryable),
         sleep=hooks.sleep,
@@ -257,7 +293,8 @@ async def send(
         return await retrying(attempts)
     except _Retryable as last:
         if attempts.count <= max_retries:
-            # Stopped early because the next wait would cross the deadline.
-            raise BlockTimeout(f"block '{block}' timed out after {timeout:g} s (its 'timeout' input) while "
-                               f"retrying: {last.error.message}", block=block) from None
+            # Stopped early because the next wait would cross the deadline: say so, not "timed out after".
+            raise BlockTimeout(f"block '{block}' stopped retrying: the next wait ({at_deadline.stopped_wait:.3g} s) "
+                               f"would pass the {timeout:g} s timeout (its 'timeout' input); last answer: "
+                               f"{last.error.message}", block=block) from None
         raise last.error.after_attempts(attempts.count) from last.error

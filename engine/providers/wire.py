@@ -9,7 +9,7 @@ vendor's reasoning and server-tool parts ride on a history row's `signature` cel
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -22,6 +22,7 @@ __all__ = [
     "FINISHES",
     "Adapter",
     "HttpCall",
+    "Refusal",
     "Reply",
     "Request",
     "ToolCall",
@@ -30,10 +31,10 @@ __all__ = [
     "call_arguments",
     "carried_parts",
     "foreign_parts_note",
-    "seal",
-    "signature_vendor",
     "group_turns",
     "read_model",
+    "seal",
+    "signature_vendor",
     "system_text",
     "valid_tool_name",
 ]
@@ -61,6 +62,13 @@ def read_model(model: type[_Model], body: Any) -> _Model:
         where = ".".join(str(part) for part in first["loc"]) or "the reply"
         more = exc.error_count() - 1
         raise WireError(f"{where}: {first['msg']}" + (f" (and {more} more)" if more else "")) from exc
+
+
+class Refusal(NamedTuple):
+    """Why a vendor will refuse a request: the input at fault, and what to do."""
+
+    field: str
+    message: str
 
 
 @dataclass(frozen=True, slots=True)

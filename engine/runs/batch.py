@@ -3,7 +3,9 @@
 Rows come from CSV, JSON Lines or a YAML/JSON list, typed by the Start inputs'
 defaults. A stop request (Ctrl-C) starts nothing new, lets running runs finish within
 a grace period, then cancels them; rows that did not finish stay unrecorded, so
-`--resume` runs exactly those (and any that failed), never one that succeeded.
+`--resume` runs exactly those (and any that failed), never one that succeeded. Each
+attempt at a row is a run of its own (its own run id, trace and attempt number), so a
+retried row never appends to the trace of the attempt that was killed or failed.
 """
 
 from __future__ import annotations
@@ -28,16 +30,46 @@ from engine.format.jsonout import dumps_plain
 from engine.format.tables import csv_dialect
 from engine.format.values import json_default
 from engine.runs.store import RunStore
+from engine.runs.traces import trace_finished
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.trace import new_run_id
 
-__all__ = ["BatchOutcome", "batch_run_id", "read_rows", "run_batch", "start_batch", "stop_on_signals", "write_results"]
+__all__ = ["BatchOutcome", "batch_run_id", "claim_attempt", "read_rows", "run_batch", "start_batch", "stop_on_signals",
+           "write_results"]
 
 
-def batch_run_id(batch_id: str, row: int) -> str:
-    """Deterministic per (batch, row): every backend writes the same results file."""
-    return f"{batch_id}-r{row:06d}"
+def batch_run_id(batch_id: str, row: int, attempt: int = 1) -> str:
+    """Deterministic per (batch, row, attempt): every backend writes the same results file.
+
+    The first attempt is `<batch>-r000007`; a later one adds its number, `<batch>-r000007-a2`.
+    """
+    base = f"{batch_id}-r{row:06d}"
+    return base if attempt <= 1 else f"{base}-a{attempt}"
+
+
+def claim_attempt(runs_dir: Path | None, batch_id: str, row: int, previous: int = 0) -> tuple[str, int]:
+    """The run id and number of this row's next attempt, after `previous` (the store's last one).
+
+    The attempt's run folder is made here, exclusively. An attempt whose folder holds no
+    finished trace was killed before the store heard of it (or another worker has just
+    claimed it): it counts, and the next number is taken, so a retry never appends to the
+    trace of the attempt before it.
+    """
+    attempt = max(previous, 0) + 1
+    while True:
+        run_id = batch_run_id(batch_id, row, attempt)
+        if runs_dir is None:
+            return run_id, attempt
+        try:
+            (runs_dir / run_id).mkdir(parents=True)
+        except FileExistsError:
+            if not trace_finished(runs_dir / run_id / "trace.jsonl"):
+                attempt += 1
+                continue
+            # A finished run this store never recorded (another store over the same runs folder): as before.
+        return run_id, attempt
+
 
 
 def read_rows(path: Path, diagram: Diagram) -> list[dict[str, Any]]:
@@ -151,6 +183,7 @@ async def run_batch(
     """Run the rows not yet succeeded in this batch; record each finished run."""
     stop = stop or asyncio.Event()
     done = store.succeeded_rows(batch_id)
+    attempts = {number: run.get("attempt") or 1 for number, run in store.batch_runs(batch_id).items()}
     outcome = BatchOutcome(batch_id, len(rows), skipped=len(done))
     for _ in done:
         if progress:
@@ -168,9 +201,9 @@ async def run_batch(
                 return
             if progress:
                 progress("started", None)
-            result = await execute(diagram, row, runs_dir=runs_dir, services=services,
-                                   run_id=batch_run_id(batch_id, number))
-            store.record(result, diagram, row, batch_id=batch_id, row=number)
+            run_id, attempt = claim_attempt(runs_dir, batch_id, number, attempts.get(number, 0))
+            result = await execute(diagram, row, runs_dir=runs_dir, services=services, run_id=run_id)
+            store.record(result, diagram, row, batch_id=batch_id, row=number, attempt=attempt)
             outcome.count(result.duration, result.tokens, result.succeeded)
             if progress:
                 progress("finished", result)

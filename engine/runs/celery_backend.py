@@ -17,7 +17,7 @@ from typing import Any
 from celery import Celery
 
 from engine.compile.diagram import Diagram
-from engine.runs.batch import BatchOutcome, batch_run_id
+from engine.runs.batch import BatchOutcome, claim_attempt
 from engine.runs.store import RunStore
 from engine.runtime.context import Services
 from engine.runtime.execute import execute
@@ -93,13 +93,13 @@ def make_app(broker: str | None = None) -> Celery:
         store = _cached_store(store_url)
         if row in store.succeeded_rows(batch_id):
             return "already_succeeded"
+        run_id, attempt = claim_attempt(Path(runs_dir), batch_id, row, store.last_attempt(batch_id, row))
         diagram = _cached_diagram(diagram_path, Path(diagram_path).stat().st_mtime_ns, load_diagram, registry)
         services = Services(offline=offline)
         if rpm:
             services.limits = RedisBuckets(broker, rpm)
-        result = asyncio.run(execute(diagram, inputs, runs_dir=Path(runs_dir), services=services,
-                                     run_id=batch_run_id(batch_id, row)))
-        store.record(result, diagram, inputs, batch_id=batch_id, row=row)
+        result = asyncio.run(execute(diagram, inputs, runs_dir=Path(runs_dir), services=services, run_id=run_id))
+        store.record(result, diagram, inputs, batch_id=batch_id, row=row, attempt=attempt)
         return result.status
 
     return app

@@ -1,9 +1,10 @@
 """The run store: every run, batch or single, in a SQL database (SQLite by default).
 
 One row per run (id, diagram and its content hash, inputs, status, times, steps,
-errors, final variables, tokens, batch id and row). Writes are transactions; SQLite
+errors, final variables, tokens, batch id, row and attempt). Writes are transactions; SQLite
 runs in WAL mode, so a crash leaves the store consistent. A (batch, row) is recorded
-once: a row that already succeeded is never overwritten.
+once: a row that already succeeded is never overwritten. Inputs are stored scrubbed of
+keys, as the result's variables and errors already are.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from sqlalchemy import (
     delete,
     event,
     insert,
+    inspect,
     select,
+    text,
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, ProgrammingError
@@ -59,6 +62,7 @@ runs = Table(
     Column("batch_id", String(80)),
     Column("row", Integer),
     Column("trace", Text),
+    Column("attempt", Integer),
 )
 Index("runs_batch_row", runs.c.batch_id, runs.c.row, unique=True)
 batches = Table(
@@ -110,16 +114,18 @@ class RunStore:
         except (OperationalError, ProgrammingError):
             # Another process (a worker, the batch) created the tables between check and create.
             metadata.create_all(self.engine)
+        _add_new_columns(self.engine)
 
     def record(self, result: RunResult, diagram: Diagram, inputs: dict[str, Any], *, batch_id: str | None = None,
-               row: int | None = None) -> bool:
+               row: int | None = None, attempt: int = 1) -> bool:
         """Store a run; False when its (batch, row) already succeeded (nothing is stored twice)."""
         values = {
             "run_id": result.run_id, "diagram": str(diagram.path), "content_hash": diagram.content_hash,
-            "inputs": plain(inputs), "status": result.status, "started": time.time() - result.duration,
+            "inputs": plain(result.redact(inputs)), "status": result.status, "started": time.time() - result.duration,
             "finished": time.time(), "duration_ms": round(result.duration * 1000, 3), "steps": result.steps,
             "errors": plain(result.errors), "variables": plain(result.variables), "tokens": result.tokens,
             "batch_id": batch_id, "row": row, "trace": str(result.trace) if result.trace else None,
+            "attempt": attempt,
         }
         with self.engine.begin() as connection:
             if batch_id is not None:
@@ -149,6 +155,13 @@ class RunStore:
             found = connection.execute(select(runs.c.row).where(runs.c.batch_id == batch_id, runs.c.status == "succeeded"))
             return {int(r.row) for r in found}
 
+    def last_attempt(self, batch_id: str, row: int) -> int:
+        """The attempt number recorded for a (batch, row): 0 when none is (a run from before attempts counts 1)."""
+        with self.engine.connect() as connection:
+            found = connection.execute(
+                select(runs.c.attempt).where(runs.c.batch_id == batch_id, runs.c.row == row)).first()
+        return 0 if found is None else int(found.attempt or 1)
+
     def batch_runs(self, batch_id: str) -> dict[int, dict[str, Any]]:
         with self.engine.connect() as connection:
             found = connection.execute(select(runs).where(runs.c.batch_id == batch_id)).mappings().all()
@@ -161,6 +174,22 @@ class RunStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def _add_new_columns(engine: Engine) -> None:
+    """Columns added since a store was made (`attempt`) are added to it; existing rows read them as NULL."""
+    present = {column["name"] for column in inspect(engine).get_columns("runs")}
+    for column in runs.columns:
+        if column.name in present:
+            continue
+        kind = column.type.compile(dialect=engine.dialect)
+        try:
+            with engine.begin() as connection:
+                connection.execute(text(f"ALTER TABLE runs ADD COLUMN {column.name} {kind}"))
+        except (OperationalError, ProgrammingError):
+            # Another process added it first.
+            if column.name not in {c["name"] for c in inspect(engine).get_columns("runs")}:
+                raise
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:

@@ -1,14 +1,18 @@
 """Reading runs back: find a trace, list runs, turn events into steps and a drawn path.
 
 `diagrama trace`, `diagrama runs` and `diagrama graph --run` are built on this; it
-only reads the JSON Lines traces that engine.runtime.trace writes.
+only reads the JSON Lines traces that engine.runtime.trace writes. A trace without its
+`run_finished` is a run still going, or one whose process died (SIGKILL, a crash): the
+pid and host in `run_started` tell which, and the second shows as `interrupted`.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
-from collections.abc import Iterable, Iterator
+import socket
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +24,11 @@ from engine.errors import UsageError
 from engine.format.spec import MessageLevel
 from engine.runtime.trace import EVENT_LEVELS, Event, read_events
 
-__all__ = ["RunSummary", "Step", "find_trace", "keep_event", "list_runs", "run_path", "steps"]
+__all__ = ["INTERRUPTED", "RunSummary", "Step", "find_trace", "keep_event", "list_runs", "run_path", "run_status", "steps",
+           "trace_finished", "unfinished_runs"]
+
+INTERRUPTED = "interrupted"
+"""The status of a run that never finished and whose process is gone."""
 
 
 def find_trace(reference: str, runs_dir: Path) -> Path:
@@ -40,13 +48,75 @@ def find_trace(reference: str, runs_dir: Path) -> Path:
     raise UsageError(f"no run '{reference}' (looked for a trace file, a run folder, and {runs_dir / reference})")
 
 
-def _last_line(path: Path) -> bytes:
+def _last_event(path: Path) -> dict[str, Any]:
+    """The trace's last whole event; a line torn by a crash mid-write is passed over."""
     with path.open("rb") as handle:
         handle.seek(0, os.SEEK_END)
         end = handle.tell()
         handle.seek(max(0, end - 65536))
         lines = handle.read().splitlines()
-    return lines[-1] if lines else b""
+    for line in reversed(lines):
+        try:
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            return event
+    raise orjson.JSONDecodeError("no whole event at the end of the trace", "", 0)
+
+
+def trace_finished(trace: Path) -> bool:
+    """Whether the trace ends with its run's `run_finished` (False for a missing or unreadable file)."""
+    try:
+        return _last_event(trace).get("event") == Event.RUN_FINISHED
+    except (OSError, orjson.JSONDecodeError):
+        return False
+
+
+@functools.cache
+def _this_host() -> str:
+    return socket.gethostname()
+
+
+def _process_started(pid: int) -> float | None:
+    """When process `pid` began (seconds since the epoch), on Linux; None where that cannot be read."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] == "Z":  # a zombie: dead, not yet reaped by its parent
+            return float("inf")
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def _process_gone(pid: Any, host: Any, started: float) -> bool:
+    """Whether the process that wrote a run is known to be gone: same host, and no such pid (or a newer one)."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or host != _this_host() or os.name != "posix":
+        return False  # another machine's run, or an old trace: nothing is known, so nothing is claimed
+    try:
+        os.kill(pid, 0)  # signal 0 only asks whether the process exists
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # it exists, as another user
+    except OSError:
+        return False
+    began = _process_started(pid)
+    # A pid the system gave to a process that began after the run did is another process.
+    return began is not None and began > started + 1.0
+
+
+def run_status(first: Mapping[str, Any], last: Mapping[str, Any]) -> str:
+    """A run's status from its trace's first and last events: the finished status, `running`, or `interrupted`."""
+    if last.get("event") == Event.RUN_FINISHED:
+        return str(last.get("status"))
+    if first.get("event") == Event.RUN_STARTED and _process_gone(first.get("pid"), first.get("host"),
+                                                                  float(first.get("timestamp") or 0)):
+        return INTERRUPTED
+    return "running"
 
 
 @dataclass
@@ -68,21 +138,44 @@ def list_runs(runs_dir: Path, limit: int = 20) -> list[RunSummary]:
     folders = sorted((p for p in runs_dir.iterdir() if (p / "trace.jsonl").is_file()), key=lambda p: p.name, reverse=True)
     summaries = []
     for folder in folders[:limit]:
-        trace = folder / "trace.jsonl"
-        try:
-            with trace.open("rb") as handle:
-                first = orjson.loads(handle.readline())
-            last = orjson.loads(_last_line(trace))
-        except (orjson.JSONDecodeError, OSError):
-            continue
-        finished = last.get("event") == Event.RUN_FINISHED
-        summaries.append(RunSummary(
-            run_id=str(first.get("run_id", folder.name)), diagram=str(first.get("diagram", "?")),
-            path=str(first.get("path", "")),
-            status=str(last.get("status")) if finished else "running", started=float(first.get("timestamp", 0)),
-            duration_ms=last.get("duration_ms") if finished else None, steps=last.get("steps") if finished else None,
-            trace=trace))
+        summary = _summary(folder / "trace.jsonl")
+        if summary is not None:
+            summaries.append(summary)
     return summaries
+
+
+def unfinished_runs(runs_dir: Path, limit: int = 20) -> list[RunSummary]:
+    """Runs among the `limit` newest traces (by last write) that have no `run_finished`: running or interrupted.
+
+    `diagrama runs` shows them beside the run store, which hears of a run only when it ends.
+    """
+    if not runs_dir.is_dir():
+        return []
+    written = []
+    with os.scandir(runs_dir) as entries:
+        for entry in entries:
+            try:
+                written.append((os.stat(os.path.join(entry.path, "trace.jsonl")).st_mtime, entry.path))
+            except OSError:
+                continue  # not a run folder
+    written.sort(reverse=True)
+    summaries = [_summary(Path(folder) / "trace.jsonl") for _, folder in written[:limit]]
+    return [s for s in summaries if s is not None and s.status in ("running", INTERRUPTED)]
+
+
+def _summary(trace: Path) -> RunSummary | None:
+    try:
+        with trace.open("rb") as handle:
+            first = orjson.loads(handle.readline())
+        last = _last_event(trace)
+    except (orjson.JSONDecodeError, OSError):
+        return None
+    finished = last.get("event") == Event.RUN_FINISHED
+    return RunSummary(
+        run_id=str(first.get("run_id", trace.parent.name)), diagram=str(first.get("diagram", "?")),
+        path=str(first.get("path", "")), status=run_status(first, last), started=float(first.get("timestamp", 0)),
+        duration_ms=last.get("duration_ms") if finished else None, steps=last.get("steps") if finished else None,
+        trace=trace)
 
 
 @dataclass

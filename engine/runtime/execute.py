@@ -14,9 +14,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import functools
+import os
+import socket
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NoReturn
@@ -36,6 +39,7 @@ from engine.errors import (
     TemplateError,
     TraceWriteFailed,
 )
+from engine.format.redact import Redactor
 from engine.format.spec import ErrorLevel, MessageLevel
 from engine.format.tables import to_table
 from engine.format.validation import dotted, validation_message
@@ -49,7 +53,11 @@ __all__ = ["RunResult", "execute"]
 
 @dataclass
 class RunResult:
-    """What a run did: `status` is "succeeded" or "failed"."""
+    """What a run did: `status` is "succeeded" or "failed".
+
+    Its variables, outputs and errors are scrubbed of keys (engine.format.redact) as the
+    trace is; `redact` scrubs anything else of this run's (its inputs, recorded replies).
+    """
 
     run_id: str
     status: str
@@ -62,10 +70,15 @@ class RunResult:
     diagram: str = ""
     outputs: dict[str, Any] = field(default_factory=dict)
     tokens: int = 0
+    redactor: Redactor = field(default_factory=Redactor, repr=False, compare=False)
 
     @property
     def succeeded(self) -> bool:
         return self.status == "succeeded"
+
+    def redact(self, value: Any) -> Any:
+        """`value` scrubbed as this run's trace and result are: its secrets, vendor keys and their masked forms."""
+        return self.redactor.value(value)
 
     def as_json(self) -> dict[str, Any]:
         """The object `diagrama run --output json` prints (DESIGN.md, "Command line")."""
@@ -99,6 +112,7 @@ class _Run:
         self.outputs: dict[str, Any] = {}
         self.tokens = 0
         self.started = time.perf_counter()
+        self.step_began = self.started
         self._base_dir = {"base_dir": diagram.directory}
 
     # -- the run as a whole ----------------------------------------------------------------
@@ -151,7 +165,7 @@ class _Run:
                                f"block '{current.id}' was cancelled", block=current.id)
             self.errors.append(error.as_dict())
             self.trace.emit(Event.BLOCK_FAILED, block=current.id, block_type=current.type_name,
-                            error_type=error.type, message=error.message)
+                            error_type=error.type, message=error.message, duration_ms=_since(self.step_began))
             raise RunFailed(error) from None  # the cancellation is how the deadline works, not a cause
 
     async def _steps_from_start(self) -> None:
@@ -159,6 +173,7 @@ class _Run:
         block: CompiledBlock | None = self.diagram.start
         came_from: CompiledBlock | None = None
         while block is not None:
+            self.step_began = time.perf_counter()
             # Checked first, as LangGraph's loop does: a step that may not run never starts.
             if self.trace.failure is not None:
                 self._end(TraceWriteFailed(self.trace.failure_message(), block=block.id), announce=False)
@@ -174,7 +189,8 @@ class _Run:
         """Fail the run with `error`, which no error level handles."""
         self.errors.append(error.as_dict())
         if announce:
-            self.trace.emit(Event.BLOCK_FAILED, block=error.block, error_type=error.type, message=error.message)
+            self.trace.emit(Event.BLOCK_FAILED, block=error.block, error_type=error.type, message=error.message,
+                            duration_ms=_since(self.step_began))
         raise RunFailed(error)
 
     def _finish(self, status: str) -> str:
@@ -189,11 +205,14 @@ class _Run:
         return status
 
     def result(self, status: str) -> RunResult:
+        """The run's result, scrubbed once here so that every consumer (console, JSON, store, files) gets it clean."""
         functions = self.diagram.env.functions
-        variables = {k: v for k, v in self.ctx.scope.values.items() if k not in functions}
+        redact = self.trace.redactor.value
+        variables = redact({k: v for k, v in self.ctx.scope.values.items() if k not in functions})
         return RunResult(run_id=self.ctx.run_id, status=status, variables=variables, path=self.path,
-                         errors=self.errors, trace=self.trace.path, duration=time.perf_counter() - self.started,
-                         steps=self.steps, diagram=self.diagram.name, outputs=self.outputs, tokens=self.tokens)
+                         errors=redact(self.errors), trace=self.trace.path,
+                         duration=time.perf_counter() - self.started, steps=self.steps, diagram=self.diagram.name,
+                         outputs=redact(self.outputs), tokens=self.tokens, redactor=self.trace.redactor)
 
     # -- one step ----------------------------------------------------------------------------
     async def step(self, block: CompiledBlock, came_from: CompiledBlock | None) -> CompiledBlock | None:
@@ -299,7 +318,7 @@ class _Run:
             raise RunFailed(error)  # a bug fails the run whatever the error level
         # Errors are kept at every message level, and come before the step's end.
         self.trace.emit(Event.BLOCK_FAILED, block=block.id, block_type=block.type_name, error_type=error.type,
-                        message=error.message)
+                        message=error.message, duration_ms=_since(began))
         error_level = block.error_level if block.error_level is not None else self.diagram.error_level
         if level:
             status = "ignored" if error_level is ErrorLevel.IGNORE else "failed"
@@ -328,7 +347,8 @@ class _Run:
                     shown: dict[str, Any] | None = None) -> None:
         """A bug ends the run failed; at Detailed the trace keeps its traceback for the report."""
         fields: dict[str, Any] = {"block": block.id, "block_type": block.type_name, "error_type": error.type,
-                                  "message": error.message}
+                                  "message": error.message,
+                                  "duration_ms": _since(began if began is not None else self.step_began)}
         shown_level = level if level is not None else self.ctx.message_level
         if shown_level >= MessageLevel.DETAILED and cause is not None:
             fields["traceback"] = "".join(traceback.format_exception(cause))
@@ -369,6 +389,16 @@ class _Run:
         self.trace.emit(Event.BLOCK_FINISHED, **fields)
 
 
+def _since(began: float) -> float:
+    """Milliseconds from `began` (a perf_counter reading) to now, as block events give them."""
+    return round((time.perf_counter() - began) * 1000, 4)
+
+
+@functools.cache
+def _host() -> str:
+    return socket.gethostname()
+
+
 async def execute(
     diagram: Diagram,
     inputs: Mapping[str, Any] | None = None,
@@ -379,20 +409,24 @@ async def execute(
     run_id: str | None = None,
     console: Console | None = None,
     trace_file: IO[bytes] | None = None,
+    secrets: Iterable[str] = (),
 ) -> RunResult:
     """Run `diagram` once. `runs_dir=None` keeps no trace file (events are still built).
 
     `trace_file` is written instead of a file under `runs_dir` (the caller closes it).
+    `secrets` are scrubbed from the trace and the result besides the keys in the services'
+    environment (a scenario runs with an empty environment, yet its caller's keys stay out).
     """
     services = services or Services()
     run_id = run_id or new_run_id()
     trace_path = runs_dir / run_id / "trace.jsonl" if runs_dir is not None and trace_file is None else None
-    trace = Trace(trace_path, run_id, secrets=services.secrets(), console=console, file=trace_file)
+    trace = Trace(trace_path, run_id, secrets=[*services.secrets(), *secrets], console=console, file=trace_file)
     default_level = message_level if message_level is not None else diagram.message_level
     scope = diagram.env.new_scope({})
     run = _Run(diagram, RunContext(run_id, diagram, scope, trace, services, default_level), trace)
+    # pid and host let a reader tell a run still going from one whose process died (SIGKILL, power loss).
     start_fields: dict[str, Any] = {"diagram": diagram.name, "path": str(diagram.path),
-                                    "message_level": default_level.name.title()}
+                                    "message_level": default_level.name.title(), "pid": os.getpid(), "host": _host()}
     if default_level >= MessageLevel.DEBUG:
         start_fields["inputs"] = {k: short_value(v) for k, v in (inputs or {}).items()}
     trace.emit(Event.RUN_STARTED, **start_fields)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import secrets as _secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -22,6 +21,7 @@ from typing import IO, Any
 
 import orjson
 
+from engine.format.redact import REDACTED, Redactor
 from engine.format.spec import MessageLevel
 from engine.format.values import dumps
 
@@ -36,11 +36,7 @@ __all__ = [
     "read_events",
 ]
 
-REDACTED = "[REDACTED]"
-_REDACTED_BYTES = REDACTED.encode()
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key", "proxy-authorization"})
-# Keys of the three vendors, caught even where nobody registered them as secrets.
-_KEY_PATTERN = re.compile(rb"sk-ant-[A-Za-z0-9_\-]{6,}|gsk_[A-Za-z0-9]{6,}|AIza[0-9A-Za-z_\-]{10,}")
 
 
 class Event:
@@ -185,7 +181,8 @@ class Trace:
                 file = self._owned = open(path, "ab", buffering=0)  # noqa: SIM115  # closed by close()
             except OSError as exc:
                 opened = exc
-        self._secrets = tuple(sorted({s.encode() for s in secrets if s and len(s) >= 4}, key=len, reverse=True))
+        self.redactor = Redactor(secrets)
+        """The run's scrubber (engine.format.redact): the same one cleans its result, store row and files."""
         self._console = console
         self._sink = _Sink(file)
         self._sink.failure = opened
@@ -220,15 +217,10 @@ class Trace:
         return dumps(event)  # never raises: 2 ** 70 and unknown objects have a fallback
 
     def _scrub_secrets(self, _logger: Any, _name: str, line: bytes) -> bytes:
-        for secret in self._secrets:
-            if secret in line:
-                line = line.replace(secret, _REDACTED_BYTES)
-        if b"sk-ant-" in line or b"gsk_" in line or b"AIza" in line:
-            line = _KEY_PATTERN.sub(_REDACTED_BYTES, line)
-        return line
+        return self.redactor.encoded(line)
 
     def redact(self, text: str) -> str:
-        return self._scrub_secrets(None, "", text.encode()).decode()
+        return self.redactor.text(text)
 
     def emit(self, event: str, **fields: Any) -> None:
         fields["run_id"] = self.run_id

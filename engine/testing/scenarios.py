@@ -13,7 +13,7 @@ import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -22,6 +22,7 @@ from engine.compile.inputs import check_inputs
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramaError, DiagramInvalid, Problem
 from engine.format.jsonout import dumps_plain, plain
+from engine.format.redact import Redactor
 from engine.format.yamlfile import LineMap, read_yaml
 from engine.providers.simulator import Simulator
 from engine.runtime.context import Services
@@ -43,10 +44,17 @@ class ErrorReply(BaseModel):
     retry_after: float | None = None
     message: str | None = None
     type: str | None = None
+    code: str | None = Field(default=None, description="Groq's error code (the usual one for the status if absent)")
+
+
+class CitationReply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    source: str
 
 
 class Reply(BaseModel):
-    """One scripted vendor reply: text and/or tool calls, or an HTTP error; optionally late."""
+    """One scripted vendor reply: text and/or tool calls and how the turn ended, or an HTTP error; optionally late."""
 
     model_config = ConfigDict(extra="forbid")
     text: str | None = None
@@ -54,7 +62,14 @@ class Reply(BaseModel):
     error: ErrorReply | None = None
     delay: float | None = Field(default=None, ge=0)
     match: str | None = Field(default=None, description="only for a request whose last user text contains this")
-    stop_reason: str | None = None
+    stop_reason: str | None = Field(default=None, description="the vendor's own stop value, sent as it is")
+    finish: Literal["complete", "tool_calls", "max_tokens", "refused", "blocked", "paused", "context_exceeded"] | None = \
+        Field(default=None, description="how the turn ends, in each vendor's wire form (only Anthropic pauses; only "
+                                        "Gemini blocks a prompt, the others refuse)")
+    refusal: str | None = Field(default=None, description="the refusal text the vendor gives")
+    blocked: str | None = Field(default=None, description="the prompt is blocked for this reason (e.g. SAFETY)")
+    thinking: str | None = Field(default=None, description="the model's reasoning, in the vendor's form")
+    citations: list[CitationReply] | None = None
     usage: dict[str, int] | None = None
 
 
@@ -258,11 +273,14 @@ def _check(scenario: Scenario, result: RunResult, simulator: Simulator) -> Itera
 
 
 async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, runs_dir: Path | None) -> Verdict:
+    # A scenario runs with an empty environment, yet the keys of the process that runs it
+    # stay out of its trace and its failure text (a key may be a scenario's input).
+    secrets = Services().secrets()
     try:
         diagram = load_diagram(scenario.diagram, registry)
         inputs = check_inputs(diagram, scenario.spec.inputs)
     except DiagramaError as exc:
-        return Verdict(scenario, None, [f"the diagram cannot run: {exc}"])
+        return Verdict(scenario, None, [Redactor(secrets).text(f"the diagram cannot run: {exc}")])
     scripts = {block: [reply.model_dump(exclude_none=True) for reply in replies]
                for block, replies in scenario.spec.replies.items()}
     unknown = [block for block in scripts if block not in diagram.blocks]
@@ -275,8 +293,9 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
 
     services = Services(environ={}, offline=True, sleep=no_wait,
                         simulator=simulator, tool_stubs=dict(scenario.spec.tools))
-    result = await execute(diagram, inputs, runs_dir=runs_dir, services=services)
-    return Verdict(scenario, result, list(_check(scenario.spec, result, simulator)))
+    result = await execute(diagram, inputs, runs_dir=runs_dir, services=services, secrets=secrets)
+    failures = [result.redactor.text(failure) for failure in _check(scenario.spec, result, simulator)]
+    return Verdict(scenario, result, failures)
 
 
 def run_scenario(scenario: LoadedScenario, registry: BlockRegistry, runs_dir: Path | None = Path("runs")) -> Verdict:
@@ -285,7 +304,10 @@ def run_scenario(scenario: LoadedScenario, registry: BlockRegistry, runs_dir: Pa
 
 def record_scenario(path: Path, diagram_path: Path, inputs: Mapping[str, Any], result: RunResult,
                     recorded: list[dict[str, Any]]) -> None:
-    """Write what a run did as a scenario: its replies, and its path and outputs as expectations."""
+    """Write what a run did as a scenario: its replies, and its path and outputs as expectations.
+
+    Everything written is scrubbed of keys as the run's result is (a reply may echo a key).
+    """
     import os
 
     import yaml
@@ -310,6 +332,7 @@ def record_scenario(path: Path, diagram_path: Path, inputs: Mapping[str, Any], r
                    "called_tools": calls,
                    "errors": [{k: v for k, v in e.items() if k in ("block", "type")} for e in result.errors]},
     }
+    scenario = result.redact(scenario)
     path.parent.mkdir(parents=True, exist_ok=True)
     header = "# Recorded by `diagrama run --record`: review the replies and expectations before committing.\n"
     path.write_text(header + yaml.safe_dump(scenario, sort_keys=False, allow_unicode=True), encoding="utf-8")

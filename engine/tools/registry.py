@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -73,6 +74,7 @@ class Tool:
     source: str
     line: int | None
     allowed_hosts: tuple[str, ...] = ()
+    handler_line: int | None = None
     _callable: Callable[..., Any] | None = field(default=None, repr=False)
 
     @property
@@ -95,14 +97,52 @@ class Tool:
         return self._callable
 
 
+class HandlerRefused(Exception):
+    """A handler path that leaves its module: something it imports, or Python's own machinery."""
+
+
+def _defined_in(value: Any, module_name: str) -> bool:
+    return getattr(value, "__module__", None) == module_name
+
+
+def _method(owner: type, name: str, module_name: str) -> Any:
+    """The function `owner.name` stands for, found where it is defined: refused unless written in the module."""
+    for klass in owner.__mro__:
+        if name in klass.__dict__:
+            raw = klass.__dict__[name]
+            break
+    else:
+        raise AttributeError(f"class '{owner.__name__}' has no attribute '{name}'")
+    function = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+    # callable, not only a plain function: a decorated method (functools.cache) keeps its module
+    if not (callable(function) and _defined_in(function, module_name)):
+        raise HandlerRefused(f"'{owner.__name__}.{name}' is not a method written in {module_name}")
+    return raw
+
+
 def _resolve(handler: str, allowed_hosts: tuple[str, ...]) -> Callable[..., Any]:
+    """The callable a handler path names, only if the named module itself defines it.
+
+    `getattr` would follow anything the module imports (`shop.tools:os.system`) or reach
+    Python's machinery (`Class.__init__` of `object`); a handler path may do neither.
+    """
     module_name, _, attribute = handler.partition(":")
+    if any(part.startswith("__") for part in attribute.split(".")):
+        raise HandlerRefused(f"'{attribute}' names a dunder attribute")
     module = importlib.import_module(module_name)
     owner_name, _, method = attribute.partition(".")
     target: Any = getattr(module, owner_name)
+    if inspect.ismodule(target):
+        raise HandlerRefused(f"'{owner_name}' is a module that {module_name} imports")
+    if not _defined_in(target, module_name):
+        raise HandlerRefused(f"'{owner_name}' is imported into {module_name}, not defined there "
+                             f"(it comes from {getattr(target, '__module__', None) or 'elsewhere'})")
     if method:
+        if not isinstance(target, type):
+            raise HandlerRefused(f"'{owner_name}' is not a class; only Class.method may be named with a dot")
+        raw = _method(target, method, module_name)
         member = getattr(target, method)
-        if isinstance(target, type) and not isinstance(target.__dict__.get(method), (staticmethod, classmethod)):
+        if not isinstance(raw, (staticmethod, classmethod)):
             member = getattr(target(), method)  # the seed's "class plus a data method": one instance per process
         target = member
     if module_name == STANDARD_MODULE and owner_name == "http_get":
@@ -226,7 +266,7 @@ def _registry_files(path: Path) -> list[Path]:
 
 
 def _module_allowed(module: str, allowed: list[str]) -> bool:
-    return module == STANDARD_MODULE or any(module == a or module.startswith(a + ".") for a in allowed)
+    return any(module == a or module.startswith(a + ".") for a in allowed)
 
 
 def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: LineMap,
@@ -234,6 +274,8 @@ def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: Li
     """Read the registries a diagram names (paths relative to it); raise DiagramInvalid."""
     from engine.tools.standard import STANDARD_TOOLS  # the standard tools' own definitions
 
+    # Always allowed from the standard module: its tools' handlers, and nothing else it holds or imports.
+    standard_handlers = {tool["handler"] for tool in STANDARD_TOOLS.values()}
     names = [spec] if isinstance(spec, str) else list(spec)
     problems: list[Problem] = []
     tools: list[Tool] = []
@@ -301,7 +343,13 @@ def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: Li
                 if not _HANDLER.match(entry.handler):
                     add(f"handler '{entry.handler}' must be package.module:callable or package.module:Class.method",
                         "handler")
-                elif not _module_allowed(entry.handler.partition(":")[0], registry.allowed_modules):
+                elif entry.handler.startswith(f"{STANDARD_MODULE}:") and entry.handler not in standard_handlers \
+                        and not _module_allowed(STANDARD_MODULE, registry.allowed_modules):
+                    add(f"handler '{entry.handler}' is not a standard tool; only the standard tools' handlers "
+                        f"({', '.join(sorted(standard_handlers))}) may come from {STANDARD_MODULE}", "handler",
+                        "include a standard tool by name under standard_tools, or write the handler in your module")
+                elif entry.handler not in standard_handlers \
+                        and not _module_allowed(entry.handler.partition(":")[0], registry.allowed_modules):
                     add(f"handler module '{entry.handler.partition(':')[0]}' is not in allowed_modules",
                         "handler", f"add it to allowed_modules ({', '.join(registry.allowed_modules) or 'none yet'})")
                 if registry.groups and entry.group not in registry.groups and index >= 0:
@@ -315,12 +363,18 @@ def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: Li
                     add(f"parameters is not a valid JSON Schema: {exc.message}", "parameters")
                 if function is None:
                     continue
-                tools.append(Tool(entry, registry.registry, source, line, tuple(registry.allowed_hosts)))
+                tools.append(Tool(entry, registry.registry, source, line, tuple(registry.allowed_hosts),
+                                  lines.line((*where, "handler")) or line))
     if problems:
         raise DiagramInvalid(problems)
     for tool in tools:
         try:
             tool.handler()
+        except HandlerRefused as exc:
+            problems.append(Problem(tool.source, tool.handler_line, f"handler '{tool.entry.handler}' is refused: {exc}",
+                                    field="handler", code="handler_not_allowed",
+                                    hint="name a function or class written in the allowed module itself, "
+                                         "or a method of such a class (package.module:Class.method)"))
         except (ImportError, AttributeError, TypeError) as exc:
             problems.append(Problem(tool.source, tool.line, f"handler '{tool.entry.handler}' cannot be loaded: {exc}",
                                     field="handler", code="invalid_handler"))

@@ -1,12 +1,13 @@
 """Tools shipped with diagrama (`standard: true`): a clock, safe arithmetic, allow-listed GET.
 
 A registry includes them by name under `standard_tools:`; their handlers live here,
-which is why this one module is always an allowed handler module.
+which is why these handlers (and nothing else of this module) are always allowed.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from collections.abc import Callable
 from datetime import datetime
@@ -36,6 +37,27 @@ _OPERATORS: dict[type, Callable[..., Any]] = {
 }
 
 
+# Every intermediate integer stays below Python's 4,300-digit limit on writing an int as
+# text, so any result fits a tool row; an attack such as (((9**99)**99)**99)**99 is refused
+# before it is computed (it would hold the GIL, and so the whole run, for minutes).
+_MAX_DIGITS = 4000
+_MAX_BITS = math.ceil(_MAX_DIGITS / math.log10(2))
+
+
+def _too_large() -> ValueError:
+    return ValueError(f"result too large (more than {_MAX_DIGITS:,} digits)")
+
+
+def _check_size(op: ast.operator, left: float | int, right: float | int) -> None:
+    """Refuse, before computing, an integer power or product past `_MAX_DIGITS` digits."""
+    if not (isinstance(left, int) and isinstance(right, int)):
+        return  # float arithmetic is fast; it overflows to an error or to inf
+    if isinstance(op, ast.Pow) and right > 0 and abs(left) > 1 and right * math.log2(abs(left)) > _MAX_BITS:
+        raise _too_large()
+    if isinstance(op, ast.Mult) and left.bit_length() + right.bit_length() > _MAX_BITS + 1:
+        raise _too_large()
+
+
 def _evaluate(node: ast.AST) -> float | int:
     if isinstance(node, ast.Expression):
         return _evaluate(node.body)
@@ -45,10 +67,18 @@ def _evaluate(node: ast.AST) -> float | int:
         left, right = _evaluate(node.left), _evaluate(node.right)
         if isinstance(node.op, ast.Pow) and abs(right) > 100:
             raise ValueError("exponent too large")
-        return _OPERATORS[type(node.op)](left, right)  # type: ignore[no-any-return]
+        _check_size(node.op, left, right)
+        return _bounded(_OPERATORS[type(node.op)](left, right))
     if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
         return _OPERATORS[type(node.op)](_evaluate(node.operand))  # type: ignore[no-any-return]
     raise ValueError("only numbers, + - * / // % ** and parentheses are allowed")
+
+
+def _bounded(value: float | int) -> float | int:
+    """`value`, refused when an integer grew past the limit some other way (a long chain of sums)."""
+    if isinstance(value, int) and value.bit_length() > _MAX_BITS:
+        raise _too_large()
+    return value
 
 
 def calculator(expression: str) -> dict[str, Any]:

@@ -157,3 +157,154 @@ def test_the_simulator_follows_the_adapters_list_of_fixed_temperature_models() -
         assert response.status_code == 400, family
     call = built("anthropic", temperature=0.5)
     assert post(Simulator(), "anthropic", call.path, call.headers, {**call.body, "model": "claude-sonnet-4-6"}).status_code == 200
+
+
+def test_the_lifespan_is_answered_so_an_asgi_server_starts_and_stops() -> None:
+    async def lifespan() -> list[str]:
+        incoming = asyncio.Queue()
+        for kind in ("lifespan.startup", "lifespan.shutdown"):
+            incoming.put_nowait({"type": kind})
+        sent: list[str] = []
+
+        async def send(message) -> None:
+            sent.append(message["type"])
+
+        await asyncio.wait_for(Simulator().app("groq")({"type": "lifespan"}, incoming.get, send), 2)
+        return sent
+
+    assert asyncio.run(lifespan()) == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
+
+
+def test_gemini_takes_snake_case_field_names_as_googles_parser_does() -> None:
+    body = {"contents": [{"role": "user", "parts": [{"text": "Where is my order 42?"}]}],
+            "system_instruction": {"parts": [{"text": "Be brief."}]},
+            "tools": [{"function_declarations": [{"name": "get_order_status", "description": "Order status",
+                                                  "parameters_json_schema": ORDER_TOOL["parameters"]}]}],
+            "generation_config": {"max_output_tokens": 100, "thinking_config": {"thinking_budget": 512}}}
+    response = post(Simulator(), "gemini", "/v1/models/gemini-3.5-flash:generateContent", {"x-goog-api-key": "k"}, body)
+    assert response.status_code == 200, response.text
+    call = response.json()["candidates"][0]["content"]["parts"][0]["functionCall"]
+    assert call == {"name": "get_order_status", "args": {"order_id": 42}}  # made up from parametersJsonSchema
+    body["generation_config"]["not_a_field"] = 1
+    refused = post(Simulator(), "gemini", "/v1/models/gemini-3.5-flash:generateContent", {"x-goog-api-key": "k"}, body)
+    assert refused.status_code == 400 and "notAField" in refused.json()["error"]["message"]
+
+
+def test_a_made_up_gemini_call_reads_parameters_json_schema() -> None:
+    call = built("gemini")
+    body = copy.deepcopy(call.body)
+    body["contents"] = [{"role": "user", "parts": [{"text": "Where is my order 57?"}]}]
+    declaration = body["tools"][0]["functionDeclarations"][0]
+    declaration["parametersJsonSchema"] = ORDER_TOOL["parameters"]
+    del declaration["parameters"]
+    response = post(Simulator(), "gemini", call.path, call.headers, body)
+    assert response.json()["candidates"][0]["content"]["parts"][0]["functionCall"]["args"] == {"order_id": 57}
+
+
+ERROR_TYPES = [
+    ("anthropic", 429, "rate_limit_error"), ("anthropic", 500, "api_error"), ("anthropic", 529, "overloaded_error"),
+    ("anthropic", 504, "timeout_error"), ("groq", 429, "tokens"), ("groq", 500, "internal_server_error"),
+    ("groq", 503, "service_unavailable"), ("gemini", 429, "RESOURCE_EXHAUSTED"), ("gemini", 503, "UNAVAILABLE"),
+]
+
+
+@pytest.mark.parametrize(("vendor", "status", "kind"), ERROR_TYPES)
+def test_a_scripted_error_carries_the_vendors_own_type_for_its_status(vendor: str, status: int, kind: str) -> None:
+    call = built(vendor)
+    simulator = Simulator({"b": [{"error": {"status": status}}]})
+    response = post(simulator, vendor, call.path, {**call.headers, "x-diagrama-block": "b"}, call.body)
+    error = response.json()["error"]
+    assert response.status_code == status and kind in (error.get("type"), error.get("status"))
+    if (vendor, status) == ("groq", 429):
+        assert error["code"] == "rate_limit_exceeded"
+
+
+def test_our_groq_adapter_reads_a_simulated_429_as_a_rate_limit(runner, write) -> None:
+    diagram = load_diagram(write(SCRIPTED.format(block="GroqChatRequest", model="m", tools="[]")), runner.registry)
+    simulator = Simulator({"ask": [{"error": {"status": 429, "retry_after": 0}} for _ in range(5)]})
+
+    async def no_sleep(_: float) -> None:
+        return None
+
+    result = asyncio.run(execute(diagram, runs_dir=runner.runs_dir,
+                                 services=Services(environ={}, offline=True, sleep=no_sleep, simulator=simulator)))
+    assert "429 rate_limit_exceeded" in result.errors[0]["message"]
+
+
+THINKING_REJECTS = [
+    ("anthropic", lambda b: b.update(thinking={"type": "enabled", "budget_tokens": 2048}, max_tokens=4096)),  # 4.7 on
+    ("anthropic", lambda b: b.update(model="claude-haiku-4-5", thinking={"type": "adaptive"})),
+    ("anthropic", lambda b: b.update(model="claude-sonnet-4-5", thinking={"type": "enabled", "budget_tokens": 512})),
+    ("groq", lambda b: b.update(reasoning_effort="high")),  # llama takes none
+    ("groq", lambda b: b.update(model="qwen/qwen3-32b", reasoning_effort="high")),
+    ("gemini", lambda b: b["generationConfig"].update(thinkingConfig={"thinkingBudget": 1024})),
+]
+
+
+@pytest.mark.parametrize(("vendor", "spoil"), THINKING_REJECTS)
+def test_a_thinking_setting_the_model_does_not_take_is_a_400(vendor: str, spoil) -> None:
+    call = built(vendor, temperature=0.3) if vendor != "anthropic" else built(vendor)
+    body = copy.deepcopy(call.body)
+    spoil(body)
+    path = call.path.replace("gemini-3.5-flash", "gemini-2.0-flash")
+    assert post(Simulator(), vendor, path, call.headers, body).status_code == 400
+
+
+OUTCOMES = [  # (script, {vendor: the block's finish, or the error type it fails with})
+    ({"finish": "refused"}, {"anthropic": "provider_refused", "groq": "provider_refused", "gemini": "provider_refused"}),
+    ({"finish": "refused", "refusal": "I can't help with that."},
+     {"anthropic": "provider_refused", "groq": "provider_refused", "gemini": "provider_refused"}),
+    ({"blocked": "SAFETY"}, {"anthropic": "provider_refused", "groq": "provider_refused", "gemini": "provider_blocked"}),
+    ({"finish": "max_tokens", "text": "cut o"}, {"anthropic": "max_tokens", "groq": "max_tokens", "gemini": "max_tokens"}),
+    ({"finish": "max_tokens", "tool_calls": [{"name": "get_order_status", "arguments": {"order_id": 42}}]},
+     {"anthropic": "output_truncated", "groq": "output_truncated", "gemini": "output_truncated"}),
+    ({"finish": "paused"}, {"anthropic": "paused", "groq": "complete", "gemini": "complete"}),
+    ({"finish": "context_exceeded", "text": "so far"},
+     {"anthropic": "context_exceeded", "groq": "provider_error", "gemini": "provider_error"}),
+    ({"finish": "refused", "text": "Here is a partial"}, {"anthropic": "refused", "groq": "refused", "gemini": "refused"}),
+    ({"text": "Thought it through.", "thinking": "Hmm."}, {"anthropic": "complete", "groq": "complete", "gemini": "complete"}),
+]
+SCRIPTED_OUTCOME = """
+    diagram: d
+    blocks:
+      - id: start
+        type: Start
+        next: ask
+      - id: ask
+        type: {block}
+        with: {{model: {model}, request: "Where is my order 42?"}}
+        set: {{finish: "{{{{ finish }}}}", usage: "{{{{ usage }}}}", refusal: "{{{{ refusal }}}}"}}
+"""
+
+
+@pytest.mark.parametrize(("script", "expected"), OUTCOMES)
+@pytest.mark.parametrize(("vendor", "block"), [("anthropic", "ClaudeRequest"), ("groq", "GroqChatRequest"),
+                                                ("gemini", "GeminiRequest")])
+def test_scripted_outcomes_come_out_as_each_vendors_wire_format_says(runner, write, vendor, block, script, expected):
+    diagram = load_diagram(write(SCRIPTED_OUTCOME.format(block=block, model=MODELS[vendor])), runner.registry)
+    simulator = Simulator({"ask": [copy.deepcopy(script)]})
+    result = asyncio.run(execute(diagram, runs_dir=runner.runs_dir,
+                                 services=Services(environ={}, offline=True, simulator=simulator)))
+    wanted = expected[vendor]
+    if wanted not in ("complete", "max_tokens", "paused", "context_exceeded", "refused"):
+        assert result.status == "failed" and result.errors[0]["type"] == wanted, result.errors
+        if script.get("refusal") and wanted == "provider_refused":
+            assert script["refusal"] in result.errors[0]["message"]
+        return
+    assert result.status == "succeeded", result.errors
+    assert result.variables["finish"] == wanted
+    if script.get("thinking") and vendor != "anthropic":
+        assert result.variables["usage"]["thinking_tokens"] >= 1
+
+
+def test_an_outcome_error_follows_the_error_level_like_any_other(runner, write) -> None:
+    from engine.errors import OutputTruncated, ProviderBlocked, ProviderError, ProviderRefused
+
+    assert all(issubclass(kind, ProviderError) for kind in (ProviderRefused, ProviderBlocked, OutputTruncated))
+    text = SCRIPTED_OUTCOME.format(block="GeminiRequest", model="gemini-3.5-flash").replace(
+        "type: GeminiRequest", "type: GeminiRequest\n        error_level: Ignore")
+    diagram = load_diagram(write(text), runner.registry)
+    simulator = Simulator({"ask": [{"blocked": "SAFETY"}]})
+    result = asyncio.run(execute(diagram, runs_dir=runner.runs_dir,
+                                 services=Services(environ={}, offline=True, simulator=simulator)))
+    assert result.status == "succeeded" and result.errors[0]["type"] == "provider_blocked"

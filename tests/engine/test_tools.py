@@ -192,3 +192,41 @@ def test_standard_tools_can_be_included(tmp_path: Path) -> None:
     assert registry.get("calculator").handler()(expression="(12.5 * 3) / 4")["result"] == 9.375
     with pytest.raises(ValueError):
         registry.get("calculator").handler()(expression="__import__('os')")
+
+
+@pytest.mark.parametrize("expression", ["(9**99)**99", "(((9**99)**99)**99)**99", "10**99*" * 60 + "1",
+                                        "-(10**99)**41"])
+def test_calculator_refuses_results_past_its_size_limit_before_computing(expression: str) -> None:
+    from engine.tools.standard import calculator
+
+    with pytest.raises(ValueError, match=r"result too large \(more than 4,000 digits\)"):
+        calculator(expression)
+
+
+def test_calculator_keeps_exact_results_up_to_the_limit_and_refuses_past_it() -> None:
+    from engine.tools.standard import calculator
+
+    assert calculator("(10**99)**40")["result"] == 10 ** 3960
+    assert calculator("9**99*9**99")["result"] == 9 ** 198
+    assert calculator("2**-2 * 1.5")["result"] == 0.375
+    with pytest.raises(ValueError, match="result too large"):
+        calculator("(10**99)**40 * 10**99")
+
+
+def test_a_handler_that_ignores_its_cancellation_still_times_out() -> None:
+    import asyncio
+
+    from engine.tools import HandlerTimeout, call_handler
+
+    async def deaf() -> str:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.5)  # swallowed: asyncio.timeout would wait for this, then return the result
+        return "late"
+
+    async def call() -> object:
+        return await call_handler(deaf, {}, timeout=0.1, name="deaf")
+
+    with pytest.raises(HandlerTimeout):
+        asyncio.run(call())

@@ -40,10 +40,14 @@ def compile_diagram(
     source: str = "",
     functions: Mapping[str, Any] | None = None,
     extra_problems: list[Problem] | None = None,
+    data_roots: tuple[Path, ...] = (),
 ) -> Diagram:
-    """Validate parsed YAML and compile it; raise DiagramInvalid with every problem."""
+    """Validate parsed YAML and compile it; raise DiagramInvalid with every problem.
+
+    Paths the diagram names must stay inside its folder or one of `data_roots`.
+    """
     env = TemplateEnv(functions)
-    c = Compilation.of(data, lines, path, registry, env)
+    c = Compilation.of(data, lines, path, registry, env, data_roots)
     if extra_problems:
         c.problems.items.extend(extra_problems)
     spec = read_blocks(c)
@@ -81,4 +85,5 @@ def compile_diagram(
         env=env,
         lines=lines,
         content_hash=hashlib.sha256(source.encode()).hexdigest(),
+        data_roots=data_roots,
     )

@@ -13,12 +13,13 @@ from pydantic import BaseModel
 
 from engine.compile.block import Block, BlockRegistry
 from engine.compile.diagram import CompiledBlock
-from engine.compile.templating import Evaluator, TemplateEnv, TemplateSyntax
+from engine.compile.templating import Evaluator, TemplateEnv, TemplateSyntax, has_template
 from engine.compile.validate.problems import Problems
+from engine.format.paths import DataFolder, PathRefused
 from engine.format.spec import BlockSpec
 from engine.format.yamlfile import LineMap
 
-__all__ = ["Compilation", "compile_template"]
+__all__ = ["Compilation", "check_csv_path", "compile_template"]
 
 
 @dataclass
@@ -29,6 +30,8 @@ class Compilation:
     registry: BlockRegistry
     env: TemplateEnv
     problems: Problems
+    folder: DataFolder
+    """The diagram's folder and the data roots: the only places a path it names may reach."""
     specs: list[tuple[int, BlockSpec, type[Block], BaseModel | None]] = field(default_factory=list)
     """Blocks whose own keys are fine: (index in the file, common keys, class, settings)."""
     blocks: dict[str, CompiledBlock] = field(default_factory=dict)
@@ -38,8 +41,9 @@ class Compilation:
     variables: list[tuple[str, Evaluator]] = field(default_factory=list)
 
     @classmethod
-    def of(cls, data: Any, lines: LineMap, path: Path, registry: BlockRegistry, env: TemplateEnv) -> Compilation:
-        return cls(data, lines, path, registry, env, Problems(str(path), lines))
+    def of(cls, data: Any, lines: LineMap, path: Path, registry: BlockRegistry, env: TemplateEnv,
+           data_roots: tuple[Path, ...] = ()) -> Compilation:
+        return cls(data, lines, path, registry, env, Problems(str(path), lines), DataFolder(path.parent, data_roots))
 
 
 def compile_template(c: Compilation, value: Any, path: tuple[str | int, ...], block: str | None,
@@ -52,3 +56,24 @@ def compile_template(c: Compilation, value: Any, path: tuple[str | int, ...], bl
         c.problems.add(path, f"template syntax error: {exc}", block=block, field=field,
                        code="template_syntax", line_offset=offset)
         return None
+
+
+def check_csv_path(c: Compilation, value: Any, path: tuple[str | int, ...], block: str | None, field: str) -> bool:
+    """False, with a problem, when `value` is a `{csv: path}` table whose constant path leaves the diagram's folder.
+
+    Only the path is checked here, never the file read: a refused file's content must not reach any message.
+    Templated paths are checked the same way when a run resolves them.
+    """
+    if not (isinstance(value, dict) and set(value) == {"csv"} and isinstance(value["csv"], str)):
+        return True
+    written = value["csv"]
+    if has_template(written):
+        return True
+    try:
+        c.folder.resolve(written)
+    except PathRefused as exc:
+        hint = "keep data files in the diagram's folder, or pass their folder with --data-root" if exc.leaves else None
+        c.problems.add((*path, "csv"), f"CSV file: {exc}", block=block, field=field, hint=hint,
+                       code="path_outside_folder" if exc.leaves else "bad_path")
+        return False
+    return True

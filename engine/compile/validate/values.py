@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from engine.compile.block import RunSettings
 from engine.compile.diagram import CompiledBlock
 from engine.compile.templating import Evaluator
-from engine.compile.validate.compilation import Compilation, compile_template
+from engine.compile.validate.compilation import Compilation, check_csv_path, compile_template
 from engine.compile.validate.problems import shown
 from engine.compile.validate.scope import block_scopes
 from engine.format.names import suggest
@@ -41,8 +41,9 @@ def compile_values(c: Compilation, start: CompiledBlock, graph: nx.DiGraph) -> N
 def _check_bound_names(c: Compilation, start: CompiledBlock, settings: RunSettings, functions: set[str]) -> None:
     start_path = ("blocks", c.index_of[start.id])
     for section in ("inputs", "variables"):
-        for name in getattr(settings, section):
+        for name, value in getattr(settings, section).items():
             _check_name(c, name, (*start_path, section, name), start.id, f"{section}.{name}", functions)
+            check_csv_path(c, value, (*start_path, section, name), start.id, f"{section}.{name}")
     for compiled in c.blocks.values():
         for name in compiled.impl.spec.set:
             _check_name(c, name, ("blocks", c.index_of[compiled.id], "set", name), compiled.id, f"set.{name}",
@@ -86,6 +87,8 @@ def _compile_variables(c: Compilation, start: CompiledBlock, settings: RunSettin
 def _compile_set_and_when(c: Compilation, compiled: CompiledBlock, after: set[str]) -> None:
     where = ("blocks", c.index_of[compiled.id])
     for name, value in compiled.impl.spec.set.items():
+        if not check_csv_path(c, value, (*where, "set", name), compiled.id, f"set.{name}"):
+            continue
         evaluator = compile_template(c, value, (*where, "set", name), compiled.id, f"set.{name}")
         if evaluator is not None:
             _check_names(c, evaluator, after, (*where, "set", name), compiled.id, f"set.{name}")
@@ -114,6 +117,8 @@ def _compile_inputs(c: Compilation, compiled: CompiledBlock, in_scope: set[str])
                                                           else f"a {compiled.type_name} block takes no inputs"),
                            code="unknown_input")
             continue
+        if not check_csv_path(c, value, (*where, name), compiled.id, f"with.{name}"):
+            continue  # not read, not even by the block's own checks
         evaluator = compile_template(c, value, (*where, name), compiled.id, f"with.{name}")
         if evaluator is None:
             continue
@@ -148,7 +153,7 @@ def _check_constants(c: Compilation, compiled: CompiledBlock, constants: dict[st
                        code="invalid_input")
 
     try:
-        instance = compiled.inputs_model.model_validate(constants, context={"base_dir": c.path.parent})
+        instance = compiled.inputs_model.model_validate(constants, context={"base_dir": c.folder})
     except ValidationError as exc:
         failed: set[str] = set()
         for error in exc.errors(include_url=False):

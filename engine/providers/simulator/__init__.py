@@ -1,9 +1,11 @@
 """The offline vendors: ASGI apps that answer in each vendor's own wire format.
 
 Served to httpx in-process (`transport(vendor)`) or on a loopback port (`app(vendor)`
-under any ASGI server). A reply is scripted per block id (text, tool calls, an HTTP
-error, a delay) or made up deterministically: an echo, or a call of the offered tool
-that best matches the request. Requests are checked as the vendor would check them.
+under any ASGI server, its lifespan answered). A reply is scripted per block id (text,
+tool calls, an outcome such as a refusal or a prompt block, an HTTP error, a delay) or
+made up deterministically: an echo, or a call of the offered tool that best matches the
+request. Requests are checked as the vendor would check them (Gemini's in either JSON
+spelling, as Google's parser takes both); bodies are rendered by `replies`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 import httpx
 import orjson
 
-from engine.providers.simulator.checks import Rejected, check_anthropic, check_gemini, check_groq
+from engine.providers.simulator.checks import Rejected, camel_gemini, check_anthropic, check_gemini, check_groq
+from engine.providers.simulator.replies import Outcome, render, vendor_error
 
 __all__ = ["BLOCK_HEADER", "RecordedRequest", "Simulator", "neutral_messages"]
 
@@ -73,11 +76,14 @@ class Simulator:
 
     def app(self, vendor: str) -> ASGIApp:
         async def application(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
-            if scope["type"] == "lifespan":
-                while (await receive())["type"] != "lifespan.shutdown":
-                    pass
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+            if scope["type"] == "lifespan":  # nothing to start or stop, but an ASGI server waits for the answers
+                while True:
+                    message = await receive()
+                    if message["type"] == "lifespan.startup":
+                        await send({"type": "lifespan.startup.complete"})
+                    elif message["type"] == "lifespan.shutdown":
+                        await send({"type": "lifespan.shutdown.complete"})
+                        return
             chunks = []
             while True:
                 message = await receive()
@@ -99,7 +105,8 @@ class Simulator:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError:
             body = None
-        status, reply, extra = self._answer(vendor, path, dict(headers), body, block)
+        read = camel_gemini(body) if vendor == "gemini" else body
+        status, reply, extra = self._answer(vendor, path, dict(headers), read, block)
         if isinstance(reply, _Delayed):
             await asyncio.sleep(reply.seconds)
             status, reply, extra = reply.then
@@ -124,19 +131,21 @@ class Simulator:
                 reply = script.pop(chosen)
             elif not script or not any(r.get("match") for r in script):
                 self.exhausted.append(block or "")
-                return _error(vendor, 400, f"simulator: no scripted reply left for block '{block}'", "scenario_error")
+                return vendor_error(vendor, 400, f"simulator: no scripted reply left for block '{block}'", "scenario_error")
             # else: only replies for other requests remain; this one gets a made-up answer
         delay = float(reply.get("delay", 0) or 0)
         if "error" in reply:
             error = reply["error"]
             status = int(error.get("status", 500))
-            result = _error(vendor, status, str(error.get("message", f"simulated {status}")), error.get("type"))
+            result = vendor_error(vendor, status, str(error.get("message", f"simulated {status}")), error.get("type"),
+                                  error.get("code"))
             if "retry_after" in error:
                 result[2]["retry-after"] = str(error["retry_after"])
         else:
             text, calls = self._content(vendor, body, model, reply)
-            made = [{"name": c["name"], "arguments": c["arguments"]} for c in calls]
-            result = 200, self._render(vendor, body, model, text, calls, reply), {_CALLS: made}
+            status, answer, headers_out = self._render(vendor, body, model, text, calls, reply)
+            made = [{"name": c["name"], "arguments": c["arguments"]} for c in calls] if status == 200 else []
+            result = status, answer, {**headers_out, _CALLS: made}
         if delay > 0:
             return 200, _Delayed(delay, result), {}
         return result
@@ -160,7 +169,7 @@ class Simulator:
         return match.group(2)
 
     def _content(self, vendor: str, body: Any, model: str, reply: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
-        if "text" in reply or "tool_calls" in reply:
+        if any(key in reply for key in ("text", "tool_calls", "finish", "blocked", "refusal")):
             calls = [{"name": c["name"], "arguments": c.get("arguments") or {}, "id": c.get("id")}
                      for c in reply.get("tool_calls") or []]
             return str(reply.get("text") or ""), calls
@@ -176,66 +185,21 @@ class Simulator:
         return f"(simulated {view.model}) You said: {echo}", []
 
     def _render(self, vendor: str, body: Any, model: str, text: str, calls: list[dict[str, Any]],
-                reply: dict[str, Any]) -> dict[str, Any]:
+                reply: dict[str, Any]) -> tuple[int, Any, dict[str, Any]]:
         self._count += 1
         digest = hashlib.sha256(orjson.dumps(body) + str(self._count).encode()).hexdigest()[:16]
         usage = reply.get("usage") or {}
         input_tokens = int(usage.get("input_tokens", max(1, len(orjson.dumps(body)) // 4)))
         output_tokens = int(usage.get("output_tokens", max(1, (len(text) + 40 * len(calls)) // 4)))
-        ids = [c.get("id") for c in calls]
-        if vendor == "anthropic":
-            content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-            content += [{"type": "tool_use", "id": ids[i] or f"toolu_sim{digest}{i}", "name": c["name"],
-                         "input": c["arguments"]} for i, c in enumerate(calls)]
-            return {"id": f"msg_sim{digest}", "type": "message", "role": "assistant", "model": model,
-                    "content": content, "stop_reason": reply.get("stop_reason") or ("tool_use" if calls else "end_turn"),
-                    "stop_sequence": None, "stop_details": None,
-                    "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
-                              "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
-        if vendor == "groq":
-            message: dict[str, Any] = {"role": "assistant", "content": text or None}
-            if calls:
-                message["tool_calls"] = [{"id": ids[i] or f"call_sim{digest}{i}", "type": "function",
-                                          "function": {"name": c["name"], "arguments": orjson.dumps(c["arguments"]).decode()}}
-                                         for i, c in enumerate(calls)]
-            return {"id": f"chatcmpl-sim{digest}", "object": "chat.completion", "created": 1764680400, "model": model,
-                    "choices": [{"index": 0, "logprobs": None, "message": message,
-                                 "finish_reason": reply.get("stop_reason") or ("tool_calls" if calls else "stop")}],
-                    "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
-                              "total_tokens": input_tokens + output_tokens},
-                    "system_fingerprint": "fp_simulated", "x_groq": {"id": f"req_sim{digest}"}}
-        parts: list[dict[str, Any]] = [{"text": text}] if text else []
-        for index, call in enumerate(calls):
-            part: dict[str, Any] = {"functionCall": {"name": call["name"], "args": call["arguments"]}}
-            if ids[index]:
-                part["functionCall"]["id"] = ids[index]
-            if index == 0:
-                part["thoughtSignature"] = f"c2ltdWxhdGVk{digest}"
-            parts.append(part)
-        return {"candidates": [{"index": 0, "finishReason": reply.get("stop_reason") or "STOP",
-                                "content": {"role": "model", "parts": parts}}],
-                "usageMetadata": {"promptTokenCount": input_tokens, "candidatesTokenCount": output_tokens,
-                                  "totalTokenCount": input_tokens + output_tokens},
-                "modelVersion": model, "responseId": f"sim{digest}"}
+        thinking_on = vendor == "anthropic" and isinstance(body.get("thinking"), dict) and \
+            body["thinking"].get("type") in ("enabled", "adaptive")
+        return render(vendor, Outcome(model, digest, text, calls, input_tokens, output_tokens, reply, thinking_on))
 
 
 @dataclass
 class _Delayed:
     seconds: float
     then: tuple[int, Any, dict[str, Any]]
-
-
-def _error(vendor: str, status: int, message: str, kind: str | None) -> tuple[int, Any, dict[str, Any]]:
-    if vendor == "anthropic":
-        names = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-                 429: "rate_limit_error", 529: "overloaded_error"}
-        return status, {"type": "error", "error": {"type": kind or names.get(status, "api_error"), "message": message},
-                        "request_id": "req_sim"}, {}
-    if vendor == "groq":
-        return status, {"error": {"message": message, "type": kind or "invalid_request_error"}}, {}
-    names = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND", 429: "RESOURCE_EXHAUSTED",
-             500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
-    return status, {"error": {"code": status, "message": message, "status": kind or names.get(status, "UNKNOWN")}}, {}
 
 
 def _text_of(content: Any) -> str:
@@ -283,7 +247,7 @@ def _view(vendor: str, body: dict[str, Any], model: str) -> _View:
             results += [(str(p["functionResponse"]["name"]), orjson.dumps(p["functionResponse"]["response"]).decode())
                         for p in content["parts"] if "functionResponse" in p]
         for group in body.get("tools") or []:
-            tools += [(d["name"], d.get("description", ""), d.get("parameters") or {})
+            tools += [(d["name"], d.get("description", ""), d.get("parameters") or d.get("parametersJsonSchema") or {})
                       for d in group.get("functionDeclarations") or []]
     return _View(model, last_user, tools, results)
 
@@ -319,6 +283,7 @@ def neutral_messages(vendor: str, body: Any) -> list[dict[str, Any]]:
             if message.get("content") is not None:
                 found.append({"role": message["role"], "content": message["content"], "name": message.get("name")})
     else:
+        body = camel_gemini(body)
         instruction = body.get("systemInstruction")
         if instruction:
             found.append({"role": "system", "content": " ".join(p.get("text", "") for p in instruction["parts"]),

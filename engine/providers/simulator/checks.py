@@ -1,9 +1,11 @@
 """What each simulated vendor rejects, with the vendor's status and error body.
 
 Written from PROVIDERS.md's "The simulator rejects" lists, independently of the
-adapters, so that `--offline` checks our request builders. The one thing shared is
-Anthropic's versions and the Claude models that take only the default temperature:
-DESIGN.md keeps that list in one place (the Anthropic adapter), and the simulator follows it.
+adapters, so that `--offline` checks our request builders. The things shared are the
+model tables DESIGN.md keeps in one place (the adapters): Anthropic's versions, the Claude
+models that take only the default temperature, and which models take which thinking or
+reasoning_effort. Gemini bodies are read in camelCase after `camel_gemini`, as Google's
+JSON parser takes snake_case too (the google-genai SDK sends `parameters_json_schema`).
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import re
 from typing import Any
 
 from engine.errors import SimulatorRejected as Rejected
-from engine.providers.anthropic import SAMPLING_VERSION, VERSIONS, takes_temperature
+from engine.providers.anthropic import SAMPLING_VERSION, VERSIONS, takes_temperature, thinking_refusal
+from engine.providers.gemini import gemini_thinking_refusal
+from engine.providers.groq import reasoning_refusal
 
-__all__ = ["Rejected", "check_anthropic", "check_gemini", "check_groq"]
+__all__ = ["Rejected", "camel_gemini", "check_anthropic", "check_gemini", "check_groq"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _GEMINI_NAME = re.compile(r"^[A-Za-z0-9_-]{1,63}$")
@@ -60,14 +64,48 @@ def check_anthropic(headers: dict[str, str], body: Any) -> None:
             raise _anthropic("temperature: Input should be less than or equal to 1")
         if not takes_temperature(str(body["model"])) and temperature != 1:  # 1 is their default
             raise _anthropic("`temperature` is deprecated for this model.")
+    thinking_on = _anthropic_thinking(body)
     messages = body["messages"]
     if not isinstance(messages, list) or not messages:
         raise _anthropic("messages: at least one message is required")
-    _anthropic_messages(messages)
+    _anthropic_messages(messages, thinking_on)
     _anthropic_tools(body.get("tools") or [])
 
 
-def _anthropic_messages(messages: list[Any]) -> None:
+def _anthropic_thinking(body: dict[str, Any]) -> bool:
+    """Whether `thinking` is on; a setting the model does not take is the vendor's 400."""
+    thinking = body.get("thinking")
+    if thinking is None:
+        return False
+    kind = thinking.get("type") if isinstance(thinking, dict) else None
+    if kind == "disabled":
+        return False
+    if kind not in ("enabled", "adaptive"):
+        raise _anthropic("thinking.type: Input should be 'enabled', 'adaptive' or 'disabled'")
+    value = "adaptive" if kind == "adaptive" else thinking.get("budget_tokens")
+    if kind == "enabled" and (not isinstance(value, int) or isinstance(value, bool)):
+        raise _anthropic("thinking.enabled.budget_tokens: Field required")
+    temperature = body.get("temperature")
+    refusal = thinking_refusal(str(body["model"]), value, body["max_tokens"],
+                               None if temperature in (None, 1) else temperature)
+    if refusal:
+        raise _anthropic(f"thinking: {refusal.message}")
+    return True
+
+
+_CARRIED = ("thinking", "redacted_thinking", "server_tool_use", "mcp_tool_use")
+
+
+def _carried_block(block: dict[str, Any], kind: str | None) -> bool:
+    """A reasoning or server-tool block an assistant message may hold as the vendor gave it."""
+    if kind == "thinking":
+        return isinstance(block.get("thinking"), str) and isinstance(block.get("signature"), str)
+    if kind == "redacted_thinking":
+        return isinstance(block.get("data"), str)
+    return kind in _CARRIED or (kind is not None and kind.endswith("_tool_result") and kind != "tool_result")
+
+
+def _anthropic_messages(messages: list[Any], thinking_on: bool = False) -> None:
     """Roles, non-empty content, and each tool_use answered by the next user turn."""
     previous_uses: set[str] = set()
     for number, message in enumerate(messages):
@@ -90,6 +128,8 @@ def _anthropic_messages(messages: list[Any]) -> None:
                 if not block.get("text"):
                     raise _anthropic(f"messages.{number}.content.{index}: text content blocks must be non-empty")
                 seen_text = True
+            elif message["role"] == "assistant" and _carried_block(block, kind):
+                pass
             elif kind == "tool_use" and message["role"] == "assistant":
                 if not isinstance(block.get("input"), dict):
                     raise _anthropic(f"messages.{number}.content.{index}.tool_use.input: Input should be an object")
@@ -111,9 +151,21 @@ def _anthropic_messages(messages: list[Any]) -> None:
     if previous_uses:
         raise _anthropic(f"messages.{len(messages) - 1}: `tool_use` ids were found without `tool_result` blocks "
                          f"immediately after: {', '.join(sorted(previous_uses))}")
-    if messages[-1]["role"] == "assistant":
-        raise _anthropic("This model does not support assistant message prefill. The conversation must end "
-                         "with a user message.")
+    last = messages[-1]
+    if last["role"] == "assistant":
+        blocks = last["content"] if isinstance(last["content"], list) else []
+        if not any(isinstance(b, dict) and b.get("type") == "server_tool_use" for b in blocks):  # else: a paused turn
+            raise _anthropic("This model does not support assistant message prefill. The conversation must end "
+                             "with a user message.")
+    elif thinking_on and len(messages) >= 2 and messages[-2]["role"] == "assistant":
+        # The turn the results answer must keep its thinking ("preceding the lastmost set of tool_use").
+        blocks = messages[-2]["content"] if isinstance(messages[-2]["content"], list) else []
+        if any(isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks) and \
+                blocks[0].get("type") not in ("thinking", "redacted_thinking"):
+            raise _anthropic(f"messages.{len(messages) - 2}.content.0.type: Expected `thinking` or `redacted_thinking`, "
+                             f"but found `{blocks[0].get('type')}`. When `thinking` is enabled, a final `assistant` "
+                             "message must start with a thinking block (preceding the lastmost set of `tool_use` and "
+                             "`tool_result` blocks).")
 
 
 def _anthropic_tools(tools: list[Any]) -> None:
@@ -151,6 +203,10 @@ def check_groq(headers: dict[str, str], body: Any) -> None:
         raise _groq("'temperature' : number must be at most 2")
     if body.get("n", 1) != 1:
         raise _groq("'n' : number must be at most 1")
+    if "reasoning_effort" in body:
+        refusal = reasoning_refusal(str(body["model"]), body["reasoning_effort"])
+        if refusal:
+            raise _groq(f"`reasoning_effort` is not supported with this model: {refusal.message}")
     stop = body.get("stop")
     if isinstance(stop, list) and len(stop) > 4:
         raise _groq("'stop' : maximum 4 items")
@@ -213,8 +269,12 @@ _GEMINI_FIELDS: dict[str, set[str]] = {
     "functionCall": {"name", "args", "id"},
     "functionResponse": {"name", "response", "id"},
     "tool": {"functionDeclarations"},
-    "declaration": {"name", "description", "parameters", "parametersJsonSchema", "response"},
-    "generationConfig": {"temperature", "maxOutputTokens", "stopSequences", "candidateCount", "topP", "topK"},
+    "declaration": {"name", "description", "parameters", "parametersJsonSchema", "response", "responseJsonSchema",
+                    "behavior"},
+    "generationConfig": {"temperature", "maxOutputTokens", "stopSequences", "candidateCount", "topP", "topK", "seed",
+                         "presencePenalty", "frequencyPenalty", "responseMimeType", "responseJsonSchema",
+                         "responseModalities", "thinkingConfig"},
+    "thinkingConfig": {"thinkingBudget", "thinkingLevel", "includeThoughts"},
     "schema": {"type", "format", "title", "description", "nullable", "enum", "items", "minItems", "maxItems",
                "properties", "required", "minProperties", "maxProperties", "propertyOrdering", "minLength",
                "maxLength", "pattern", "minimum", "maximum", "default", "example", "anyOf"},
@@ -260,6 +320,12 @@ def check_gemini(headers: dict[str, str], body: Any, model: str) -> None:
         raise _gemini("generation_config.stop_sequences: at most 5")
     if "maxOutputTokens" in config and (not isinstance(config["maxOutputTokens"], int) or config["maxOutputTokens"] < 1):
         raise _gemini("generation_config.max_output_tokens must be positive")
+    thinking = _known(config.get("thinkingConfig", {}), "thinkingConfig", "generation_config.thinking_config")
+    if "thinkingBudget" in thinking:
+        budget = thinking["thinkingBudget"]
+        refusal = gemini_thinking_refusal(model, "adaptive" if budget == -1 else budget)
+        if refusal:
+            raise _gemini(f"generation_config.thinking_config.thinking_budget: {refusal.message}")
     _gemini_tools(body.get("tools") or [])
     if "systemInstruction" in body:
         _known(body["systemInstruction"], "content", "system_instruction")
@@ -335,3 +401,27 @@ def _gemini_contents(contents: list[Any]) -> int:
                     raise _gemini(f"function response '{response.get('name')}' matches no call of the previous turn")
         previous = content
     return last_user_text
+
+
+_OPAQUE = {"args", "response", "parametersJsonSchema", "responseJsonSchema", "default", "example", "enum"}
+"""Free-form JSON inside a Gemini body: its keys are the user's, never renamed."""
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+def camel_gemini(value: Any, under: str = "") -> Any:
+    """A Gemini body with snake_case field names read as camelCase, as Google's JSON parser reads them."""
+    if isinstance(value, list):
+        return [camel_gemini(item, under) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if under == "properties":  # a Schema's property names are the user's; their values are Schemas
+        return {key: camel_gemini(item) for key, item in value.items()}
+    renamed: dict[str, Any] = {}
+    for key, item in value.items():
+        name = _camel(key)
+        renamed[name] = item if name in _OPAQUE else camel_gemini(item, name)
+    return renamed

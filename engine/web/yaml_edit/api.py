@@ -12,7 +12,7 @@ from typing import Any
 from engine.web.yaml_edit.checks import EditError, check_new, check_text_size, same
 from engine.web.yaml_edit.fallback import ruamel_rewrite
 from engine.web.yaml_edit.readback import checked
-from engine.web.yaml_edit.reading import load_plain
+from engine.web.yaml_edit.reading import load_plain, read_plain
 from engine.web.yaml_edit.render import Indents, Renderer
 from engine.web.yaml_edit.splice import span_edit
 
@@ -26,7 +26,10 @@ def content_hash(text: str | bytes) -> str:
 def to_json(text: str) -> dict[str, Any]:
     """The diagram file as plain JSON-ready data (dates become ISO strings, keys strings)."""
     check_text_size(text)
-    data = load_plain(text)
+    return _mapping(load_plain(text))
+
+
+def _mapping(data: Any) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -38,7 +41,7 @@ def apply_edit(text: str, new: dict[str, Any]) -> str:
     """The new file text: the smallest change of `text` whose data is `new`."""
     check_text_size(text)
     check_new(new)
-    old = to_json(text)
+    old = _mapping(read_plain(text))  # shared with the reading cache: only looked at
     if same(old, new):
         return text
     bom = "\ufeff" if text.startswith("\ufeff") else ""

@@ -6,7 +6,9 @@ deep, which new diagrams we refuse to write, and when two values count as the sa
 
 from __future__ import annotations
 
+import json
 import math
+from datetime import date, datetime, time
 from typing import Any
 
 MAX_TEXT_BYTES = 8 * 1024 * 1024
@@ -88,3 +90,14 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     return False
+
+
+def json_key(key: Any) -> str:
+    """A loaded mapping key as the JSON object key it becomes."""
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, bool):
+        return json.dumps(key)
+    if isinstance(key, date | datetime | time):
+        return key.isoformat()
+    return str(key)

@@ -14,8 +14,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString, ScalarString
 
-from engine.web.yaml_edit.checks import MAX_DEPTH, same
-from engine.web.yaml_edit.reading import json_key, plain
+from engine.web.yaml_edit.checks import MAX_DEPTH, json_key, same
+from engine.web.yaml_edit.reading import plain
 from engine.web.yaml_edit.render import Indents
 from engine.web.yaml_edit.scalars import float_text, literal_ok, plain_ok, resolves_to_str
 

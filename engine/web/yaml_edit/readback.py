@@ -12,7 +12,7 @@ import yaml
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from engine.web.yaml_edit.checks import MAX_DEPTH, EditError, Unsupported, check_text_size, same
-from engine.web.yaml_edit.reading import PY_SAFE_LOADER, compose, load_plain, plain
+from engine.web.yaml_edit.reading import PY_SAFE_LOADER, compose, plain, read_plain
 from engine.web.yaml_edit.scalars import dq, scalar
 from engine.web.yaml_edit.spans import apply_edits
 
@@ -23,7 +23,7 @@ def checked(result: str, new: dict[str, Any]) -> str | None:
         return result
     try:
         root = compose(result)
-        if root is None or not same(load_plain(result), new):
+        if root is None or not same(read_plain(result), new):
             return None
         fixed = disambiguate(result, root, new)
     except (EditError, Unsupported):
@@ -35,7 +35,7 @@ def round_trips(result: str, new: dict[str, Any]) -> bool:
     """Whether both parsers the project uses read `result` back as exactly `new`."""
     try:
         check_text_size(result)
-        ours = load_plain(result)
+        ours = read_plain(result)
         theirs = plain(yaml.load(result, Loader=PY_SAFE_LOADER), 1, [0])
     except (EditError, yaml.YAMLError, RecursionError, ValueError, TypeError):
         return False

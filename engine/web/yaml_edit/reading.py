@@ -1,12 +1,17 @@
-"""Reading the file: as JSON-ready data (ruamel's YAML 1.2 safe loader), and as a node tree with positions.
+"""Reading the file: as JSON-ready data (YAML 1.2, as ruamel's safe loader reads it), and as a node tree with positions.
 
-Both readers refuse deep nesting and alias bombs before they can hurt us; the node tree keeps
-each alias as a node of its own, so that the span editor knows where every value's text is.
+Both come from one pass over libyaml's events (engine.web.yaml_edit.fast), kept in a small cache by
+content hash since the studio reads a file and then saves an edit of it; files that reader hands back
+are read by ruamel's pure-Python parser, as before. Both readers refuse deep nesting and alias bombs
+before they can hurt us; the node tree keeps each alias as a node of its own, so that the span editor
+knows where every value's text is.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
+import threading
+from collections import OrderedDict
 from datetime import date, datetime, time
 from typing import Any
 
@@ -16,11 +21,48 @@ from ruamel.yaml.error import YAMLError as RuamelError
 from ruamel.yaml.events import AliasEvent, CollectionEndEvent, MappingStartEvent, ScalarEvent, SequenceStartEvent
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from engine.web.yaml_edit.checks import MAX_DEPTH, MAX_NODES, EditError
+from engine.web.yaml_edit import fast
+from engine.web.yaml_edit.checks import MAX_DEPTH, MAX_NODES, EditError, json_key
 from engine.web.yaml_edit.scalars import RESOLVER_12
 
 PY_SAFE_LOADER: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_ALIAS_TAG = "!alias"
+_ALIAS_TAG = fast.ALIAS_TAG
+# The fast reads of the last few files: (node tree, data), or None where ruamel reads the file.
+_CACHE_SIZE = 8
+_CACHE_MAX_CHARS = 1 << 20
+_cache: OrderedDict[bytes, tuple[Node | None, Any] | None] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _fast(text: str) -> tuple[Node | None, Any] | None:
+    """The fast reader's (tree, data) of `text`, cached by content hash; None where ruamel must read it.
+
+    The cached tree and data are shared: callers never change them (load_plain hands out copies).
+    """
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest() if len(text) <= _CACHE_MAX_CHARS else None
+    if key is not None:
+        with _cache_lock:
+            if key in _cache:
+                _cache.move_to_end(key)
+                return _cache[key]
+    try:
+        found: tuple[Node | None, Any] | None = fast.read(text)
+    except fast.Fallback:
+        found = None
+    if key is not None:
+        with _cache_lock:
+            _cache[key] = found
+            while len(_cache) > _CACHE_SIZE:
+                _cache.popitem(last=False)
+    return found
+
+
+def _fresh(value: Any) -> Any:
+    if value.__class__ is dict:
+        return {k: _fresh(v) for k, v in value.items()}
+    if value.__class__ is list:
+        return [_fresh(v) for v in value]
+    return value
 
 
 def _ruamel_safe() -> YAML:
@@ -52,6 +94,22 @@ def _guard_depth(text: str) -> None:
 
 
 def load_plain(text: str) -> Any:
+    """The file's data, the caller's own to change."""
+    found = _fast(text)
+    if found is not None:
+        return _fresh(found[1])
+    return _ruamel_load_plain(text)
+
+
+def read_plain(text: str) -> Any:
+    """The file's data, shared with the cache: only to look at."""
+    found = _fast(text)
+    if found is not None:
+        return found[1]
+    return _ruamel_load_plain(text)
+
+
+def _ruamel_load_plain(text: str) -> Any:
     _guard_depth(text)
     try:
         raw = _ruamel_safe().load(text)
@@ -62,16 +120,6 @@ def load_plain(text: str) -> Any:
     except (ValueError, TypeError) as exc:  # a constructor refusing a value, e.g. a bad date
         raise EditError(f"the file is not valid YAML: {exc}") from exc
     return plain(raw, 1, [0])
-
-
-def json_key(key: Any) -> str:
-    if isinstance(key, str):
-        return key
-    if key is None or isinstance(key, bool):
-        return json.dumps(key)
-    if isinstance(key, date | datetime | time):
-        return key.isoformat()
-    return str(key)
 
 
 def plain(value: Any, depth: int, count: list[int]) -> Any:
@@ -99,6 +147,14 @@ def plain(value: Any, depth: int, count: list[int]) -> Any:
 
 
 def compose(text: str) -> Node | None:
+    """The node tree with positions, each alias a node of its own; shared with the cache, never changed."""
+    found = _fast(text)
+    if found is not None:
+        return found[0]
+    return _ruamel_compose(text)
+
+
+def _ruamel_compose(text: str) -> Node | None:
     """ruamel's node tree with positions, built from its events so that an alias is a node of its own.
 
     (ruamel's composer hands back the anchored node for an alias: its text would be lost.)

@@ -1,0 +1,165 @@
+"""Keys scrubbed from everything that leaves a run: trace lines, results, the store, files, consoles.
+
+One `Redactor` per run, built once from the run's secrets (environment values that hold
+keys, `Services.secrets()`), replaces with `[REDACTED]`: each secret, the keys of the
+three vendors that nobody registered, and the masked forms vendors print of a key
+(`sk-ant-...3456`, `gsk_ab****wxyz`). It leaves everything else as it was.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from engine.format.tables import DataTable
+
+__all__ = ["REDACTED", "Redactor", "redact_text", "redact_value"]
+
+REDACTED = "[REDACTED]"
+_MIN_SECRET = 4  # shorter values are no keys, and scrubbing them would eat ordinary words
+# Keys of the three vendors, caught even where nobody registered them as secrets.
+_KEY = r"sk-ant-[A-Za-z0-9_\-]{6,}|gsk_[A-Za-z0-9]{6,}|AIza[0-9A-Za-z_\-]{10,}"
+# A vendor's key with its middle masked, registered or not ("sk-ant-api03-...AbCd").
+_MASKED_KEY = r"(?:sk-ant-|gsk_|AIza)[A-Za-z0-9_\-]*(?:[*.]{2,}|…)+[A-Za-z0-9_\-]{2,}"
+# Any masked token: head, a run of `*`, `.` or `…`, tail; it is a key's when both ends are the key's.
+_MASKED = r"(?<![A-Za-z0-9_\-])([A-Za-z0-9_\-]*)((?:[*.]{2,}|…)+)([A-Za-z0-9_\-]{2,})(?![A-Za-z0-9_\-])"
+_HINTS = ("sk-ant-", "gsk_", "AIza")
+
+
+class Redactor:
+    """Scrubs text, bytes and values of one set of secrets; cheap to call on text without any.
+
+    The secrets stay inside (no repr shows them); hand a Redactor around, not the keys.
+    """
+
+    __slots__ = ("_byte_secrets", "_secrets")
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        unique = {s for s in secrets if s and len(s) >= _MIN_SECRET}
+        # Longest first, so a key that contains another is replaced whole.
+        self._secrets = tuple(sorted(unique, key=len, reverse=True))
+        self._byte_secrets = tuple(s.encode() for s in self._secrets)
+
+    def __repr__(self) -> str:
+        return f"Redactor({len(self._secrets)} secrets)"
+
+    # -- text ----------------------------------------------------------------------------------
+    def text(self, text: str) -> str:
+        """`text` with every secret, vendor key and masked key replaced by [REDACTED]."""
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        if "**" in text or ".." in text or "…" in text:
+            if self._secrets:
+                text = _MASKED_TEXT.sub(self._masked_text, text)
+            if "sk-ant-" in text or "gsk_" in text or "AIza" in text:
+                text = _MASKED_KEY_TEXT.sub(REDACTED, text)
+        if "sk-ant-" in text or "gsk_" in text or "AIza" in text:
+            text = _KEY_TEXT.sub(REDACTED, text)
+        return text
+
+    def encoded(self, data: bytes) -> bytes:
+        """The same for UTF-8 bytes (a trace line): each secret's bytes, the vendor keys, the masked forms."""
+        for secret in self._byte_secrets:
+            if secret in data:
+                data = data.replace(secret, _REDACTED_BYTES)
+        if b"**" in data or b".." in data or "…".encode() in data:
+            if self._secrets:
+                data = _MASKED_BYTES.sub(self._masked_bytes, data)
+            if b"sk-ant-" in data or b"gsk_" in data or b"AIza" in data:
+                data = _MASKED_KEY_BYTES.sub(_REDACTED_BYTES, data)
+        if b"sk-ant-" in data or b"gsk_" in data or b"AIza" in data:
+            data = _KEY_BYTES.sub(_REDACTED_BYTES, data)
+        return data
+
+    def _is_masked_secret(self, head: str, mask: str, tail: str) -> bool:
+        """Whether head…tail is a secret as vendors print it: its first and last characters around a mask."""
+        if head:
+            if len(head) < 3 or len(head) + len(tail) < 6:
+                return False
+        elif not (mask.startswith("****") and len(tail) >= 4):
+            return False  # with no head, only "****3456" (the last characters shown) is a key's form
+        return any(len(secret) > len(head) + len(tail) and secret.startswith(head) and secret.endswith(tail)
+                   for secret in self._secrets)
+
+    def _masked_text(self, match: re.Match[str]) -> str:
+        head, mask, tail = match.groups()
+        return REDACTED if self._is_masked_secret(head, mask, tail) else match.group(0)
+
+    def _masked_bytes(self, match: re.Match[bytes]) -> bytes:
+        head, mask, tail = (part.decode() for part in match.groups())
+        return _REDACTED_BYTES if self._is_masked_secret(head, mask, tail) else match.group(0)
+
+    # -- values --------------------------------------------------------------------------------
+    def value(self, value: Any) -> Any:
+        """`value` with its strings scrubbed (mapping keys too); containers are copied only where something changed.
+
+        Mappings, lists, tuples, sets and data tables keep their type; a model or another
+        object that holds a key becomes its plain JSON form, scrubbed.
+        """
+        return self._value(value, 0)
+
+    def _value(self, value: Any, depth: int) -> Any:
+        if value is None or isinstance(value, (bool, int, float)):
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if depth > 200:  # deeper than any value a template builds: a cycle, most likely
+            return value
+        if isinstance(value, Mapping):
+            items = [(self._value(k, depth + 1), self._value(v, depth + 1)) for k, v in value.items()]
+            if all(k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(items, value.items(), strict=True)):
+                return value
+            return dict(items)
+        if isinstance(value, (list, tuple, set, frozenset)):
+            scrubbed = [self._value(item, depth + 1) for item in value]
+            if all(new is old for new, old in zip(scrubbed, value, strict=True)):
+                return value
+            if isinstance(value, list):
+                return scrubbed
+            try:
+                return type(value)(scrubbed)
+            except TypeError:  # a named tuple, which takes its fields one by one
+                return scrubbed
+        if isinstance(value, DataTable):
+            columns = self._value(value.columns, depth + 1)
+            rows = self._value(value.rows, depth + 1)
+            if columns is value.columns and rows is value.rows:
+                return value
+            return DataTable(columns, rows)
+        return self._other(value, depth)
+
+    def _other(self, value: Any, depth: int) -> Any:
+        from engine.format.jsonout import plain
+
+        if isinstance(value, BaseModel):
+            dumped: Any = value.model_dump(mode="json")
+        else:
+            try:
+                dumped = plain(value)
+            except (TypeError, ValueError):
+                dumped = repr(value)
+        scrubbed = self._value(dumped, depth + 1)
+        return value if scrubbed is dumped or scrubbed == dumped else scrubbed
+
+
+_REDACTED_BYTES = REDACTED.encode()
+_KEY_TEXT = re.compile(_KEY)
+_KEY_BYTES = re.compile(_KEY.encode())
+_MASKED_KEY_TEXT = re.compile(_MASKED_KEY)
+_MASKED_KEY_BYTES = re.compile(_MASKED_KEY.encode())
+_MASKED_TEXT = re.compile(_MASKED)
+_MASKED_BYTES = re.compile(_MASKED.encode())
+
+
+def redact_text(text: str, secrets: Iterable[str]) -> str:
+    """`text` scrubbed of `secrets` (e.g. `Services().secrets()`) as the trace scrubs its lines."""
+    return Redactor(secrets).text(text)
+
+
+def redact_value(value: Any, secrets: Iterable[str]) -> Any:
+    """`value` (a result, an event, a JSON body) with every string scrubbed of `secrets` and vendor keys."""
+    return Redactor(secrets).value(value)

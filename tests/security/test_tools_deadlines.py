@@ -1,0 +1,165 @@
+"""Tool calls cannot hold a run past its deadline (issue 13, hole 3).
+
+A model chooses the calculator's expression, and a handler may block for good: the
+calculator refuses results too large to compute, sync handlers run off the event loop,
+and the tool timeout and the run's deadline hold whatever a handler does (a stuck
+thread is abandoned, never waited for).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import textwrap
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from engine import execute
+
+HANDLERS = """
+import threading
+import time
+
+RELEASE = threading.Event()
+
+def stuck():
+    RELEASE.wait(30)  # a handler that blocks (the test releases it when it ends)
+    return "released"
+
+def quick():
+    return "quick"
+
+def slow():
+    time.sleep(0.5)
+    return "slow"
+"""
+
+TOWER = "(((9**99)**99)**99)**99"
+
+
+@pytest.fixture
+def handlers(tmp_path: Path) -> Iterator[str]:
+    module = f"stuck_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(HANDLERS)
+    yield module
+    if module in sys.modules:
+        sys.modules[module].RELEASE.set()  # let the abandoned threads end
+
+
+def diagram(write, tmp_path: Path, module: str, calls: list[dict[str, Any]], *, timeout: str = "",
+            run_timeout: str = "", then: list[dict[str, Any]] | None = None) -> Path:
+    (tmp_path / "registry.yaml").write_text(textwrap.dedent(f"""\
+        registry: stuck
+        allowed_modules: [{module}]
+        standard_tools: [calculator]
+        tools:
+          - {{function: stuck, handler: "{module}:stuck", description: blocks{timeout}}}
+          - {{function: quick, handler: "{module}:quick", description: returns at once}}
+          - {{function: slow, handler: "{module}:slow", description: sleeps half a second}}
+    """))
+    second = f"""
+          - id: again
+            type: ToolDispatch
+            with: {{calls: {orjson.dumps(then).decode()}, history: "{{{{ rows }}}}"}}
+            set: {{rows: "{{{{ history }}}}"}}
+    """ if then else ""
+    return write(f"""
+        diagram: d
+        tools: registry.yaml
+        blocks:
+          - id: start
+            type: Start
+            {run_timeout}
+            variables: {{calls: {orjson.dumps(calls).decode()}, history: []}}
+            next: dispatch
+          - id: dispatch
+            type: ToolDispatch
+            with: {{calls: "{{{{ calls }}}}", history: "{{{{ history }}}}", concurrency: 64}}
+            set: {{rows: "{{{{ history }}}}"}}
+            {"next: again" if then else ""}
+    """ + second)
+
+
+def rows(result) -> dict[str, Any]:
+    return {row["tool_call_id"]: orjson.loads(row["content"]) if row["content"].startswith("{") else row["content"]
+            for row in result.variables["rows"]}
+
+
+def timed(runner, path: Path) -> tuple[Any, float]:
+    began = time.perf_counter()
+    result = runner.run(path)
+    return result, time.perf_counter() - began
+
+
+@pytest.mark.parametrize("expression", [TOWER, "(9**99)**99", "10**99*" * 60 + "1"])
+def test_calculator_refuses_a_result_too_large_as_a_tool_row(runner, write, tmp_path, handlers, expression) -> None:
+    path = diagram(write, tmp_path, handlers, [{"id": "1", "name": "calculator", "arguments": {"expression": expression}}])
+    result, seconds = timed(runner, path)
+    assert result.status == "succeeded", result.errors
+    assert "result too large" in rows(result)["1"]["error"]
+    assert seconds < 10  # it was minutes of the GIL held: the four-level tower never finished
+
+
+def test_sync_handler_past_its_tool_timeout_is_a_timeout_row(runner, write, tmp_path, handlers) -> None:
+    path = diagram(write, tmp_path, handlers, [{"id": "1", "name": "stuck", "arguments": {}},
+                                               {"id": "2", "name": "quick", "arguments": {}}], timeout=", timeout: 1")
+    result, seconds = timed(runner, path)
+    assert result.status == "succeeded", result.errors
+    assert rows(result) == {"1": {"error": "tool 'stuck' timed out after 1 s"}, "2": "quick"}
+    assert seconds < 10  # the stuck thread is abandoned: not even asyncio.run's shutdown waits for it
+    called = [e for e in runner.events(result) if e["event"] == "tool_called" and e["tool"] == "stuck"]
+    assert called[0]["abandoned"] is True
+
+
+def test_run_deadline_holds_while_a_sync_handler_blocks(runner, write, tmp_path, handlers) -> None:
+    path = diagram(write, tmp_path, handlers, [{"id": "1", "name": "stuck", "arguments": {}}], run_timeout="timeout: 2")
+    result, seconds = timed(runner, path)
+    assert result.status == "failed"
+    assert [e["type"] for e in result.errors] == ["run_timeout"]
+    assert seconds < 10  # the handler blocks for 30 s; the run ends at its 2 s deadline
+    events = runner.events(result)
+    abandoned = [e for e in events if e["event"] == "tool_called"]
+    assert abandoned[0]["abandoned"] is True and abandoned[0]["call_id"] == "1"
+    assert events[-1]["event"] == "run_finished" and events[-1]["status"] == "failed"
+
+
+def test_stuck_handlers_do_not_starve_later_calls(runner, write, tmp_path, handlers) -> None:
+    stuck = [{"id": f"s{n}", "name": "stuck", "arguments": {}} for n in range(40)]  # more than a default pool
+    path = diagram(write, tmp_path, handlers, stuck, timeout=", timeout: 1",
+                   then=[{"id": "q", "name": "quick", "arguments": {}}])
+    result, seconds = timed(runner, path)
+    assert result.status == "succeeded", result.errors
+    assert rows(result)["q"] == "quick"
+    assert seconds < 10
+
+
+def test_event_loop_keeps_running_while_tools_work(runner, write, tmp_path, handlers) -> None:
+    big = "((9**99)**99)**99"
+    path = diagram(write, tmp_path, handlers, [{"id": "1", "name": "slow", "arguments": {}},
+                                               {"id": "2", "name": "calculator",
+                                                "arguments": {"expression": f"{big}*{big}*{big}"}}])
+    loaded = runner.load(path)
+    gaps: list[float] = []
+
+    async def both() -> Any:
+        run = asyncio.ensure_future(execute(loaded, runs_dir=runner.runs_dir))
+        last = time.perf_counter()
+        while not run.done():
+            await asyncio.sleep(0.01)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+        return run.result()
+
+    result = asyncio.run(both())
+    assert result.status == "succeeded", result.errors
+    assert rows(result)["1"] == "slow" and "result too large" in rows(result)["2"]["error"]
+    assert len(gaps) >= 3  # the ticker ran while the half-second sync handler did
+    assert max(gaps) < 1  # the calculator never held the loop (it did for seconds)
+
