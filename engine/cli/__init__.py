@@ -50,9 +50,11 @@ def console(*, stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
-@functools.cache
 def redactor() -> Redactor:
-    """Scrubs the keys in this process's environment (and any vendor key) from text the CLI prints or writes."""
+    """Scrubs the keys in this process's environment (and any vendor key) from text the CLI prints or writes.
+
+    Made per call, not cached: tests change the environment between commands of one process.
+    """
     from engine.format.redact import Redactor
     from engine.runtime.context import Services
 

@@ -96,6 +96,7 @@ def trace(
     except DiagramaError as exc:
         raise fail(exc) from None
     limit = MESSAGE_LEVELS[level.value] if level else None
+    scrub = redactor().text
     seen = 0
     header_done = as_json
     while True:
@@ -109,7 +110,7 @@ def trace(
         chosen = [e for e in fresh if keep_event(e, block=block, level=limit, errors=errors and as_json)]
         lines = [dumps_plain(e) for e in chosen] if as_json else _table_lines(chosen, errors, show_payloads)
         # Traces are scrubbed when written; this catches keys of this environment in traces from elsewhere.
-        lines = [redactor().text(line) for line in lines]
+        lines = [scrub(line) for line in lines]
         if lines:
             sys.stdout.write("\n".join(lines) + "\n")
             sys.stdout.flush()

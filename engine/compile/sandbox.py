@@ -45,13 +45,30 @@ def _too_large(what: str, size: int, limit: int = MAX_TEXT, unit: str = "charact
 def weight(value: Any, budget: int = MAX_TEXT) -> int:
     """About how many characters `value` takes as text (JSON or repr); counting stops once past `budget`.
 
-    Iterative, so deep values cannot exhaust the stack, and cheap: it visits each item once.
+    Iterative, so deep values cannot exhaust the stack, and cheap: it visits each item once, and the
+    text in lists and table rows (most of any value) without a step of its own.
     """
     total = 0
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, str):
+        kind = type(item)
+        if kind is str:
+            total += len(item) + 2
+        elif kind is list or kind is tuple or isinstance(item, list | tuple | set | frozenset):
+            total += 2 + 2 * len(item)
+            total = _texts_of(item, stack, total, budget)
+        elif isinstance(item, dict):
+            total += 2 + 4 * len(item)
+            total = _texts_of(item.keys(), stack, total, budget)
+            total = _texts_of(item.values(), stack, total, budget)
+        elif isinstance(item, DataTable):
+            total += 2 + 4 * len(item.columns) * (len(item.rows) + 1)
+            for row in item.rows:
+                total = _texts_of(row, stack, total, budget)
+                if total > budget:
+                    break
+        elif isinstance(item, str):
             total += len(item) + 2
         elif item is None or isinstance(item, bool | float):
             total += 8
@@ -59,25 +76,22 @@ def weight(value: Any, budget: int = MAX_TEXT) -> int:
             total += item.bit_length() * 3 // 10 + 2  # decimal digits: bits × log10(2)
         elif isinstance(item, bytes | bytearray):
             total += len(item) + 3
-        elif isinstance(item, dict):
-            total += 2 + 4 * len(item)
-            if total <= budget:
-                stack.extend(item.keys())
-                stack.extend(item.values())
-        elif isinstance(item, list | tuple | set | frozenset):
-            total += 2 + 2 * len(item)
-            if total <= budget:
-                stack.extend(item)
-        elif isinstance(item, DataTable):
-            total += 2 + 4 * len(item.columns) * (len(item.rows) + 1)
-            if total <= budget:
-                stack.extend(item.columns)
-                for row in item.rows:
-                    stack.extend(row)
         else:  # functions, generators, undefined: their text is short
             total += 16
         if total > budget:
             return total
+    return total
+
+
+def _texts_of(items: Iterable[Any], stack: list[Any], total: int, budget: int) -> int:
+    """`total` plus the length of the strings among `items`; the other items go on `stack` to be weighed."""
+    if total > budget:
+        return total
+    for item in items:
+        if type(item) is str:
+            total += len(item) + 2
+        else:
+            stack.append(item)
     return total
 
 
@@ -427,11 +441,11 @@ def _check_sum(left: Any, right: Any) -> None:
         if (size := len(left) + len(right)) > MAX_TEXT:
             raise _too_large("a text", size)
         return
-    if isinstance(left, list | tuple | DataTable) and isinstance(right, list | tuple | DataTable):
-        if (count := len(left) + len(right)) > MAX_ITEMS:
-            raise _too_large("a list", count, MAX_ITEMS, "items")
-        if (size := weight(left) + weight(right)) > MAX_TEXT:
-            raise _too_large("a list", size)
+    # Joined lists share their items: the new memory is one reference per item. How large the
+    # result is as text is measured where it is output (finalize) or turned into text.
+    if isinstance(left, list | tuple | DataTable) and isinstance(right, list | tuple | DataTable) \
+            and (count := len(left) + len(right)) > MAX_ITEMS:
+        raise _too_large("a list", count, MAX_ITEMS, "items")
 
 
 class NativeSandbox(_BoundedSandbox):

@@ -264,7 +264,13 @@ class TemplateEnv:
         if _depth(tree) > MAX_TEMPLATE_DEPTH:
             raise TemplateSyntax(f"the template nests more than {MAX_TEMPLATE_DEPTH} levels deep "
                                  "(parentheses, brackets, operators)", None)
-        names = _free_names(tree) - _KEYWORDS
+        try:
+            names = _free_names(tree) - _KEYWORDS
+        except jinja2.TemplateSyntaxError as exc:  # an unknown filter or test, found by compiling statements
+            raise TemplateSyntax(exc.message or str(exc), exc.lineno) from exc
+        except (TypeError, ValueError, ArithmeticError) as exc:
+            # Finding the names compiles the template, folding constants: `{[]: 0}` fails there, not at parsing.
+            raise TemplateSyntax(f"the template cannot be compiled: {exc}", None) from exc
         body = tree.body
         native = (
             len(body) == 1

@@ -93,8 +93,8 @@ class DataTable:
     __hash__ = None  # type: ignore[assignment]  # mutable rows: like a list, not hashable
 
     def __add__(self, other: object) -> DataTable:
-        """`history + [{role: user, content: ...}]` in a template appends rows."""
-        extra = to_table(other)
+        """`history + [{role: user, content: ...}]` in a template appends rows (never a CSV file's)."""
+        extra = to_table(other, files=False)
         if extra.columns == self.columns:
             return DataTable(self.columns, [*self.rows, *extra.rows])
         return DataTable.from_records([*self.records(), *extra.records()])
@@ -149,11 +149,12 @@ def _read_csv(written: str, base_dir: Path | DataFolder | None) -> DataTable:
     return DataTable([name.strip() for name in header], rows)
 
 
-def to_table(value: Any, base_dir: Path | DataFolder | None = None) -> DataTable:
+def to_table(value: Any, base_dir: Path | DataFolder | None = None, *, files: bool = True) -> DataTable:
     """Turn any of the written forms of a table into a DataTable.
 
     A `{csv: path}` is read only from inside `base_dir` (the diagram's folder, with its data
     roots when a DataFolder; the working directory when None): TableError `path_outside_folder` otherwise.
+    With `files=False` (a table a template builds) no file is read at all.
     """
     if isinstance(value, DataTable):
         return value
@@ -166,9 +167,11 @@ def to_table(value: Any, base_dir: Path | DataFolder | None = None) -> DataTable
             raise TableError(
                 "a table must be a list of mappings, {columns, rows} or {csv: path}, not text"
             ) from exc
-        return to_table(value, base_dir)
+        return to_table(value, base_dir, files=files)
     if isinstance(value, Mapping):
         if set(value) == {"csv"}:
+            if not files:
+                raise TableError("a table built in a template cannot read a CSV file", type="path_outside_folder")
             return _read_csv(str(value["csv"]), base_dir)
         if set(value) == {"columns", "rows"}:
             columns = value["columns"]

@@ -152,13 +152,15 @@ class _Builder:
                 "only plain strings, numbers, booleans and null are allowed",
             )
             return None
-        if node.tag == _STR_TAG:
-            return node.value
-        constructor = SafeConstructor.yaml_constructors[node.tag]
-        value = constructor(self._constructor, node)
-        if node.tag == "tag:yaml.org,2002:timestamp":
+        if node.tag == _STR_TAG or node.tag == "tag:yaml.org,2002:timestamp":
             return node.value  # dates stay text: a diagram compares them as written
-        return value
+        constructor = SafeConstructor.yaml_constructors[node.tag]
+        try:
+            return constructor(self._constructor, node)
+        except ValueError:  # '0x_', or an integer past Python's 4,300 digits
+            shown = node.value if len(node.value) <= 40 else node.value[:39] + "…"
+            self._problem(node, f"'{shown}' is not a number Python can read", "quote it to keep it as text")
+            return None
 
     def _mapping(self, node: yaml.MappingNode, path: Path_) -> dict[str, Any]:
         result: dict[str, Any] = {}

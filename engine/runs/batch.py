@@ -30,7 +30,7 @@ from engine.format.jsonout import dumps_plain
 from engine.format.tables import csv_dialect
 from engine.format.values import json_default
 from engine.runs.store import RunStore
-from engine.runs.traces import trace_finished
+from engine.runs.traces import trace_status
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.trace import new_run_id
@@ -51,10 +51,11 @@ def batch_run_id(batch_id: str, row: int, attempt: int = 1) -> str:
 def claim_attempt(runs_dir: Path | None, batch_id: str, row: int, previous: int = 0) -> tuple[str, int]:
     """The run id and number of this row's next attempt, after `previous` (the store's last one).
 
-    The attempt's run folder is made here, exclusively. An attempt whose folder holds no
-    finished trace was killed before the store heard of it (or another worker has just
-    claimed it): it counts, and the next number is taken, so a retry never appends to the
-    trace of the attempt before it.
+    The attempt's run folder is made here, exclusively. An attempt whose folder is taken
+    was killed or stopped before the store heard of it (or another worker has just claimed
+    it): it counts, and the next number is taken, so a retry never appends to the trace of
+    the attempt before it. Only a run that succeeded and that this store never recorded
+    (another store kept over the same runs folder) keeps its folder, as before.
     """
     attempt = max(previous, 0) + 1
     while True:
@@ -64,12 +65,10 @@ def claim_attempt(runs_dir: Path | None, batch_id: str, row: int, previous: int 
         try:
             (runs_dir / run_id).mkdir(parents=True)
         except FileExistsError:
-            if not trace_finished(runs_dir / run_id / "trace.jsonl"):
+            if trace_status(runs_dir / run_id / "trace.jsonl") != "succeeded":
                 attempt += 1
                 continue
-            # A finished run this store never recorded (another store over the same runs folder): as before.
         return run_id, attempt
-
 
 
 def read_rows(path: Path, diagram: Diagram) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ from engine.format.spec import MessageLevel
 from engine.runtime.trace import EVENT_LEVELS, Event, read_events
 
 __all__ = ["INTERRUPTED", "RunSummary", "Step", "find_trace", "keep_event", "list_runs", "run_path", "run_status", "steps",
-           "trace_finished", "unfinished_runs"]
+           "trace_status", "unfinished_runs"]
 
 INTERRUPTED = "interrupted"
 """The status of a run that never finished and whose process is gone."""
@@ -65,12 +65,13 @@ def _last_event(path: Path) -> dict[str, Any]:
     raise orjson.JSONDecodeError("no whole event at the end of the trace", "", 0)
 
 
-def trace_finished(trace: Path) -> bool:
-    """Whether the trace ends with its run's `run_finished` (False for a missing or unreadable file)."""
+def trace_status(trace: Path) -> str | None:
+    """The status a trace's `run_finished` gives; None while it has none (or cannot be read)."""
     try:
-        return _last_event(trace).get("event") == Event.RUN_FINISHED
+        last = _last_event(trace)
     except (OSError, orjson.JSONDecodeError):
-        return False
+        return None
+    return str(last.get("status")) if last.get("event") == Event.RUN_FINISHED else None
 
 
 @functools.cache

@@ -170,13 +170,16 @@ class _Run:
 
     async def _steps_from_start(self) -> None:
         max_steps = self.diagram.settings.max_steps
+        trace = self.trace
         block: CompiledBlock | None = self.diagram.start
         came_from: CompiledBlock | None = None
         while block is not None:
+            if trace.pending:  # the last step's lines: written now if it was slow (trace.py says when)
+                trace.step_ended(self.step_began)
             self.step_began = time.perf_counter()
             # Checked first, as LangGraph's loop does: a step that may not run never starts.
-            if self.trace.failure is not None:
-                self._end(TraceWriteFailed(self.trace.failure_message(), block=block.id), announce=False)
+            if trace.failure is not None:
+                self._end(TraceWriteFailed(trace.failure_message(), block=block.id), announce=False)
             if self.steps >= max_steps:
                 self._end(StepLimitReached(
                     f"the run reached max_steps ({max_steps}) at block '{block.id}'; a cycle may never end "
@@ -226,8 +229,9 @@ class _Run:
         level = block.message_level if block.message_level is not None else ctx.default_message_level
         began = time.perf_counter()
         if level:
-            self.trace.emit(Event.BLOCK_STARTED, block=block.id, block_type=block.type_name, step=self.steps,
-                            offset_ms=round((began - ctx.started) * 1000, 3))
+            self.trace.record(Event.BLOCK_STARTED, {"block": block.id, "block_type": block.type_name,
+                                                    "step": self.steps,
+                                                    "offset_ms": round((began - ctx.started) * 1000, 3)})
         shown: dict[str, Any] | None = None
         try:
             with step_context(block):
@@ -386,7 +390,7 @@ class _Run:
         if block.set_items and error is None and via == "next":
             values = self.ctx.scope.values
             fields["set"] = {name: render(values.get(name)) for name, _ in block.set_items}
-        self.trace.emit(Event.BLOCK_FINISHED, **fields)
+        self.trace.record(Event.BLOCK_FINISHED, fields)
 
 
 def _since(began: float) -> float:
@@ -420,8 +424,11 @@ async def execute(
     services = services or Services()
     run_id = run_id or new_run_id()
     trace_path = runs_dir / run_id / "trace.jsonl" if runs_dir is not None and trace_file is None else None
-    trace = Trace(trace_path, run_id, secrets=[*services.secrets(), *secrets], console=console, file=trace_file)
     default_level = message_level if message_level is not None else diagram.message_level
+    # The highest level any step can reach: the chain is built for it, once.
+    highest = max([default_level, *(b.message_level for b in diagram.blocks.values() if b.message_level is not None)])
+    trace = Trace(trace_path, run_id, secrets=[*services.secrets(), *secrets], console=console, file=trace_file,
+                  level=highest)
     scope = diagram.env.new_scope({})
     run = _Run(diagram, RunContext(run_id, diagram, scope, trace, services, default_level), trace)
     # pid and host let a reader tell a run still going from one whose process died (SIGKILL, power loss).

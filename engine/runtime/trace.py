@@ -1,14 +1,18 @@
 """A run's trace: the event vocabulary, the processor chain, the JSONL file.
 
-Each run binds its own chain (nothing global): stamp → redact headers → console tee →
-JSON render → redact secrets. Each event line leaves in one unbuffered write, whole or
-not at all, so a crash or Ctrl-C still leaves every event emitted before it on disk.
-Writing never fails a step: rendering falls back for values orjson refuses, and a
-failed write (a full disk) stops the file and is kept in `failure` for the executor.
+Each run builds its own chain once (nothing global): stamp → redact headers (only where the
+run can reach Detailed, the one level whose events carry headers) → console tee → orjson
+render; the sink then redacts secrets and writes whole lines in batches. A batch goes out
+when the run waits (a request, a sleep: the event loop gets control), when a step ends after
+a slow block or a while since the last write, at every error, at a run's start and end, and
+when it passes `_BATCH_BYTES`; so a crash (SIGKILL) loses at most the lines of the block it was
+in. Writing never fails a step: rendering falls back for values orjson refuses, and a failed
+write (a full disk) keeps the whole lines, stops the file and is kept in `failure`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import os
@@ -23,7 +27,7 @@ import orjson
 
 from engine.format.redact import REDACTED, Redactor
 from engine.format.spec import MessageLevel
-from engine.format.values import dumps
+from engine.format.values import dumps, json_default
 
 __all__ = [
     "EVENT_LEVELS",
@@ -72,7 +76,20 @@ EVENT_LEVELS: dict[str, MessageLevel] = {
 }
 
 Console = Callable[[Mapping[str, Any], Callable[[str], str]], None]
-"""console(event, redact): shows an event to a person; `redact` scrubs a rendered line."""
+"""console(event, redact): shows an event to a person; `redact` scrubs a rendered line.
+
+A console may buffer its lines: when it has a `flush()`, the trace calls it whenever it writes
+its own batch, so lines and trace reach the person and the disk together.
+"""
+
+_BATCH_BYTES = 16 * 1024
+"""A batch of lines is written once it is this large (a few dozen Debug steps)."""
+_SLOW_STEP_S = 0.001
+"""A step at least this long (a request, a tool) writes the batch when it ends; one write is cheap beside it."""
+_FLUSH_AFTER_S = 0.05
+"""No line waits longer than this much run time behind a step's end (a person watching, a crash)."""
+_FLUSHED_AT = frozenset({Event.RUN_STARTED, Event.BLOCK_FAILED, Event.RUN_FINISHED})
+"""Events written at once: the run's start (its pid tells a live run from a dead one), every error, its end."""
 
 
 def new_run_id() -> str:
@@ -92,39 +109,63 @@ def _redact_headers(value: Any) -> Any:
 
 
 class _Sink:
-    """The logger at the end of the chain: one write per event line, whole lines only.
+    """The logger at the end of the chain: redacts secrets and writes batches of whole lines.
 
-    A write that fails (ENOSPC, EIO) stops the file: a partly written line is cut
+    A write that fails (ENOSPC, EIO) stops the file: the part of a line it wrote is cut
     off again where the file can be truncated, and the error is kept in `failure`.
     """
 
-    __slots__ = ("_file", "_size", "count", "failure")
+    __slots__ = ("_file", "_size", "count", "failure", "pending", "pending_bytes", "scrub")
 
-    def __init__(self, file: IO[bytes] | None) -> None:
+    def __init__(self, file: IO[bytes] | None, scrub: Callable[[bytes], bytes]) -> None:
         self._file = file
         self._size = _size_of(file)
         self.count = 0
         self.failure: OSError | None = None
+        self.pending: list[bytes] = []
+        """Rendered lines, each ending in a newline, not yet written (the same list for the sink's life)."""
+        self.pending_bytes = 0
+        self.scrub = scrub
 
     def msg(self, line: bytes) -> None:
         self.count += 1
-        file = self._file
-        if file is None:
-            return
-        data = line + b"\n"
-        try:
-            _write_all(file, data)
-        except OSError as exc:
-            self._stop(file, exc)
-            return
-        self._size += len(data)
+        if self._file is not None:
+            self.pending.append(line)
+            self.pending_bytes += len(line)
 
-    def _stop(self, file: IO[bytes], exc: OSError) -> None:
+    def write(self) -> None:
+        """Write the pending lines, secrets redacted: one pass over the batch, as none spans two lines."""
+        file = self._file
+        if file is None or not self.pending:
+            return
+        data = self.scrub(b"".join(self.pending))
+        self.pending.clear()
+        self.pending_bytes = 0
+        done = 0
+        try:
+            # A raw file writes with one os.write; it may write part of the batch when the
+            # disk fills, and the next write then raises ENOSPC.
+            view = memoryview(data)
+            while done < len(data):
+                written = file.write(view[done:])
+                if written is None:  # a buffered writer: it wrote everything or raised
+                    done = len(data)
+                    break
+                if written <= 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                done += written
+        except OSError as exc:
+            self._stop(file, exc, kept=data.rfind(b"\n", 0, done) + 1)
+            return
+        self._size += done
+
+    def _stop(self, file: IO[bytes], exc: OSError, kept: int) -> None:
         self._file = None
+        self.pending.clear()
         self.failure = exc
-        # Drop a torn line; devices such as /dev/full refuse to truncate, which is fine.
+        # Keep the whole lines written, drop a torn one; devices such as /dev/full refuse to truncate, which is fine.
         with contextlib.suppress(OSError, ValueError):
-            file.truncate(self._size)
+            file.truncate(self._size + kept)
 
 
 def _size_of(file: IO[bytes] | None) -> int:
@@ -132,19 +173,6 @@ def _size_of(file: IO[bytes] | None) -> int:
         return file.tell() if file is not None else 0
     except (OSError, ValueError):
         return 0
-
-
-def _write_all(file: IO[bytes], data: bytes) -> None:
-    # A raw file writes with one os.write; it may write part of a line when the disk
-    # fills, and the next write then raises ENOSPC.
-    view = memoryview(data)
-    while view:
-        written = file.write(view)
-        if written is None:  # a buffered writer: it wrote everything or raised
-            return
-        if written <= 0:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        view = view[written:]
 
 
 def _describe(failure: OSError) -> str:
@@ -159,6 +187,8 @@ class Trace:
     """Writes one run's events; a no-op file when `path` is None (events still counted).
 
     `file` replaces the file at `path` (a test's failing file; the caller closes it).
+    `level` is the highest message level the run can reach (the default, or a block's own):
+    the chain leaves out what no event at or below it needs.
     """
 
     def __init__(
@@ -169,6 +199,7 @@ class Trace:
         secrets: Iterable[str] = (),
         console: Console | None = None,
         file: IO[bytes] | None = None,
+        level: MessageLevel = MessageLevel.DETAILED,
     ) -> None:
         self.path = path
         self.run_id = run_id
@@ -184,12 +215,19 @@ class Trace:
         self.redactor = Redactor(secrets)
         """The run's scrubber (engine.format.redact): the same one cleans its result, store row and files."""
         self._console = console
-        self._sink = _Sink(file)
+        self._console_flush: Callable[[], object] | None = getattr(console, "flush", None)
+        self._sink = _Sink(file, self._scrub_secrets)
         self._sink.failure = opened
-        processors: list[Any] = [self._stamp, self._scrub_headers]
+        self.pending = self._sink.pending
+        """Lines not yet written (the executor looks before asking for `step_ended`)."""
+        self._scheduled = False
+        self._written_at = time.perf_counter()
+        processors: list[Any] = [self._stamp]
+        if level >= MessageLevel.DETAILED:  # only Detailed events (http_request, http_response) carry headers
+            processors.append(self._scrub_headers)
         if console is not None:
             processors.append(self._tee)
-        processors += [self._render, self._scrub_secrets]
+        processors.append(self._render)
         # The chain runs as structlog's BoundLogger would run it, minus the per-call
         # context copy and method proxying, which cost more than the rest of an event.
         self._processors = tuple(processors)
@@ -214,21 +252,61 @@ class Trace:
 
     @staticmethod
     def _render(_logger: Any, _name: str, event: dict[str, Any]) -> bytes:
-        return dumps(event)  # never raises: 2 ** 70 and unknown objects have a fallback
+        try:
+            return orjson.dumps(event, default=json_default, option=orjson.OPT_APPEND_NEWLINE)
+        except TypeError:  # 2 ** 70, an object json_default does not know: the writer that never refuses
+            return dumps(event) + b"\n"
 
-    def _scrub_secrets(self, _logger: Any, _name: str, line: bytes) -> bytes:
-        return self.redactor.encoded(line)
+    def _scrub_secrets(self, lines: bytes) -> bytes:
+        return self.redactor.encoded(lines)
 
     def redact(self, text: str) -> str:
         return self.redactor.text(text)
 
     def emit(self, event: str, **fields: Any) -> None:
+        self.record(event, fields)
+
+    def record(self, event: str, fields: dict[str, Any]) -> None:
+        """Emit `event`; `fields`, built by the caller for this event alone, becomes it (no copy)."""
         fields["run_id"] = self.run_id
         fields["event"] = event
         rendered: Any = fields
         for processor in self._processors:
             rendered = processor(self._sink, "msg", rendered)
-        self._sink.msg(rendered)
+        sink = self._sink
+        sink.msg(rendered)
+        if event in _FLUSHED_AT or sink.pending_bytes >= _BATCH_BYTES:
+            self.flush()
+        elif not self._scheduled:
+            self._schedule()
+
+    def _schedule(self) -> None:
+        """Write the batch when the run next waits: the event loop runs ready callbacks before it sleeps."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not in a run's event loop: write through
+            self.flush()
+            return
+        self._scheduled = True
+        loop.call_soon(self._flush_scheduled)
+
+    def _flush_scheduled(self) -> None:
+        self._scheduled = False
+        self.flush()
+
+    def step_ended(self, began: float) -> None:
+        """A step that began at `began` (perf_counter) ended: write the batch after a slow block or a while."""
+        now = time.perf_counter()
+        if now - began >= _SLOW_STEP_S or now - self._written_at >= _FLUSH_AFTER_S:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the pending lines, and let the console show its own."""
+        self._written_at = time.perf_counter()
+        if self._sink.pending:
+            self._sink.write()
+        if self._console_flush is not None:
+            self._console_flush()
 
     @property
     def count(self) -> int:
@@ -247,6 +325,7 @@ class Trace:
         return f"cannot write the trace {self._where}: {_describe(failure)}"
 
     def close(self) -> None:
+        self.flush()
         self._sink._file = None  # our own sink
         if self._owned is not None:
             owned, self._owned = self._owned, None

@@ -303,7 +303,7 @@ def create_app(
         Route("/api/diagrams", diagrams, methods=["GET"]),
         Route("/api/diagrams", handle(studio.create), methods=["POST"]),
         Route("/api/validate", handle(studio.validate), methods=["POST"]),
-        Route("/api/diagrams/{path:path}/runs", handle(runs.list), methods=["GET"]),
+        Route("/api/diagrams/{path:path}/runs", handle(runs.listing), methods=["GET"]),
         Route("/api/diagrams/{path:path}/runs", handle(runs.start), methods=["POST"]),
         Route("/api/diagrams/{path:path}/hash", handle(studio.hash), methods=["GET"]),
         Route("/api/diagrams/{path:path}/csv", handle(studio.csv), methods=["GET"]),

@@ -10,7 +10,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from engine.errors import DiagramaError
+from engine.format.redact import redact_text
 from engine.format.values import json_default
+from engine.runtime.context import Services
 from engine.web.files import FolderError
 
 __all__ = ["JSON", "error", "handle", "json_body"]
@@ -50,6 +52,7 @@ def handle(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[Requ
         except FolderError as exc:
             return error(exc.status, exc.message)
         except DiagramaError as exc:
-            return error(400, str(exc))
+            # A message may quote an input, and an input may be a key.
+            return error(400, redact_text(str(exc), Services().secrets()))
 
     return answer

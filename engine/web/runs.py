@@ -20,7 +20,8 @@ from engine.compile.block import BlockRegistry
 from engine.compile.inputs import check_inputs
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramaError
-from engine.runs.traces import list_runs, run_path, steps
+from engine.format.redact import redact_value
+from engine.runs.traces import list_runs, run_path, run_status, steps
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.trace import new_run_id, read_events
@@ -61,7 +62,7 @@ class RunRoutes:
                                     lambda block, reply: replies.append({"block": block, **reply})]
         return services
 
-    async def list(self, request: Request) -> Response:
+    async def listing(self, request: Request) -> Response:
 
         path = self.folder.diagram(request.path_params["path"])
         listed = [{"run_id": s.run_id, "status": s.status, "started": s.started, "duration_ms": s.duration_ms,
@@ -111,13 +112,17 @@ class RunRoutes:
         finished = next((e for e in reversed(events) if e.get("event") == "run_finished"), None)
         diagram_path = Path(str(first.get("path", "")))
         relative = self.folder.relative(diagram_path) if diagram_path.is_relative_to(self.folder.root) else None
-        return JSON({
-            "run_id": run_id, "diagram": relative, "status": finished["status"] if finished else "running",
+        # Traces are scrubbed when written; this scrubs again for traces written elsewhere or by older versions.
+        return JSON(redact_value({
+            "run_id": run_id, "diagram": relative, "status": run_status(first, events[-1]) if events else "running",
             "errors": finished.get("errors", []) if finished else [],
             "blocks": sorted(drawn.blocks), "links": sorted(drawn.links), "failed": drawn.failed, "passes": drawn.passes,
             "steps": [step.__dict__ | {"payloads": []} for step in steps(events)],
             "events": events[after:], "count": len(events),
-        })
+        }, self._secrets()))
+
+    def _secrets(self) -> list[str]:
+        return (self.services or Services()).secrets()
 
     async def save_scenario(self, request: Request) -> Response:
         from engine.testing.scenarios import record_scenario

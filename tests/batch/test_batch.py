@@ -216,3 +216,105 @@ def test_sigint_stops_the_batch_and_resume_finishes_it(tmp_path: Path) -> None:
     assert len(final) == 200 and all(final[row]["finished"] == when for row, when in first.items())
     lines = (tmp_path / "out.jsonl").read_text().splitlines()
     assert len(lines) == 200 and all('"succeeded"' in line for line in lines)
+
+
+def test_a_row_resumed_after_sigkill_writes_a_fresh_trace_with_its_attempt(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from engine.runs.traces import list_runs
+    from tests.batch.test_celery import DIAGRAM as SLOW_DIAGRAM
+    from tests.batch.test_celery import REGISTRY, SLOW_TOOLS
+
+    (tmp_path / "slow_tools.py").write_text(SLOW_TOOLS)
+    (tmp_path / "slow.yaml").write_text(REGISTRY)
+    (tmp_path / "batch.yaml").write_text(SLOW_DIAGRAM)
+    (tmp_path / "rows.csv").write_text("n,seconds\n" + "".join(f"{i},0.3\n" for i in range(1, 13)))
+    runs = tmp_path / "runs"
+    command = [sys.executable, "-m", "engine.cli", "batch", str(tmp_path / "batch.yaml"), "--inputs",
+               str(tmp_path / "rows.csv"), "--offline", "--concurrency", "4", "--runs-dir", str(runs),
+               "--output", str(tmp_path / "out.jsonl")]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    store_file = runs / "diagrama.db"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if store_file.is_file() and len(RunStore(f"sqlite:///{store_file}").recent(1000)) >= 4:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)  # no grace: the rows in flight die mid-run
+    process.communicate(timeout=30)
+    store = RunStore(f"sqlite:///{store_file}")
+    batch_id = store.recent(1)[0]["batch_id"]
+    killed = [s for s in list_runs(runs, limit=1000) if s.status == "interrupted"]
+    assert killed, "rows were in flight when the batch was killed"
+    again = subprocess.run([*command, "--resume", batch_id], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    for trace in runs.glob("*/trace.jsonl"):
+        started = [line for line in trace.read_text().splitlines() if '"event":"run_started"' in line]
+        assert len(started) == 1, f"{trace}: {len(started)} run_started"
+    final = store.batch_runs(batch_id)
+    assert len(final) == 12 and all(run["status"] == "succeeded" for run in final.values())
+    for summary in killed:
+        row = int(summary.run_id.split("-r")[-1])
+        assert final[row]["run_id"] == f"{batch_id}-r{row:06d}-a2" and final[row]["attempt"] == 2
+        assert summary.trace != Path(final[row]["trace"])
+    assert all(run["attempt"] == 1 for row, run in final.items() if row not in
+               {int(s.run_id.split("-r")[-1]) for s in killed})
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [line["status"] for line in lines] == ["succeeded"] * 12
+
+
+def test_rows_stopped_by_ctrl_c_are_retried_in_fresh_traces(tmp_path: Path, registry) -> None:
+    text = """
+diagram: sleepy
+blocks:
+  - {id: start, type: Start, inputs: {n: 0}, next: wait}
+  - {id: wait, type: Sleep, with: {seconds: "{{ 0 if n % 2 else SLOW }}"}}
+"""
+    path = tmp_path / "sleepy.yaml"
+    store = RunStore(f"sqlite:///{tmp_path / 'runs' / 'diagrama.db'}")
+    rows = [{"n": n} for n in range(1, 11)]
+
+    async def go(slow: float, stop_after: int | None):
+        path.write_text(text.replace("SLOW", str(slow)))
+        stop = asyncio.Event()
+        finished = 0
+
+        def progress(kind: str, _result) -> None:
+            nonlocal finished
+            finished += kind == "finished"
+            if stop_after is not None and finished >= stop_after:
+                stop.set()
+
+        return await run_batch(load_diagram(path, registry), rows, batch_id="b1", store=store,
+                               services=Services(environ={}), runs_dir=tmp_path / "runs", concurrency=10, stop=stop,
+                               grace=0.05, progress=progress)
+
+    first = asyncio.run(go(30, stop_after=5))  # the odd rows finish, the even ones are stopped mid-run
+    assert first.interrupted and first.succeeded == 5
+    second = asyncio.run(go(0, stop_after=None))
+    assert second.succeeded == 5 and second.skipped == 5
+    traces = sorted((tmp_path / "runs").glob("*/trace.jsonl"))
+    assert len(traces) == 15  # the stopped rows' first attempts are kept beside their retries
+    for trace in traces:
+        started = [line for line in trace.read_text().splitlines() if '"event":"run_started"' in line]
+        assert len(started) == 1, f"{trace}: {len(started)} run_started"
+    final = store.batch_runs("b1")
+    assert {row: run["attempt"] for row, run in final.items()} == {n: 1 if n % 2 else 2 for n in range(1, 11)}
+    assert all(final[n]["run_id"] == f"b1-r{n:06d}-a2" for n in range(2, 11, 2))
+
+
+def test_a_store_from_before_attempts_gains_the_column(tmp_path: Path) -> None:
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    RunStore(url).close()
+    with sqlite3.connect(tmp_path / "old.db") as connection:  # the store as it was made before attempts were counted
+        connection.execute("ALTER TABLE runs DROP COLUMN attempt")
+        connection.execute("INSERT INTO runs (run_id, diagram, content_hash, status, batch_id, row) "
+                           "VALUES ('b-r000001', 'd.yaml', 'h', 'failed', 'b', 1)")
+    store = RunStore(url)
+    assert store.last_attempt("b", 1) == 1 and store.last_attempt("b", 2) == 0
+    assert store.batch_runs("b")[1]["attempt"] is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,7 +11,9 @@ import pytest
 
 from engine import BlockRegistry, DiagramInvalid, Problem
 from engine.compile.loader import load_diagram
-from engine.format.yamlfile import MAX_NODES, read_yaml_text
+from engine.format.yamlfile import MAX_DEPTH, MAX_NODES, read_yaml_text
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def problems_of(path: Path, registry: BlockRegistry) -> list[Problem]:
@@ -304,3 +308,55 @@ def test_valid_diagram_builds_the_graph(write, registry) -> None:
     assert graph.edges["start", "a"]["when"] == "{{ true }}"
     kinds = {link["kind"] for link in graph.edges["start", "b"]["links"]}
     assert kinds == {"next", "error"}
+
+
+# -- inputs that used to end in a RecursionError or an OSError traceback ----------------------
+
+_PARENS = "(" * 300 + "1" + ")" * 300
+_NESTED = "[" * 500 + "]" * 500
+DEEP_INPUTS = {
+    "self_alias": ("diagram: d\nextra: &a [*a]\nblocks:\n  - {id: start, type: Start}\n", 2),
+    "self_alias_in_a_block": ("diagram: d\nblocks:\n  - id: start\n    type: Start\n    variables:\n"
+                              "      x: &x {y: *x}\n", 6),
+    "300_parentheses": (f'diagram: d\nblocks:\n  - id: start\n    type: Start\n    variables:\n'
+                        f'      x: "{{{{ {_PARENS} }}}}"\n', 6),
+    "deep_operators": ('diagram: d\nblocks:\n  - id: start\n    type: Start\n    variables:\n'
+                       '      x: "{{ ' + "1 + (" * 80 + "1" + ")" * 80 + ' }}"\n', 6),
+    "500_nested_lists": (f"diagram: d\nblocks:\n  - id: start\n    type: Start\n    variables:\n"
+                         f"      x: {_NESTED}\n", 6),
+    "very_long_tools_path": ("diagram: d\ntools: " + "x" * 5000 + "\nblocks:\n  - {id: start, type: Start}\n", 2),
+    "long_tools_path_of_many_parts": ("diagram: d\ntools: " + "ab/" * 2000 + "\nblocks:\n  - {id: start, type: Start}\n",
+                                      2),
+}
+
+
+@pytest.mark.parametrize("name", list(DEEP_INPUTS))
+def test_deep_or_odd_input_is_a_problem_with_a_line(tmp_path: Path, registry, name: str) -> None:
+    text, line = DEEP_INPUTS[name]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text, encoding="utf-8")
+    problems = problems_of(path, registry)
+    assert line in {p.line for p in problems if p.file == str(path)}, problems
+
+
+def test_nesting_past_the_limit_names_the_limit() -> None:
+    text = "x: " + "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5)
+    with pytest.raises(DiagramInvalid) as caught:
+        read_yaml_text(text, "deep.yaml")
+    assert f"more than {MAX_DEPTH} levels" in str(caught.value)
+    data, _ = read_yaml_text("x: " + "[" * (MAX_DEPTH - 2) + "]" * (MAX_DEPTH - 2), "fine.yaml")
+    assert data is not None
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+@pytest.mark.parametrize("name", ["self_alias", "300_parentheses", "very_long_tools_path"])
+def test_cli_reports_deep_input_with_file_and_line_and_exit_2(tmp_path: Path, command: str, name: str) -> None:
+    text, line = DEEP_INPUTS[name]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text, encoding="utf-8")
+    extra = ["--runs-dir", str(tmp_path / "runs"), "--offline"] if command == "run" else []
+    done = subprocess.run([sys.executable, "-m", "engine.cli", command, str(path), *extra], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"{path}:{line}" in done.stderr

@@ -97,3 +97,111 @@ def test_runs_lists_newest_first_and_last_finds_it(runner, write) -> None:
 def test_unknown_run_is_a_usage_error(tmp_path: Path) -> None:
     shown = cli.invoke(app(), ["trace", "nope", "--runs-dir", str(tmp_path)])
     assert shown.exit_code == 2 and "no run 'nope'" in shown.stderr
+
+
+# -- run records that do not lie: a killed run is interrupted, a failure says how long it took ----
+
+ENDLESS = """
+    diagram: endless
+    blocks:
+      - {id: start, type: Start, max_steps: 100000000, next: spin}
+      - {id: spin, type: Loop, with: {count: 10000000, max_iterations: 100000000}, body: step}
+      - {id: step, type: Set, set: {x: 1}, next: spin}
+"""
+
+
+def _diagrama(*args: str) -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "engine.cli", *args]
+
+
+def _wait_for_trace(runs_dir: Path, count: int, timeout: float = 30.0) -> list[Path]:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        traces = sorted(runs_dir.glob("*/trace.jsonl"))
+        if len(traces) >= count and all(t.read_bytes().endswith(b"\n") for t in traces):
+            return traces
+        time.sleep(0.05)
+    raise AssertionError(f"no trace appeared in {runs_dir}")
+
+
+def test_a_run_killed_with_sigkill_shows_as_interrupted(write, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+
+    path = write(ENDLESS, "endless.yaml")
+    runs_dir = tmp_path / "runs"
+    quick = write("""
+        diagram: quick
+        blocks:
+          - {id: start, type: Start, max_steps: 3, next: loop}
+          - {id: loop, type: Set, next: loop}
+    """, "quick.yaml")
+    # A finished run first, so that the run store exists: `diagrama runs` then lists from it.
+    assert cli.invoke(app(), ["run", str(quick), "--runs-dir", str(runs_dir), "-q"]).exit_code == 1
+    store_runs = len(list(runs_dir.glob("*/trace.jsonl")))
+    process = subprocess.Popen(_diagrama("run", str(path), "--runs-dir", str(runs_dir), "-q"),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for_trace(runs_dir, store_runs + 1)
+        running = cli.invoke(app(), ["runs", "--runs-dir", str(runs_dir)])
+        line = next(line for line in running.stdout.splitlines() if "endless.yaml" in line)
+        assert line.split()[2] == "running", running.stdout
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    killed = next(s for s in list_runs(runs_dir) if s.diagram == "endless")
+    assert killed.status == "interrupted" and killed.duration_ms is None
+    listed = cli.invoke(app(), ["runs", "--runs-dir", str(runs_dir)])
+    line = next(line for line in listed.stdout.splitlines() if line.startswith(killed.run_id))
+    assert line.split()[2] == "interrupted", listed.stdout
+    assert any("failed" in line for line in listed.stdout.splitlines()), listed.stdout  # the stored run is still there
+    (runs_dir / "diagrama.db").unlink()  # without a store, the traces alone say the same
+    for extra in runs_dir.glob("diagrama.db-*"):
+        extra.unlink()
+    bare = cli.invoke(app(), ["runs", "--runs-dir", str(runs_dir)])
+    assert next(line for line in bare.stdout.splitlines() if line.startswith(killed.run_id)).split()[2] == "interrupted"
+
+
+def test_a_run_of_a_live_process_is_running_and_of_a_dead_one_interrupted() -> None:
+    import os
+    import socket
+    import time
+
+    from engine.runs.traces import run_status
+
+    started = {"event": "run_started", "pid": os.getpid(), "host": socket.gethostname(), "timestamp": time.time()}
+    assert run_status(started, started) == "running"
+    assert run_status(started, {"event": "run_finished", "status": "failed"}) == "failed"
+    dead = {**started, "pid": 2**22 + 12345}  # above any pid_max: no such process
+    assert run_status(dead, dead) == "interrupted"
+    elsewhere = {**dead, "host": "another-machine"}
+    assert run_status(elsewhere, elsewhere) == "running"  # nothing is known of another host's processes
+    older = {key: value for key, value in dead.items() if key not in ("pid", "host")}
+    assert run_status(older, older) == "running"  # a trace from before pids were recorded
+
+
+def test_block_failed_says_how_long_the_block_ran(write, runner) -> None:
+    from engine.runtime.trace import Event
+
+    failing = runner.run(write(FAILING))
+    timed_out = runner.run(write("""
+        diagram: d
+        blocks:
+          - {id: start, type: Start, timeout: 0.2, next: wait}
+          - {id: wait, type: Sleep, with: {seconds: 30}}
+    """, "timeout.yaml"))
+    looping = runner.run(write("""
+        diagram: d
+        blocks:
+          - {id: start, type: Start, max_steps: 3, next: loop}
+          - {id: loop, type: Set, next: loop}
+    """, "steps.yaml"))
+    for result, at_least in ((failing, 0.0), (timed_out, 150.0), (looping, 0.0)):
+        failed = [e for e in runner.events(result) if e["event"] == Event.BLOCK_FAILED]
+        assert failed, result.errors
+        for event in failed:
+            assert isinstance(event["duration_ms"], float) and event["duration_ms"] >= at_least, event

@@ -92,3 +92,31 @@ def test_table_error_is_one_class_wherever_it_is_imported_from() -> None:
     assert issubclass(TableError, InputError) and TableError.type == "invalid_table"
     with pytest.raises(InputError):
         to_table("not a table")
+
+
+def test_csv_outside_the_folder_is_refused_without_reading_it(tmp_path: Path) -> None:
+    folder = tmp_path / "diagram"
+    folder.mkdir()
+    (tmp_path / "secret.csv").write_text("a,b\nSECRET,1,2\n", encoding="utf-8")
+    for written in ("../secret.csv", str(tmp_path / "secret.csv")):
+        with pytest.raises(TableError, match="leaves the diagram's folder") as caught:
+            to_table({"csv": written}, folder)
+        assert caught.value.type == "path_outside_folder"
+        assert "SECRET" not in caught.value.message and "cells" not in caught.value.message
+
+
+def test_csv_in_a_data_root_is_read(tmp_path: Path) -> None:
+    from engine.format.paths import DataFolder
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "h.csv").write_text("role,content\nuser,oi\n", encoding="utf-8")
+    (tmp_path / "diagram").mkdir()
+    folder = DataFolder(tmp_path / "diagram", (tmp_path / "data",))
+    assert len(to_table({"csv": str(tmp_path / "data" / "h.csv")}, folder)) == 1
+    assert len(to_table({"csv": "../data/h.csv"}, folder)) == 1
+
+
+def test_csv_field_past_the_csv_module_limit_is_a_table_error(tmp_path: Path) -> None:
+    (tmp_path / "big.csv").write_text('a\n"' + "x" * 200_000 + '"\n', encoding="utf-8")
+    with pytest.raises(TableError, match=r"big.csv:\d+: not readable as CSV"):
+        to_table({"csv": "big.csv"}, tmp_path)

@@ -6,7 +6,8 @@ import jinja2
 import pytest
 
 from engine import DataTable, DiagramError, TemplateError
-from engine.compile.templating import TemplateEnv, TemplateSyntax
+from engine.compile.sandbox import MAX_TEXT
+from engine.compile.templating import MAX_TEMPLATE_DEPTH, TemplateEnv, TemplateSyntax
 
 
 @pytest.fixture
@@ -109,3 +110,86 @@ def test_a_failed_template_keeps_what_jinja2_raised_as_its_cause(env: TemplateEn
 
 def test_to_json_writes_integers_past_64_bits(env: TemplateEnv) -> None:
     assert evaluate(env, "{{ [2 ** 70, 'é'] | to_json }}") == f'[{2**70},"é"]'
+
+
+# -- bounds: deep templates are syntax problems, large values are refused, ordinary ones unchanged --
+
+@pytest.mark.parametrize("source", [
+    "{{ " + "(" * 300 + "1" + ")" * 300 + " }}",
+    "{{ " + "[" * 300 + "]" * 300 + " }}",
+    "{{ " + "1 + (" * (MAX_TEMPLATE_DEPTH + 5) + "1" + ")" * (MAX_TEMPLATE_DEPTH + 5) + " }}",
+    "{{ x" + "|string" * (MAX_TEMPLATE_DEPTH + 5) + " }}",
+])
+def test_a_template_nested_too_deeply_is_a_syntax_problem(env: TemplateEnv, source: str) -> None:
+    with pytest.raises(TemplateSyntax, match=f"more than {MAX_TEMPLATE_DEPTH} levels deep"):
+        env.compile(source)
+
+
+def test_nesting_within_the_limit_compiles_and_runs(env: TemplateEnv) -> None:
+    depth = MAX_TEMPLATE_DEPTH // 3
+    assert evaluate(env, "{{ " + "1 + (" * depth + "1" + ")" * depth + " }}") == depth + 1
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("{{ 'a' * 3 }}", "aaa"),
+        ("{{ [0] * 3 }}", [0, 0, 0]),
+        ("{{ 3 * 'ab' }}", "ababab"),
+        ("{{ 2 ** 100 }}", 2**100),
+        ("{{ 7 * 6 }}", 42),
+        ("{{ 'x' + 'y' }}", "xy"),
+        ("{{ [1] + [2] }}", [1, 2]),
+        ("{{ '%05d|%s' % (42, 'x') }}", "00042|x"),
+        ("{{ '%(a)s' % {'a': 1} }}", "1"),
+        ("{{ 10 % 3 }}", 1),
+        ("{{ '{:>5}'.format('x') }}", "    x"),
+        ("{{ '{a}-{b}'.format_map({'a': 1, 'b': 2}) }}", "1-2"),
+        ("{{ 'abc'|center(7) }}", "  abc  "),
+        ("{{ 'a b'|replace(' ', '--') }}", "a--b"),
+        ("{{ 'a\nb'|indent(2, first=true) }}", "  a\n  b"),
+        ("{{ ['a', 'b']|join(', ') }}", "a, b"),
+        ("{{ [1, 2, 3]|map('string')|join }}", "123"),
+        ("{{ [1, 2, 3]|map('string')|reverse }}", ["3", "2", "1"]),
+        ("{{ [1, 2, 3]|batch(2, 0)|list }}", [[1, 2], [3, 0]]),
+        ("{{ [1, 2, 3]|slice(2)|list }}", [[1, 2], [3]]),
+        ("{{ 'a,b'.split(',') }}", ["a", "b"]),
+        ("{{ ', '.join(['a', 'b']) }}", "a, b"),
+        ("{{ 'x'.ljust(3, '.') }}", "x.."),
+        ("{{ 'hello world'|wordwrap(5) }}", "hello\nworld"),
+        ("{{ {'a': 1}|to_json }}", '{"a":1}'),
+        ("{{ '%s'|format(5) }}", "5"),
+    ],
+)
+def test_ordinary_templates_are_unaffected_by_the_bounds(env: TemplateEnv, source: str, expected) -> None:
+    assert evaluate(env, source) == expected
+
+
+def test_a_value_up_to_the_limit_is_fine(env: TemplateEnv) -> None:
+    assert len(evaluate(env, "{{ 'a' * n }}", n=MAX_TEXT)) == MAX_TEXT
+    assert len(evaluate(env, "x{{ 'a' * n }}", n=MAX_TEXT - 1)) == MAX_TEXT
+
+
+def test_a_large_history_passes_through_templates(env: TemplateEnv) -> None:
+    history = DataTable(("role", "content"), [("user", "x" * 1000)] * 2000)
+    grown = evaluate(env, "{{ history + [{'role': 'assistant', 'content': 'ok'}] }}", history=history)
+    assert len(grown) == 2001
+
+
+def test_too_large_is_its_own_error_type(env: TemplateEnv) -> None:
+    with pytest.raises(TemplateError, match="the limit is") as caught:
+        evaluate(env, "{{ 'a' * n }}", n=MAX_TEXT + 1)
+    assert caught.value.type == "template_too_large"
+    with pytest.raises(TemplateError) as caught:
+        evaluate(env, "{{ text|from_json }}", text="[" + "0," * 600_000 + "0]")
+    assert caught.value.type == "template_too_large"
+
+
+@pytest.mark.parametrize(("source", "message"), [
+    ("{% for i in xs %}{{ ((-{[]: 0}) is number) }}{% endfor %}", "unhashable"),
+    ("{% for i in xs %}{{ (-0|length.ljust(0)) }}{% endfor %}", "No filter named 'length.ljust'"),
+])
+def test_a_statement_template_that_cannot_compile_is_a_syntax_problem(env: TemplateEnv, source: str,
+                                                                       message: str) -> None:
+    with pytest.raises(TemplateSyntax, match=message):
+        env.compile(source)

@@ -263,3 +263,29 @@ def test_cli_refuses_then_data_root_allows(diagram_at, tmp_path) -> None:
     assert ran.returncode == 0, ran.stderr
     refused_run = _diagrama("run", str(path), "--offline", "--runs-dir", str(tmp_path / "runs"), cwd=root)
     assert refused_run.returncode == 2 and "leaves the diagram's folder" in refused_run.stderr
+
+
+def test_a_template_cannot_read_a_csv_by_adding_it_to_a_table(diagram_at, registry, outside, runner,
+                                                              monkeypatch) -> None:
+    monkeypatch.chdir(outside.parent.parent)  # even with the working directory above the file
+    path = diagram_at("""
+        diagram: d
+        blocks:
+          - id: start
+            type: Start
+            inputs: {path: data.csv}
+            variables:
+              history: {csv: h.csv}
+            next: grow
+          - id: grow
+            type: Set
+            set:
+              history: "{{ history + {'csv': path} }}"
+    """)
+    (path.parent / "h.csv").write_text("role,content\nuser,oi\n", encoding="utf-8")
+    for written in ("elsewhere/secret.csv", str(outside)):
+        result = runner.run(path, {"path": written})
+        assert result.status == "failed"
+        [error] = result.errors
+        assert error["block"] == "grow" and "cannot read a CSV file" in error["message"]
+        assert SECRET not in str(result.variables) and SECRET not in result.trace.read_text()

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import copy
 import difflib
+import io
+import math
+import random
 import re
 from pathlib import Path
 from typing import Any
@@ -12,8 +15,11 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ruamel.yaml import YAML
+from ruamel.yaml.nodes import MappingNode, Node, ScalarNode
 
 from engine.web import yaml_edit as ye
+from engine.web.yaml_edit import fast, reading
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -868,3 +874,159 @@ def test_rule3_random_scalar_changes_touch_one_line(name: str, data: st.DataObje
     assert_reads_back(result, new)
     changed = [line for line in diff(text, result).split("\n") if line[:1] in ("+", "-")]
     assert len(changed) in (0, 2), changed
+
+
+# ---------------------------------------------------------------- the fast reader reads as ruamel does
+
+
+def _typed(value: Any) -> Any:
+    """The data with every scalar's type, so that 1, 1.0 and True differ."""
+    if isinstance(value, dict):
+        return ("map", [(k, _typed(v)) for k, v in value.items()])
+    if isinstance(value, list):
+        return ("seq", [_typed(v) for v in value])
+    if isinstance(value, float) and math.isnan(value):
+        return ("nan",)
+    return (type(value).__name__, value)
+
+
+def _tree(node: Node | None) -> Any:
+    """What the span editor uses of a node: kind, tag, style, value and positions (an empty plain value's are its key's)."""
+    if node is None:
+        return None
+    empty = isinstance(node, ScalarNode) and node.style is None and node.value == ""
+    head = (type(node).__name__, node.tag, None if empty else (node.start_mark.index, node.end_mark.index))
+    if isinstance(node, ScalarNode):
+        # ruamel's round-trip parser marks where a folded scalar folds (with \a); nothing here reads that value.
+        return (*head, node.style, node.value.replace("\a", "") if node.style == ">" else node.value)
+    if isinstance(node, MappingNode):
+        return (*head, bool(node.flow_style), [(_tree(k), _tree(v)) for k, v in node.value])
+    return (*head, bool(node.flow_style), [_tree(item) for item in node.value])
+
+
+def _fast_agrees(text: str) -> bool:
+    """Whether the fast reader read `text` (else it handed it to ruamel); where it did, it read it as ruamel does."""
+    try:
+        root, data, built = fast.read(text)
+    except fast.Fallback:
+        return False
+    try:
+        reference = reading.ruamel_load_plain(text)
+    except EditError as exc:
+        raise AssertionError(f"ruamel refuses {text!r} ({exc}); the fast reader read {data!r}") from exc
+    assert _typed(data) == _typed(reference), text
+    if built:
+        assert _tree(root) == _tree(reading.ruamel_compose(text)), text
+    return True
+
+
+@pytest.mark.parametrize("name", sorted(TEXTS))
+def test_fast_reader_reads_every_example_as_ruamel_does(name: str) -> None:
+    assert _fast_agrees(TEXTS[name])
+    assert _fast_agrees(TEXTS[name].replace("\n", "\r\n"))
+
+
+FAST_READS = [
+    "a: 0o17\nb: 0x1F\nc: 1_000\nd: 1e3\ne: -.inf\nf: .NaN\ng: 017\nh: 1:30\ni: +12\nj: 0b1\n",
+    "a: yes\nb: No\nc: on\nd: TRUE\ne: ~\nf: Null\ng:\nh: ''\n",
+    "d: 2024-01-01\ne: 2024-01-01T10:00:00Z\nf: 2024-01-01 10:00:00.5 +02:00\ng: 2024-1-1\n",
+    "7: a\n2.5: b\ntrue: c\nnull: d\n2024-01-01: e\n'2': f\n",
+    "a: [a:b, http://x.y/z, {c: d:e}]\nb: {f: [1, 2,], g}\n",
+    "a: \"\\/\\N\\_\\x41\\u00e9\\U0001F600 Olá, città 😀\"\nb: 'it''s'\nc: \"x\\\n  y\"\n",
+    "a: |2-\n   x\n  y\nb: >+\n  x\n\n  y\n\n\nc: |\n\n  z\nd: >-\n  p\n   q\n  r\n",
+    "a: &x [1, {b: 2}]\nc: *x\nd: &y é\n*y : e\n",
+    "a: !!str 1\nb: !!int '3'\nc: !!float 1\nd: !!map {e: !!seq [f]}\n",
+    "a:\n- b\n-\n- c: d\n  e: [f, # c\n    g]\n# end\n",
+    "\ufeffa: 1\n",
+]
+RUAMEL_READS = [
+    "a:\tb\n",  # ruamel refuses a tab libyaml takes as a space
+    "a: b\x85c\n",  # a YAML 1.1 line break
+    "a: \ufeffb\n",  # a BOM in the text
+    "%YAML 1.1\n---\na: yes\n",  # a directive switches ruamel to YAML 1.1
+    "---\na: 1\n---\nb: 2\n",  # two documents: ruamel refuses
+    "a: |#\n  x\n",  # ruamel refuses a comment without a space after a block scalar's header
+    "a: |\n    \n  x\n",  # or leading empty lines more indented than its text
+    "|\n#c\n",  # at the root, ruamel reads a block scalar's unindented lines
+    "&a: 1\n",  # ruamel's anchor names are wider
+    "1: a\n1.0: b\n",  # duplicate keys
+    "1: a\ntrue: b\n",  # equal in Python
+    "1: a\n'1': b\n",  # keys that become the same JSON key
+    "? [a]\n: b\n",  # a complex key
+    "<<: {a: 1}\nb: 2\n",  # a merge key
+    "a: !!binary aGk=\nb: !x 1\n",  # tags beyond the core ones
+    "a: *x\n",  # an undefined alias
+    "a: &x [*x]\n",  # a recursive one
+    "a: &x 1\nb: &x 2\n",  # a reused anchor
+    "a: 2024-02-30\n",  # a date ruamel's constructor refuses
+    "a: " + "[" * 120 + "]" * 120 + "\n",  # too deep
+]
+
+
+@pytest.mark.parametrize("text", FAST_READS)
+def test_fast_reader_reads_as_ruamel_does(text: str) -> None:
+    assert _fast_agrees(text)
+
+
+@pytest.mark.filterwarnings("ignore::ruamel.yaml.error.ReusedAnchorWarning")
+@pytest.mark.parametrize("text", RUAMEL_READS)
+def test_fast_reader_hands_ruamel_what_it_may_read_differently(text: str) -> None:
+    assert not _fast_agrees(text)
+    try:
+        expected: Any = ("data", _typed(reading.ruamel_load_plain(text)))
+    except EditError as exc:
+        expected = ("error", str(exc))
+    try:
+        got: Any = ("data", _typed(reading.load_plain(text)))
+    except EditError as exc:
+        got = ("error", str(exc))
+    assert got == expected
+
+
+def test_fast_reader_positions_count_characters_not_bytes() -> None:
+    text = "a: Olá, città 😀\nb: 'ção'\nc: [é, 😀]\n"
+    root, _, built = fast.read(text)
+    assert built and isinstance(root, MappingNode)
+    value = root.value[1][1]
+    assert text[value.start_mark.index : value.end_mark.index] == "'ção'"
+
+
+def test_to_json_hands_out_its_own_copy_of_a_cached_reading() -> None:
+    first = to_json(GREETING)
+    first["blocks"].clear()
+    first["diagram"] = "changed"
+    assert to_json(GREETING) == to_json(GREETING.replace("\n", "\r\n")) != first
+    assert len(to_json(GREETING)["blocks"]) == 3
+
+
+YAML_PIECES = [
+    "a", "key", ":", ": ", " ", "  ", "\n", "\n  ", "\n    ", "- ", "-", "[", "]", "{", "}", ", ", "'", '"', "#", " # c", "&x ", "*x",
+    "!!str ", "!!int ", "!!map ", "! ", "|", "|-", "|+", "|2", ">", ">-", "? ", "1", "1.5", "0o7", "1e3", "yes", "on", "~", "null",
+    "é", "😀", "---", "...", "\\", "\\x41", "2024-01-01", "12:30", "<<", "=", "%", "@", "\r\n", "{{ x }}", "http://x", ".inf",
+    "\n\n", "x:y", "\n- ", "\n  - ", ": |\n  ", ": >\n  ", ":\n  ", "\n  a: ", "\na: ", "!x ", "&", "*", "\ufeff", "\t",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(YAML_PIECES), max_size=30).map("".join))
+def test_fast_reader_agrees_with_ruamel_on_any_text(text: str) -> None:
+    _fast_agrees(text)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.dictionaries(KEYS, VALUES, min_size=1, max_size=4), st.randoms(use_true_random=False))
+def test_fast_reader_agrees_with_ruamel_on_dumped_yaml(value: dict[str, Any], rnd: random.Random) -> None:
+    texts = [yaml.safe_dump(value, default_flow_style=rnd.choice([None, True, False]), allow_unicode=rnd.random() < 0.5,
+                            width=rnd.choice([20, 1000]), indent=rnd.choice([2, 4]), sort_keys=False,
+                            default_style=rnd.choice([None, "'", '"', "|"]))]  # fmt: skip
+    rt = YAML(typ="rt")
+    rt.width = rnd.choice([20, 4096])
+    rt.indent(mapping=2, sequence=rnd.choice([2, 4]), offset=rnd.choice([0, 2]))
+    buf = io.StringIO()
+    rt.dump(value, buf)
+    texts.append(buf.getvalue())
+    for text in texts:
+        lines = text.split("\n")
+        lines.insert(rnd.randrange(len(lines) + 1), rnd.choice(["", "# c", "  # deeper"]))
+        _fast_agrees(text)
+        _fast_agrees("\n".join(lines))

@@ -1,10 +1,33 @@
-import { defineConfig } from 'vitest/config';
+import { defineConfig, type Plugin } from 'vitest/config';
 import react from '@vitejs/plugin-react';
+import { warmUpGraph } from './src/model/elkGraph';
+
+/**
+ * index.html starts ELK's worker before the app's script has loaded, and has it lay out a small graph, so its
+ * 1.6 MB script is fetched and compiled, and its code warmed up, while the page's first requests are answered.
+ * The worker script's file name has a hash, known once the bundle is written: this puts it in place of
+ * 'ELK_WORKER_URL' in the page, and the warm-up graph in place of 'ELK_WARM_UP' (in dev the app starts the
+ * worker itself, without a warm-up).
+ */
+function elkWorkerUrlInPage(): Plugin {
+  return {
+    name: 'diagrama:elk-worker-url',
+    transformIndexHtml: {
+      order: 'post',
+      handler(html, ctx) {
+        const worker = Object.values(ctx.bundle ?? {}).find((f) => /^assets\/elk-worker\.min-[\w-]+\.js$/.test(f.fileName));
+        return html
+          .replace("'ELK_WORKER_URL'", JSON.stringify(worker ? `/ui/${worker.fileName}` : ''))
+          .replace("'ELK_WARM_UP'", worker ? JSON.stringify(warmUpGraph()) : 'null');
+      },
+    },
+  };
+}
 
 // The server returns dist/index.html at `/` and serves the assets under `/ui/`.
 export default defineConfig({
   base: '/ui/',
-  plugins: [react()],
+  plugins: [react(), elkWorkerUrlInPage()],
   build: {
     outDir: 'dist',
     emptyOutDir: true,

@@ -41,7 +41,7 @@ def apply_edit(text: str, new: dict[str, Any]) -> str:
     """The new file text: the smallest change of `text` whose data is `new`."""
     check_text_size(text)
     check_new(new)
-    old = _mapping(read_plain(text))  # shared with the reading cache: only looked at
+    old = _mapping(read_plain(text, tree=True))  # shared with the reading cache: only looked at
     if same(old, new):
         return text
     bom = "\ufeff" if text.startswith("\ufeff") else ""

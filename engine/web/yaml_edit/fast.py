@@ -10,6 +10,7 @@ the text's indices.
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime
 from functools import lru_cache
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from ruamel.yaml.tag import Tag
 
 from engine.web.yaml_edit.checks import MAX_DEPTH, MAX_NODES, json_key
 from engine.web.yaml_edit.scalars import RESOLVER_12
@@ -33,6 +35,11 @@ _FLOAT = _CORE + "float"
 _TIMESTAMP = _CORE + "timestamp"
 # Breaks in YAML 1.1 only (libyaml) but not in 1.2; whatever reads them differently goes to ruamel.
 _OLD_BREAKS = ("\x85", "\u2028", "\u2029")
+# A block scalar's header as ruamel takes it: indicators, then a space or the line's end.
+_BLOCK_HEADER = re.compile(r"[|>](?:[1-9][+-]?|[+-][1-9]?)?(?:[ \r\n]|$)")
+# An anchor or alias name that ends other than at a space or flow indicator: libyaml's names are
+# narrower than ruamel's (`&a:` is the anchor `a:` to ruamel, an anchored key to libyaml).
+_ODD_NAME = re.compile(r"[&*][0-9A-Za-z_-]+[^0-9A-Za-z_\-\s,\[\]{}]")
 _PY_SAFE_LOADER: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # ruamel's own YAML 1.2 safe constructor, for the few scalars that are not strings.
@@ -43,17 +50,36 @@ _ScalarEvent = yaml.ScalarEvent
 _AliasEvent = yaml.AliasEvent
 _MappingStartEvent = yaml.MappingStartEvent
 _SequenceStartEvent = yaml.SequenceStartEvent
-_CollectionEndEvent = yaml.CollectionEndEvent
+_MappingEndEvent = yaml.MappingEndEvent
+_SequenceEndEvent = yaml.SequenceEndEvent
 _DocumentStartEvent = yaml.DocumentStartEvent
+
+
+_TAGS: dict[str | None, Tag] = {}
+
+
+def _tag(tag: str | None) -> Tag:
+    """One shared ruamel Tag per tag (a node would make its own, the bulk of building the tree)."""
+    found = _TAGS.get(tag)
+    if found is None:
+        found = _TAGS[tag] = Tag(suffix=tag)
+    return found
 
 
 class Fallback(Exception):
     """Something this reader is not sure ruamel reads the same way: ruamel reads the file instead."""
 
 
-@lru_cache(maxsize=8192)
 def _plain_tag(value: str) -> str:
+    """A plain scalar's tag by ruamel's YAML 1.2 resolver; short ones (keys, numbers, words) remembered."""
+    return _short_plain_tag(value) if len(value) <= 64 else _resolve(value)
+
+
+def _resolve(value: str) -> str:
     return str(RESOLVER_12.resolve(ScalarNode, value, (True, False)))  # a ruamel Tag
+
+
+_short_plain_tag = lru_cache(maxsize=4096)(_resolve)
 
 
 def _scalar_data(tag: str, value: str) -> Any:
@@ -84,19 +110,44 @@ def _copy(value: Any, depth: int, count: list[int]) -> Any:
     return value
 
 
-def read(text: str, tree: bool = True) -> tuple[Node | None, Any]:
-    """(the node tree with positions, or None when not asked for; the plain data). Raises Fallback."""
-    if any(b in text for b in _OLD_BREAKS):
-        raise Fallback("YAML 1.1 line breaks")
+def _block_ok(text: str, start: int, end: int) -> bool:
+    """A block scalar libyaml and ruamel surely agree on: a plain header, no spaces on its leading empty lines.
+
+    (ruamel refuses a header followed by a comment without a space, and leading empty lines more
+    indented than the first line of text; libyaml takes both.)
+    """
+    if not _BLOCK_HEADER.match(text, start):
+        return False
+    at = text.find("\n", start, end) + 1
+    while 0 < at < end:
+        line_end = text.find("\n", at, end)
+        line = text[at : end if line_end < 0 else line_end]
+        if line.strip(" \r"):
+            return True
+        if line.strip("\r"):
+            return False
+        at = line_end + 1
+    return True
+
+
+def read(text: str, tree: bool = True) -> tuple[Node | None, Any, bool]:
+    """(the node tree, the plain data, whether the tree was built). Raises Fallback.
+
+    Without `tree`, or where ruamel's positions would differ (a BOM; an empty key or root; a tag and
+    an anchor on one node), only the data is read and the tree is left to ruamel.
+    """
+    if "\t" in text or any(b in text for b in _OLD_BREAKS) or text.find("\ufeff", 1) >= 0:
+        # ruamel refuses tabs that libyaml takes as spaces, and takes a BOM past the start as text
+        raise Fallback("tabs, YAML 1.1 line breaks or a BOM within")
     try:
-        return _read(text, tree)
+        return _read(text, tree and not text.startswith("\ufeff"))
     except Fallback:
         raise
     except Exception as exc:  # a libyaml error, a constructor refusing a value: ruamel says what is wrong
         raise Fallback(str(exc)) from exc
 
 
-def _read(text: str, tree: bool) -> tuple[Node | None, Any]:
+def _read(text: str, tree: bool) -> tuple[Node | None, Any, bool]:
     root: Node | None = None
     data: Any = None
     # Per open collection: its node, its data, its pending key (node, key), the keys seen, its anchor.
@@ -108,9 +159,14 @@ def _read(text: str, tree: bool) -> tuple[Node | None, Any]:
     anchors: dict[str, Any] = {}
     count = [0]
     documents = 0
+    names_checked = False
     for event in yaml.parse(text, Loader=_PY_SAFE_LOADER):
         cls = event.__class__
         node: Any = None
+        if not names_checked and getattr(event, "anchor", None) is not None:
+            if _ODD_NAME.search(text):
+                raise Fallback("anchor names ruamel may read differently")
+            names_checked = True
         if cls is _ScalarEvent:
             tag = event.tag
             style = event.style or None
@@ -118,10 +174,16 @@ def _read(text: str, tree: bool) -> tuple[Node | None, Any]:
                 tag = _plain_tag(event.value) if style is None else _STR
             elif not tag.startswith(_CORE):
                 raise Fallback(f"tag {tag}")
+            if (style == "|" or style == ">") and (not datas or not _block_ok(text, event.start_mark.index, event.end_mark.index)):
+                raise Fallback("a block scalar ruamel may read differently")  # at the root, its lines may start at column 0
             value = _scalar_data(tag, event.value)
-            if tree:
-                node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=style)
             anchor = event.anchor
+            if tree and anchor is not None and event.tag is not None:
+                tree = False  # ruamel starts such a scalar at its anchor, libyaml at its tag
+            if tree and style is None and not event.value and (not datas or (datas[-1].__class__ is dict and keys[-1] is None)):
+                tree = False  # an empty root or key: ruamel puts it at the next token, libyaml where it is
+            if tree:
+                node = ScalarNode(_tag(tag), event.value, event.start_mark, event.end_mark, style=style)
             if anchor is not None:
                 if anchor in anchors or anchor in anchors_open:
                     raise Fallback("a reused anchor")
@@ -132,7 +194,7 @@ def _read(text: str, tree: bool) -> tuple[Node | None, Any]:
                 raise Fallback("an undefined or recursive alias")
             value = _copy(anchors[event.anchor], len(nodes) + 1, count)
             if tree:
-                node = ScalarNode(ALIAS_TAG, "", event.start_mark, event.end_mark, style="*")
+                node = ScalarNode(_tag(ALIAS_TAG), "", event.start_mark, event.end_mark, style="*")
         elif cls is _MappingStartEvent or cls is _SequenceStartEvent:
             mapping = cls is _MappingStartEvent
             tag = event.tag
@@ -141,12 +203,14 @@ def _read(text: str, tree: bool) -> tuple[Node | None, Any]:
             anchor = event.anchor
             if anchor is not None and (anchor in anchors or anchor in anchors_open):
                 raise Fallback("a reused anchor")
+            if tree and anchor is not None and tag is not None:
+                tree = False
             if len(nodes) + 1 >= MAX_DEPTH:
                 raise Fallback("too deep")
             count[0] += 1
             if tree:
                 kind = MappingNode if mapping else SequenceNode
-                nodes.append(kind(tag, [], event.start_mark, event.end_mark, flow_style=event.flow_style))
+                nodes.append(kind(_tag(tag), [], event.start_mark, event.end_mark, flow_style=event.flow_style))
             else:
                 nodes.append(None)
             datas.append({} if mapping else [])
@@ -154,7 +218,7 @@ def _read(text: str, tree: bool) -> tuple[Node | None, Any]:
             seen.append((set(), set()))
             anchors_open.append(anchor)
             continue
-        elif cls is _CollectionEndEvent:
+        elif cls is _MappingEndEvent or cls is _SequenceEndEvent:
             node = nodes.pop()
             value = datas.pop()
             keys.pop()
@@ -176,11 +240,13 @@ def _read(text: str, tree: bool) -> tuple[Node | None, Any]:
         if not datas:
             root, data = node, value
             continue
+        if not tree:
+            node = None
         parent = datas[-1]
         if parent.__class__ is dict:
             pending = keys[-1]
             if pending is None:
-                if cls is not _ScalarEvent and cls is not _AliasEvent or isinstance(value, dict | list):
+                if (cls is not _ScalarEvent and cls is not _AliasEvent) or isinstance(value, dict | list):
                     raise Fallback("a complex key")
                 # ruamel refuses equal keys (1, 1.0 and true are equal in Python); the data keeps one of
                 # keys that json_key writes alike. Either way ruamel says what happens.
@@ -201,4 +267,4 @@ def _read(text: str, tree: bool) -> tuple[Node | None, Any]:
             parent.append(value)
             if tree:
                 nodes[-1].value.append(node)
-    return root, data
+    return (root, data, True) if tree else (None, data, False)

@@ -1,7 +1,10 @@
 """The read-back check: a written text is kept only if both ruamel (YAML 1.2) and PyYAML (1.1) read it as the new data.
 
 Also owns the one repair that check allows: quoting the plain scalars that only PyYAML misreads
-(`on`, `yes`, `0o7`), so that they stop making every edit of such a file fail.
+(`on`, `yes`, `0o7`), so that they stop making every edit of such a file fail. The YAML 1.2 reading
+is reading.read_plain's (libyaml's events read as ruamel reads them, else ruamel itself); what PyYAML
+is found to agree with is remembered with the cached reading, so that the next edit of the saved text
+need not ask it again.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import yaml
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from engine.web.yaml_edit.checks import MAX_DEPTH, EditError, Unsupported, check_text_size, same
-from engine.web.yaml_edit.reading import PY_SAFE_LOADER, compose, plain, read_plain
+from engine.web.yaml_edit.reading import PY_SAFE_LOADER, compose, plain, pyyaml_agrees, read_plain, set_pyyaml_agrees
 from engine.web.yaml_edit.scalars import dq, scalar
 from engine.web.yaml_edit.spans import apply_edits
 
@@ -39,7 +42,11 @@ def round_trips(result: str, new: dict[str, Any]) -> bool:
         theirs = plain(yaml.load(result, Loader=PY_SAFE_LOADER), 1, [0])
     except (EditError, yaml.YAMLError, RecursionError, ValueError, TypeError):
         return False
-    return same({} if ours is None else ours, new) and same({} if theirs is None else theirs, new)
+    if same({} if ours is None else ours, new) and same({} if theirs is None else theirs, new):
+        if ours is not None:
+            set_pyyaml_agrees(result, ours)  # when this result is edited next, its PyYAML reading is known
+        return True
+    return False
 
 
 def disambiguate(text: str, root: Node, old: dict[str, Any]) -> str:
@@ -47,11 +54,14 @@ def disambiguate(text: str, root: Node, old: dict[str, Any]) -> str:
 
     Left alone they would make any edited file read back differently by the engine.
     """
+    if pyyaml_agrees(text, old):
+        return text
     try:
         theirs = plain(yaml.load(text, Loader=PY_SAFE_LOADER), 1, [0])
     except (EditError, yaml.YAMLError, RecursionError, ValueError, TypeError):
         return text
     if same(old, theirs):
+        set_pyyaml_agrees(text, old)
         return text
     fixes: dict[int, tuple[int, int, str]] = {}
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from datetime import date, datetime, time
 from typing import Any
 
@@ -27,34 +28,77 @@ from engine.web.yaml_edit.scalars import RESOLVER_12
 
 PY_SAFE_LOADER: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _ALIAS_TAG = fast.ALIAS_TAG
-# The fast reads of the last few files: (node tree, data), or None where ruamel reads the file.
+# The fast reads of the last few files, by content hash; _RUAMEL where ruamel must read the file.
 _CACHE_SIZE = 8
-_CACHE_MAX_CHARS = 1 << 20
-_cache: OrderedDict[bytes, tuple[Node | None, Any] | None] = OrderedDict()
+_CACHE_MAX_CHARS = 1 << 18  # a 3,000-block diagram; bigger files are read each time
+_RUAMEL = "ruamel"
+_cache: OrderedDict[bytes, _Read | str] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def _fast(text: str) -> tuple[Node | None, Any] | None:
-    """The fast reader's (tree, data) of `text`, cached by content hash; None where ruamel must read it.
+@dataclass
+class _Read:
+    """A file as the fast reader read it, shared through the cache: its data and tree are never changed."""
 
-    The cached tree and data are shared: callers never change them (load_plain hands out copies).
-    """
-    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest() if len(text) <= _CACHE_MAX_CHARS else None
+    data: Any
+    root: Node | None = None
+    tree: str = "no"  # "yes": root is its node tree; "no": not built yet; "ruamel": ruamel's positions differ
+    pyyaml_agrees: bool = False  # PyYAML (YAML 1.1) reads the file as the same data, as `same` sees it
+
+
+def _key(text: str) -> bytes | None:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest() if len(text) <= _CACHE_MAX_CHARS else None
+
+
+def _fast(text: str, tree: bool) -> _Read | None:
+    """The fast reader's reading of `text` (with its node tree if `tree` and it can); None where ruamel must read it."""
+    key = _key(text)
+    known: _Read | str | None = None
     if key is not None:
         with _cache_lock:
-            if key in _cache:
+            known = _cache.get(key)
+            if known is not None:
                 _cache.move_to_end(key)
-                return _cache[key]
+    if known == _RUAMEL:
+        return None
+    if isinstance(known, _Read) and (known.tree != "no" or not tree):
+        return known
+    found: _Read | str
     try:
-        found: tuple[Node | None, Any] | None = fast.read(text)
+        root, data, built = fast.read(text, tree)
     except fast.Fallback:
-        found = None
+        found = _RUAMEL
+    else:
+        found = _Read(data, root, "yes" if built else "ruamel" if tree else "no")
+    if isinstance(known, _Read):  # read before without its tree: keep the data others may already hold
+        if isinstance(found, _Read) and found.tree == "yes":
+            found.data, found.pyyaml_agrees = known.data, known.pyyaml_agrees
+        else:
+            known.tree = "ruamel"
+            found = known
     if key is not None:
         with _cache_lock:
             _cache[key] = found
             while len(_cache) > _CACHE_SIZE:
                 _cache.popitem(last=False)
-    return found
+    return found if isinstance(found, _Read) else None
+
+
+def pyyaml_agrees(text: str, data: Any) -> bool:
+    """Whether PyYAML is known to read `text` as `data`, which must be this module's own reading of it."""
+    key = _key(text)
+    with _cache_lock:
+        known = _cache.get(key) if key is not None else None
+    return isinstance(known, _Read) and known.pyyaml_agrees and known.data is data
+
+
+def set_pyyaml_agrees(text: str, data: Any) -> None:
+    """Note that PyYAML reads `text` as `data`, if that is this module's own (cached) reading of it."""
+    key = _key(text)
+    with _cache_lock:
+        known = _cache.get(key) if key is not None else None
+        if isinstance(known, _Read) and known.data is data:
+            known.pyyaml_agrees = True
 
 
 def _fresh(value: Any) -> Any:
@@ -95,21 +139,21 @@ def _guard_depth(text: str) -> None:
 
 def load_plain(text: str) -> Any:
     """The file's data, the caller's own to change."""
-    found = _fast(text)
+    found = _fast(text, tree=True)  # the studio reads a file before it saves an edit of it
     if found is not None:
-        return _fresh(found[1])
-    return _ruamel_load_plain(text)
+        return _fresh(found.data)
+    return ruamel_load_plain(text)
 
 
-def read_plain(text: str) -> Any:
-    """The file's data, shared with the cache: only to look at."""
-    found = _fast(text)
+def read_plain(text: str, tree: bool = False) -> Any:
+    """The file's data, shared with the cache: only to look at. `tree`: compose() of it comes next."""
+    found = _fast(text, tree)
     if found is not None:
-        return found[1]
-    return _ruamel_load_plain(text)
+        return found.data
+    return ruamel_load_plain(text)
 
 
-def _ruamel_load_plain(text: str) -> Any:
+def ruamel_load_plain(text: str) -> Any:
     _guard_depth(text)
     try:
         raw = _ruamel_safe().load(text)
@@ -148,13 +192,13 @@ def plain(value: Any, depth: int, count: list[int]) -> Any:
 
 def compose(text: str) -> Node | None:
     """The node tree with positions, each alias a node of its own; shared with the cache, never changed."""
-    found = _fast(text)
-    if found is not None:
-        return found[0]
-    return _ruamel_compose(text)
+    found = _fast(text, tree=True)
+    if found is not None and found.tree == "yes":
+        return found.root
+    return ruamel_compose(text)
 
 
-def _ruamel_compose(text: str) -> Node | None:
+def ruamel_compose(text: str) -> Node | None:
     """ruamel's node tree with positions, built from its events so that an alias is a node of its own.
 
     (ruamel's composer hands back the anchored node for an alias: its text would be lost.)
@@ -197,3 +241,9 @@ def _ruamel_compose(text: str) -> Node | None:
     except RuamelError as exc:
         raise EditError(f"the file is not valid YAML: {exc}") from exc
     return root
+
+
+def clear_cache() -> None:
+    """Forget every file read so far (benchmarks time the first read of a file)."""
+    with _cache_lock:
+        _cache.clear()

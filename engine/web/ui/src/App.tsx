@@ -16,7 +16,6 @@ function Studio() {
   useShortcuts(fit);
 
   useEffect(() => {
-    void useStudio.getState().init();
     const beforeUnload = (e: BeforeUnloadEvent) => {
       if (isDirty(useStudio.getState())) {
         e.preventDefault();

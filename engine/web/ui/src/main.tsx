@@ -3,6 +3,13 @@ import { createRoot } from 'react-dom/client';
 import '@xyflow/react/dist/style.css';
 import './styles.css';
 import { App } from './App';
+import { preloadLayout } from './model/layout';
+import { useStudio } from './store';
+
+// before the first render: ELK (1.5 MB, in a worker) starts loading, and the store takes over the requests
+// index.html started, so the diagram's layout can begin while React draws the page
+preloadLayout();
+void useStudio.getState().init();
 
 createRoot(document.getElementById('root')!).render(
   <StrictMode>

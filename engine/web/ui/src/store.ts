@@ -9,9 +9,9 @@ import { api, ApiError } from './api/client';
 import type {
   Block, BlockType, Compiled, Diagram, DiagramSummary, Problem, Registry, RunData, RunSummary, ScenarioResult, Session,
 } from './api/types';
-import type { LayoutResult } from './model/layout';
+import { layoutDiagram, type LayoutResult } from './model/layout';
 import { paste as pasteOp, removeBlocks, removeLink, type Position } from './model/ops';
-import { parseEdgeId } from './model/graph';
+import { loopBodies, parseEdgeId } from './model/graph';
 
 export type PanelTab = 'properties' | 'run' | 'problems';
 
@@ -90,7 +90,8 @@ export interface StudioState {
 
   init: () => Promise<void>;
   refreshFiles: () => Promise<void>;
-  open: (path: string, opts?: { silent?: boolean; keepSelection?: boolean }) => Promise<void>;
+  /** true when the diagram opened; `quiet`: no toast when it cannot */
+  open: (path: string, opts?: { silent?: boolean; keepSelection?: boolean; quiet?: boolean }) => Promise<boolean>;
   apply: (op: (d: Diagram) => Diagram, opts?: ApplyOptions) => boolean;
   undo: () => void;
   redo: () => void;
@@ -144,7 +145,37 @@ function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-export const useStudio = create<StudioState>()((set, get) => {
+/** A timing mark for the page's opening (read by benchmarks/studio_open and the browser's performance panel). */
+export function mark(name: string): void {
+  try {
+    performance.mark(name);
+  } catch {
+    // timing marks are optional
+  }
+}
+
+/** How long init waits for the first diagram's layout before asking for the list of diagrams anyway. */
+const FIRST_DRAW_WAIT_MS = 3000;
+
+export const useStudio = create<StudioState>()((set, get, store) => {
+  /** Resolves once the open diagram is laid out (or needs no layout), or after FIRST_DRAW_WAIT_MS. */
+  function drawn(): Promise<void> {
+    const done = () => {
+      const { diagram, layout } = get();
+      return !diagram || !!layout || diagram.blocks.every((b) => Array.isArray(b.position));
+    };
+    return new Promise((resolve) => {
+      if (done()) return resolve();
+      const finish = () => {
+        clearTimeout(timer);
+        unsubscribe();
+        resolve();
+      };
+      const timer = setTimeout(finish, FIRST_DRAW_WAIT_MS);
+      const unsubscribe = store.subscribe(() => { if (done()) finish(); });
+    });
+  }
+
   function scheduleValidate() {
     if (validateTimer) clearTimeout(validateTimer);
     validateTimer = setTimeout(() => void get().validateNow(), VALIDATE_DELAY_MS);
@@ -207,15 +238,32 @@ export const useStudio = create<StudioState>()((set, get) => {
     scenariosRunning: false,
 
     async init() {
+      mark('studio:init');
+      const fail = (e: unknown) => set({ loadError: message(e) });
+      // the session, the palette and the diagram named in the address load at once (index.html already asked
+      // for them); the list of diagrams is slower (the server checks every file), so it comes after the first
+      // diagram is drawn, unless there is no diagram named to open
+      const session = api.session().then((s) => set({ session: s }), fail);
+      const palette = api.blocks().then((p) => set({ palette: p }), fail);
+      let fromHash = '';
       try {
-        const [session, palette, files] = await Promise.all([api.session(), api.blocks(), api.diagrams()]);
-        set({ session, palette, files, loadError: null });
-        const fromHash = decodeURIComponent(window.location.hash.replace(/^#\/?/, ''));
-        const first = files.find((f) => f.path === fromHash) ?? files[0];
-        if (first) await get().open(first.path);
-      } catch (e) {
-        set({ loadError: message(e) });
+        fromHash = decodeURIComponent(window.location.hash.replace(/^#\/?/, ''));
+      } catch {
+        // a malformed address opens the first diagram
       }
+      const opened = fromHash ? await get().open(fromHash, { quiet: true }) : false;
+      if (opened) await drawn();
+      try {
+        const files = await api.diagrams();
+        set({ files });
+        if (!opened && !get().path) {
+          const first = files.find((f) => f.path === fromHash) ?? files[0];
+          if (first) await get().open(first.path);
+        }
+      } catch (e) {
+        fail(e);
+      }
+      await Promise.all([session, palette]);
       if (hashTimer) clearInterval(hashTimer);
       hashTimer = setInterval(() => void get().pollHash(), HASH_POLL_MS);
     },
@@ -232,7 +280,8 @@ export const useStudio = create<StudioState>()((set, get) => {
       const seq = ++loadSeq;
       try {
         const file = await api.diagram(path);
-        if (seq !== loadSeq) return;
+        if (seq !== loadSeq) return false;
+        mark('studio:diagram-loaded');
         const samePath = get().path === path;
         set({
           path: file.path,
@@ -253,14 +302,21 @@ export const useStudio = create<StudioState>()((set, get) => {
           pasteCount: 0,
         });
         if (!samePath) {
+          // start the layout now, while the page renders (the canvas asks for the same graph and shares it)
+          if (file.diagram.blocks.some((b) => !Array.isArray(b.position))) {
+            const bodyTypes = new Set(get().palette.filter((t) => t.ports.includes('body')).map((t) => t.type));
+            layoutDiagram(file.diagram, loopBodies(file.diagram, file.compiled ?? null), bodyTypes).catch(() => undefined);
+          }
           if (runTimer) clearTimeout(runTimer);
           set({ runs: [] });
           void get().loadRuns();
           get().requestFit();
         }
         if (window.location.hash !== `#${file.path}`) history.replaceState(null, '', `#${file.path}`);
+        return true;
       } catch (e) {
-        get().toast(`cannot open ${path}: ${message(e)}`, 'error');
+        if (!opts.quiet) get().toast(`cannot open ${path}: ${message(e)}`, 'error');
+        return false;
       }
     },
 

@@ -19,18 +19,33 @@ export function encodePath(path: string): string {
   return path.split('/').map(encodeURIComponent).join('/');
 }
 
+declare global {
+  interface Window {
+    /** what index.html started before this script loaded: GETs by URL (each is taken once), ELK's worker */
+    __diagramaEarly?: { requests?: Record<string, Promise<Response>>; elkWorker?: Worker };
+  }
+}
+
+/** The answer to a GET that index.html already started, if it did (once). */
+function early(url: string): Promise<Response> | undefined {
+  const started = typeof window === 'undefined' ? undefined : window.__diagramaEarly?.requests;
+  const response = started?.[url];
+  if (response) delete started[url];
+  return response;
+}
+
 async function request<T>(method: string, url: string, body?: unknown): Promise<T> {
   const headers: Record<string, string> = { Accept: 'application/json' };
   if (method !== 'GET') {
     headers['Content-Type'] = 'application/json';
     headers['X-Diagrama-Token'] = pageToken();
   }
-  const response = await fetch(url, {
+  const response = await ((method === 'GET' ? early(url) : undefined) ?? fetch(url, {
     method,
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),
     credentials: 'same-origin',
-  });
+  }));
   const text = await response.text();
   let data: unknown = null;
   if (text) {

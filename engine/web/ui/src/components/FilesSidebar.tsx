@@ -32,7 +32,7 @@ export function FilesSidebar() {
       message: `${current} has unsaved edits. Opening ${path} drops them.`,
       confirm: 'Discard and open',
       danger: true,
-      onConfirm: () => open(path),
+      onConfirm: async () => { await open(path); },
     });
   };
 

@@ -1,12 +1,13 @@
 /**
- * Automatic layered layout with ELK (left to right, ports on fixed sides, back
- * links routed as feedback edges, edge labels sized and placed by ELK, Loop
- * bodies laid out inside their own box).
+ * Automatic layered layout with ELK (the graph: model/elkGraph), in a Web Worker where the page has them.
  */
 import type { ElkExtendedEdge, ElkNode, ElkPoint } from 'elkjs/lib/elk-api';
+import ElkApi from 'elkjs/lib/elk-api.js';
+import workerUrl from 'elkjs/lib/elk-worker.min.js?url';
 import type { Diagram } from '../api/types';
-import { diagramEdges } from './graph';
-import { edgeLabelText, GROUP_PADDING, LABEL_HEIGHT, labelWidth, NODE_HEIGHT, NODE_WIDTH } from './sizes';
+import { buildElkGraph } from './elkGraph';
+
+export { buildElkGraph, LARGE_DIAGRAM, rootOptions, WRAP_ASPECT_RATIO, WRAP_DIAGRAM } from './elkGraph';
 
 export interface LayoutResult {
   nodes: Record<string, { x: number; y: number }>;
@@ -16,119 +17,64 @@ export interface LayoutResult {
 type ElkLike = { layout: (graph: ElkNode) => Promise<ElkNode> };
 let elkPromise: Promise<ElkLike> | null = null;
 
+/**
+ * ELK, in a Web Worker where the page has workers (its 1.6 MB script is loaded, compiled and run off the main
+ * thread, so the page keeps drawing while a large diagram is laid out), else (tests, no Worker) in-process.
+ * In the built page, index.html has already started the worker and warmed it up with a small layout (the first
+ * layout in a fresh worker is slow: ELK's code is not compiled yet); `preloadLayout()` starts it otherwise.
+ */
 function elk(): Promise<ElkLike> {
-  elkPromise ??= import('elkjs/lib/elk.bundled.js').then((m) => new m.default() as unknown as ElkLike);
+  elkPromise ??= startElk();
   return elkPromise;
 }
 
-const PORT = { in: 'WEST', next: 'EAST', body: 'EAST', on_error: 'SOUTH' } as const;
-
-export function buildElkGraph(
-  diagram: Diagram,
-  bodies: Array<{ loop: string; members: string[] }>,
-  bodyTypes: ReadonlySet<string> = new Set(),
-): ElkNode {
-  const ids = diagram.blocks.map((b) => b.id);
-  // each block goes into the innermost body containing it
-  const sorted = [...bodies].sort((a, b) => a.members.length - b.members.length);
-  const parentOf = new Map<string, string>();
-  for (const body of sorted) {
-    for (const m of body.members) if (!parentOf.has(m) && m !== body.loop) parentOf.set(m, `body:${body.loop}`);
+async function startElk(): Promise<ElkLike> {
+  if (typeof Worker !== 'undefined' && typeof window !== 'undefined') {
+    try {
+      // the worker index.html already started, else a new one
+      const started = window.__diagramaEarly?.elkWorker;
+      if (started) delete window.__diagramaEarly!.elkWorker;
+      const worker = new ElkApi({ workerUrl, workerFactory: started ? () => started : undefined, algorithms: ['layered'] });
+      return worker as unknown as ElkLike;
+    } catch {
+      // fall through to the in-process ELK
+    }
   }
-  const groupParent = new Map<string, string | undefined>();
-  for (const body of sorted) groupParent.set(`body:${body.loop}`, parentOf.get(body.loop));
-
-  const elkNodes = new Map<string, ElkNode>();
-  const root: ElkNode = {
-    id: 'root',
-    layoutOptions: {
-      'elk.algorithm': 'layered',
-      'elk.direction': 'RIGHT',
-      'elk.hierarchyHandling': 'INCLUDE_CHILDREN',
-      'elk.edgeRouting': 'ORTHOGONAL',
-      'elk.layered.feedbackEdges': 'true',
-      'elk.layered.cycleBreaking.strategy': 'DEPTH_FIRST',
-      'elk.layered.spacing.nodeNodeBetweenLayers': '70',
-      'elk.spacing.nodeNode': '48',
-      'elk.spacing.edgeNode': '24',
-      'elk.spacing.edgeEdge': '14',
-      'elk.spacing.edgeLabel': '4',
-      'elk.layered.spacing.edgeNodeBetweenLayers': '28',
-      'elk.edgeLabels.inline': 'true',
-      'elk.edgeLabels.placement': 'CENTER',
-      'elk.layered.nodePlacement.strategy': 'BRANDES_KOEPF',
-      'elk.layered.considerModelOrder.strategy': 'NODES_AND_EDGES',
-      'elk.json.edgeCoords': 'ROOT',
-      'elk.json.shapeCoords': 'ROOT',
-      'elk.padding': '[top=24,left=24,bottom=24,right=24]',
-    },
-    children: [],
-    edges: [],
-  };
-  const container = (id: string | undefined): ElkNode => (id ? elkNodes.get(id) ?? root : root);
-  // groups first (outer before inner), then blocks
-  const groupIds = [...groupParent.keys()].sort((a, b) => depth(a) - depth(b));
-  function depth(g: string): number {
-    let d = 0;
-    for (let p = groupParent.get(g); p; p = groupParent.get(p)) d++;
-    return d;
-  }
-  for (const g of groupIds) {
-    const node: ElkNode = {
-      id: g,
-      layoutOptions: {
-        'elk.padding': `[top=${GROUP_PADDING.top},left=${GROUP_PADDING.left},bottom=${GROUP_PADDING.bottom},right=${GROUP_PADDING.right}]`,
-        'elk.direction': 'RIGHT',
-      },
-      children: [],
-    };
-    elkNodes.set(g, node);
-  }
-  for (const g of groupIds) container(groupParent.get(g)).children!.push(elkNodes.get(g)!);
-  for (const b of diagram.blocks) {
-    const node: ElkNode = {
-      id: b.id,
-      width: NODE_WIDTH,
-      height: NODE_HEIGHT,
-      layoutOptions: {
-        'elk.portConstraints': 'FIXED_ORDER',
-        ...(b.type === 'Start' && !parentOf.has(b.id) ? { 'elk.layered.layering.layerConstraint': 'FIRST' } : {}),
-      },
-      ports: (['in', 'next', 'body', 'on_error'] as const)
-        .filter((p) => p !== 'body' || typeof b.body === 'string' || bodyTypes.has(b.type)).map((p, i) => ({
-        id: `${b.id}__${p}`,
-        width: 8,
-        height: 8,
-        layoutOptions: { 'elk.port.side': PORT[p], 'elk.port.index': String(i) },
-      })),
-    };
-    elkNodes.set(b.id, node);
-    container(parentOf.get(b.id)).children!.push(node);
-  }
-  const known = new Set(ids);
-  for (const e of diagramEdges(diagram)) {
-    if (!known.has(e.source) || !known.has(e.target)) continue;
-    const port = e.kind === 'error' ? 'on_error' : e.kind === 'body' ? 'body' : 'next';
-    const text = e.kind === 'next' ? edgeLabelText(e.when, e.index, e.count) : '';
-    const edge: ElkExtendedEdge = {
-      id: e.id,
-      sources: [`${e.source}__${port}`],
-      targets: [`${e.target}__in`],
-      labels: text ? [{ id: `${e.id}__label`, text, width: labelWidth(text), height: LABEL_HEIGHT }] : [],
-    };
-    root.edges!.push(edge);
-  }
-  return root;
+  const m = await import('elkjs/lib/elk.bundled.js');
+  return new m.default({ algorithms: ['layered'] }) as unknown as ElkLike;
 }
 
+/** Starts loading ELK (and its worker) without waiting for it. */
+export function preloadLayout(): void {
+  void elk().catch(() => undefined);
+}
+
+/** The latest layout asked for: the same graph asked again (e.g. by the store when the diagram arrives, then
+ * by the canvas once it renders) shares its answer instead of running ELK twice. */
+let latest: { key: string; result: Promise<LayoutResult> } | null = null;
+
 /** Positions for every block (top-left corners) and ELK's routes for the links. */
-export async function layoutDiagram(
+export function layoutDiagram(
   diagram: Diagram,
   bodies: Array<{ loop: string; members: string[] }>,
   bodyTypes: ReadonlySet<string> = new Set(),
 ): Promise<LayoutResult> {
   const graph = buildElkGraph(diagram, bodies, bodyTypes);
-  const out = await (await elk()).layout(graph);
+  const key = JSON.stringify(graph);
+  if (latest?.key === key) return latest.result;
+  const result = runLayout(diagram, graph);
+  latest = { key, result };
+  result.catch(() => {
+    if (latest?.result === result) latest = null;
+  });
+  return result;
+}
+
+async function runLayout(diagram: Diagram, graph: ElkNode): Promise<LayoutResult> {
+  const engine = await elk();
+  const began = performance.now();
+  const out = await engine.layout(graph);
+  measure('studio:elk-layout', began);
   const result: LayoutResult = { nodes: {}, edges: {} };
   const blockIds = new Set(diagram.blocks.map((b) => b.id));
   const walk = (n: ElkNode) => {
@@ -153,6 +99,14 @@ export async function layoutDiagram(
   };
   collect(out);
   return result;
+}
+
+function measure(name: string, start: number): void {
+  try {
+    performance.measure(name, { start, end: performance.now(), detail: null });
+  } catch {
+    // timing marks are optional (older browsers, tests)
+  }
 }
 
 /**

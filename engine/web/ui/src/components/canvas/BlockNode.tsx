@@ -5,7 +5,7 @@ import { TypeIcon, typeColour } from '../TypeIcon';
 import type { BlockNodeType } from './types';
 
 function BlockNodeView({ data, selected }: NodeProps<BlockNodeType>) {
-  const { block, errors, warnings, firstProblem, run, steps, passes, hasBody, typeInfo } = data;
+  const { block, errors, warnings, firstProblem, run, steps, passes, hasBody, typeInfo, unknownType } = data;
   const title = block.label || block.id;
   const classes = ['block-node'];
   if (selected) classes.push('is-selected');
@@ -32,7 +32,7 @@ function BlockNodeView({ data, selected }: NodeProps<BlockNodeType>) {
         )}
       </div>
       <div className="block-node__title">{title}</div>
-      <div className="block-node__id">{block.label ? block.id : typeInfo ? '' : 'unknown type'}</div>
+      <div className="block-node__id">{block.label ? block.id : unknownType ? 'unknown type' : ''}</div>
       <Handle type="source" position={Position.Right} id="next" className={`handle handle--next${hasBody ? ' handle--upper' : ''}`}
         aria-label={`${block.id} next`} />
       {hasBody && (

@@ -1,4 +1,5 @@
 /** A link: ELK's orthogonal route when the blocks sit where ELK put them, else a smooth step; label with order and `when`. */
+import { memo } from 'react';
 import { BaseEdge, EdgeLabelRenderer, getSmoothStepPath, type EdgeProps } from '@xyflow/react';
 import type { XYPosition } from '@xyflow/react';
 import { useStudio } from '../../store';
@@ -58,10 +59,16 @@ function midpoint(pts: XYPosition[]): XYPosition {
   return pts[0];
 }
 
-export function LinkEdge(props: EdgeProps<LinkEdgeType>) {
-  const { id, sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, data, selected, markerEnd } = props;
+/** The condition editor under a selected link's label (only a selected link follows the diagram's edits). */
+function SelectedWhenEditor({ id }: { id: string }) {
   const diagram = useStudio((s) => s.diagram);
   const readOnly = useStudio((s) => !!s.session?.read_only);
+  if (!diagram || readOnly) return null;
+  return <div className="edge-label__editor"><WhenEditor diagram={diagram} edgeId={id} compact /></div>;
+}
+
+function LinkEdgeView(props: EdgeProps<LinkEdgeType>) {
+  const { id, sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, data, selected, markerEnd } = props;
   if (!data) return null;
   const s = { x: sourceX, y: sourceY };
   const t = { x: targetX, y: targetY };
@@ -96,12 +103,12 @@ export function LinkEdge(props: EdgeProps<LinkEdgeType>) {
                 {chipText}
               </button>
             )}
-            {selected && data.kind === 'next' && diagram && !readOnly && (
-              <div className="edge-label__editor"><WhenEditor diagram={diagram} edgeId={id} compact /></div>
-            )}
+            {selected && data.kind === 'next' && <SelectedWhenEditor id={id} />}
           </div>
         )}
       </EdgeLabelRenderer>
     </>
   );
 }
+
+export const LinkEdge = memo(LinkEdgeView);

@@ -7,6 +7,8 @@ export type RunMark = 'ok' | 'failed' | 'running' | 'skipped' | null;
 export type BlockNodeData = {
   block: Block;
   typeInfo?: BlockType;
+  /** the palette is loaded and has no such type */
+  unknownType: boolean;
   errors: number;
   warnings: number;
   firstProblem?: string;
