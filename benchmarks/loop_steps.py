@@ -71,9 +71,9 @@ def main() -> None:
                           "rows": rows, "seconds": round(elapsed, 3)}))
     langgraph = langgraph_counter(2_000, 3)
     if langgraph is not None:
-        for name, per_pass in figures.items():
+        for name, pass_us in figures.items():
             print(json.dumps({"benchmark": "loop_pass_vs_langgraph_step", "level": name,
-                              "langgraph_us_per_step": round(langgraph, 1), "times_cheaper": round(langgraph / per_pass, 1)}))
+                              "langgraph_us_per_step": round(langgraph, 1), "times_cheaper": round(langgraph / pass_us, 1)}))
 
 
 if __name__ == "__main__":

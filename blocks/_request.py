@@ -32,7 +32,7 @@ from engine import (
     history_table,
     to_table,
 )
-from engine.providers import Adapter, Request, ToolSpec, WireError, ask, system_text, valid_tool_name
+from engine.providers import Adapter, Request, ToolSpec, WireError, system_text, valid_tool_name
 
 __all__ = ["RequestBlock", "RequestInputs", "RequestOutputs", "ThinkingInputs", "tool_specs"]
 
@@ -210,6 +210,8 @@ class RequestBlock(Block):
         # Each attempt's request and response are recorded only at Detailed: copying them costs on every request.
         exchanges = traced if context.message_level >= MessageLevel.DETAILED else None
         began = time.perf_counter()
+        from engine.providers import ask  # the request path (httpx, the simulator) loads when a run sends
+
         answer = await ask(services, adapter, call, block=self.id, timeout=inputs.timeout, explicit_base=inputs.base_url,
                            exchanges=exchanges, retried=traced.retried)
         reply = answer.reply
@@ -234,7 +236,8 @@ class RequestBlock(Block):
         context.emit(Event.PROVIDER_CALLED, vendor=adapter.vendor, model=request.model, usage=usage,
                      stop_reason=reply.stop_reason, finish=reply.finish, called_tools=[c["name"] for c in called],
                      attempts=answer.attempts, duration_ms=round((time.perf_counter() - began) * 1000, 3),
-                     offline=services.offline, notes=list(call.notes), api_version=call.api_version)
+                     offline=services.offline, notes=list(call.notes), api_version=call.api_version,
+                     max_tokens=request.max_tokens, temperature=request.temperature)
         return {
             "result": reply.text,
             "called_tools": called,

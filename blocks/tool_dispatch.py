@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,6 +24,7 @@ from engine import (
     Event,
     HistoryRow,
     InputError,
+    MessageLevel,
     RunContext,
     Table,
     TableError,
@@ -33,7 +34,9 @@ from engine import (
 )
 from engine.compile.block import WithFailures
 from engine.format.values import dumps
-from engine.tools import HandlerTimeout, ToolRegistry, call_handler, check_arguments
+
+if TYPE_CHECKING:
+    from engine.tools import ToolRegistry  # the registry, numpy and jsonschema load when a run calls a tool
 
 
 class ToolDispatchInputs(BaseModel):
@@ -64,7 +67,13 @@ class ToolDispatch(Block):
 
     async def _one(self, call: dict[str, Any], inputs: ToolDispatchInputs, registry: ToolRegistry | None,
                    context: RunContext) -> Any:
+        from engine.tools import HandlerTimeout, call_handler, check_arguments
+
         name = str(call.get("name"))
+        known = registry.tools.get(name) if registry is not None else None
+        if known is not None and not known.entry.enabled:
+            # Said as it is, so the model stops calling it instead of guessing at another name.
+            raise ToolError(f"tool '{name}' is disabled", type="tool_disabled")
         tool = registry.get(name) if registry is not None else None
         if tool is None or (inputs.group and tool.entry.group != inputs.group) or (
                 inputs.registry and tool.registry != inputs.registry):
@@ -89,6 +98,8 @@ class ToolDispatch(Block):
             raise ToolError(f"tool '{name}' failed: {type(exc).__name__}: {exc}", type="tool_failed") from exc
 
     async def run(self, inputs: ToolDispatchInputs, context: RunContext) -> dict[str, Any]:
+        from engine.tools import HandlerTimeout
+
         registry = context.diagram.tools
         try:
             rows = history_rows(inputs.history)
@@ -112,7 +123,13 @@ class ToolDispatch(Block):
         for call, (result, error, seconds) in zip(inputs.calls, outcomes, strict=True):
             call_id, name = str(call.get("id")), str(call.get("name"))
             cause = error.__cause__ if error is not None else None
-            left = {"abandoned": True} if isinstance(cause, HandlerTimeout) and cause.left_running else {}
+            left: dict[str, Any] = {"abandoned": True} if isinstance(cause, HandlerTimeout) and cause.left_running else {}
+            if error is not None:
+                left["error_type"] = error.type
+            if context.message_level >= MessageLevel.DETAILED:  # contents: Detailed alone, like request bodies
+                left["arguments"] = call.get("arguments")
+                if error is None:
+                    left["result"] = result
             context.emit(Event.TOOL_CALLED, tool=name, call_id=call_id, duration_ms=round(seconds * 1000, 3),
                          ok=error is None, error=error.message if error else None, **left)
             if error is not None:

@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from engine.cli import blocks_registry, console, fail, require_extra, runs_folder
+from engine.cli.run import OTEL_HELP, otel_export
 
 if TYPE_CHECKING:
     from engine.compile.diagram import Diagram
     from engine.runs.batch import BatchOutcome
+    from engine.runs.otel import OtelExport
     from engine.runs.store import RunStore
 
 
@@ -37,11 +39,13 @@ def batch(
     runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
     data_root: Annotated[list[Path] | None, typer.Option(
         "--data-root", help="a folder besides the diagram's own that it may read files from (repeatable)")] = None,
+    otel: Annotated[bool, typer.Option("--otel", help=OTEL_HELP + "; with Celery, start the workers with --otel")] = False,
 ) -> None:
     """Run a diagram over many inputs, N at a time, recorded in the run store; resumable."""
     require_extra("sqlalchemy", "batch", "batch")
     if backend == "celery":
         require_extra("celery", "celery", "batch --backend celery")
+    export = otel_export(otel, "batch") if backend != "celery" else None
     from engine.compile.loader import load_diagram
     from engine.errors import DiagramaError, UsageError
     from engine.runs.batch import read_rows, start_batch, write_results
@@ -68,6 +72,8 @@ def batch(
     if backend == "celery":
         from engine.runs.celery_backend import run_batch_on_celery
 
+        if otel:
+            console(stderr=True).print("note: with Celery the workers export the spans; start them with --otel")
         if concurrent_limits:
             console(stderr=True).print(
                 "note: --max-concurrent is per worker process with Celery; set each worker's --concurrency")
@@ -76,14 +82,37 @@ def batch(
     elif backend != "local":
         raise fail(UsageError(f"--backend is local or celery, not {backend!r}"))
     else:
-        outcome = _run_local(loaded, rows, batch_id, store, folder, offline=offline, concurrency=concurrency,
-                             grace=grace, rpm_limits=rpm_limits, concurrent_limits=concurrent_limits)
+        try:
+            outcome = _run_local(loaded, rows, batch_id, store, folder, offline=offline, concurrency=concurrency,
+                                 grace=grace, rpm_limits=rpm_limits, concurrent_limits=concurrent_limits, export=export)
+        finally:
+            if export is not None:
+                export.shutdown()  # sends the last runs' spans
     if output is not None:
         write_results(output, store, batch_id, len(rows), names)
     store.close()
-    _report(outcome, f"diagrama batch {diagram} --inputs {inputs} --resume {batch_id}"
-            + (f" --output {output}" if output is not None else ""))
+    # Every option that shaped the batch, so the command runs as printed (an offline batch stays offline).
+    options: list[tuple[str, Any]] = [
+        ("--resume", batch_id), ("--output", output), ("--backend", backend if backend != "local" else None),
+        ("--broker", broker), ("--store", store_url), ("--runs-dir", runs_dir), ("--concurrency", concurrency),
+        *(("--rpm", pair) for pair in rpm or []), *(("--max-concurrent", pair) for pair in max_concurrent or []),
+        ("--grace", grace if grace != 10.0 else None), *(("--data-root", root) for root in data_root or []),
+        ("--offline", offline), ("--force", force), ("--otel", otel)]
+    _report(outcome, resume_command(diagram, inputs, options))
     raise typer.Exit(0 if outcome.failed == 0 and outcome.not_run == 0 else 1)
+
+
+def resume_command(diagram: Path, inputs: Path, options: list[tuple[str, Any]]) -> str:
+    """`diagrama batch DIAGRAM --inputs FILE` and each option given (None and False left out, True a bare flag), quoted
+    for a POSIX shell."""
+    import shlex
+
+    words = ["diagrama", "batch", str(diagram), "--inputs", str(inputs)]
+    for option, value in options:
+        if value is None or value is False:
+            continue
+        words += [option] if value is True else [option, str(value)]
+    return shlex.join(words)
 
 
 def _report(outcome: BatchOutcome, resume_command: str) -> None:
@@ -98,8 +127,11 @@ def _report(outcome: BatchOutcome, resume_command: str) -> None:
 
 def _run_local(loaded: Diagram, rows: list[dict[str, Any]], batch_id: str, store: RunStore, folder: Path, *,
                offline: bool, concurrency: int, grace: float, rpm_limits: dict[str, float],
-               concurrent_limits: dict[str, float]) -> BatchOutcome:
-    """The batch in this process, with a progress bar on stderr; Ctrl-C stops it (see stop_on_signals)."""
+               concurrent_limits: dict[str, float], export: OtelExport | None = None) -> BatchOutcome:
+    """The batch in this process, with a progress bar on stderr; Ctrl-C stops it (see stop_on_signals).
+
+    Its runs share one MCP session per server (the process's), closed when the batch ends.
+    """
     import asyncio
     import time
 
@@ -113,6 +145,12 @@ def _run_local(loaded: Diagram, rows: list[dict[str, Any]], batch_id: str, store
     services.limits = VendorLimits(
         rpm={vendor: TokenBucket(value) for vendor, value in rpm_limits.items()},
         concurrent={vendor: asyncio.Semaphore(int(value)) for vendor, value in concurrent_limits.items()})
+    if export is not None:
+        services.run_observers.append(export)
+    if loaded.tools is not None and loaded.tools.mcp_servers:
+        from engine.tools.mcp import McpSessions
+
+        services.mcp_sessions = McpSessions()
     counts = {"failed": 0, "running": 0}
     bar = Progress(TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("failed {task.fields[failed]} · running {task.fields[running]} · "
@@ -132,9 +170,23 @@ def _run_local(loaded: Diagram, rows: list[dict[str, Any]], batch_id: str, store
         done = bar.tasks[0].completed + advance
         bar.update(task, advance=advance, failed=counts["failed"], running=counts["running"], rate=f"{done / elapsed:.1f}")
 
+    def say(line: str) -> None:
+        bar.console.print(line, markup=False)
+
+    def waiting(running: list[int], seconds: float) -> None:
+        shown = ", ".join(map(str, running[:10])) + (f" and {len(running) - 10} more" if len(running) > 10 else "")
+        say(f"stopping: no new rows; waiting up to {seconds:g} s for {len(running)} running "
+            f"row{'s' if len(running) != 1 else ''} to finish ({shown}). Press Ctrl-C again to stop them now.")
+
     async def go() -> BatchOutcome:
-        return await run_batch(loaded, rows, batch_id=batch_id, store=store, services=services, runs_dir=folder,
-                               concurrency=concurrency, stop=stop_on_signals(), grace=grace, progress=progress)
+        signals = stop_on_signals(say)
+        try:
+            return await run_batch(loaded, rows, batch_id=batch_id, store=store, services=services, runs_dir=folder,
+                                   concurrency=concurrency, stop=signals.stop, now=signals.now, grace=grace,
+                                   progress=progress, waiting=waiting)
+        finally:
+            if services.mcp_sessions is not None:
+                await services.mcp_sessions.aclose()
 
     with bar:
         return asyncio.run(go())
@@ -143,10 +195,16 @@ def _run_local(loaded: Diagram, rows: list[dict[str, Any]], batch_id: str, store
 def worker(
     broker: Annotated[str | None, typer.Option("--broker", help="Celery broker URL (default redis://127.0.0.1:6379/0)")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="runs at once in this worker")] = 2,
+    otel: Annotated[bool, typer.Option("--otel", help=OTEL_HELP)] = False,
 ) -> None:
     """A Celery worker that runs batch rows (`diagrama batch --backend celery`)."""
     require_extra("celery", "celery", "worker")
     require_extra("sqlalchemy", "celery", "worker")
+    export = otel_export(otel, "worker")
+    if export is not None:
+        from engine.runtime.context import PROCESS_RUN_OBSERVERS
+
+        PROCESS_RUN_OBSERVERS.append(export)  # the tasks make their own Services; each starts with these
     from engine.runs.celery_backend import start_worker
 
     start_worker(broker, concurrency)

@@ -9,17 +9,33 @@ import sys
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 import typer
 
-from engine.cli import Level, blocks_registry, console, fail, has_module, load, runs_folder
+from engine.cli import Level, blocks_registry, console, fail, has_module, load, require_extra, runs_folder
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from engine.compile.diagram import Diagram
+    from engine.runs.otel import OtelExport
     from engine.runtime.execute import RunResult
+
+OTEL_HELP = "export each run as OpenTelemetry spans over OTLP (OTEL_EXPORTER_OTLP_* variables; or DIAGRAMA_OTEL=1)"
+
+
+def otel_export(flag: bool, command: str) -> OtelExport | None:
+    """The OTLP export `--otel` or DIAGRAMA_OTEL=1 asks for, or None; exit 2 naming the otel extra when it is missing."""
+    from engine.runs.otel import otel_wanted
+
+    if not otel_wanted(flag):
+        return None
+    require_extra("opentelemetry.sdk", "otel", f"{command} --otel")
+    require_extra("opentelemetry.exporter.otlp.proto.http", "otel", f"{command} --otel")
+    from engine.runs.otel import otlp_export
+
+    return otlp_export()
 
 
 class OutputFormat(StrEnum):
@@ -37,33 +53,85 @@ class SchemaKind(StrEnum):
     scenario = "scenario"
 
 
-def console_printer(console: Console) -> Callable[[Mapping[str, Any], Callable[[str], str]], None]:
-    """Shows run events on stderr as short lines; every line is scrubbed of secrets first."""
-    from rich.markup import escape
+class ConsoleLines:
+    """The per-block lines of a run on stderr: plain text, formatted once per event, written in batches.
 
-    from engine.runtime.trace import Event
+    No rich here: a line costs about what its trace event costs. The trace calls `flush`
+    whenever it writes its own batch (the run waits on a request, a slow block ends, an
+    error, the run's end), so the lines appear as the trace grows. Each batch is scrubbed
+    of secrets in one pass before it is written. A reader that went away (a closed pipe)
+    silences the lines; the run goes on.
+    """
 
-    def show(event: Mapping[str, Any], redact: Callable[[str], str]) -> None:
-        name = event.get("event")
-        if name == Event.BLOCK_FINISHED:
-            arrow = f" → {event['next']}" if event.get("next") else ""
-            mark = {"succeeded": "✓", "ignored": "~", "failed": "✗"}.get(event.get("status", ""), "·")
-            line = f"  {mark} {event['block']} ({event['block_type']}) {event['duration_ms']:.1f} ms{arrow}"
-        elif name == Event.BLOCK_FAILED:
-            line = f"  ! {event.get('block')}: {event.get('error_type')}: {event.get('message')}"
-        elif name == Event.RUN_STARTED:
-            line = f"run {event['run_id']} of {event.get('diagram')}"
-        elif name == Event.RUN_FINISHED:
-            line = f"run {event['status']} in {event['duration_ms']:.1f} ms, {event['steps']} steps"
-        elif name == Event.PROVIDER_CALLED:
-            usage = event.get("usage") or {}
-            line = (f"    {event.get('model')}: {usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)}"
-                    f" out, {event.get('stop_reason')}")
-        else:
+    __slots__ = ("_formats", "_lines", "_redact", "_stream")
+
+    def __init__(self, stream: TextIO) -> None:
+        from engine.runtime.trace import Event
+
+        self._stream: TextIO | None = stream
+        self._lines: list[str] = []
+        self._redact: Callable[[str], str] = str
+        self._formats: dict[str, Callable[[Mapping[str, Any]], str]] = {
+            Event.BLOCK_FINISHED: _finished_line,
+            Event.BLOCK_FAILED: _failed_line,
+            Event.RUN_STARTED: _started_line,
+            Event.RUN_FINISHED: _run_finished_line,
+            Event.PROVIDER_CALLED: _provider_line,
+        }
+
+    def __call__(self, event: Mapping[str, Any], redact: Callable[[str], str]) -> None:
+        line = self._formats.get(event["event"])
+        if line is not None:
+            self._lines.append(line(event))
+            self._redact = redact
+
+    def flush(self) -> None:
+        """Write the lines so far, scrubbed, in one write."""
+        if not self._lines:
             return
-        console.print(escape(redact(line)))
+        text = self._redact("\n".join(self._lines) + "\n")
+        self._lines.clear()
+        stream = self._stream
+        if stream is None:
+            return
+        try:
+            stream.write(text)
+            stream.flush()
+        except BrokenPipeError:
+            self._stream = None
+            _discard_output(stream)
 
-    return show
+
+_MARKS = {"succeeded": "✓", "ignored": "~", "failed": "✗"}
+
+
+def _finished_line(event: Mapping[str, Any]) -> str:
+    following = event.get("next")
+    return (f"  {_MARKS.get(event.get('status', ''), '·')} {event['block']} ({event['block_type']}) "
+            f"{event['duration_ms']:.1f} ms{f' → {following}' if following else ''}")
+
+
+def _failed_line(event: Mapping[str, Any]) -> str:
+    return f"  ! {event.get('block')}: {event.get('error_type')}: {event.get('message')}"
+
+
+def _started_line(event: Mapping[str, Any]) -> str:
+    return f"run {event['run_id']} of {event.get('diagram')}"
+
+
+def _run_finished_line(event: Mapping[str, Any]) -> str:
+    return f"run {event['status']} in {event['duration_ms']:.1f} ms, {event['steps']} steps"
+
+
+def _provider_line(event: Mapping[str, Any]) -> str:
+    usage = event.get("usage") or {}
+    return (f"    {event.get('model')}: {usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out, "
+            f"{event.get('stop_reason')}")
+
+
+def console_printer(stream: TextIO | None = None) -> ConsoleLines:
+    """Shows run events on `stream` (stderr by default) as short lines; every line is scrubbed of secrets first."""
+    return ConsoleLines(stream if stream is not None else sys.stderr)
 
 
 def run(
@@ -78,6 +146,7 @@ def run(
     record: Annotated[Path | None, typer.Option("--record", help="write the run as a scenario file")] = None,
     data_root: Annotated[list[Path] | None, typer.Option(
         "--data-root", help="a folder besides the diagram's own that it may read files from (repeatable)")] = None,
+    otel: Annotated[bool, typer.Option("--otel", help=OTEL_HELP)] = False,
 ) -> None:
     """Run a diagram once."""
     import asyncio
@@ -91,6 +160,7 @@ def run(
     from engine.runtime.api import run_async
     from engine.runtime.context import Services
 
+    export = otel_export(otel, "run")
     try:
         loaded = load_diagram(diagram, blocks_registry(), data_roots=data_root or ())
     except DiagramaError as exc:
@@ -102,9 +172,12 @@ def run(
         raise fail(exc) from None
     level = MESSAGE_LEVELS[message_level.value] if message_level else None
     err = console(stderr=True)
-    printer = None if quiet else console_printer(err)
+    _go_quiet_on_broken_pipe(err, console())
+    printer = None if quiet else console_printer(sys.stderr)
     folder = runs_folder(runs_dir)
     services = Services(offline=offline)
+    if export is not None:
+        services.run_observers.append(export)
     recorded: list[dict[str, Any]] = []
     if record is not None:
         services.reply_observers.append(lambda block, reply: recorded.append({"block": block, **reply}))
@@ -114,6 +187,9 @@ def run(
         )
     except DiagramaError as exc:
         raise fail(exc) from None
+    finally:
+        if export is not None:
+            export.shutdown()  # sends the run's spans before the command ends
     _store_run(loaded, values, result, folder)
     if record is not None:
         from engine.testing.scenarios import record_scenario
@@ -123,10 +199,43 @@ def run(
     if output is OutputFormat.json:
         from engine.format.jsonout import dumps_plain
 
-        sys.stdout.write(dumps_plain(result.as_json()) + "\n")
+        try:
+            sys.stdout.write(dumps_plain(result.as_json()) + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _discard_output(sys.stdout)
     else:
         _print_result(result)
-    raise typer.Exit(0 if result.succeeded else 1)
+    raise typer.Exit(0 if result.succeeded else 1)  # the run's status: output lost to a closed pipe changes nothing
+
+
+def _discard_output(stream: Any) -> None:
+    """Send what is still written to `stream` nowhere: its reader has gone (`diagrama run … | head -1`).
+
+    Python's own advice for a broken pipe; without it, the flush at exit fails again and the exit code is 120.
+    """
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, stream.fileno())
+    except (OSError, ValueError):
+        pass  # not a real file (a test's capture): nothing to redirect
+    finally:
+        os.close(devnull)
+
+
+def _go_quiet_on_broken_pipe(*consoles: Console) -> None:
+    """A console whose reader went away prints nothing more, and the run goes on.
+
+    Rich's own answer to a broken pipe is SystemExit, which would end the run mid-step as interrupted.
+    """
+    for shown in consoles:
+        def on_broken_pipe(shown: Console = shown) -> None:
+            shown.quiet = True
+            _discard_output(shown.file)
+
+        shown.on_broken_pipe = on_broken_pipe  # type: ignore[method-assign]  # rich's documented hook, per console
 
 
 def _print_result(result: RunResult) -> None:
@@ -173,28 +282,63 @@ def validate(
     diagrams: Annotated[list[Path], typer.Argument(help="diagram files")],
     data_root: Annotated[list[Path] | None, typer.Option(
         "--data-root", help="a folder besides each diagram's own that it may read files from (repeatable)")] = None,
+    check_tools: Annotated[bool, typer.Option(
+        "--check-tools", help="connect to each MCP server afresh and list the tools it offers")] = False,
 ) -> None:
-    """Check diagrams without running them; every problem of each file is listed."""
-    from rich.markup import escape
+    """Check diagrams without running them; every problem of each file is listed.
 
+    Loading a diagram lists its MCP servers' tools (a short session each, once per server per process).
+    """
     from engine.compile.loader import load_diagram
     from engine.errors import DiagramInvalid
 
+    # Plain lines, no rich: a check is a start-up-sized command, and rich alone costs a good part of it.
     registry = blocks_registry()
-    err, out = console(stderr=True), console()
     bad = 0
     for path in diagrams:
         try:
             loaded = load_diagram(path, registry, data_roots=data_root or ())
         except DiagramInvalid as exc:
             bad += 1
-            for problem in exc.problems:
-                err.print(escape(str(problem)))
+            sys.stderr.write("".join(f"{problem}\n" for problem in exc.problems))
             continue
-        out.print(f"ok  {escape(str(path))} ({len(loaded.blocks)} blocks)")
+        sys.stdout.write(f"ok  {path} ({len(loaded.blocks)} blocks)\n")
+        if check_tools and not _check_tools(loaded):
+            bad += 1
     if bad:
-        err.print(f"{bad} of {len(diagrams)} diagram{'s' if len(diagrams) != 1 else ''} invalid")
+        sys.stderr.write(f"{bad} of {len(diagrams)} diagram{'s' if len(diagrams) != 1 else ''} invalid\n")
         raise typer.Exit(2)
+
+
+def _check_tools(loaded: Diagram) -> bool:
+    """Connect to each of the diagram's MCP servers afresh and list what it offers; whether all answered."""
+    import time
+
+    from engine.tools.mcp import McpUnavailable, list_server_tools
+
+    registry = loaded.tools
+    servers = registry.mcp_servers if registry is not None else []
+    if registry is not None:
+        local = sum(1 for tool in registry.tools.values() if tool.mcp_server is None)
+        sys.stdout.write(f"    {local} registry tool{'s' if local != 1 else ''}, {len(servers)} MCP server"
+                         f"{'s' if len(servers) != 1 else ''}\n")
+    answered = True
+    for server in servers:
+        began = time.perf_counter()
+        try:
+            offered = list_server_tools(server, fresh=True)
+        except McpUnavailable as exc:
+            answered = False
+            sys.stderr.write(f"{server.where}: MCP server '{server.name}' ({server.transport}) failed: {exc}\n")
+            continue
+        used = {name for name, tool in registry.tools.items() if tool.mcp_server == server} if registry else set()
+        sys.stdout.write(f"    mcp server {server.name} ({server.transport}), group {server.group}: {len(offered)} tool"
+                         f"{'s' if len(offered) != 1 else ''} in {(time.perf_counter() - began) * 1000:.0f} ms\n")
+        for tool in offered:
+            mark = "+" if tool.name in used else "-"  # - : left out by include/exclude
+            summary = (tool.title or tool.description).split("\n", 1)[0][:90]
+            sys.stdout.write(f"      {mark} {tool.name}: {summary}\n")
+    return answered
 
 
 def schema(

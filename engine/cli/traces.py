@@ -32,10 +32,15 @@ def _step_line(step: Step) -> str:
     if step.model:
         tokens = f" {step.tokens[0]}/{step.tokens[1]} tok" if step.tokens else ""
         detail.append(f"{step.model}{tokens}")
+    if step.scores:
+        detail.append("tools " + ", ".join(f"{name} {score:.2f}" if isinstance(score, (int, float)) else name
+                                           for name, score in step.scores.items()))
     if step.called_tools:
         detail.append("called " + ", ".join(step.called_tools))
     if step.error:
         detail.append(step.error)
+    if step.failed_tools:
+        detail.append("failed " + "; ".join(step.failed_tools))
     if step.inputs:
         detail.append("in " + _short(step.inputs))
     if step.set:
@@ -48,35 +53,40 @@ def _step_line(step: Step) -> str:
             f"{step.status:<9} {link[:22]:<22} {' · '.join(detail)}")
 
 
-def _table_lines(chosen: list[dict[str, Any]], errors: bool, show_payloads: bool) -> list[str]:
-    """The run's start and end lines, and one line per step (failed or ignored ones only, with `errors`)."""
+HEADER = (f"{'step':>5} {'block':<18} {'type':<16} {'start ms':>9} {'took ms':>9} {'status':<9} "
+          f"{'link':<22} details")
+
+
+def _table_lines(chosen: list[dict[str, Any]], errors: bool, show_payloads: bool) -> tuple[list[str], list[str]]:
+    """The run's summary (its start, its end and errors) and one line per step (with `errors`, only failed or
+    ignored steps and steps with failed tool calls)."""
     from engine.format.jsonout import dumps_plain
     from engine.runs.traces import steps
 
-    lines = []
+    summary, lines = [], []
     for event in chosen:
         name = event.get("event")
         if name == "run_started":
-            lines.append(f"run {event.get('run_id')} of {event.get('diagram')} ({event.get('message_level')})")
+            summary.append(f"run {event.get('run_id')} of {event.get('diagram')} ({event.get('message_level')})")
         elif name == "run_finished":
-            lines.append(f"run {event.get('status')} after {event.get('steps')} steps in {event.get('duration_ms')} ms")
+            summary.append(f"run {event.get('status')} after {event.get('steps')} steps in {event.get('duration_ms')} ms")
             for error in event.get("errors") or []:
-                lines.append(f"  error in {error.get('block')}: {error.get('type')}: {error.get('message')}")
+                summary.append(f"  error in {error.get('block')}: {error.get('type')}: {error.get('message')}")
     for step in steps(chosen):
-        if errors and step.status not in ("failed", "ignored"):
+        if errors and step.status not in ("failed", "ignored") and not step.failed_tools:
             continue
         lines.append(_step_line(step))
         if show_payloads:
             lines += ["      " + dumps_plain({k: p.get(k) for k in ("event", "status", "url", "body") if k in p})
                       for p in step.payloads]
-    return lines
+    return summary, lines
 
 
 def trace(
     run: Annotated[str, typer.Argument(help="run id, run folder, trace file, or 'last'")] = "last",
     block: Annotated[str | None, typer.Option("--block", help="only this block's steps")] = None,
     level: Annotated[Level | None, typer.Option("--level", help="only events kept at this message level")] = None,
-    errors: Annotated[bool, typer.Option("--errors", help="only failed or ignored steps")] = False,
+    errors: Annotated[bool, typer.Option("--errors", help="only failed or ignored steps, and failed tool calls")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="the raw events, one JSON object per line")] = False,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="keep reading until the run finishes")] = False,
     show_payloads: Annotated[bool, typer.Option("--show-payloads", help="print the (redacted) HTTP bodies")] = False,
@@ -88,7 +98,7 @@ def trace(
     from engine.errors import DiagramaError
     from engine.format.jsonout import dumps_plain
     from engine.format.spec import MESSAGE_LEVELS
-    from engine.runs.traces import find_trace, keep_event
+    from engine.runs.traces import INTERRUPTED, find_trace, keep_event, run_status
     from engine.runtime.trace import read_events
 
     try:
@@ -102,13 +112,17 @@ def trace(
     while True:
         events = read_events(path)
         fresh, seen = events[seen:], len(events)
-        if not header_done:
-            console().print(f"{'step':>5} {'block':<18} {'type':<16} {'start ms':>9} {'took ms':>9} {'status':<9} "
-                            f"{'link':<22} details", markup=False)
-            header_done = True
         # The table filters whole steps for --errors (in _table_lines); JSON lines filter events.
         chosen = [e for e in fresh if keep_event(e, block=block, level=limit, errors=errors and as_json)]
-        lines = [dumps_plain(e) for e in chosen] if as_json else _table_lines(chosen, errors, show_payloads)
+        if as_json:
+            lines = [dumps_plain(e) for e in chosen]
+        else:
+            summary, step_lines = _table_lines(chosen, errors, show_payloads)
+            lines = summary
+            if step_lines and not header_done:  # the header sits below the summary, above the steps
+                lines.append(HEADER)
+                header_done = True
+            lines += step_lines
         # Traces are scrubbed when written; this catches keys of this environment in traces from elsewhere.
         lines = [scrub(line) for line in lines]
         if lines:
@@ -116,6 +130,10 @@ def trace(
             sys.stdout.flush()
         if not follow or (events and events[-1].get("event") == "run_finished"):
             break
+        if events and run_status(events[0], events[-1]) == INTERRUPTED:
+            # Its process is gone: no run_finished will ever come.
+            console(stderr=True).print("the run was interrupted: its process is gone without finishing it", markup=False)
+            raise typer.Exit(1)
         time.sleep(0.2)
 
 
@@ -123,51 +141,66 @@ def runs(
     runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
     limit: Annotated[int, typer.Option("--limit", help="how many, newest first")] = 20,
 ) -> None:
-    """List recent runs: id, diagram, status, start, duration, steps.
+    """List recent runs: id, diagram, status, start, duration, steps, and the batch row or `scenario`.
 
     A run that has not finished is `running` while its process lives and `interrupted` once it is gone.
+    Runs the store never heard of (scenario runs, the studio's) come from their traces.
     """
-    import datetime
-
     from rich.markup import escape
 
-    from engine.runs.traces import list_runs, unfinished_runs
+    from engine.runs.traces import is_scenario_run, list_runs, unfinished_runs
 
     folder = runs_folder(runs_dir)
-    out = console()
+    entries: list[dict[str, Any]] = []
+    known: set[str] = set()
     if has_module("sqlalchemy"):  # the run store comes with the batch extra; without it, the traces are the record
         from engine.runs.store import open_recorded_store
 
         store = open_recorded_store(folder)
         if store is not None:
-            recorded: list[dict[str, Any]] = store.recent(limit)
+            entries = store.recent(limit)
             store.close()
+            known = {entry["run_id"] for entry in entries}
             # The store hears of a run when it ends; runs still going, or killed, are only in their traces.
-            known = {entry["run_id"] for entry in recorded}
-            recorded += [{"run_id": s.run_id, "diagram": s.diagram if not s.path else s.path, "status": s.status,
-                          "started": s.started, "duration_ms": None, "steps": None, "batch_id": None, "row": None,
-                          "attempt": None}
-                         for s in unfinished_runs(folder, limit) if s.run_id not in known]
-            recorded = sorted(recorded, key=lambda entry: entry["started"] or 0, reverse=True)[:limit]
-            out.print(f"{'run':<30} {'diagram':<28} {'status':<11} {'started':<19} {'ms':>10} {'steps':>6} {'batch':<24}",
-                      markup=False)
-            for entry in recorded:
-                started = datetime.datetime.fromtimestamp(entry["started"] or 0).strftime("%Y-%m-%d %H:%M:%S")
-                batch_note = f"{entry['batch_id']}#{entry['row']}" if entry["batch_id"] else ""
-                if batch_note and (entry.get("attempt") or 1) > 1:
-                    batch_note += f" attempt {entry['attempt']}"
-                duration = f"{entry['duration_ms']:.1f}" if entry["duration_ms"] is not None else "-"
-                steps = entry["steps"] if entry["steps"] is not None else "-"
-                out.print(f"{entry['run_id']:<30} {Path(entry['diagram']).name[:28]:<28} {entry['status']:<11} "
-                          f"{started:<19} {duration:>10} {steps:>6} {batch_note:<24}", markup=False)
-            return
-    found = list_runs(folder, limit)
-    if not found:
+            entries += [_from_trace(s) for s in unfinished_runs(folder, limit) if s.run_id not in known]
+            known |= {entry["run_id"] for entry in entries}
+    entries += [_from_trace(s) for s in list_runs(folder, limit) if s.run_id not in known]
+    if not entries:
         console(stderr=True).print(f"no runs in {escape(str(folder))}")
         return
-    out.print(f"{'run':<24} {'diagram':<24} {'status':<11} {'started':<19} {'ms':>10} {'steps':>6}", markup=False)
-    for summary in found:
-        started = datetime.datetime.fromtimestamp(summary.started).strftime("%Y-%m-%d %H:%M:%S")
-        duration = f"{summary.duration_ms:.1f}" if summary.duration_ms is not None else "-"
-        out.print(f"{summary.run_id:<24} {summary.diagram[:24]:<24} {summary.status:<11} {started:<19} {duration:>10} "
-                  f"{summary.steps if summary.steps is not None else '-':>6}", markup=False)
+    entries = sorted(entries, key=lambda entry: entry["started"] or 0, reverse=True)[:limit]
+    for entry in entries:
+        entry["note"] = _note(entry, is_scenario_run(str(entry["run_id"])))
+    # Columns as wide as their longest value: a batch row's id (`b…-r000007-a2`) stays aligned.
+    width = max(24, *(len(str(entry["run_id"])) for entry in entries))
+    named = max(24, *(len(Path(str(entry["diagram"])).name) for entry in entries))
+    out = console()
+    out.print(f"{'run':<{width}} {'diagram':<{named}} {'status':<11} {'started':<19} {'ms':>10} {'steps':>6} batch",
+              markup=False)
+    for entry in entries:
+        out.print(_runs_line(entry, width, named), markup=False)
+
+
+def _from_trace(summary: Any) -> dict[str, Any]:
+    return {"run_id": summary.run_id, "diagram": summary.path or summary.diagram, "status": summary.status,
+            "started": summary.started, "duration_ms": summary.duration_ms, "steps": summary.steps, "batch_id": None,
+            "row": None, "attempt": None}
+
+
+def _note(entry: dict[str, Any], scenario: bool) -> str:
+    if scenario:
+        return "scenario"
+    if not entry.get("batch_id"):
+        return ""
+    note = f"{entry['batch_id']}#{entry['row']}"
+    return note + (f" attempt {entry['attempt']}" if (entry.get("attempt") or 1) > 1 else "")
+
+
+def _runs_line(entry: dict[str, Any], width: int, named: int) -> str:
+    import datetime
+
+    started = datetime.datetime.fromtimestamp(entry["started"] or 0).strftime("%Y-%m-%d %H:%M:%S")
+    duration = f"{entry['duration_ms']:.1f}" if entry["duration_ms"] is not None else "-"
+    steps = entry["steps"] if entry["steps"] is not None else "-"
+    return (f"{entry['run_id']:<{width}} {Path(str(entry['diagram'])).name:<{named}} {entry['status']:<11} "
+            f"{started:<19} {duration:>10} {steps:>6} {entry['note']}").rstrip()

@@ -53,6 +53,12 @@ class RunPath:
     links: set[tuple[str, str]] = field(default_factory=set)
     failed: str | None = None
     passes: dict[str, int] = field(default_factory=dict)
+    handled: set[str] = field(default_factory=set)
+    """Blocks that failed with their error handled by `on_error`: drawn failed, though the run went on."""
+
+    def failed_blocks(self) -> set[str]:
+        """Every block drawn failed: the one that failed the run and those whose failure was handled."""
+        return self.handled | ({self.failed} if self.failed else set())
 
 
 def _node_text(graph: nx.DiGraph, node: str, run: RunPath | None) -> str:
@@ -91,11 +97,12 @@ def to_mermaid(graph: nx.DiGraph, run: RunPath | None = None) -> str:
     if run:
         lines.append("    classDef taken fill:#d1f2d9,stroke:#1a7f37,stroke-width:2px")
         lines.append("    classDef failed fill:#ffd8d8,stroke:#cf222e,stroke-width:3px")
-        visited = sorted(run.blocks - ({run.failed} if run.failed else set()))
+        failed = run.failed_blocks()
+        visited = sorted(run.blocks - failed)
         if visited:
             lines.append(f"    class {','.join(visited)} taken")
-        if run.failed:
-            lines.append(f"    class {run.failed} failed")
+        if failed:
+            lines.append(f"    class {','.join(sorted(failed))} failed")
         for number in taken:
             lines.append(f"    linkStyle {number} stroke:#1a7f37,stroke-width:3px")
     return "\n".join(lines) + "\n"
@@ -113,7 +120,7 @@ def to_dot(graph: nx.DiGraph, run: RunPath | None = None) -> str:
         if run and node in run.passes:
             label += f"\\n{run.passes[node]} passes"
         attrs = [f"label={_dot_quote(label).replace(chr(92) * 2 + 'n', chr(92) + 'n')}"]
-        if run and node == run.failed:
+        if run and node in run.failed_blocks():
             attrs.append('style="rounded,filled", fillcolor="#ffd8d8", color="#cf222e", penwidth=3')
         elif run and node in run.blocks:
             attrs.append('style="rounded,filled", fillcolor="#d1f2d9", color="#1a7f37", penwidth=2')

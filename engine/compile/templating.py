@@ -9,6 +9,7 @@ per run (building a fresh Context costs more than the expression itself), and a 
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from jinja2.runtime import Context, Undefined
 
 from engine.compile.sandbox import MAX_TEXT, NativeSandbox, TextSandbox
 from engine.errors import DiagramaError, TemplateError, TemplateSyntax
+from engine.format.names import suggest
 from engine.format.values import dumps
 
 __all__ = [
@@ -204,6 +206,23 @@ class _Compiled(Evaluator):
             raise _template_error(exc) from exc
 
 
+class _Undefined(jinja2.StrictUndefined):
+    """StrictUndefined whose message, for a key a mapping lacks (a table row's column typo), lists its keys."""
+
+    __slots__ = ()
+
+    @property
+    def _undefined_message(self) -> str:
+        message = str(super()._undefined_message)
+        owner, name = self._undefined_obj, self._undefined_name
+        if isinstance(owner, Mapping) and owner and isinstance(name, str):
+            keys = [str(key) for key in owner]
+            hint = suggest(name, keys)
+            shown = ", ".join(keys[:20]) + (", …" if len(keys) > 20 else "")
+            message += f" (its keys: {shown}" + (f"; {hint}" if hint else "") + ")"
+        return message
+
+
 def _template_error(exc: Exception) -> TemplateError:
     """The one translation of what jinja2 (or code a template calls) raised; the most specific match wins."""
     if isinstance(exc, jinja2.exceptions.SecurityError):
@@ -239,7 +258,7 @@ class TemplateEnv:
     """The two sandboxed environments (native values and text) and their caches."""
 
     def __init__(self, functions: Mapping[str, Any] | None = None) -> None:
-        options: dict[str, Any] = {"undefined": jinja2.StrictUndefined, "autoescape": False, "cache_size": 0}
+        options: dict[str, Any] = {"undefined": _Undefined, "autoescape": False, "cache_size": 0}
         # No constant folding: folded outputs reach the native generator as repr() text.
         self.native = NativeSandbox(**options, optimized=False)
         self.text = TextSandbox(**options)
@@ -268,9 +287,10 @@ class TemplateEnv:
             names = _free_names(tree) - _KEYWORDS
         except jinja2.TemplateSyntaxError as exc:  # an unknown filter or test, found by compiling statements
             raise TemplateSyntax(exc.message or str(exc), exc.lineno) from exc
-        except (TypeError, ValueError, ArithmeticError) as exc:
-            # Finding the names compiles the template, folding constants: `{[]: 0}` fails there, not at parsing.
-            raise TemplateSyntax(f"the template cannot be compiled: {exc}", None) from exc
+        except Exception as exc:  # a template is user code, and so is what compiling it evaluates
+            # Finding the names of statements compiles them, evaluating constant parts on the way:
+            # `{[]: 0}` (unhashable) or `{0[0]: 0}` (undefined) fails there, not when parsed.
+            raise TemplateSyntax(f"the template cannot be compiled: {type(exc).__name__}: {exc}", None) from exc
         body = tree.body
         native = (
             len(body) == 1
@@ -286,10 +306,13 @@ class TemplateEnv:
         key = (source, native)
         found = self._compiled.get(key)
         if found is None:
-            direct = self._direct_function(source) if native else None
-            if direct is None:
-                env = self.native if native else self.text
-                direct = (env.from_string(source).root_render_func, False)
+            with warnings.catch_warnings():
+                # `{{ 0[1] }}` compiles to Python that Python warns about; the run reports the error itself.
+                warnings.simplefilter("ignore", SyntaxWarning)
+                direct = self._direct_function(source) if native else None
+                if direct is None:
+                    env = self.native if native else self.text
+                    direct = (env.from_string(source).root_render_func, False)
             found = self._compiled[key] = direct
         return found
 

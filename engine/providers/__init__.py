@@ -8,25 +8,60 @@ checks are this package's own (`engine.providers.http`, `.clients`, `.simulator`
 
 from __future__ import annotations
 
-from engine.providers.anthropic import Anthropic, Sampling, sampling_version, thinking_refusal
-from engine.providers.ask import Answer, ask
-from engine.providers.gemini import Gemini, gemini_schema, gemini_thinking_refusal
-from engine.providers.groq import Groq, reasoning_refusal
-from engine.providers.http import Exchanges, Retried
-from engine.providers.simulator import RecordedRequest, Simulator
-from engine.providers.wire import (
-    FINISHES,
-    Adapter,
-    HttpCall,
-    Refusal,
-    Reply,
-    Request,
-    ToolCall,
-    ToolSpec,
-    WireError,
-    system_text,
-    valid_tool_name,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.providers.anthropic import Anthropic, Sampling, sampling_version, thinking_refusal
+    from engine.providers.ask import Answer, ask
+    from engine.providers.gemini import Gemini, gemini_schema, gemini_thinking_refusal
+    from engine.providers.groq import Groq, reasoning_refusal
+    from engine.providers.http import Exchanges, Retried
+    from engine.providers.simulator import RecordedRequest, Simulator
+    from engine.providers.wire import (
+        FINISHES,
+        Adapter,
+        HttpCall,
+        Refusal,
+        Reply,
+        Request,
+        ToolCall,
+        ToolSpec,
+        WireError,
+        system_text,
+        valid_tool_name,
+    )
+
+# Names load on first use (PEP 562): a block module needs the adapters and wire types to be
+# defined, and only a run that sends needs `ask`, httpx and the simulator.
+_HOMES = {
+    "engine.providers.anthropic": ["Anthropic", "Sampling", "sampling_version", "thinking_refusal"],
+    "engine.providers.ask": ["Answer", "ask"],
+    "engine.providers.gemini": ["Gemini", "gemini_schema", "gemini_thinking_refusal"],
+    "engine.providers.groq": ["Groq", "reasoning_refusal"],
+    "engine.providers.http": ["Exchanges", "Retried"],
+    "engine.providers.simulator": ["RecordedRequest", "Simulator"],
+    "engine.providers.wire": ["FINISHES", "Adapter", "HttpCall", "Refusal", "Reply", "Request", "ToolCall",
+                              "ToolSpec", "WireError", "system_text", "valid_tool_name"],
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engine.providers' has no attribute {name!r}")
+    loaded = importlib.import_module(module)
+    # Bind all of the module's names: importing `engine.providers.ask` set the package's `ask`
+    # to the module itself, and the function must win (so nothing imports that module directly).
+    for each in _HOMES[module]:
+        globals()[each] = getattr(loaded, each)
+    return globals()[name]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "FINISHES",

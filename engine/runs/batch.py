@@ -2,7 +2,7 @@
 
 Rows come from CSV, JSON Lines or a YAML/JSON list, typed by the Start inputs'
 defaults. A stop request (Ctrl-C) starts nothing new, lets running runs finish within
-a grace period, then cancels them; rows that did not finish stay unrecorded, so
+a grace period (a second Ctrl-C ends it at once), then cancels them; rows that did not finish stay unrecorded, so
 `--resume` runs exactly those (and any that failed), never one that succeeded. Each
 attempt at a row is a run of its own (its own run id, trace and attempt number), so a
 retried row never appends to the trace of the attempt that was killed or failed.
@@ -35,8 +35,8 @@ from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.trace import new_run_id
 
-__all__ = ["BatchOutcome", "batch_run_id", "claim_attempt", "read_rows", "run_batch", "start_batch", "stop_on_signals",
-           "write_results"]
+__all__ = ["BatchOutcome", "StopSignals", "batch_run_id", "claim_attempt", "read_rows", "run_batch", "start_batch",
+           "stop_on_signals", "write_results"]
 
 
 def batch_run_id(batch_id: str, row: int, attempt: int = 1) -> str:
@@ -72,41 +72,86 @@ def claim_attempt(runs_dir: Path | None, batch_id: str, row: int, previous: int 
 
 
 def read_rows(path: Path, diagram: Diagram) -> list[dict[str, Any]]:
-    """Each row is one run's inputs; CSV cells are typed by the inputs' defaults."""
+    """Each row is one run's inputs; CSV cells are typed by the inputs' defaults.
+
+    Every bad row is found before anything runs: the one UsageError names the file and,
+    for each problem, the row (and a CSV or JSON Lines file's line).
+    """
     try:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
     suffix = path.suffix.lower()
+    problems: list[str] = []
     rows: list[Any]
-    try:
-        if suffix == ".csv":
-            rows = []
-            for number, record in enumerate(csv.DictReader(io.StringIO(text), dialect=csv_dialect(text)), start=2):
-                row: dict[str, Any] = {}
-                for name, cell in record.items():
-                    if name is None:
-                        raise UsageError(f"{path}:{number}: more cells than columns")
-                    name = name.strip()
-                    check_inputs(diagram, {name: cell})
-                    default = diagram.settings.inputs[name]
-                    if cell == "" and not isinstance(default, str):
-                        continue  # an empty cell keeps the default
-                    row[name] = typed_input(name, cell, default)
-                rows.append(row)
-        elif suffix == ".jsonl":
-            rows = [orjson.loads(line) for line in text.splitlines() if line.strip()]
-        elif suffix == ".json":
-            rows = orjson.loads(text)
-        elif suffix in (".yaml", ".yml"):
-            rows = yaml.safe_load(text) or []
-        else:
-            raise UsageError(f"{path}: inputs are read from .csv, .jsonl, .json or .yaml files")
-    except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
-        raise UsageError(f"{path} is not valid {suffix.lstrip('.').upper()}: {exc}") from None
-    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        raise UsageError(f"{path} must hold a list of mappings (one per run)")
-    return [check_inputs(diagram, r) for r in rows]
+    if suffix == ".csv":
+        rows = _csv_rows(text, diagram, problems)
+    elif suffix == ".jsonl":
+        rows = []
+        for line_number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(orjson.loads(line))
+            except orjson.JSONDecodeError as exc:
+                problems.append(f"row {len(rows) + 1} (line {line_number}): not valid JSON: {exc}")
+                rows.append({})
+    elif suffix in (".json", ".yaml", ".yml"):
+        try:
+            rows = (orjson.loads(text) if suffix == ".json" else yaml.safe_load(text)) or []
+        except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
+            raise UsageError(f"{path} is not valid {suffix.lstrip('.').upper()}: {exc}") from None
+        if not isinstance(rows, list):
+            raise UsageError(f"{path} must hold a list of mappings (one per run)")
+    else:
+        raise UsageError(f"{path}: inputs are read from .csv, .jsonl, .json or .yaml files")
+    if suffix != ".csv":
+        for number, row in enumerate(rows, start=1):
+            if not isinstance(row, dict):
+                problems.append(f"row {number}: a {type(row).__name__}, not a mapping of input names to values")
+                continue
+            for name in row:
+                try:
+                    check_inputs(diagram, {name: row[name]})
+                except UsageError as exc:
+                    problems.append(f"row {number}: {exc}")
+    if problems:
+        count = len(problems)
+        raise UsageError(f"{path}: {count} problem{'s' if count != 1 else ''} in the inputs; nothing ran:\n"
+                         + "\n".join(f"  {problem}" for problem in problems))
+    return [dict(row) for row in rows]
+
+
+def _csv_rows(text: str, diagram: Diagram, problems: list[str]) -> list[dict[str, Any]]:
+    """The CSV's rows typed by the inputs' defaults; each bad cell is a problem naming its row and line."""
+    rows: list[dict[str, Any]] = []
+    reader = csv.DictReader(io.StringIO(text), dialect=csv_dialect(text))
+    unknown: set[str] = set()
+    for number, record in enumerate(reader, start=1):
+        line = reader.line_num
+        row: dict[str, Any] = {}
+        for name, cell in record.items():
+            if name is None:
+                problems.append(f"row {number} (line {line}): more cells than columns")
+                continue
+            name = name.strip()
+            if name in unknown:
+                continue
+            try:
+                check_inputs(diagram, {name: cell})
+            except UsageError as exc:
+                unknown.add(name)  # a bad column is reported once, at the header
+                problems.append(f"column '{name}' (line 1): {exc}")
+                continue
+            default = diagram.settings.inputs[name]
+            if cell is None or (cell == "" and not isinstance(default, str)):
+                continue  # an empty (or missing) cell keeps the default
+            try:
+                row[name] = typed_input(name, cell, default)
+            except UsageError as exc:
+                problems.append(f"row {number} (line {line}): {exc}")
+        rows.append(row)
+    return rows
 
 
 def start_batch(store: RunStore, diagram: Diagram, rows: list[dict[str, Any]], inputs_file: Path, collect: list[str], *,
@@ -176,11 +221,19 @@ async def run_batch(
     runs_dir: Path | None,
     concurrency: int = 8,
     stop: asyncio.Event | None = None,
+    now: asyncio.Event | None = None,
     grace: float = 10.0,
     progress: Progress | None = None,
+    waiting: Callable[[list[int], float], None] | None = None,
 ) -> BatchOutcome:
-    """Run the rows not yet succeeded in this batch; record each finished run."""
+    """Run the rows not yet succeeded in this batch; record each finished run.
+
+    `stop` (the first Ctrl-C) starts no new row and gives the running ones `grace` seconds;
+    `waiting(rows, grace)` hears which rows it waits for. `now` (a second Ctrl-C) cancels them
+    at once. A cancelled row is recorded nowhere, so `--resume` runs it again.
+    """
     stop = stop or asyncio.Event()
+    now = now or asyncio.Event()
     done = store.succeeded_rows(batch_id)
     attempts = {number: run.get("attempt") or 1 for number, run in store.batch_runs(batch_id).items()}
     outcome = BatchOutcome(batch_id, len(rows), skipped=len(done))
@@ -191,6 +244,7 @@ async def run_batch(
     queue: asyncio.Queue[tuple[int, dict[str, Any]]] = asyncio.Queue()
     for item in pending:
         queue.put_nowait(item)
+    running: set[int] = set()
 
     async def worker() -> None:
         while not stop.is_set():
@@ -200,9 +254,13 @@ async def run_batch(
                 return
             if progress:
                 progress("started", None)
-            run_id, attempt = claim_attempt(runs_dir, batch_id, number, attempts.get(number, 0))
-            result = await execute(diagram, row, runs_dir=runs_dir, services=services, run_id=run_id)
-            store.record(result, diagram, row, batch_id=batch_id, row=number, attempt=attempt)
+            running.add(number)
+            try:
+                run_id, attempt = claim_attempt(runs_dir, batch_id, number, attempts.get(number, 0))
+                result = await execute(diagram, row, runs_dir=runs_dir, services=services, run_id=run_id)
+                store.record(result, diagram, row, batch_id=batch_id, row=number, attempt=attempt)
+            finally:
+                running.discard(number)
             outcome.count(result.duration, result.tokens, result.succeeded)
             if progress:
                 progress("finished", result)
@@ -213,7 +271,9 @@ async def run_batch(
     await asyncio.wait([everything, stopper], return_when=asyncio.FIRST_COMPLETED)
     if stop.is_set() and not everything.done():
         outcome.interrupted = True
-        _finished, unfinished = await asyncio.wait(workers, timeout=grace)
+        if waiting and running:
+            waiting(sorted(running), grace)
+        unfinished = await _finish_within(workers, grace, now)
         for task in unfinished:
             task.cancel()
         await asyncio.gather(*unfinished, return_exceptions=True)
@@ -225,16 +285,56 @@ async def run_batch(
     return outcome
 
 
-def stop_on_signals() -> asyncio.Event:
-    """An event SIGINT or SIGTERM (Ctrl-C) sets, for `run_batch`'s `stop`; call it inside the running loop."""
-    stop = asyncio.Event()
+async def _finish_within(workers: list[asyncio.Task[None]], grace: float, now: asyncio.Event) -> set[asyncio.Task[None]]:
+    """Wait for the workers up to `grace` seconds, or until `now` is set; those still running."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace
+    unfinished = {task for task in workers if not task.done()}
+    hurry: asyncio.Task[bool] = asyncio.create_task(now.wait())
+    try:
+        while unfinished and not now.is_set():
+            left = deadline - loop.time()
+            if left <= 0:
+                break
+            await asyncio.wait({*unfinished, hurry}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+            unfinished = {task for task in unfinished if not task.done()}
+    finally:
+        hurry.cancel()
+    return unfinished
+
+
+@dataclass
+class StopSignals:
+    """What Ctrl-C (SIGINT) or SIGTERM sets: `stop` the first time, `now` the second."""
+
+    stop: asyncio.Event
+    now: asyncio.Event
+
+
+def stop_on_signals(notify: Callable[[str], None] | None = None) -> StopSignals:
+    """Events for `run_batch`'s `stop` and `now`; call it inside the running loop.
+
+    The first signal stops new rows; a second one stops the running rows at once. `notify`
+    hears a line for a person on each.
+    """
+    signals = StopSignals(asyncio.Event(), asyncio.Event())
+
+    def received() -> None:
+        if not signals.stop.is_set():
+            signals.stop.set()
+            return
+        if not signals.now.is_set():
+            signals.now.set()
+            if notify:
+                notify("stopping the running rows now; they are recorded as not run, and --resume runs them again")
+
     loop = asyncio.get_running_loop()
     try:
-        loop.add_signal_handler(signal.SIGINT, stop.set)
-        loop.add_signal_handler(signal.SIGTERM, stop.set)
+        loop.add_signal_handler(signal.SIGINT, received)
+        loop.add_signal_handler(signal.SIGTERM, received)
     except (NotImplementedError, RuntimeError):
         pass  # no signal handlers off the main thread or on Windows: Ctrl-C ends the process as usual
-    return stop
+    return signals
 
 
 def write_results(path: Path, store: RunStore, batch_id: str, total: int, collect: list[str]) -> None:

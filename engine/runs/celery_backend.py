@@ -59,7 +59,7 @@ class RedisBuckets:
                 per_minute = buckets._rpm.get(vendor)
                 while per_minute:
                     wait = float(buckets._script(keys=[f"diagrama:rpm:{vendor}"],
-                                                 args=[per_minute / 60, max(1.0, per_minute), time.time()]))
+                                                 args=[per_minute / 60, 1.0, time.time()]))  # one interval, as TokenBucket
                     if wait <= 0:
                         return
                     await asyncio.sleep(wait)

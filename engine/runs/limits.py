@@ -1,7 +1,8 @@
 """Limits shared by all runs of a batch: requests per minute and calls in flight, per vendor.
 
-A token bucket refills at `rpm / 60` requests a second up to `rpm`; a semaphore bounds
-the calls in flight. Request blocks take both around each HTTP attempt, so a big batch
+A token bucket refills at `rpm / 60` requests a second and holds one interval's worth (one
+request), starting full: the limit holds from the first second, with no burst of `rpm`
+requests at the start. A semaphore bounds the calls in flight. Request blocks take both around each HTTP attempt, so a big batch
 waits its turn instead of collecting 429s (which are still retried as usual).
 """
 
@@ -19,9 +20,12 @@ VENDOR_ALIASES = {"claude": "anthropic", "anthropic": "anthropic", "groq": "groq
 
 
 class TokenBucket:
+    """Requests spaced `60 / per_minute` seconds apart, the first one at once."""
+
     def __init__(self, per_minute: float) -> None:
         self.rate = per_minute / 60.0
-        self.capacity = max(1.0, per_minute)
+        # One interval's worth: a full minute's bucket would let `per_minute` requests through in the first second.
+        self.capacity = 1.0
         self.tokens = self.capacity
         self.updated = time.monotonic()
         self._lock = asyncio.Lock()

@@ -1,6 +1,6 @@
 """The run store: every run, batch or single, in a SQL database (SQLite by default).
 
-One row per run (id, diagram and its content hash, inputs, status, times, steps,
+One row per run (id, diagram (its resolved path) and its content hash, inputs, status, times, steps,
 errors, final variables, tokens, batch id, row and attempt). Writes are transactions; SQLite
 runs in WAL mode, so a crash leaves the store consistent. A (batch, row) is recorded
 once: a row that already succeeded is never overwritten. Inputs are stored scrubbed of
@@ -109,22 +109,27 @@ class RunStore:
         self.engine: Engine = create_engine(url, future=True)
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        try:
-            metadata.create_all(self.engine)
-        except (OperationalError, ProgrammingError):
-            # Another process (a worker, the batch) created the tables between check and create.
-            metadata.create_all(self.engine)
+        for attempt in range(5):
+            try:
+                metadata.create_all(self.engine)
+                break
+            except (OperationalError, ProgrammingError):
+                # Another process (a worker, the batch) created a table between check and create;
+                # the next check sees it once that process's transaction is visible.
+                if attempt == 4:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
         _add_new_columns(self.engine)
 
     def record(self, result: RunResult, diagram: Diagram, inputs: dict[str, Any], *, batch_id: str | None = None,
                row: int | None = None, attempt: int = 1) -> bool:
         """Store a run; False when its (batch, row) already succeeded (nothing is stored twice)."""
         values = {
-            "run_id": result.run_id, "diagram": str(diagram.path), "content_hash": diagram.content_hash,
+            "run_id": result.run_id, "diagram": str(diagram.path.resolve()), "content_hash": diagram.content_hash,
             "inputs": plain(result.redact(inputs)), "status": result.status, "started": time.time() - result.duration,
             "finished": time.time(), "duration_ms": round(result.duration * 1000, 3), "steps": result.steps,
             "errors": plain(result.errors), "variables": plain(result.variables), "tokens": result.tokens,
-            "batch_id": batch_id, "row": row, "trace": str(result.trace) if result.trace else None,
+            "batch_id": batch_id, "row": row, "trace": str(result.trace.resolve()) if result.trace else None,
             "attempt": attempt,
         }
         with self.engine.begin() as connection:
@@ -142,7 +147,7 @@ class RunStore:
         with self.engine.begin() as connection:
             if connection.execute(select(batches.c.batch_id).where(batches.c.batch_id == batch_id)).first() is None:
                 connection.execute(insert(batches).values(
-                    batch_id=batch_id, diagram=str(diagram.path), content_hash=diagram.content_hash,
+                    batch_id=batch_id, diagram=str(diagram.path.resolve()), content_hash=diagram.content_hash,
                     inputs_file=inputs_file, rows=rows, collect=collect, created=time.time()))
 
     def batch(self, batch_id: str) -> dict[str, Any] | None:
@@ -166,6 +171,18 @@ class RunStore:
         with self.engine.connect() as connection:
             found = connection.execute(select(runs).where(runs.c.batch_id == batch_id)).mappings().all()
         return {int(r["row"]): dict(r) for r in found}
+
+    def runs_of(self, diagram: Path, limit: int = 200) -> list[dict[str, Any]]:
+        """The newest runs of one diagram (by its resolved path), wherever they were run from."""
+        with self.engine.connect() as connection:
+            found = connection.execute(select(runs).where(runs.c.diagram == str(diagram.resolve()))
+                                       .order_by(runs.c.started.desc()).limit(limit)).mappings().all()
+        return [dict(r) for r in found]
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        with self.engine.connect() as connection:
+            found = connection.execute(select(runs).where(runs.c.run_id == run_id)).mappings().first()
+        return dict(found) if found else None
 
     def recent(self, limit: int = 20) -> list[dict[str, Any]]:
         with self.engine.connect() as connection:

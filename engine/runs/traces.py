@@ -24,8 +24,8 @@ from engine.errors import UsageError
 from engine.format.spec import MessageLevel
 from engine.runtime.trace import EVENT_LEVELS, Event, read_events
 
-__all__ = ["INTERRUPTED", "RunSummary", "Step", "find_trace", "keep_event", "list_runs", "run_path", "run_status", "steps",
-           "trace_status", "unfinished_runs"]
+__all__ = ["INTERRUPTED", "SCENARIO_SUFFIX", "RunSummary", "Step", "find_trace", "is_scenario_run", "keep_event",
+           "list_runs", "resolved_path", "run_path", "run_status", "steps", "trace_status", "unfinished_runs"]
 
 INTERRUPTED = "interrupted"
 """The status of a run that never finished and whose process is gone."""
@@ -72,6 +72,14 @@ def trace_status(trace: Path) -> str | None:
     except (OSError, orjson.JSONDecodeError):
         return None
     return str(last.get("status")) if last.get("event") == Event.RUN_FINISHED else None
+
+
+SCENARIO_SUFFIX = "-scenario"
+"""The end of a scenario run's id: `diagrama runs` lists those runs, marked as such."""
+
+
+def is_scenario_run(run_id: str) -> bool:
+    return run_id.endswith(SCENARIO_SUFFIX)
 
 
 @functools.cache
@@ -132,17 +140,50 @@ class RunSummary:
     trace: Path
 
 
-def list_runs(runs_dir: Path, limit: int = 20) -> list[RunSummary]:
-    """The newest runs first, read from each trace's first and last line."""
+def list_runs(runs_dir: Path, limit: int = 20, *, diagram: Path | None = None) -> list[RunSummary]:
+    """The newest runs first, read from each trace's first and last line; with `diagram`, only its runs.
+
+    A trace written with a relative path (by an older version) is matched from the current
+    folder and from the runs folder's parent, where `./runs` puts it.
+    """
     if not runs_dir.is_dir():
         return []
     folders = sorted((p for p in runs_dir.iterdir() if (p / "trace.jsonl").is_file()), key=lambda p: p.name, reverse=True)
-    summaries = []
-    for folder in folders[:limit]:
+    wanted = diagram.resolve() if diagram is not None else None
+    bases = (Path.cwd(), runs_dir.resolve().parent)
+    summaries: list[RunSummary] = []
+    for folder in folders:
+        if len(summaries) >= limit:
+            break
+        if wanted is not None and not _names_diagram(folder / "trace.jsonl", wanted, bases):
+            continue
         summary = _summary(folder / "trace.jsonl")
         if summary is not None:
             summaries.append(summary)
     return summaries
+
+
+def _names_diagram(trace: Path, wanted: Path, bases: tuple[Path, ...]) -> bool:
+    """Whether the trace's run_started names the diagram `wanted` (a resolved path); reads one line."""
+    try:
+        with trace.open("rb") as handle:
+            first = orjson.loads(handle.readline())
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    return resolved_path(str(first.get("path") or ""), bases) == wanted if isinstance(first, dict) else False
+
+
+def resolved_path(written: str, bases: tuple[Path, ...]) -> Path | None:
+    """A diagram path as a trace wrote it, resolved: as it is when absolute, else the first base it exists under."""
+    if not written:
+        return None
+    path = Path(written)
+    if path.is_absolute():
+        return path.resolve()
+    for base in bases:
+        if (base / path).is_file():
+            return (base / path).resolve()
+    return None
 
 
 def unfinished_runs(runs_dir: Path, limit: int = 20) -> list[RunSummary]:
@@ -199,6 +240,8 @@ class Step:
     tokens: tuple[int, int] | None = None
     called_tools: list[str] = field(default_factory=list)
     payloads: list[dict[str, Any]] = field(default_factory=list)
+    scores: dict[str, float | None] = field(default_factory=dict)
+    failed_tools: list[str] = field(default_factory=list)
 
 
 def steps(events: Iterable[dict[str, Any]]) -> Iterator[Step]:
@@ -240,6 +283,10 @@ def steps(events: Iterable[dict[str, Any]]) -> Iterator[Step]:
             current.called_tools = list(event.get("called_tools") or [])
         elif current is not None and name in (Event.HTTP_REQUEST, Event.HTTP_RESPONSE):
             current.payloads.append(event)
+        elif current is not None and name == Event.TOOLS_SELECTED:
+            current.scores.update({str(t.get("name")): t.get("score") for t in event.get("tools") or []})
+        elif current is not None and name == Event.TOOL_CALLED and event.get("ok") is False:
+            current.failed_tools.append(f"{event.get('tool')}: {event.get('error')}")
     if current is not None:
         yield current
 
@@ -260,8 +307,9 @@ def keep_event(event: dict[str, Any], *, block: str | None = None, level: Messag
         return False
     if not errors:
         return True
+    # A failed tool call is an error of the run's story even when ToolDispatch turned it into a row for the model.
     return event.get("event") in (Event.BLOCK_FAILED, Event.RUN_FINISHED, Event.RUN_STARTED) or \
-        event.get("status") in ("failed", "ignored")
+        event.get("status") in ("failed", "ignored") or (event.get("event") == Event.TOOL_CALLED and event.get("ok") is False)
 
 
 def run_path(trace: Path) -> RunPath:
@@ -274,10 +322,16 @@ def run_path(trace: Path) -> RunPath:
     else:
         path = [e["block"] for e in events if e.get("event") == Event.BLOCK_STARTED]
     drawn = RunPath(blocks=set(path), links=set(itertools.pairwise(path)))
-    if finished is not None and finished.get("status") == "failed":
-        unhandled = [e for e in finished.get("errors") or [] if not e.get("ignored") and not e.get("handled_by")]
-        if unhandled:
+    if finished is not None:
+        errors = finished.get("errors") or []
+        # A block whose failure on_error handled failed all the same: drawn failed, its error link taken.
+        drawn.handled = {str(e.get("block")) for e in errors if e.get("handled_by")}
+        unhandled = [e for e in errors if not e.get("ignored") and not e.get("handled_by")]
+        if finished.get("status") == "failed" and unhandled:
             drawn.failed = unhandled[-1].get("block")
+    else:
+        drawn.handled = {str(e.get("block")) for e in events
+                         if e.get("event") == Event.BLOCK_FINISHED and e.get("status") == "failed"}
     for event in events:
         if event.get("event") == Event.LOOP_PASS_STARTED:
             drawn.passes[event["block"]] = drawn.passes.get(event["block"], 0) + 1

@@ -26,8 +26,11 @@ if TYPE_CHECKING:
     import httpx  # annotations only: `import engine` must not load httpx
 
     from engine.compile.diagram import CompiledBlock, Diagram
+    from engine.format.redact import Redactor
+    from engine.tools.mcp import McpSessions
 
-__all__ = ["OfflineVendors", "ReplyObserver", "RunContext", "Services", "VendorSlots"]
+__all__ = ["PROCESS_RUN_OBSERVERS", "OfflineVendors", "ReplyObserver", "RunContext", "RunObserver", "RunObserverFactory",
+           "Services", "VendorSlots"]
 
 
 class OfflineVendors(Protocol):
@@ -44,6 +47,16 @@ class VendorSlots(Protocol):
 
 ReplyObserver = Callable[[str, dict[str, Any]], None]
 """observer(block id, {"text": ..., "calls": [{id, name, arguments}]}): hears each vendor reply a run reads."""
+
+RunObserver = Callable[[dict[str, Any]], None]
+"""observer(event): hears each event the run's trace keeps, before it is written; it may add fields to it."""
+
+RunObserverFactory = Callable[["Diagram", "Redactor"], RunObserver]
+"""factory(diagram, the run's redactor): one run's observer (`--otel`'s OpenTelemetry export)."""
+
+PROCESS_RUN_OBSERVERS: list[RunObserverFactory] = []
+"""Observers every Services in this process starts with: only `diagrama worker --otel` sets them, as its tasks
+make their own Services."""
 
 
 @dataclass
@@ -66,15 +79,21 @@ class Services:
     """Called with every vendor reply a request block reads (`diagrama run --record` installs one)."""
     tool_stubs: dict[str, Any] = field(default_factory=dict)
     """Tool name → the result ToolDispatch returns instead of calling the handler (scenarios)."""
+    run_observers: list[RunObserverFactory] = field(default_factory=lambda: list(PROCESS_RUN_OBSERVERS))
+    """Each makes one observer per run that hears the run's trace events (`--otel`)."""
+    mcp_sessions: McpSessions | None = None
+    """MCP client sessions the runs share (a batch's, per process); None: each run opens its own, closed at its end."""
 
     def share(self, source: Services) -> None:
-        """Use `source`'s shared state (wire stand-ins, client pool, simulator, limits, observers, stubs)."""
+        """Use `source`'s shared state (wire stand-ins, client pool, simulator, limits, observers, stubs, sessions)."""
         self.transports = source.transports
         self.http_clients = source.http_clients
         self.simulator = source.simulator
         self.limits = source.limits
         self.reply_observers = source.reply_observers
         self.tool_stubs = source.tool_stubs
+        self.run_observers = source.run_observers
+        self.mcp_sessions = source.mcp_sessions
 
     def secrets(self) -> list[str]:
         """Values of environment variables that hold keys, so the trace can scrub them."""

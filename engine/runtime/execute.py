@@ -429,13 +429,21 @@ async def execute(
     highest = max([default_level, *(b.message_level for b in diagram.blocks.values() if b.message_level is not None)])
     trace = Trace(trace_path, run_id, secrets=[*services.secrets(), *secrets], console=console, file=trace_file,
                   level=highest)
+    for make_observer in services.run_observers:
+        trace.observe(make_observer(diagram, trace.redactor))
     scope = diagram.env.new_scope({})
     run = _Run(diagram, RunContext(run_id, diagram, scope, trace, services, default_level), trace)
     # pid and host let a reader tell a run still going from one whose process died (SIGKILL, power loss).
-    start_fields: dict[str, Any] = {"diagram": diagram.name, "path": str(diagram.path),
+    start_fields: dict[str, Any] = {"diagram": diagram.name, "path": str(diagram.path.resolve()),
                                     "message_level": default_level.name.title(), "pid": os.getpid(), "host": _host()}
     if default_level >= MessageLevel.DEBUG:
         start_fields["inputs"] = {k: short_value(v) for k, v in (inputs or {}).items()}
     trace.emit(Event.RUN_STARTED, **start_fields)
-    status = await run.run(inputs or {})
+    if diagram.tools is not None and diagram.tools.mcp_servers:
+        from engine.tools.mcp import run_sessions  # the MCP client loads only for a diagram whose tools use it
+
+        async with run_sessions(services.mcp_sessions):  # opened on first use, closed at the run's end
+            status = await run.run(inputs or {})
+    else:
+        status = await run.run(inputs or {})
     return run.result(status)

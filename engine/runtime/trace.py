@@ -257,6 +257,15 @@ class Trace:
         except TypeError:  # 2 ** 70, an object json_default does not know: the writer that never refuses
             return dumps(event) + b"\n"
 
+    def observe(self, observer: Callable[[dict[str, Any]], object]) -> None:
+        """Hand each event to `observer` just before it is rendered; what it adds to the event is written too."""
+
+        def observing(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+            observer(event)
+            return event
+
+        self._processors = (*self._processors[:-1], observing, self._processors[-1])
+
     def _scrub_secrets(self, lines: bytes) -> bytes:
         return self.redactor.encoded(lines)
 

@@ -15,18 +15,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.compile.block import BlockRegistry
+from engine.compile.diagram import Diagram
 from engine.compile.inputs import check_inputs
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramaError, DiagramInvalid, Problem
 from engine.format.jsonout import dumps_plain, plain
+from engine.format.names import suggest
 from engine.format.redact import Redactor
 from engine.format.yamlfile import LineMap, read_yaml
 from engine.providers.simulator import Simulator
+from engine.runs.traces import SCENARIO_SUFFIX
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
+from engine.runtime.trace import new_run_id
 
 __all__ = ["Scenario", "ScenarioFile", "Verdict", "load_scenarios", "record_scenario", "run_scenario", "scenario_files"]
 
@@ -286,16 +291,40 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
     unknown = [block for block in scripts if block not in diagram.blocks]
     if unknown:
         return Verdict(scenario, None, [f"replies name blocks the diagram does not have: {', '.join(unknown)}"])
-    simulator = Simulator(copy.deepcopy(scripts))
+    stubbed = _unknown_stubs(scenario.spec, diagram)
+    if stubbed:
+        return Verdict(scenario, None, stubbed)  # before running: a misspelt stub would let the real handler run
+    served = copy.deepcopy(scripts)
+    # Each reply by identity, as the simulator takes them (in order, or out of order by `match`).
+    numbered = {id(reply): (block, number) for block, replies in served.items()
+                for number, reply in enumerate(replies, start=1)}
+    simulator = Simulator(served)
 
     async def no_wait(_seconds: float) -> None:
         await asyncio.sleep(0)  # retries happen at once: scenarios test behaviour, not clocks
 
     services = Services(environ={}, offline=True, sleep=no_wait,
                         simulator=simulator, tool_stubs=dict(scenario.spec.tools))
-    result = await execute(diagram, inputs, runs_dir=runs_dir, services=services, secrets=secrets)
-    failures = [result.redactor.text(failure) for failure in _check(scenario.spec, result, simulator)]
+    result = await execute(diagram, inputs, runs_dir=runs_dir, services=services, secrets=secrets,
+                           run_id=new_run_id() + SCENARIO_SUFFIX)  # `diagrama runs` marks it a scenario run
+    found = [*_check(scenario.spec, result, simulator)]
+    found += [f"replies: reply {number} for block '{block}' was never used"
+              for replies in simulator.scripts.values() for block, number in (numbered[id(r)] for r in replies)]
+    failures = [result.redactor.text(failure) for failure in found]
     return Verdict(scenario, result, failures)
+
+
+def _unknown_stubs(spec: Scenario, diagram: Diagram) -> list[str]:
+    """A failure for each tool stub that names no tool of the diagram's registries."""
+    known = list(diagram.tools.tools) if diagram.tools is not None else []
+    failures = []
+    for name in spec.tools:
+        if name in known:
+            continue
+        hint = suggest(name, known)
+        failures.append(f"tools: the stub '{name}' names no tool of the diagram's registries"
+                        + (f"; {hint}" if hint else f" (tools: {', '.join(known) or 'none'})"))
+    return failures
 
 
 def run_scenario(scenario: LoadedScenario, registry: BlockRegistry, runs_dir: Path | None = Path("runs")) -> Verdict:
@@ -310,8 +339,6 @@ def record_scenario(path: Path, diagram_path: Path, inputs: Mapping[str, Any], r
     """
     import os
 
-    import yaml
-
     replies: dict[str, list[dict[str, Any]]] = {}
     calls = []
     for entry in recorded:
@@ -323,19 +350,30 @@ def record_scenario(path: Path, diagram_path: Path, inputs: Mapping[str, Any], r
             calls += [{"block": entry["block"], "name": c["name"], "arguments": c["arguments"]} for c in entry["calls"]]
         replies.setdefault(entry["block"], []).append(reply or {"text": ""})
     variables = {k: v for k, v in result.variables.items() if isinstance(v, (str, int, float, bool)) and k not in inputs}
-    scenario = {
-        "scenario": f"recorded run {result.run_id} of {result.diagram}",
-        "diagram": os.path.relpath(diagram_path.resolve(), path.resolve().parent),
-        "inputs": _plain(dict(inputs)),
-        "replies": replies,
-        "expect": {"status": result.status, "path": result.path, "variables": _plain(variables),
-                   "called_tools": calls,
-                   "errors": [{k: v for k, v in e.items() if k in ("block", "type")} for e in result.errors]},
+    # The README's shape: `setup` names the diagram, `scenarios` lists the cases (here one).
+    recorded_file = {
+        "setup": {"diagram": os.path.relpath(diagram_path.resolve(), path.resolve().parent)},
+        "scenarios": [{
+            "scenario": f"recorded run {result.run_id} of {result.diagram}",
+            "inputs": _plain(dict(inputs)),
+            "replies": replies,
+            "expect": {"status": result.status, "path": result.path, "variables": _plain(variables),
+                       "called_tools": calls,
+                       "errors": [{k: v for k, v in e.items() if k in ("block", "type")} for e in result.errors]},
+        }],
     }
-    scenario = result.redact(scenario)
+    recorded_file = plain(result.redact(recorded_file))  # fresh containers throughout: nothing shared, no anchors
     path.parent.mkdir(parents=True, exist_ok=True)
     header = "# Recorded by `diagrama run --record`: review the replies and expectations before committing.\n"
-    path.write_text(header + yaml.safe_dump(scenario, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    text = yaml.dump(recorded_file, Dumper=_PlainDumper, sort_keys=False, allow_unicode=True)
+    path.write_text(header + text, encoding="utf-8")
+
+
+class _PlainDumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML ships no type hints
+    """Safe YAML that writes a value seen twice in full each time, never as an `&anchor` and `*alias`."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def scenario_schema() -> dict[str, Any]:

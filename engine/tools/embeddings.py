@@ -16,11 +16,13 @@ import unicodedata
 import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
-import numpy as np
 import orjson
+
+if TYPE_CHECKING:
+    import httpx
+    import numpy as np
 
 __all__ = ["EMBEDDERS", "Embedder", "EmbeddingCache", "HashedNgramEmbedder", "HttpEmbedder", "make_embedder"]
 
@@ -58,6 +60,8 @@ class HashedNgramEmbedder:
         return features
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np  # numpy and httpx load when a run embeds, not when a diagram is checked
+
         matrix = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, text in enumerate(texts):
             counts: dict[int, float] = {}
@@ -83,6 +87,8 @@ class HttpEmbedder:
         self._url = base_url.rstrip("/") + "/v1/embeddings"
         self._model = model
         self._headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        import httpx
+
         self._client = httpx.Client(transport=transport, timeout=30)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -90,6 +96,8 @@ class HttpEmbedder:
                                      headers=self._headers)
         response.raise_for_status()
         data = sorted(response.json()["data"], key=lambda item: item["index"])
+        import numpy as np
+
         matrix = np.asarray([item["embedding"] for item in data], dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         norms[norms == 0] = 1
@@ -134,6 +142,8 @@ class EmbeddingCache:
         entry = self._entries.get(key)
         if entry is None:
             return None
+        import numpy as np
+
         return np.frombuffer(base64.b64decode(entry["vector"]), dtype=np.float32).copy()
 
     def metadata(self, key: str) -> dict[str, Any] | None:
@@ -144,6 +154,8 @@ class EmbeddingCache:
         function = key.split("@", 1)[0]
         for stale in [k for k in self._entries if k.split("@", 1)[0] == function and k.rsplit("@", 1)[1] == key.rsplit("@", 1)[1]]:
             del self._entries[stale]  # an older version of this tool for this embedder
+        import numpy as np
+
         self._entries[key] = {"vector": base64.b64encode(vector.astype(np.float32).tobytes()).decode(),
                               "metadata": dict(metadata),
                               "text_sha256": hashlib.sha256(str(metadata.get("text", "")).encode()).hexdigest()}

@@ -16,18 +16,22 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.errors import DiagramInvalid, Problem, ToolError
 from engine.format.names import valid_tool_name
-from engine.format.tables import DataTable
+from engine.format.tables import DataTable, to_table
 from engine.format.validation import dotted, validation_message
 from engine.format.yamlfile import LineMap, read_yaml
 from engine.tools.embeddings import Embedder, EmbeddingCache, make_embedder
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from engine.tools.mcp import McpServer
 
 __all__ = ["STANDARD_MODULE", "Tool", "ToolRegistry", "ToolsTable", "check_arguments", "load_registries"]
 
@@ -65,6 +69,7 @@ class RegistryFile(BaseModel):
     standard_tools: list[str] = Field(default_factory=list, description="standard tools to include by name")
     embedder: dict[str, Any] | None = None
     tools: list[dict[str, Any]] = Field(default_factory=list)
+    mcp_servers: list[Any] = Field(default_factory=list, description="MCP servers whose tools join the registry")
 
 
 @dataclass
@@ -76,6 +81,9 @@ class Tool:
     allowed_hosts: tuple[str, ...] = ()
     handler_line: int | None = None
     _callable: Callable[..., Any] | None = field(default=None, repr=False)
+    embedding_id: str | None = None
+    """An MCP tool's `mcp:server/name@hash of its description and schema`, in place of name and version."""
+    mcp_server: McpServer | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -90,6 +98,11 @@ class Tool:
     @property
     def embedding_text(self) -> str:
         return "\n".join([self.entry.description, *self.entry.examples])
+
+    def embedding_key(self, embedder: str) -> str:
+        if self.embedding_id is not None:
+            return f"{self.embedding_id}@{embedder}"
+        return EmbeddingCache.key(self.name, self.entry.version, embedder)
 
     def handler(self) -> Callable[..., Any]:
         if self._callable is None:
@@ -153,13 +166,37 @@ def _resolve(handler: str, allowed_hosts: tuple[str, ...]) -> Callable[..., Any]
 
 
 class ToolsTable(DataTable):
-    """A tools table that remembers each tool's similarity score, for the Debug trace."""
+    """A tools table that remembers each tool's similarity score, for the Debug trace.
+
+    The scores travel with the rows: `tools('a', query=q) + tools('b', query=q)` keeps both
+    tables' scores, and a slice keeps those of its rows.
+    """
 
     __slots__ = ("scores",)
 
     def __init__(self, columns: tuple[str, ...], rows: list[tuple[Any, ...]], scores: dict[str, float]) -> None:
         super().__init__(columns, rows)
         self.scores = scores
+
+    def __add__(self, other: object) -> DataTable:
+        joined = super().__add__(other)
+        scores = {**self.scores, **(other.scores if isinstance(other, ToolsTable) else {})}
+        return self._keeping(joined, scores)
+
+    def __radd__(self, other: object) -> DataTable:
+        """`[{...}] + tools(...)`: rows written in the template, then the selected ones."""
+        joined = DataTable.__add__(to_table(other, files=False), self)
+        return self._keeping(joined, self.scores)
+
+    def __getitem__(self, index: int | slice) -> Any:
+        item = super().__getitem__(index)
+        return self._keeping(item, self.scores) if isinstance(item, DataTable) else item
+
+    @staticmethod
+    def _keeping(table: DataTable, scores: dict[str, float]) -> DataTable:
+        """`table` as a ToolsTable with the scores of the tools it still holds."""
+        names = set(table.column("name")) if "name" in table.columns else set()
+        return ToolsTable(table.columns, table.rows, {name: score for name, score in scores.items() if name in names})
 
 
 class ToolRegistry:
@@ -173,6 +210,8 @@ class ToolRegistry:
         self._matrix: np.ndarray | None = None
         self._order: list[str] = []
         self._queries: dict[str, np.ndarray] = {}
+        self.mcp_servers: list[McpServer] = []
+        """The MCP servers its tools come from (each listed at load; called through a run's sessions)."""
 
     def enabled(self, group: str | None = None) -> list[Tool]:
         return [t for t in self.tools.values() if t.entry.enabled and (group is None or t.entry.group == group)]
@@ -189,7 +228,7 @@ class ToolRegistry:
         for name in order:
             tool = self.tools[name]
             cache = cache_for[tool.source]
-            vector = cache.get(EmbeddingCache.key(name, tool.entry.version, self.embedder.name))
+            vector = cache.get(tool.embedding_key(self.embedder.name))
             if vector is None or vector.shape[0] == 0:
                 missing.append(tool)
             else:
@@ -200,13 +239,15 @@ class ToolRegistry:
             for tool, vector in zip(missing, computed, strict=True):
                 vectors[tool.name] = vector
                 cache_for[tool.source].put(
-                    EmbeddingCache.key(tool.name, tool.entry.version, self.embedder.name), vector,
+                    tool.embedding_key(self.embedder.name), vector,
                     {"description": tool.entry.description, "short_description": tool.entry.short_description,
                      "group": tool.entry.group, "text": tool.embedding_text},
                 )
             for cache in self._caches:
                 cache.save()
         self._order = order
+        import numpy as np  # loaded when a run ranks tools, not when a diagram is checked
+
         self._matrix = np.vstack([vectors[n] for n in order]) if order else np.zeros((0, 1), dtype=np.float32)
 
     def _query_vector(self, query: str) -> np.ndarray:
@@ -227,6 +268,8 @@ class ToolRegistry:
             chosen: list[tuple[Tool, float | None]] = [(t, None) for t in self.enabled(group)]
             return chosen[:top_k] if top_k else chosen
         assert self._matrix is not None
+        import numpy as np
+
         scores = self._matrix @ self._query_vector(query) if len(self._order) else np.zeros(0)
         ranked: list[tuple[Tool, float | None]] = []
         for name, score in zip(self._order, scores.tolist(), strict=True):
@@ -282,6 +325,7 @@ def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: Li
     caches: dict[str, EmbeddingCache] = {}
     embedder_spec: dict[str, Any] | None = None
     seen: dict[str, str] = {}
+    servers: list[McpServer] = []
     folder = str(diagram_path.parent.resolve())
     if folder not in sys.path:
         sys.path.insert(0, folder)  # handler modules are imported from the diagram's folder
@@ -365,6 +409,13 @@ def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: Li
                     continue
                 tools.append(Tool(entry, registry.registry, source, line, tuple(registry.allowed_hosts),
                                   lines.line((*where, "handler")) or line))
+            if registry.mcp_servers:
+                from engine.tools.mcp_registry import registry_tools  # loaded only for a registry that lists servers
+
+                served, listed = registry_tools(registry.mcp_servers, registry=registry.registry, groups=registry.groups,
+                                                file=file, lines=lines, environ=environ, seen=seen, problems=problems)
+                tools += served
+                servers += listed
     if problems:
         raise DiagramInvalid(problems)
     for tool in tools:
@@ -381,6 +432,7 @@ def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: Li
     if problems:
         raise DiagramInvalid(problems)
     registry_object = ToolRegistry(tools, make_embedder(embedder_spec, environ), list(caches.values()))
+    registry_object.mcp_servers = servers
     registry_object.prepare(caches)
     return registry_object
 
@@ -416,9 +468,9 @@ def check_arguments(tool: Tool, arguments: Any) -> dict[str, Any]:
         raise ToolError(f"arguments must be an object, got {type(arguments).__name__}", type="invalid_tool_arguments")
     schema = tool.entry.parameters
     checked = arguments if tool.entry.strict else _coerce(arguments, schema)
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(checked), key=lambda e: list(e.path))
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(checked), key=lambda e: [str(p) for p in e.path])
     if errors:
-        first = errors[0]
-        where = ".".join(str(p) for p in first.path) or "arguments"
-        raise ToolError(f"invalid arguments for '{tool.name}': {where}: {first.message}", type="invalid_tool_arguments")
+        # Every problem at once: a model told only the first fixes it and trips on the next.
+        found = "; ".join(f"{'.'.join(str(p) for p in error.path) or 'arguments'}: {error.message}" for error in errors)
+        raise ToolError(f"invalid arguments for '{tool.name}': {found}", type="invalid_tool_arguments")
     return dict(checked)

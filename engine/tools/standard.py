@@ -15,8 +15,6 @@ from typing import Any
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import httpx
-
 __all__ = ["STANDARD_TOOLS", "calculator", "current_datetime", "http_get"]
 
 
@@ -103,6 +101,8 @@ def http_get(url: str, *, allowed_hosts: tuple[str, ...] = ()) -> dict[str, Any]
         raise ValueError("only http(s) URLs are allowed")
     if parts.hostname not in allowed_hosts:
         raise ValueError(f"host {parts.hostname!r} is not in the registry's allowed_hosts")
+    import httpx  # loaded when the tool runs: checking a diagram that lists it needs no HTTP client
+
     response = httpx.get(url, timeout=10, follow_redirects=False)
     return {"status": response.status_code, "body": response.text[:10_000]}
 

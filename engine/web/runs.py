@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from engine.compile.inputs import check_inputs
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramaError
 from engine.format.redact import redact_value
-from engine.runs.traces import list_runs, run_path, run_status, steps
+from engine.runs.traces import list_runs, resolved_path, run_path, run_status, steps
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.trace import new_run_id, read_events
@@ -47,10 +48,36 @@ class RunRoutes:
         self.recorded: OrderedDict[str, tuple[Path, dict[str, Any], list[RunResult], list[dict[str, Any]]]] = OrderedDict()
 
     def _trace(self, run_id: str) -> Path:
-        candidate = self.runs_dir / run_id / "trace.jsonl"
-        if not _RUN_ID.match(run_id) or not candidate.is_file():
+        if not _RUN_ID.match(run_id):
             raise FolderError(404, "not found")
-        return candidate
+        candidate = self.runs_dir / run_id / "trace.jsonl"
+        if candidate.is_file():
+            return candidate
+        # A run of one of this folder's diagrams started elsewhere (another current folder): the run store knows.
+        recorded = self._recorded(lambda store: store.run(run_id))
+        if not recorded or not recorded[0].get("trace"):
+            raise FolderError(404, "not found")
+        trace = Path(recorded[0]["trace"])
+        if not trace.is_file() or not Path(recorded[0]["diagram"]).resolve().is_relative_to(self.folder.root):
+            raise FolderError(404, "not found")  # only runs of this folder's diagrams are shown
+        return trace
+
+    def _recorded(self, ask: Callable[[Any], Any]) -> list[dict[str, Any]]:
+        """What the run store (if there is one, and SQLAlchemy to read it) answers; [] without one."""
+        try:
+            from engine.runs.store import open_recorded_store
+        except ImportError:  # the batch extra is not installed: traces are the only record
+            return []
+        store = open_recorded_store(self.runs_dir)
+        if store is None:
+            return []
+        try:
+            found = ask(store)
+        finally:
+            store.close()
+        if found is None:
+            return []
+        return found if isinstance(found, list) else [found]
 
     def _services(self, offline: bool, replies: list[dict[str, Any]]) -> Services:
         services = Services(offline=offline)
@@ -65,10 +92,21 @@ class RunRoutes:
     async def listing(self, request: Request) -> Response:
 
         path = self.folder.diagram(request.path_params["path"])
+        return JSON(await asyncio.to_thread(self._runs_of, path))  # reads traces and the store: off the loop
+
+    def _runs_of(self, path: Path) -> list[dict[str, Any]]:
+        """This diagram's own newest runs, however many other runs came since (a batch of a thousand rows)."""
         listed = [{"run_id": s.run_id, "status": s.status, "started": s.started, "duration_ms": s.duration_ms,
                    "steps": s.steps}
-                  for s in list_runs(self.runs_dir, limit=200) if s.path == str(path)]
-        return JSON(listed)
+                  for s in list_runs(self.runs_dir, limit=200, diagram=path)]
+        # Runs recorded in the store from another current folder, their traces elsewhere.
+        known = {entry["run_id"] for entry in listed}
+        listed += [{"run_id": r["run_id"], "status": r["status"], "started": r["started"],
+                    "duration_ms": r["duration_ms"], "steps": r["steps"]}
+                   for r in self._recorded(lambda store: store.runs_of(path))
+                   if r["run_id"] not in known and r.get("trace") and Path(r["trace"]).is_file()]
+        listed.sort(key=lambda entry: entry["started"] or 0, reverse=True)
+        return listed[:200]
 
     async def start(self, request: Request) -> Response:
 
@@ -110,13 +148,17 @@ class RunRoutes:
         drawn = run_path(trace)
         first = events[0] if events else {}
         finished = next((e for e in reversed(events) if e.get("event") == "run_finished"), None)
-        diagram_path = Path(str(first.get("path", "")))
-        relative = self.folder.relative(diagram_path) if diagram_path.is_relative_to(self.folder.root) else None
+        # A relative path (a trace from an older version, run from the command line) is found as list_runs finds it.
+        diagram_path = resolved_path(str(first.get("path", "")), (Path.cwd(), self.runs_dir.resolve().parent))
+        relative = self.folder.relative(diagram_path) if diagram_path is not None and \
+            diagram_path.is_relative_to(self.folder.root) else None
         # Traces are scrubbed when written; this scrubs again for traces written elsewhere or by older versions.
         return JSON(redact_value({
             "run_id": run_id, "diagram": relative, "status": run_status(first, events[-1]) if events else "running",
             "errors": finished.get("errors", []) if finished else [],
-            "blocks": sorted(drawn.blocks), "links": sorted(drawn.links), "failed": drawn.failed, "passes": drawn.passes,
+            "blocks": sorted(drawn.blocks), "links": sorted(drawn.links),
+            # One id as before; every failed block, handled ones too, when on_error handled any (#7).
+            "failed": sorted(drawn.failed_blocks()) if drawn.handled else drawn.failed, "passes": drawn.passes,
             "steps": [step.__dict__ | {"payloads": []} for step in steps(events)],
             "events": events[after:], "count": len(events),
         }, self._secrets()))

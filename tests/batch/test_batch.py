@@ -14,6 +14,7 @@ from blocks.registry import registry
 from engine import Services
 from engine.cli import app
 from engine.compile.loader import load_diagram
+from engine.errors import UsageError
 from engine.providers import Simulator
 from engine.runs.batch import read_rows, run_batch, write_results
 from engine.runs.store import RunStore
@@ -73,6 +74,28 @@ def run(project, rows, *, batch_id: str = "b1", concurrency: int = 20, stop_afte
 def test_rows_are_typed_by_the_start_defaults(project) -> None:
     rows = read_rows(project["rows"], load_diagram(project["diagram"], registry()))
     assert rows[0] == {"n": 1, "question": "question 1"} and len(rows) == 200
+
+
+def test_bad_rows_name_the_file_and_row_and_are_all_listed_before_anything_runs(project, tmp_path: Path) -> None:
+    diagram = load_diagram(project["diagram"], registry())
+    bad_csv = tmp_path / "bad.csv"
+    bad_csv.write_text("n,question\n1,a\ntwo,b\n3,c\nfour,d\n")
+    with pytest.raises(UsageError) as caught:
+        read_rows(bad_csv, diagram)
+    message = str(caught.value)
+    assert str(bad_csv) in message and "2 problems" in message
+    assert "row 2 (line 3): input 'n' is a whole number" in message and "row 4 (line 5)" in message
+    bad_yaml = tmp_path / "bad.yaml"
+    bad_yaml.write_text("- {n: 1}\n- {questoin: x}\n- just text\n")
+    with pytest.raises(UsageError) as caught:
+        read_rows(bad_yaml, diagram)
+    message = str(caught.value)
+    assert "row 2: the diagram has no input 'questoin'" in message and "question" in message
+    assert "row 3: a str, not a mapping" in message
+    shown = cli.invoke(app, ["batch", str(project["diagram"]), "--inputs", str(bad_csv), "--offline",
+                             "--runs-dir", str(project["runs"])])
+    assert shown.exit_code == 2 and "row 2 (line 3)" in shown.stderr and "row 4 (line 5)" in shown.stderr
+    assert not project["runs"].exists() or not list(project["runs"].glob("*/trace.jsonl"))
 
 
 def test_200_rows_at_concurrency_20_in_order_with_a_failing_row(project, tmp_path: Path) -> None:
@@ -155,15 +178,13 @@ def test_diagrama_store_names_the_store_for_run_runs_and_batch(project, tmp_path
     assert other.exit_code == 0 and len(RunStore(f"sqlite:///{given}").recent()) == 3  # --store wins
 
 
-def test_rate_limit_spaces_requests(project) -> None:
+def test_rate_limit_spaces_requests_from_the_first_second(project) -> None:
     from engine.runs.limits import TokenBucket, VendorLimits
 
     diagram = load_diagram(project["diagram"], registry())
     store = RunStore(f"sqlite:///{project['runs'] / 'diagrama.db'}")
     services = Services(environ={}, offline=True)
-    limits = services.limits = VendorLimits(rpm={"groq": TokenBucket(600)})  # 10 a second, a burst of 600
-    bucket = limits.rpm["groq"]
-    bucket.tokens = 1.0  # start empty-ish: the rest must wait for refills
+    services.limits = VendorLimits(rpm={"groq": TokenBucket(600)})  # 10 a second: no burst of 600 at the start
 
     async def go():
         began = asyncio.get_running_loop().time()
@@ -171,11 +192,12 @@ def test_rate_limit_spaces_requests(project) -> None:
                         runs_dir=None, concurrency=6)
         return asyncio.get_running_loop().time() - began
 
-    assert asyncio.run(go()) >= 0.45  # 5 refills at 10/s
+    assert asyncio.run(go()) >= 0.45  # the first at once, then 5 refills at 10/s
 
 
-def test_sigint_stops_the_batch_and_resume_finishes_it(tmp_path: Path) -> None:
+def test_sigint_stops_the_batch_and_the_printed_resume_command_finishes_it(tmp_path: Path) -> None:
     import os
+    import shlex
     import signal
     import subprocess
     import sys
@@ -188,11 +210,12 @@ def test_sigint_stops_the_batch_and_resume_finishes_it(tmp_path: Path) -> None:
     (tmp_path / "slow.yaml").write_text(REGISTRY)
     (tmp_path / "batch.yaml").write_text(SLOW_DIAGRAM)
     (tmp_path / "rows.csv").write_text("n,seconds\n" + "".join(f"{i},0.1\n" for i in range(1, 201)))
+    store_file = tmp_path / "store" / "batch.db"
     command = [sys.executable, "-m", "engine.cli", "batch", str(tmp_path / "batch.yaml"), "--inputs",
                str(tmp_path / "rows.csv"), "--offline", "--concurrency", "4", "--runs-dir", str(tmp_path / "runs"),
-               "--output", str(tmp_path / "out.jsonl")]
+               "--output", str(tmp_path / "out.jsonl"), "--rpm", "groq=60000", "--max-concurrent", "gemini=3",
+               "--store", f"sqlite:///{store_file}", "--grace", "5"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    store_file = tmp_path / "runs" / "diagrama.db"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if store_file.is_file() and len(RunStore(f"sqlite:///{store_file}").recent(1000)) >= 50:
@@ -201,21 +224,62 @@ def test_sigint_stops_the_batch_and_resume_finishes_it(tmp_path: Path) -> None:
     process.send_signal(signal.SIGINT)
     _out, err = process.communicate(timeout=60)
     assert process.returncode == 1, err
+    assert "waiting up to 5 s for" in err and "Ctrl-C again" in err, err
     assert "Resume with:" in err, err
-    resume = err.split("Resume with:")[1].strip().splitlines()[0].split()
+    printed = shlex.split(err.split("Resume with:")[1].strip().splitlines()[0])
+    assert printed[:2] == ["diagrama", "batch"]
+    for option in ("--offline", "--concurrency", "--rpm", "--max-concurrent", "--runs-dir", "--store", "--output",
+                   "--grace"):
+        assert option in printed, (option, printed)
     store = RunStore(f"sqlite:///{store_file}")
-    batch_id = resume[resume.index("--resume") + 1]
+    batch_id = printed[printed.index("--resume") + 1]
     first = {row: run["finished"] for row, run in store.batch_runs(batch_id).items()}
     assert 50 <= len(first) < 200, (len(first), err)
     assert all(run["status"] == "succeeded" for run in store.batch_runs(batch_id).values())
-    again = subprocess.run([*command, "--resume", batch_id], capture_output=True, text=True, timeout=120,
-                           env={**os.environ})
+    # Run as printed, with no API key anywhere: an offline batch must stay offline.
+    environ = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "DIAGRAMA_STORE"}
+    again = subprocess.run([sys.executable, "-m", "engine.cli", *printed[1:]], capture_output=True, text=True,
+                           timeout=120, env=environ)
     assert again.returncode == 0, again.stderr
     assert f"skipped_already_done {len(first)}" in again.stdout
     final = store.batch_runs(batch_id)
     assert len(final) == 200 and all(final[row]["finished"] == when for row, when in first.items())
     lines = (tmp_path / "out.jsonl").read_text().splitlines()
     assert len(lines) == 200 and all('"succeeded"' in line for line in lines)
+
+
+def test_a_second_ctrl_c_stops_the_running_rows_at_once(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.batch.test_celery import DIAGRAM as SLOW_DIAGRAM
+    from tests.batch.test_celery import REGISTRY, SLOW_TOOLS
+
+    (tmp_path / "slow_tools.py").write_text(SLOW_TOOLS)
+    (tmp_path / "slow.yaml").write_text(REGISTRY)
+    (tmp_path / "batch.yaml").write_text(SLOW_DIAGRAM)
+    (tmp_path / "rows.csv").write_text("n,seconds\n" + "".join(f"{i},60\n" for i in range(1, 5)))
+    runs = tmp_path / "runs"
+    process = subprocess.Popen([sys.executable, "-m", "engine.cli", "batch", str(tmp_path / "batch.yaml"), "--inputs",
+                                str(tmp_path / "rows.csv"), "--offline", "--concurrency", "2", "--runs-dir", str(runs),
+                                "--grace", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(list(runs.glob("*/trace.jsonl"))) < 2:
+        time.sleep(0.05)
+    time.sleep(0.5)  # both rows are in their 60-second tool call
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    began = time.monotonic()
+    _out, err = process.communicate(timeout=30)
+    assert time.monotonic() - began < 20, err  # not the grace period, nor the rows' minute
+    assert process.returncode == 1, err
+    assert "waiting up to 120 s for 2 running rows to finish (1, 2)" in err, err
+    assert "stopping the running rows now" in err and "Resume with:" in err, err
+    store = RunStore(f"sqlite:///{runs / 'diagrama.db'}")
+    assert store.recent(10) == []  # nothing recorded: --resume runs every row
 
 
 def test_a_row_resumed_after_sigkill_writes_a_fresh_trace_with_its_attempt(tmp_path: Path) -> None:

@@ -76,7 +76,8 @@ def test_unknown_disabled_missing_arguments_and_raising_handler_become_tool_rows
     result = runner.run(dispatch_diagram(write, tmp_path, calls, tools=tools))
     assert result.status == "succeeded"
     errors = [row[2]["error"] for row in tool_rows(result)]
-    assert errors[0] == "unknown tool 'nope'" and errors[1] == "unknown tool 'hidden'"
+    assert errors[0] == "unknown tool 'nope'" and errors[1] == "tool 'hidden' is disabled"
+    assert [f["type"] for f in result.variables["failures"]][:2] == ["unknown_tool", "tool_disabled"]
     assert "'order_id' is a required property" in errors[2]
     assert "RuntimeError: database is down" in errors[3]
 
@@ -128,3 +129,13 @@ def test_ignore_and_default_keep_failed_calls_as_rows(runner, write, tmp_path, l
     assert tool_rows(result) == [("1", "nope", {"error": "unknown tool 'nope'"})]
     assert result.variables["failures"] == [{"id": "1", "name": "nope", "error": "unknown tool 'nope'",
                                              "type": "unknown_tool"}]
+
+
+def test_every_schema_error_of_the_arguments_is_reported(runner, write, tmp_path) -> None:
+    calls = [{"id": "a", "name": "refund_payment", "arguments": {"order_id": "x", "amount": "lots", "extra": 1}}]
+    tools = BASIC.replace("required: [order_id, amount]}", "required: [order_id, amount], additionalProperties: false}")
+    result = runner.run(dispatch_diagram(write, tmp_path, calls, tools=tools))
+    error = tool_rows(result)[0][2]["error"]
+    assert error.startswith("invalid arguments for 'refund_payment': ")
+    assert "order_id: 'x' is not of type 'integer'" in error and "amount: 'lots' is not of type 'number'" in error
+    assert "'extra' was unexpected" in error

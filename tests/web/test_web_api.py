@@ -103,3 +103,69 @@ def test_no_key_reaches_the_page(client, monkeypatch) -> None:
     started = client("POST", "/api/diagrams/claude_qa.yaml/runs", json={"offline": True})
     assert "sk-ant-secret-value-123456" not in str(started.extensions["run"])
     assert "sk-ant-secret-value-123456" not in client("GET", "/api/diagrams/claude_qa.yaml").text
+
+
+def test_runs_started_from_the_command_line_with_a_relative_path_are_listed_and_open(tmp_path: Path,
+                                                                                      monkeypatch) -> None:
+    import json
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from engine.cli import app as cli_app
+
+    (tmp_path / "robots").mkdir()
+    shutil.copy(ROOT / "diagrams/greeting_counter.yaml", tmp_path / "robots/greet.yaml")
+    shutil.copy(ROOT / "diagrams/claude_qa.yaml", tmp_path / "robots/other.yaml")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DIAGRAMA_STORE", raising=False)
+    monkeypatch.delenv("DIAGRAMA_RUNS_DIR", raising=False)
+    ran = CliRunner().invoke(cli_app, ["run", "robots/greet.yaml", "-q", "--output", "json"])
+    assert ran.exit_code == 0, ran.output
+    run_id = json.loads(ran.stdout)["run_id"]
+    # A batch's worth of newer runs of another diagram must not push this one out of its list.
+    newer = json.dumps({"event": "run_started", "run_id": "x", "diagram": "other", "timestamp": 1,
+                        "path": str(tmp_path / "robots/other.yaml")})
+    for number in range(210):
+        folder = tmp_path / "runs" / f"99990101-000000-{number:06d}"
+        folder.mkdir(parents=True)
+        (folder / "trace.jsonl").write_text(newer + "\n")
+    web = create_app(tmp_path / "robots", tmp_path / "runs", registry())
+
+    async def get(url: str):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=web), base_url="http://127.0.0.1:8765") as c:
+            return (await c.get(url)).json()
+
+    listed = asyncio.run(get("/api/diagrams/greet.yaml/runs"))
+    assert [entry["run_id"] for entry in listed] == [run_id]
+    opened = asyncio.run(get(f"/api/runs/{run_id}"))
+    assert opened["diagram"] == "greet.yaml" and opened["status"] == "succeeded"
+
+
+def test_runs_of_the_folders_diagrams_run_from_elsewhere_are_found_through_the_run_store(tmp_path: Path,
+                                                                                          monkeypatch) -> None:
+    import json
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from engine.cli import app as cli_app
+
+    (tmp_path / "robots").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    shutil.copy(ROOT / "diagrams/greeting_counter.yaml", tmp_path / "robots/greet.yaml")
+    monkeypatch.setenv("DIAGRAMA_STORE", f"sqlite:///{tmp_path / 'store.db'}")
+    monkeypatch.delenv("DIAGRAMA_RUNS_DIR", raising=False)
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    ran = CliRunner().invoke(cli_app, ["run", "../robots/greet.yaml", "-q", "--output", "json"])
+    assert ran.exit_code == 0, ran.output
+    run_id = json.loads(ran.stdout)["run_id"]
+    monkeypatch.chdir(tmp_path)
+    web = create_app(tmp_path / "robots", tmp_path / "runs", registry())
+
+    async def get(url: str):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=web), base_url="http://127.0.0.1:8765") as c:
+            return (await c.get(url)).json()
+
+    assert [entry["run_id"] for entry in asyncio.run(get("/api/diagrams/greet.yaml/runs"))] == [run_id]
+    assert asyncio.run(get(f"/api/runs/{run_id}"))["diagram"] == "greet.yaml"

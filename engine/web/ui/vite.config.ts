@@ -1,24 +1,24 @@
 import { defineConfig, type Plugin } from 'vitest/config';
 import react from '@vitejs/plugin-react';
-import { warmUpGraph } from './src/model/elkGraph';
 
 /**
- * index.html starts ELK's worker before the app's script has loaded, and has it lay out a small graph, so its
- * 1.6 MB script is fetched and compiled, and its code warmed up, while the page's first requests are answered.
- * The worker script's file name has a hash, known once the bundle is written: this puts it in place of
- * 'ELK_WORKER_URL' in the page, and the warm-up graph in place of 'ELK_WARM_UP' (in dev the app starts the
- * worker itself, without a warm-up).
+ * index.html starts ELK's worker before the app's script has loaded, so that its 1.6 MB script is fetched and
+ * compiled while the page's first requests are answered. The worker script's file name has a hash, known once
+ * the bundle is written: this puts it in place of 'ELK_WORKER_URL' in the page (in dev the app starts the
+ * worker itself).
  */
 function elkWorkerUrlInPage(): Plugin {
+  let base = '/';
   return {
     name: 'diagrama:elk-worker-url',
+    configResolved(config) {
+      base = config.base;
+    },
     transformIndexHtml: {
       order: 'post',
       handler(html, ctx) {
         const worker = Object.values(ctx.bundle ?? {}).find((f) => /^assets\/elk-worker\.min-[\w-]+\.js$/.test(f.fileName));
-        return html
-          .replace("'ELK_WORKER_URL'", JSON.stringify(worker ? `/ui/${worker.fileName}` : ''))
-          .replace("'ELK_WARM_UP'", worker ? JSON.stringify(warmUpGraph()) : 'null');
+        return html.replace("'ELK_WORKER_URL'", JSON.stringify(worker ? `${base}${worker.fileName}` : ''));
       },
     },
   };

@@ -1,19 +1,18 @@
 /**
  * The ELK graph of a diagram: layered, left to right, ports on fixed sides, back links routed as feedback
- * edges, edge labels sized and placed by ELK, Loop bodies laid out inside their own box. Pure (no ELK here):
- * vite.config.ts also builds the warm-up graph that index.html hands ELK's worker.
+ * edges, edge labels sized and placed by ELK, Loop bodies laid out inside their own box.
  */
 import type { ElkExtendedEdge, ElkNode } from 'elkjs/lib/elk-api';
-import type { Diagram } from '../api/types';
-import { diagramEdges } from './graph';
+import type { Block, Diagram } from '../api/types';
+import { diagramEdges, type EdgeSpec } from './graph';
 import { edgeLabelText, GROUP_PADDING, LABEL_HEIGHT, labelWidth, NODE_HEIGHT, NODE_WIDTH } from './sizes';
 
 /** From this many blocks on, a diagram counts as large: ELK spends less effort on crossings (it is the slow part). */
 export const LARGE_DIAGRAM = 100;
 /** From this many blocks on, long chains wrap into rows (a single row of 200 blocks is unreadable when fitted). */
 export const WRAP_DIAGRAM = 40;
-/** The shape (width / height) wrapped layouts aim for: about a screen's. */
-export const WRAP_ASPECT_RATIO = 1.6;
+/** The shape (width / height) wrapped layouts aim for; ELK's rows come out wider (about 1.2–1.3, a canvas's). */
+export const WRAP_ASPECT_RATIO = 1.0;
 
 /**
  * The root's options: layered, left to right, ports on fixed sides, back links as feedback edges routed around
@@ -42,7 +41,7 @@ export function rootOptions(blocks: number, hasGroups: boolean): Record<string, 
     'elk.json.edgeCoords': 'ROOT',
     'elk.json.shapeCoords': 'ROOT',
     'elk.padding': '[top=24,left=24,bottom=24,right=24]',
-    ...(blocks >= LARGE_DIAGRAM ? { 'elk.layered.thoroughness': '2' } : {}),
+    ...(blocks >= LARGE_DIAGRAM ? { 'elk.layered.thoroughness': '1' } : {}),
     ...(blocks >= WRAP_DIAGRAM && !hasGroups ? {
       'elk.layered.wrapping.strategy': 'MULTI_EDGE',
       'elk.aspectRatio': String(WRAP_ASPECT_RATIO),
@@ -57,7 +56,27 @@ export function buildElkGraph(
   bodies: Array<{ loop: string; members: string[] }>,
   bodyTypes: ReadonlySet<string> = new Set(),
 ): ElkNode {
-  const ids = diagram.blocks.map((b) => b.id);
+  return buildLayoutGraph(diagram, bodies, bodyTypes).graph;
+}
+
+/** The ELK graph, and the runs of blocks it lays out as one node each (see chainRuns). */
+export function buildLayoutGraph(
+  diagram: Diagram,
+  bodies: Array<{ loop: string; members: string[] }>,
+  bodyTypes: ReadonlySet<string> = new Set(),
+): { graph: ElkNode; runs: Map<string, string[]> } {
+  const known = new Set(diagram.blocks.map((b) => b.id));
+  const edges = diagramEdges(diagram).filter((e) => known.has(e.source) && known.has(e.target));
+  const errorSources = new Set(edges.filter((e) => e.kind === 'error').map((e) => e.source));
+  const hasBody = (b: Block) => typeof b.body === 'string' || bodyTypes.has(b.type);
+  const runs = new Map<string, string[]>();
+  const runOf = new Map<string, string>();
+  if (diagram.blocks.length >= LARGE_DIAGRAM && !bodies.length) {
+    for (const run of chainRuns(diagram, edges, hasBody)) {
+      runs.set(`chain:${run[0]}`, run);
+      for (const id of run) runOf.set(id, `chain:${run[0]}`);
+    }
+  }
   // each block goes into the innermost body containing it
   const sorted = [...bodies].sort((a, b) => a.members.length - b.members.length);
   const parentOf = new Map<string, string>();
@@ -94,7 +113,22 @@ export function buildElkGraph(
     elkNodes.set(g, node);
   }
   for (const g of groupIds) container(groupParent.get(g)).children!.push(elkNodes.get(g)!);
+  for (const [id, run] of runs) {
+    // a run of blocks as one block-sized node (model/layout makes room for the rest of the run afterwards, so
+    // that ELK's wrapped rows keep even columns); its ports are its first block's input and its last block's
+    // `next`, so the links from and to the rest keep their ports
+    root.children!.push({
+      id,
+      width: NODE_WIDTH,
+      height: NODE_HEIGHT,
+      layoutOptions: { 'elk.portConstraints': 'FIXED_ORDER' },
+      ports: [[`${run[0]}__in`, 'WEST'], [`${run[run.length - 1]}__next`, 'EAST']].map(([port, side], i) => ({
+        id: port, width: 8, height: 8, layoutOptions: { 'elk.port.side': side, 'elk.port.index': String(i) },
+      })),
+    });
+  }
   for (const b of diagram.blocks) {
+    if (runOf.has(b.id)) continue;
     const node: ElkNode = {
       id: b.id,
       width: NODE_WIDTH,
@@ -103,8 +137,10 @@ export function buildElkGraph(
         'elk.portConstraints': 'FIXED_ORDER',
         ...(b.type === 'Start' && !parentOf.has(b.id) ? { 'elk.layered.layering.layerConstraint': 'FIRST' } : {}),
       },
+      // an error port only where an error link leaves (a port without links changes nothing but ELK's work)
       ports: (['in', 'next', 'body', 'on_error'] as const)
-        .filter((p) => p !== 'body' || typeof b.body === 'string' || bodyTypes.has(b.type)).map((p, i) => ({
+        .filter((p) => p === 'body' ? typeof b.body === 'string' || bodyTypes.has(b.type) : p !== 'on_error' || errorSources.has(b.id))
+        .map((p, i) => ({
         id: `${b.id}__${p}`,
         width: 8,
         height: 8,
@@ -114,9 +150,8 @@ export function buildElkGraph(
     elkNodes.set(b.id, node);
     container(parentOf.get(b.id)).children!.push(node);
   }
-  const known = new Set(ids);
-  for (const e of diagramEdges(diagram)) {
-    if (!known.has(e.source) || !known.has(e.target)) continue;
+  for (const e of edges) {
+    if (runOf.has(e.source) && runOf.get(e.source) === runOf.get(e.target)) continue; // inside a run
     const port = e.kind === 'error' ? 'on_error' : e.kind === 'body' ? 'body' : 'next';
     const text = e.kind === 'next' ? edgeLabelText(e.when, e.index, e.count) : '';
     const edge: ElkExtendedEdge = {
@@ -127,31 +162,67 @@ export function buildElkGraph(
     };
     root.edges!.push(edge);
   }
-  return root;
+  if (runs.size && root.layoutOptions!['elk.aspectRatio']) {
+    // ELK sees each run as one block: aim for rows as much narrower as the runs will widen them
+    const nodes = diagram.blocks.length - [...runs.values()].reduce((n, run) => n + run.length - 1, 0);
+    root.layoutOptions!['elk.aspectRatio'] = String(WRAP_ASPECT_RATIO * nodes / diagram.blocks.length);
+  }
+  return { graph: root, runs };
 }
 
-/**
- * A small diagram like the real ones (a chain, a branch and a back link with labels, an error link) that
- * index.html has ELK's worker lay out while the page loads, with a large diagram's options (wrapping included),
- * so that the code the real layout runs is already compiled when the diagram arrives.
- */
-export const WARM_UP: Diagram = {
-  blocks: [
-    { id: 'start', type: 'Start', next: 'w1' },
-    ...Array.from({ length: 11 }, (_, i) => ({
-      id: `w${i + 1}`,
-      type: 'Set',
-      ...(i === 10 ? { next: [{ to: 'w3', when: '{{ n < 9 }}' }] }
-        : i === 3 ? { next: [{ to: 'w6', when: '{{ n > 1 }}' }, { to: 'w5' }] }
-        : i === 6 ? { next: 'w8', on_error: 'w10' }
-        : { next: `w${i + 2}` }),
-    })),
-  ],
-};
+/** The longest run of blocks a large diagram's layout treats as one node. */
+export const CHAIN_RUN = 4;
+/** The horizontal distance ELK leaves between consecutive blocks of a chain (layer spacing and ports). */
+export const CHAIN_GAP = 86;
 
-/** The warm-up graph, as ELK's worker takes it. */
-export function warmUpGraph(): ElkNode {
-  const graph = buildElkGraph(WARM_UP, []);
-  graph.layoutOptions = rootOptions(LARGE_DIAGRAM, false);
-  return graph;
+/**
+ * Runs of 2 to CHAIN_RUN blocks that follow each other in a plain chain: each block's only link is a `next`
+ * without a label to the following block, which no other link enters. ELK's time grows with the number of
+ * nodes (about 6 ms a node in a fresh page), and ELK would put such a run in a row anyway: one node per run
+ * keeps a long chain's layout (wrapped into rows) at a fraction of the cost. Start blocks, blocks with a body
+ * port, and blocks with an error link at a run's end are left out.
+ */
+export function chainRuns(diagram: Diagram, edges: EdgeSpec[], hasBody: (b: Block) => boolean): string[][] {
+  const out = new Map<string, EdgeSpec[]>();
+  const into = new Map<string, number>();
+  for (const e of edges) {
+    out.set(e.source, [...(out.get(e.source) ?? []), e]);
+    into.set(e.target, (into.get(e.target) ?? 0) + 1);
+  }
+  const byId = new Map(diagram.blocks.map((b) => [b.id, b]));
+  const free = (id: string) => {
+    const b = byId.get(id);
+    return !!b && b.type !== 'Start' && !hasBody(b);
+  };
+  // u → v joins a run when it is u's only link (a plain next) and v's only way in
+  const follower = new Map<string, string>();
+  for (const [source, links] of out) {
+    const e = links[0];
+    if (links.length === 1 && e.kind === 'next' && e.count === 1 && !e.when && e.target !== source
+      && into.get(e.target) === 1 && free(source) && free(e.target)) follower.set(source, e.target);
+  }
+  const followed = new Set(follower.values());
+  const seen = new Set<string>();
+  const runs: string[][] = [];
+  const finish = (run: string[]) => {
+    // a block with an error link keeps its own error port: a run ends before it (such a block has no
+    // follower, so it can only come last)
+    if ((out.get(run[run.length - 1]) ?? []).some((e) => e.kind === 'error')) run.pop();
+    if (run.length > 1) runs.push(run);
+  };
+  const walk = (first: string) => {
+    let run: string[] = [];
+    for (let id: string | undefined = first; id !== undefined && !seen.has(id); id = follower.get(id)) {
+      seen.add(id);
+      run.push(id);
+      if (run.length === CHAIN_RUN) {
+        finish(run);
+        run = [];
+      }
+    }
+    if (run.length) finish(run);
+  };
+  for (const b of diagram.blocks) if (free(b.id) && !followed.has(b.id) && follower.has(b.id)) walk(b.id);
+  for (const b of diagram.blocks) if (follower.has(b.id) && !seen.has(b.id)) walk(b.id); // closed chains
+  return runs;
 }

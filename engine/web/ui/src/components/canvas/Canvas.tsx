@@ -309,7 +309,7 @@ export function Canvas() {
         multiSelectionKeyCode={['Meta', 'Control']}
         selectionOnDrag={false}
         connectionRadius={28}
-        minZoom={0.15}
+        minZoom={0.05}
         maxZoom={2}
         snapToGrid
         snapGrid={[4, 4]}

@@ -1,0 +1,285 @@
+"""OpenTelemetry export: each run as a tree of spans with the GenAI semantic conventions, sent over OTLP/HTTP.
+
+The export hears the run's trace events (a run observer, see `Services.run_observers`), so
+the spans say what the JSONL trace says and no more: a Release run exports its run span
+alone, a Debug run a span per block step with `chat` and `execute_tool` spans inside, and
+only a Detailed run exports message contents (scrubbed by the run's own redactor first).
+
+    run <diagram>                       diagrama.run.id, diagrama.run.status
+      <block id>                        diagrama.block.type, diagrama.block.status, error.type
+        chat <model>                    gen_ai.* request, response and usage attributes
+        execute_tool <tool>             gen_ai.tool.name, gen_ai.tool.call.id
+      loop <loop id>                    the whole loop
+        <loop id>                       each visit of the Loop block
+        <loop id> pass N                each pass, its body blocks inside
+
+The run header of the JSONL trace gets `otel_trace_id`, so a trace file and the exported
+trace join. The SDK is imported only here, and only when `--otel` (or DIAGRAMA_OTEL=1)
+asks for the export: `pip install 'diagrama[otel]'`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from engine.runs.otel_genai import chat_attributes, content_attributes, tool_attributes
+from engine.runtime.trace import Event
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.trace import Span, Tracer
+
+    from engine.compile.diagram import Diagram
+    from engine.format.redact import Redactor
+
+__all__ = ["OtelExport", "otel_wanted", "otlp_export"]
+
+_SCOPE = "diagrama"
+
+
+def otel_wanted(flag: bool) -> bool:
+    """`--otel` given, or DIAGRAMA_OTEL set to anything but empty, 0 or false."""
+    return flag or os.environ.get("DIAGRAMA_OTEL", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def otlp_export() -> OtelExport:
+    """The export `--otel` makes: a batch processor and the OTLP/HTTP protobuf exporter, both configured by the
+    standard OTEL_EXPORTER_OTLP_* variables; the service is OTEL_SERVICE_NAME, or `diagrama`."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    resource = Resource.create({SERVICE_NAME: os.environ.get("OTEL_SERVICE_NAME") or "diagrama"})
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    return OtelExport(provider)
+
+
+class OtelExport:
+    """A run observer factory (see `Services.run_observers`): one `_RunSpans` per run, all on one tracer provider."""
+
+    def __init__(self, provider: TracerProvider) -> None:
+        self.provider = provider
+        self._tracer = provider.get_tracer(_SCOPE)
+
+    def __call__(self, diagram: Diagram, redactor: Redactor) -> _RunSpans:
+        return _RunSpans(self._tracer, diagram, redactor)
+
+    def flush(self) -> None:
+        """Send what the processor holds (between runs; the batch processor otherwise sends on its own)."""
+        self.provider.force_flush()
+
+    def shutdown(self) -> None:
+        """Send the last spans and stop the exporter; the command calls it before it exits."""
+        self.provider.shutdown()
+
+
+@dataclass(slots=True)
+class _Loop:
+    """A Loop's spans: the whole loop, and the pass under way (its body blocks' parent)."""
+
+    block: str
+    span: Span
+    current_pass: Span | None = None
+
+
+@dataclass(slots=True)
+class _Exchange:
+    """The vendor request and reply bodies of the request under way (Detailed only), for message contents."""
+
+    request: Any = None
+    response: Any = None
+
+
+class _RunSpans:
+    """Turns one run's trace events into spans as they happen (an observer sees each event before it is written)."""
+
+    def __init__(self, tracer: Tracer, diagram: Diagram, redactor: Redactor) -> None:
+        self._tracer = tracer
+        self._diagram = diagram
+        self._redactor = redactor
+        self._run: Span | None = None
+        self._block: Span | None = None
+        self._loops: list[_Loop] = []
+        self._exchange = _Exchange()
+        self._detailed = False
+        self._handlers = {
+            Event.RUN_STARTED: self._run_started,
+            Event.BLOCK_STARTED: self._block_started,
+            Event.LOOP_PASS_STARTED: self._pass_started,
+            Event.BLOCK_FAILED: self._block_failed,
+            Event.BLOCK_FINISHED: self._block_finished,
+            Event.HTTP_REQUEST: self._http_request,
+            Event.HTTP_RESPONSE: self._http_response,
+            Event.PROVIDER_CALLED: self._provider_called,
+            Event.TOOL_CALLED: self._tool_called,
+            Event.RUN_FINISHED: self._run_finished,
+        }
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        handler = self._handlers.get(event["event"])
+        if handler is not None:
+            handler(event)
+
+    # -- the span tree ---------------------------------------------------------------------------------
+
+    def _parent(self) -> Span | None:
+        """Where a block's span goes: the innermost loop pass under way, else the run."""
+        for loop in reversed(self._loops):
+            if loop.current_pass is not None:
+                return loop.current_pass
+            return loop.span
+        return self._run
+
+    def _start(self, name: str, parent: Span | None, attributes: dict[str, Any], start_time: int | None = None) -> Span:
+        from opentelemetry import trace
+
+        context = trace.set_span_in_context(parent) if parent is not None else None
+        return self._tracer.start_span(name, context=context, attributes=attributes, start_time=start_time)
+
+    def _run_started(self, event: dict[str, Any]) -> None:
+        from opentelemetry.trace import SpanKind
+
+        self._detailed = event.get("message_level") == "Detailed"
+        self._run = self._tracer.start_span(
+            f"run {self._diagram.name}", kind=SpanKind.INTERNAL,
+            attributes={"diagrama.run.id": str(event.get("run_id")), "diagrama.diagram.name": self._diagram.name,
+                        "diagrama.diagram.path": str(event.get("path", "")),
+                        "diagrama.message_level": str(event.get("message_level", ""))})
+        event["otel_trace_id"] = f"{self._run.get_span_context().trace_id:032x}"
+
+    def _block_started(self, event: dict[str, Any]) -> None:
+        block = str(event.get("block"))
+        if event.get("block_type") == "Loop":
+            self._enter_loop(block)
+        self._exchange = _Exchange()
+        self._block = self._start(block, self._parent(), {"diagrama.block.id": block,
+                                                          "diagrama.block.type": str(event.get("block_type")),
+                                                          "diagrama.step": int(event.get("step") or 0)})
+
+    def _enter_loop(self, block: str) -> None:
+        """A visit of a Loop block: the first opens its loop span; a later one ends the pass that led back to it."""
+        for depth, loop in enumerate(self._loops):
+            if loop.block == block:
+                for inner in reversed(self._loops[depth + 1:]):  # body loops left by a link out of them
+                    self._end_loop(inner)
+                del self._loops[depth + 1:]
+                if loop.current_pass is not None:
+                    loop.current_pass.end()
+                    loop.current_pass = None
+                return
+        span = self._start(f"loop {block}", self._parent(), {"diagrama.block.id": block, "diagrama.block.type": "Loop"})
+        self._loops.append(_Loop(block, span))
+
+    def _pass_started(self, event: dict[str, Any]) -> None:
+        if not self._loops:
+            return
+        loop = self._loops[-1]
+        index = event.get("index")
+        loop.current_pass = self._start(f"{loop.block} pass {index}", loop.span,
+                                        {"diagrama.block.id": loop.block, "diagrama.loop.pass": int(index or 0)})
+
+    def _block_failed(self, event: dict[str, Any]) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        span = self._block if self._block is not None else self._run
+        if span is None:
+            return
+        error_type = str(event.get("error_type") or "error")
+        span.set_attribute("error.type", error_type)
+        span.set_status(Status(StatusCode.ERROR, self._redactor.text(str(event.get("message") or ""))[:1000]))
+
+    def _block_finished(self, event: dict[str, Any]) -> None:
+        span, self._block = self._block, None
+        if span is None:
+            return
+        status = str(event.get("status"))
+        span.set_attribute("diagrama.block.status", status)
+        if event.get("next"):
+            span.set_attribute("diagrama.block.next", str(event["next"]))
+        span.end()
+        if event.get("block_type") == "Loop" and event.get("via") != "body":
+            self._leave_loop(str(event.get("block")))
+
+    def _leave_loop(self, block: str) -> None:
+        """The Loop is done (or failed): end its last pass and its span, and any loop inside it still open."""
+        for depth, loop in enumerate(self._loops):
+            if loop.block == block:
+                for inner in reversed(self._loops[depth:]):
+                    self._end_loop(inner)
+                del self._loops[depth:]
+                return
+
+    @staticmethod
+    def _end_loop(loop: _Loop) -> None:
+        if loop.current_pass is not None:
+            loop.current_pass.end()
+            loop.current_pass = None
+        loop.span.end()
+
+    def _run_finished(self, event: dict[str, Any]) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        if self._block is not None:  # a run stopped mid-block (deadline, interrupt)
+            self._block.end()
+            self._block = None
+        for loop in reversed(self._loops):
+            self._end_loop(loop)
+        self._loops.clear()
+        run = self._run
+        if run is None:
+            return
+        status = str(event.get("status"))
+        run.set_attribute("diagrama.run.status", status)
+        run.set_attribute("diagrama.run.steps", int(event.get("steps") or 0))
+        if status != "succeeded":
+            errors = event.get("errors") or []
+            first = errors[0] if errors and isinstance(errors[0], dict) else {}
+            run.set_attribute("error.type", str(first.get("type") or status))
+            run.set_status(Status(StatusCode.ERROR, self._redactor.text(str(first.get("message") or status))[:1000]))
+        run.end()
+        self._run = None
+
+    # -- requests and tools ------------------------------------------------------------------------------
+
+    def _http_request(self, event: dict[str, Any]) -> None:
+        self._exchange.request = event.get("body")
+
+    def _http_response(self, event: dict[str, Any]) -> None:
+        self._exchange.response = event.get("body")
+
+    def _provider_called(self, event: dict[str, Any]) -> None:
+        from opentelemetry.trace import SpanKind
+
+        now = time.time_ns()
+        began = now - int(float(event.get("duration_ms") or 0) * 1_000_000)
+        attributes = chat_attributes(event)
+        if self._detailed:
+            attributes.update(content_attributes(str(event.get("vendor")), self._exchange.request,
+                                                 self._exchange.response, self._redactor))
+        span = self._tracer.start_span(f"chat {event.get('model')}", kind=SpanKind.CLIENT, attributes=attributes,
+                                       start_time=began, context=self._context_of(self._block))
+        span.end(end_time=now)
+        self._exchange = _Exchange()
+
+    def _tool_called(self, event: dict[str, Any]) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        now = time.time_ns()
+        began = now - int(float(event.get("duration_ms") or 0) * 1_000_000)
+        span = self._tracer.start_span(f"execute_tool {event.get('tool')}", attributes=tool_attributes(
+            event, self._redactor, contents=self._detailed), start_time=began, context=self._context_of(self._block))
+        if event.get("ok") is False:
+            span.set_status(Status(StatusCode.ERROR, self._redactor.text(str(event.get("error") or ""))[:1000]))
+        span.end(end_time=now)
+
+    def _context_of(self, span: Span | None) -> Any:
+        from opentelemetry import trace
+
+        parent = span if span is not None else self._parent()
+        return trace.set_span_in_context(parent) if parent is not None else None
+

@@ -1,0 +1,210 @@
+"""OpenTelemetry export: the order agent's span tree with GenAI attributes, contents by level, OTLP/HTTP out."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
+
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from blocks.registry import registry as block_registry
+from engine import MessageLevel, Services, execute, read_events
+from engine.compile.loader import load_diagram
+from engine.runs.otel import OtelExport
+
+DIAGRAMS = Path(__file__).resolve().parents[2] / "diagrams"
+KEY = "sk-ant-k9x7q"  # short: the simulator picks tools by the words of the question, and a key is one more
+
+
+def exported(diagram: str, tmp_path: Path, level: MessageLevel | None = None, **inputs: Any) -> tuple[Any, list[ReadableSpan]]:
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    services = Services(offline=True, environ={"ANTHROPIC_API_KEY": KEY})
+    services.run_observers.append(OtelExport(provider))
+    loaded = load_diagram(DIAGRAMS / diagram, block_registry())
+    result = asyncio.run(execute(loaded, inputs, runs_dir=tmp_path, services=services, message_level=level))
+    return result, list(spans.get_finished_spans())
+
+
+def tree(spans: list[ReadableSpan]) -> list[str]:
+    """Each span as an indented name, children in start order."""
+    children: dict[int | None, list[ReadableSpan]] = {}
+    for span in spans:
+        children.setdefault(span.parent.span_id if span.parent else None, []).append(span)
+    lines: list[str] = []
+
+    def walk(span: ReadableSpan, depth: int) -> None:
+        lines.append("  " * depth + span.name)
+        for child in sorted(children.get(span.context.span_id, []), key=lambda s: s.start_time or 0):
+            walk(child, depth + 1)
+
+    for root in children[None]:
+        walk(root, 0)
+    return lines
+
+
+def named(spans: list[ReadableSpan], name: str) -> list[ReadableSpan]:
+    return [span for span in spans if span.name == name]
+
+
+def test_order_agent_exports_a_span_tree_with_genai_attributes(tmp_path: Path) -> None:
+    result, spans = exported("order_agent.yaml", tmp_path)
+    assert result.status == "succeeded"
+    assert tree(spans) == [
+        "run order-agent",
+        "  start",
+        "  ask",
+        "    chat claude-sonnet-5-5",
+        "  dispatch",
+        "    execute_tool get_order_status",
+        "  ask",
+        "    chat claude-sonnet-5-5",
+        "  done",
+    ]
+    assert {span.context.trace_id for span in spans} == {spans[0].context.trace_id}
+    first, second = named(spans, "chat claude-sonnet-5-5")
+    attributes = dict(first.attributes or {})
+    assert attributes["gen_ai.operation.name"] == "chat"
+    assert attributes["gen_ai.provider.name"] == "anthropic"
+    assert attributes["gen_ai.request.model"] == "claude-sonnet-5-5"
+    assert attributes["gen_ai.request.max_tokens"] == 512
+    assert attributes["gen_ai.response.finish_reasons"] == ("tool_use",)
+    assert attributes["gen_ai.usage.input_tokens"] > 0 and attributes["gen_ai.usage.output_tokens"] > 0
+    assert dict(second.attributes or {})["gen_ai.response.finish_reasons"] == ("end_turn",)
+    [tool] = named(spans, "execute_tool get_order_status")
+    assert dict(tool.attributes or {})["gen_ai.operation.name"] == "execute_tool"
+    assert dict(tool.attributes or {})["gen_ai.tool.name"] == "get_order_status"
+    # Contents are Detailed's alone: a Debug run exports none.
+    assert not any(key.startswith(("gen_ai.input", "gen_ai.output", "gen_ai.tool.call.arg"))
+                   for span in spans for key in (span.attributes or {}))
+    # The JSONL run header names the exported trace, so the two join.
+    [root] = named(spans, "run order-agent")
+    header = read_events(result.trace)[0]
+    assert header["event"] == "run_started"
+    assert header["otel_trace_id"] == f"{root.context.trace_id:032x}"
+    assert dict(root.attributes or {})["diagrama.run.id"] == result.run_id
+
+
+def test_detailed_exports_message_contents_and_never_a_key(tmp_path: Path) -> None:
+    _, spans = exported("order_agent.yaml", tmp_path, MessageLevel.DETAILED, question=f"Onde está o meu pedido 42? {KEY}")
+    chat = dict(named(spans, "chat claude-sonnet-5-5")[0].attributes or {})
+    assert "Onde está o meu pedido 42?" in chat["gen_ai.input.messages"]
+    assert "support agent" in chat["gen_ai.system_instructions"]
+    assert "get_order_status" in chat["gen_ai.output.messages"]
+    tool = dict(named(spans, "execute_tool get_order_status")[0].attributes or {})
+    assert tool["gen_ai.tool.call.arguments"] == '{"order_id":42}'
+    assert "gen_ai.tool.call.result" in tool
+    everything = repr([dict(span.attributes or {}) for span in spans])
+    assert KEY not in everything and "[REDACTED]" in everything
+
+
+def test_loop_passes_nest_their_steps(tmp_path: Path) -> None:
+    _, spans = exported("classify_messages.yaml", tmp_path)
+    lines = tree(spans)
+    assert lines[:8] == ["run classify-messages", "  start", "  loop each_message", "    each_message",
+                         "    each_message pass 0", "      classify", "        chat llama-3.3-70b-versatile",
+                         "    each_message"]
+    assert lines[-1] == "  report"
+    classify = dict(named(spans, "chat llama-3.3-70b-versatile")[0].attributes or {})
+    assert classify["gen_ai.provider.name"] == "groq" and classify["gen_ai.request.temperature"] == 0
+
+
+def test_errors_are_recorded_with_their_type(tmp_path: Path) -> None:
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    services = Services(offline=False, environ={})  # online without a key: the request block fails
+    services.run_observers.append(OtelExport(provider))
+    loaded = load_diagram(DIAGRAMS / "order_agent.yaml", block_registry())
+    result = asyncio.run(execute(loaded, {}, runs_dir=tmp_path, services=services))
+    assert result.path == ["start", "ask", "apologise"]  # handled
+    finished = list(spans.get_finished_spans())
+    [ask] = named(finished, "ask")
+    assert dict(ask.attributes or {})["error.type"] == "missing_api_key"
+    assert ask.status.status_code.name == "ERROR"
+    [root] = named(finished, "run order-agent")
+    assert root.status.status_code.name != "ERROR"  # the error was handled; the run succeeded
+
+
+class _Collector(BaseHTTPRequestHandler):
+    received: ClassVar[list[tuple[str, str, bytes]]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("content-length", 0)))
+        _Collector.received.append((self.path, self.headers.get("content-type", ""), body))
+        self.send_response(200)
+        self.send_header("content-type", "application/x-protobuf")
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def collector() -> Iterator[str]:
+    """A loopback OTLP/HTTP endpoint that records what it is sent."""
+    _Collector.received = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_run_otel_sends_otlp_http_to_the_configured_endpoint(tmp_path: Path, collector: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector)
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "shop-support")
+    outcome = CliRunner().invoke(app, ["run", str(DIAGRAMS / "order_agent.yaml"), "--offline", "--otel", "--quiet",
+                                       "--runs-dir", str(tmp_path), "--output", "json"])
+    assert outcome.exit_code == 0, outcome.output
+    assert _Collector.received, "nothing reached the collector"
+    names: list[str] = []
+    trace_ids: set[str] = set()
+    services: set[str] = set()
+    for path, content_type, body in _Collector.received:
+        assert (path, content_type) == ("/v1/traces", "application/x-protobuf")
+        request = ExportTraceServiceRequest.FromString(body)
+        for resource_spans in request.resource_spans:
+            services |= {a.value.string_value for a in resource_spans.resource.attributes if a.key == "service.name"}
+            for scope_spans in resource_spans.scope_spans:
+                for span in scope_spans.spans:
+                    names.append(span.name)
+                    trace_ids.add(span.trace_id.hex())
+    assert services == {"shop-support"}
+    assert sorted(names) == sorted(["run order-agent", "start", "ask", "chat claude-sonnet-5-5", "dispatch",
+                                    "execute_tool get_order_status", "ask", "chat claude-sonnet-5-5", "done"])
+    [trace] = list(tmp_path.glob("*/trace.jsonl"))
+    assert trace_ids == {read_events(trace)[0]["otel_trace_id"]}
+
+
+def test_otel_without_the_extra_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    monkeypatch.setitem(__import__("sys").modules, "opentelemetry.sdk", None)
+    monkeypatch.setenv("DIAGRAMA_OTEL", "1")
+    outcome = CliRunner().invoke(app, ["run", str(DIAGRAMS / "greeting_counter.yaml"), "--runs-dir", str(tmp_path)])
+    assert outcome.exit_code == 2
+    assert "pip install 'diagrama[otel]'" in outcome.output
