@@ -20,6 +20,8 @@ def serve(
         "--allow-online", help="let the page start runs against the real vendors with this machine's keys")] = False,
     allowed_host: Annotated[list[str] | None, typer.Option(
         "--allowed-host", help="another Host name the studio answers for (with --host 0.0.0.0)")] = None,
+    data_root: Annotated[list[Path] | None, typer.Option(
+        "--data-root", help="a folder besides the diagrams' own that they may read files from (repeatable)")] = None,
 ) -> None:
     """The studio: build, edit, run and debug the folder's diagrams in the browser; the YAML files stay the source."""
     for module in ("starlette", "uvicorn", "ruamel.yaml"):
@@ -33,7 +35,7 @@ def serve(
     if not folder.is_dir():
         raise fail(UsageError(f"{folder} is not a folder of diagrams"))
     web = create_app(folder, runs_folder(runs_dir), blocks_registry(), read_only=read_only, allow_online=allow_online,
-                     host=host, port=port, extra_hosts=tuple(allowed_host or ()))
+                     host=host, port=port, extra_hosts=tuple(allowed_host or ()), data_roots=tuple(data_root or ()))
     mode = "read-only" if read_only else "editing"
     online = "runs from the page may go online" if allow_online else "runs from the page are offline"
     console(stderr=True).print(f"diagrama studio: {escape(str(folder))} on http://{host}:{port}/ ({mode}; {online}; "

@@ -16,6 +16,8 @@ def test_scenarios(
     tag: Annotated[list[str] | None, typer.Option("--tag", help="only scenarios with this tag")] = None,
     keyword: Annotated[str | None, typer.Option("-k", help="only scenarios whose name contains this text")] = None,
     runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
+    data_root: Annotated[list[Path] | None, typer.Option(
+        "--data-root", help="a folder besides each diagram's own that it may read files from (repeatable)")] = None,
 ) -> None:
     """Run robot scenario files (*.scenario.yaml) against the offline simulator."""
     from rich.markup import escape
@@ -38,7 +40,7 @@ def test_scenarios(
                 continue
             if keyword and keyword.lower() not in scenario.name.lower():
                 continue
-            verdict = run_scenario(scenario, registry, runs_folder(runs_dir))
+            verdict = run_scenario(scenario, registry, runs_folder(runs_dir), tuple(data_root or ()))
             if verdict.passed:
                 passed += 1
                 out.print(f"PASS  {escape(scenario.name)}  [dim]{escape(str(file))}[/dim]")

@@ -277,12 +277,13 @@ def _check(scenario: Scenario, result: RunResult, simulator: Simulator) -> Itera
                    f"            got {_dumps(actual_errors)}")
 
 
-async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, runs_dir: Path | None) -> Verdict:
+async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, runs_dir: Path | None,
+                             data_roots: tuple[Path, ...] = ()) -> Verdict:
     # A scenario runs with an empty environment, yet the keys of the process that runs it
     # stay out of its trace and its failure text (a key may be a scenario's input).
     secrets = Services().secrets()
     try:
-        diagram = load_diagram(scenario.diagram, registry)
+        diagram = load_diagram(scenario.diagram, registry, data_roots=data_roots)
         inputs = check_inputs(diagram, scenario.spec.inputs)
     except DiagramaError as exc:
         return Verdict(scenario, None, [Redactor(secrets).text(f"the diagram cannot run: {exc}")])
@@ -327,8 +328,9 @@ def _unknown_stubs(spec: Scenario, diagram: Diagram) -> list[str]:
     return failures
 
 
-def run_scenario(scenario: LoadedScenario, registry: BlockRegistry, runs_dir: Path | None = Path("runs")) -> Verdict:
-    return asyncio.run(run_scenario_async(scenario, registry, runs_dir))
+def run_scenario(scenario: LoadedScenario, registry: BlockRegistry, runs_dir: Path | None = Path("runs"),
+                 data_roots: tuple[Path, ...] = ()) -> Verdict:
+    return asyncio.run(run_scenario_async(scenario, registry, runs_dir, data_roots))
 
 
 def record_scenario(path: Path, diagram_path: Path, inputs: Mapping[str, Any], result: RunResult,

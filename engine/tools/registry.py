@@ -8,11 +8,13 @@ Calling a model is not done here; ToolDispatch runs what a model called.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import inspect
 import re
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +86,8 @@ class Tool:
     embedding_id: str | None = None
     """An MCP tool's `mcp:server/name@hash of its description and schema`, in place of name and version."""
     mcp_server: McpServer | None = field(default=None, repr=False)
+    folder: Path | None = None
+    """The diagram's folder: its handler modules are imported from there (see `_import_handler_module`)."""
 
     @property
     def name(self) -> str:
@@ -106,7 +110,7 @@ class Tool:
 
     def handler(self) -> Callable[..., Any]:
         if self._callable is None:
-            self._callable = _resolve(self.entry.handler, self.allowed_hosts)
+            self._callable = _resolve(self.entry.handler, self.allowed_hosts, self.folder)
         return self._callable
 
 
@@ -133,7 +137,31 @@ def _method(owner: type, name: str, module_name: str) -> Any:
     return raw
 
 
-def _resolve(handler: str, allowed_hosts: tuple[str, ...]) -> Callable[..., Any]:
+_IMPORT_LOCK = threading.Lock()
+
+
+def _import_handler_module(module_name: str, folder: Path | None) -> Any:
+    """Import a handler's module, looking in the diagram's folder first, for the length of that import alone.
+
+    The folder is never left on sys.path: a diagram folder holding `httpx.py` or `sqlalchemy.py`
+    would otherwise shadow the engine's own lazy imports for the rest of the process. Only the
+    module a registry names (which allowed_modules permits) and what it imports as it loads see
+    the folder.
+    """
+    if folder is None or module_name in sys.modules:
+        return importlib.import_module(module_name)
+    entry = str(folder)
+    with _IMPORT_LOCK:
+        sys.path.insert(0, entry)
+        try:
+            return importlib.import_module(module_name)
+        finally:
+            with contextlib.suppress(ValueError):
+                sys.path.remove(entry)
+            sys.path_importer_cache.pop(entry, None)
+
+
+def _resolve(handler: str, allowed_hosts: tuple[str, ...], folder: Path | None = None) -> Callable[..., Any]:
     """The callable a handler path names, only if the named module itself defines it.
 
     `getattr` would follow anything the module imports (`shop.tools:os.system`) or reach
@@ -142,7 +170,7 @@ def _resolve(handler: str, allowed_hosts: tuple[str, ...]) -> Callable[..., Any]
     module_name, _, attribute = handler.partition(":")
     if any(part.startswith("__") for part in attribute.split(".")):
         raise HandlerRefused(f"'{attribute}' names a dunder attribute")
-    module = importlib.import_module(module_name)
+    module = _import_handler_module(module_name, folder)
     owner_name, _, method = attribute.partition(".")
     target: Any = getattr(module, owner_name)
     if inspect.ismodule(target):
@@ -326,9 +354,7 @@ def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: Li
     embedder_spec: dict[str, Any] | None = None
     seen: dict[str, str] = {}
     servers: list[McpServer] = []
-    folder = str(diagram_path.parent.resolve())
-    if folder not in sys.path:
-        sys.path.insert(0, folder)  # handler modules are imported from the diagram's folder
+    folder = diagram_path.parent.resolve()  # handler modules are imported from here (see _import_handler_module)
     for position, name in enumerate(names):
         base = diagram_path.parent / name
         if not base.exists():
@@ -408,7 +434,7 @@ def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: Li
                 if function is None:
                     continue
                 tools.append(Tool(entry, registry.registry, source, line, tuple(registry.allowed_hosts),
-                                  lines.line((*where, "handler")) or line))
+                                  lines.line((*where, "handler")) or line, folder=folder))
             if registry.mcp_servers:
                 from engine.tools.mcp_registry import registry_tools  # loaded only for a registry that lists servers
 

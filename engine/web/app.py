@@ -98,7 +98,7 @@ class Studio:
         at `path`); `data` is that text as JSON, which the caller already has. One compilation serves all."""
         from engine.compile.validate import template_scope  # the same scope the static check uses
 
-        diagram, problems = compile_text(text, path, self.registry)
+        diagram, problems = compile_text(text, path, self.registry, self.folder.data_roots)
         scope = template_scope(diagram) if diagram is not None else {}
         return {"problems": [problem_json(p, with_line=with_lines) for p in problems],
                 "compiled": studio_document(data, diagram, scope), "valid": not problems,
@@ -266,9 +266,10 @@ def create_app(
     port: int = 8765,
     extra_hosts: tuple[str, ...] = (),
     token: str | None = None,
+    data_roots: tuple[Path, ...] = (),
 ) -> Guard:
     """The studio as an ASGI app, guarded; `token` is made per server unless given (tests)."""
-    folder = Folder(root)
+    folder = Folder(root, data_roots)
     token = token or new_token()
     studio = Studio(folder, registry, read_only)
     runs = RunRoutes(folder, runs_dir.resolve(), registry, services, allow_online=allow_online)
@@ -289,7 +290,7 @@ def create_app(
             except (FolderError, EditError):
                 listed.append({"path": path.name, "name": path.stem, "description": "", "valid": False, "blocks": 0})
                 continue
-            _compiled, problems = compile_text(text, path.resolve(), registry)
+            _compiled, problems = compile_text(text, path.resolve(), registry, folder.data_roots)
             data = data if isinstance(data, dict) else {}
             listed.append({"path": path.name, "name": str(data.get("diagram", path.stem)),
                            "description": str(data.get("description", "")), "valid": not problems,

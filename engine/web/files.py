@@ -32,8 +32,10 @@ class FolderError(Exception):
 class Folder:
     """Diagrams (`*.yaml`, `*.yml`) directly inside one folder."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, data_roots: tuple[Path, ...] = ()) -> None:
         self.root = root.resolve()
+        self.data_roots = tuple(place.resolve() for place in data_roots)
+        """Folders besides a diagram's own that its CSV tables and registries may come from (`serve --data-root`)."""
 
     def inside(self, relative: str, base: Path | None = None) -> Path | None:
         """The resolved path if it stays inside the folder, else None."""

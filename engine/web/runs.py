@@ -118,7 +118,7 @@ class RunRoutes:
             raise FolderError(422, "send {\"inputs\": {name: value}, \"offline\": true|false}")
         if not offline and not self.allow_online:
             raise FolderError(403, "online runs from the page are off; start `diagrama serve --allow-online` to allow them")
-        loaded = load_diagram(path, self.registry)
+        loaded = load_diagram(path, self.registry, data_roots=self.folder.data_roots)
         values = check_inputs(loaded, inputs)
         run_id = new_run_id()
         results: list[RunResult] = []
@@ -200,7 +200,7 @@ class RunRoutes:
                 results.append({"file": self.folder.relative(file), "name": None, "passed": False, "failures": [str(exc)]})
                 continue
             for scenario in scenarios:
-                verdict = await run_scenario_async(scenario, self.registry, self.runs_dir)
+                verdict = await run_scenario_async(scenario, self.registry, self.runs_dir, self.folder.data_roots)
                 results.append({"file": self.folder.relative(file), "name": scenario.spec.scenario,
                                 "passed": verdict.passed, "failures": list(verdict.failures)})
         return JSON({"results": results})

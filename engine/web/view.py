@@ -25,10 +25,11 @@ def problem_json(problem: Problem, *, with_line: bool = True) -> dict[str, Any]:
             "code": problem.code, "severity": "error"}
 
 
-def compile_text(text: str, path: Path, registry: BlockRegistry) -> tuple[Diagram | None, list[Problem]]:
+def compile_text(text: str, path: Path, registry: BlockRegistry,
+                 data_roots: tuple[Path, ...] = ()) -> tuple[Diagram | None, list[Problem]]:
     """The compiled diagram, or None and every problem; what `diagrama validate` reports."""
     try:
-        return load_diagram_text(text, path, registry), []
+        return load_diagram_text(text, path, registry, data_roots=data_roots), []
     except DiagramInvalid as exc:
         return None, exc.problems
     except RecursionError:

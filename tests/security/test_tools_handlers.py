@@ -129,3 +129,20 @@ def test_functions_methods_and_standard_tools_still_load(tmp_path: Path) -> None
     assert registry.get("ping").handler()() == "pong"
     assert registry.get("calc").handler()(expression="2*3")["result"] == 6
 
+
+
+def test_the_diagram_folder_is_not_left_on_sys_path(tmp_path: Path) -> None:
+    """A folder holding `sqlalchemy_shadow_<id>.py` (say `httpx.py`) must not shadow what the engine imports later:
+    the folder is searched while the registry's own handler module loads, and only then."""
+    import importlib
+    import sys
+
+    path, module = registry_with(tmp_path, "MODULE:status")
+    shadow = f"shadow_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{shadow}.py").write_text("raise SystemExit('the diagram folder shadowed an engine import')\n")
+    before = list(sys.path)
+    load_registries(path.name, tmp_path / "d.yaml", LineMap(str(tmp_path / "d.yaml")))
+    assert module in sys.modules  # the handler's own module was imported from the folder
+    assert sys.path == before
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(shadow)
