@@ -25,6 +25,7 @@ from engine.providers.wire import (
     group_turns,
     read_model,
     seal,
+    tool_declaration,
 )
 
 __all__ = [
@@ -307,16 +308,7 @@ class Anthropic:
             body["system"] = request.system
         body["messages"] = self.messages(request)
         if request.tools:
-            tools = []
-            for tool in request.tools:
-                entry: dict[str, Any] = {"name": tool.name}
-                if tool.description:
-                    entry["description"] = tool.description
-                entry["input_schema"] = tool.parameters
-                if tool.strict:
-                    entry["strict"] = True
-                tools.append(entry)
-            body["tools"] = tools
+            body["tools"] = [tool_declaration(tool, "input_schema") for tool in request.tools]
         notes: tuple[str, ...] = foreign_parts_note(request.rows, self.vendor)
         if request.thinking is not None:
             body["thinking"] = ({"type": "adaptive"} if request.thinking == "adaptive"

@@ -25,6 +25,7 @@ from engine.providers.wire import (
     group_turns,
     read_model,
     seal,
+    tool_declaration,
 )
 
 __all__ = ["FINISH", "REASONING_EFFORTS", "Groq", "reasoning_refusal"]
@@ -155,16 +156,7 @@ class Groq:
             body["reasoning_effort"] = request.reasoning_effort
         body["messages"] = self.messages(request)
         if request.tools:
-            tools = []
-            for tool in request.tools:
-                function: dict[str, Any] = {"name": tool.name}
-                if tool.description:
-                    function["description"] = tool.description
-                function["parameters"] = tool.parameters
-                if tool.strict:
-                    function["strict"] = True
-                tools.append({"type": "function", "function": function})
-            body["tools"] = tools
+            body["tools"] = [{"type": "function", "function": tool_declaration(tool, "parameters")} for tool in request.tools]
         headers = {"authorization": f"Bearer {key}", "content-type": "application/json"}
         return HttpCall("/openai/v1/chat/completions", headers, body, foreign_parts_note(request.rows, self.vendor),
                         api_version=request.api_version)

@@ -36,6 +36,7 @@ __all__ = [
     "seal",
     "signature_vendor",
     "system_text",
+    "tool_declaration",
     "valid_tool_name",
 ]
 
@@ -77,6 +78,18 @@ class ToolSpec:
     description: str
     parameters: dict[str, Any]
     strict: bool = False
+
+
+def tool_declaration(tool: ToolSpec, schema_key: str) -> dict[str, Any]:
+    """A tool as Anthropic (`input_schema`) and OpenAI-style vendors (`parameters`) declare it: name, description
+    when there is one, the schema, and `strict` only when asked."""
+    entry: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        entry["description"] = tool.description
+    entry[schema_key] = tool.parameters
+    if tool.strict:
+        entry["strict"] = True
+    return entry
 
 
 @dataclass(frozen=True, slots=True)

@@ -175,10 +175,9 @@ def test_redis_token_bucket_is_shared_and_refills(broker: str) -> None:
                 pass
 
     async def go() -> float:
-        await take(first, 30)
-        await take(second, 30)  # the burst of 60 is shared: both workers drew from one bucket
         began = time.monotonic()
-        await take(second, 2)  # now each request waits for a refill (1 a second)
+        await take(first, 1)  # a full bucket: at once
+        await take(second, 2)  # one bucket for both workers: each waits a refill (1 a second); two buckets: one wait
         return time.monotonic() - began
 
     assert 1.5 <= asyncio.run(go()) <= 4
