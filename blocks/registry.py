@@ -9,8 +9,7 @@ from blocks.loop import Loop
 from blocks.set import Set
 from blocks.start import Start
 from blocks.tool_dispatch import ToolDispatch
-from engine import Block, BlockRegistry
-from engine.compile.block import entry_point_blocks
+from engine import Block, BlockRegistry, entry_point_blocks
 
 __all__ = ["BUILTIN_BLOCKS", "registry"]
 

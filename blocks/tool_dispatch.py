@@ -29,11 +29,11 @@ from engine import (
     Table,
     TableError,
     ToolError,
+    WithFailures,
+    dumps,
     history_rows,
     history_table,
 )
-from engine.compile.block import WithFailures
-from engine.format.values import dumps
 
 if TYPE_CHECKING:
     from engine.tools import ToolRegistry  # the registry, numpy and jsonschema load when a run calls a tool

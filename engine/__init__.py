@@ -11,7 +11,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from engine.compile.block import Block, BlockRegistry, NoInputs, NoOutputs, Report, RunSettings
+    from engine.compile.block import (
+        Block,
+        BlockRegistry,
+        NoInputs,
+        NoOutputs,
+        Report,
+        RunSettings,
+        WithFailures,
+        entry_point_blocks,
+    )
     from engine.compile.diagram import CompiledBlock, Diagram
     from engine.compile.templating import truthy
     from engine.errors import (
@@ -21,31 +30,44 @@ if TYPE_CHECKING:
         DiagramError,
         DiagramInvalid,
         InputError,
+        InternalError,
         LoopLimitReached,
+        OutputTruncated,
         Problem,
+        ProviderBlocked,
         ProviderError,
+        ProviderRefused,
         RunError,
         RunTimeout,
+        ScenarioFailed,
         StepLimitReached,
         TemplateError,
+        TemplateSyntax,
         ToolError,
+        TraceWriteFailed,
         UsageError,
+        WireError,
     )
     from engine.format.spec import ErrorLevel, MessageLevel
     from engine.format.tables import DataTable, HistoryRow, Table, TableError, history_rows, history_table, to_table
+    from engine.format.values import dumps
     from engine.runtime.api import default_registry, load, run, run_async, validate
     from engine.runtime.context import RunContext, Services
     from engine.runtime.execute import RunResult, execute
     from engine.runtime.trace import Event, read_events
 
 _HOMES = {
-    "engine.compile.block": ["Block", "BlockRegistry", "NoInputs", "NoOutputs", "Report", "RunSettings"],
+    "engine.compile.block": ["Block", "BlockRegistry", "NoInputs", "NoOutputs", "Report", "RunSettings", "WithFailures",
+                             "entry_point_blocks"],
     "engine.compile.diagram": ["CompiledBlock", "Diagram"],
     "engine.compile.templating": ["truthy"],
     "engine.errors": [
-        "BlockError", "BlockTimeout", "DiagramError", "DiagramInvalid", "DiagramaError", "InputError", "LoopLimitReached",
-        "Problem", "ProviderError", "RunError", "RunTimeout", "StepLimitReached", "TemplateError", "ToolError", "UsageError",
+        "BlockError", "BlockTimeout", "DiagramError", "DiagramInvalid", "DiagramaError", "InputError", "InternalError",
+        "LoopLimitReached", "OutputTruncated", "Problem", "ProviderBlocked", "ProviderError", "ProviderRefused", "RunError",
+        "RunTimeout", "ScenarioFailed", "StepLimitReached", "TemplateError", "TemplateSyntax", "ToolError",
+        "TraceWriteFailed", "UsageError", "WireError",
     ],
+    "engine.format.values": ["dumps"],
     "engine.format.spec": ["ErrorLevel", "MessageLevel"],
     "engine.format.tables": ["DataTable", "HistoryRow", "Table", "TableError", "history_rows", "history_table", "to_table"],
     "engine.runtime.api": ["default_registry", "load", "run", "run_async", "validate"],
@@ -70,26 +92,37 @@ __all__ = [
     "Event",
     "HistoryRow",
     "InputError",
+    "InternalError",
     "LoopLimitReached",
     "MessageLevel",
     "NoInputs",
     "NoOutputs",
+    "OutputTruncated",
     "Problem",
+    "ProviderBlocked",
     "ProviderError",
+    "ProviderRefused",
     "Report",
     "RunContext",
     "RunError",
     "RunResult",
     "RunSettings",
     "RunTimeout",
+    "ScenarioFailed",
     "Services",
     "StepLimitReached",
     "Table",
     "TableError",
     "TemplateError",
+    "TemplateSyntax",
     "ToolError",
+    "TraceWriteFailed",
     "UsageError",
+    "WireError",
+    "WithFailures",
     "default_registry",
+    "dumps",
+    "entry_point_blocks",
     "execute",
     "history_rows",
     "history_table",

@@ -16,6 +16,9 @@ PUBLIC = [
     "RunResult", "RunSettings", "RunTimeout", "Services", "StepLimitReached", "Table", "TableError", "TemplateError",
     "ToolError", "UsageError", "default_registry", "execute", "history_rows", "history_table", "load", "read_events",
     "run", "run_async", "to_table", "truthy", "validate",
+    # the rest of the error tree a caller may meet, and what block authors use beside Block
+    "InternalError", "OutputTruncated", "ProviderBlocked", "ProviderRefused", "ScenarioFailed", "TemplateSyntax",
+    "TraceWriteFailed", "WireError", "WithFailures", "dumps", "entry_point_blocks",
 ]
 
 
