@@ -8,13 +8,8 @@ Calling a model is not done here; ToolDispatch runs what a model called.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import importlib
-import inspect
 import re
-import sys
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +24,7 @@ from engine.format.tables import DataTable, to_table
 from engine.format.validation import dotted, validation_message
 from engine.format.yamlfile import LineMap, read_yaml
 from engine.tools.embeddings import Embedder, EmbeddingCache, make_embedder
+from engine.tools.handlers import STANDARD_MODULE, HandlerRefused, resolve_handler
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,7 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = ["STANDARD_MODULE", "Tool", "ToolRegistry", "ToolsTable", "check_arguments", "load_registries"]
 
-STANDARD_MODULE = "engine.tools.standard"
 _HANDLER = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")
 
 
@@ -110,87 +105,8 @@ class Tool:
 
     def handler(self) -> Callable[..., Any]:
         if self._callable is None:
-            self._callable = _resolve(self.entry.handler, self.allowed_hosts, self.folder)
+            self._callable = resolve_handler(self.entry.handler, self.allowed_hosts, self.folder)
         return self._callable
-
-
-class HandlerRefused(Exception):
-    """A handler path that leaves its module: something it imports, or Python's own machinery."""
-
-
-def _defined_in(value: Any, module_name: str) -> bool:
-    return getattr(value, "__module__", None) == module_name
-
-
-def _method(owner: type, name: str, module_name: str) -> Any:
-    """The function `owner.name` stands for, found where it is defined: refused unless written in the module."""
-    for klass in owner.__mro__:
-        if name in klass.__dict__:
-            raw = klass.__dict__[name]
-            break
-    else:
-        raise AttributeError(f"class '{owner.__name__}' has no attribute '{name}'")
-    function = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
-    # callable, not only a plain function: a decorated method (functools.cache) keeps its module
-    if not (callable(function) and _defined_in(function, module_name)):
-        raise HandlerRefused(f"'{owner.__name__}.{name}' is not a method written in {module_name}")
-    return raw
-
-
-_IMPORT_LOCK = threading.Lock()
-
-
-def _import_handler_module(module_name: str, folder: Path | None) -> Any:
-    """Import a handler's module, looking in the diagram's folder first, for the length of that import alone.
-
-    The folder is never left on sys.path: a diagram folder holding `httpx.py` or `sqlalchemy.py`
-    would otherwise shadow the engine's own lazy imports for the rest of the process. Only the
-    module a registry names (which allowed_modules permits) and what it imports as it loads see
-    the folder.
-    """
-    if folder is None or module_name in sys.modules:
-        return importlib.import_module(module_name)
-    entry = str(folder)
-    with _IMPORT_LOCK:
-        sys.path.insert(0, entry)
-        try:
-            return importlib.import_module(module_name)
-        finally:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(entry)
-            sys.path_importer_cache.pop(entry, None)
-
-
-def _resolve(handler: str, allowed_hosts: tuple[str, ...], folder: Path | None = None) -> Callable[..., Any]:
-    """The callable a handler path names, only if the named module itself defines it.
-
-    `getattr` would follow anything the module imports (`shop.tools:os.system`) or reach
-    Python's machinery (`Class.__init__` of `object`); a handler path may do neither.
-    """
-    module_name, _, attribute = handler.partition(":")
-    if any(part.startswith("__") for part in attribute.split(".")):
-        raise HandlerRefused(f"'{attribute}' names a dunder attribute")
-    module = _import_handler_module(module_name, folder)
-    owner_name, _, method = attribute.partition(".")
-    target: Any = getattr(module, owner_name)
-    if inspect.ismodule(target):
-        raise HandlerRefused(f"'{owner_name}' is a module that {module_name} imports")
-    if not _defined_in(target, module_name):
-        raise HandlerRefused(f"'{owner_name}' is imported into {module_name}, not defined there "
-                             f"(it comes from {getattr(target, '__module__', None) or 'elsewhere'})")
-    if method:
-        if not isinstance(target, type):
-            raise HandlerRefused(f"'{owner_name}' is not a class; only Class.method may be named with a dot")
-        raw = _method(target, method, module_name)
-        member = getattr(target, method)
-        if not isinstance(raw, (staticmethod, classmethod)):
-            member = getattr(target(), method)  # the seed's "class plus a data method": one instance per process
-        target = member
-    if module_name == STANDARD_MODULE and owner_name == "http_get":
-        target = functools.partial(target, allowed_hosts=allowed_hosts)
-    if not callable(target):
-        raise TypeError(f"{handler} is not callable")
-    return target  # type: ignore[no-any-return]
 
 
 class ToolsTable(DataTable):
