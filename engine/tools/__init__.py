@@ -5,7 +5,8 @@ This `__all__` is the face blocks may use; nothing here calls a model or knows a
 
 from __future__ import annotations
 
+from engine.tools.arguments import check_arguments
 from engine.tools.calls import HandlerTimeout, call_handler
-from engine.tools.registry import Tool, ToolRegistry, ToolsTable, check_arguments, load_registries
+from engine.tools.registry import Tool, ToolRegistry, ToolsTable, load_registries
 
 __all__ = ["HandlerTimeout", "Tool", "ToolRegistry", "ToolsTable", "call_handler", "check_arguments", "load_registries"]

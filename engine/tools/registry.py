@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from engine.tools.mcp import McpServer
 
-__all__ = ["STANDARD_MODULE", "Tool", "ToolRegistry", "ToolsTable", "check_arguments", "load_registries"]
+__all__ = ["STANDARD_MODULE", "Tool", "ToolRegistry", "ToolsTable", "load_registries"]
 
 _HANDLER = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")
 
@@ -258,161 +258,147 @@ def _module_allowed(module: str, allowed: list[str]) -> bool:
 
 def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: LineMap,
                     environ: Mapping[str, str] | None = None) -> ToolRegistry:
-    """Read the registries a diagram names (paths relative to it); raise DiagramInvalid."""
-    from engine.tools.standard import STANDARD_TOOLS  # the standard tools' own definitions
-
-    # Always allowed from the standard module: its tools' handlers, and nothing else it holds or imports.
-    standard_handlers = {tool["handler"] for tool in STANDARD_TOOLS.values()}
+    """Read the registries a diagram names (paths relative to it); raise DiagramInvalid with every problem found."""
+    reading = _Reading(diagram_path, environ)
     names = [spec] if isinstance(spec, str) else list(spec)
-    problems: list[Problem] = []
-    tools: list[Tool] = []
-    caches: dict[str, EmbeddingCache] = {}
-    embedder_spec: dict[str, Any] | None = None
-    seen: dict[str, str] = {}
-    servers: list[McpServer] = []
-    folder = diagram_path.parent.resolve()  # handler modules are imported from here (see _import_handler_module)
     for position, name in enumerate(names):
         base = diagram_path.parent / name
         if not base.exists():
-            problems.append(Problem(str(diagram_path), diagram_lines.line(("tools",) if isinstance(spec, str)
-                                                                         else ("tools", position)),
-                                    f"tool registry '{name}' does not exist", field="tools", code="no_registry"))
+            reading.problems.append(Problem(str(diagram_path), diagram_lines.line(
+                ("tools",) if isinstance(spec, str) else ("tools", position)),
+                f"tool registry '{name}' does not exist", field="tools", code="no_registry"))
             continue
         for file in _registry_files(base):
-            try:
-                data, lines = read_yaml(file)
-            except DiagramInvalid as exc:
-                problems += exc.problems
-                continue
-            source = str(file)
-            caches[source] = EmbeddingCache(file.with_suffix(".embeddings.json"))
-            try:
-                registry = RegistryFile.model_validate(data if isinstance(data, dict) else {})
-            except ValidationError as exc:
-                for error in exc.errors(include_url=False):
-                    location = tuple(error["loc"])
-                    problems.append(Problem(source, lines.line(location), validation_message(error),
-                                            field=dotted(location)))
-                continue
-            embedder_spec = embedder_spec or registry.embedder
-            entries = [(index, raw) for index, raw in enumerate(registry.tools)]
-            for wanted in registry.standard_tools:
-                if wanted not in STANDARD_TOOLS:
-                    problems.append(Problem(source, lines.line(("standard_tools",)),
-                                            f"no standard tool '{wanted}' (there are: {', '.join(STANDARD_TOOLS)})",
-                                            field="standard_tools", code="unknown_standard_tool"))
-                    continue
-                entries.append((-1, STANDARD_TOOLS[wanted]))
-            for index, raw in entries:
-                where: tuple[str | int, ...] = ("tools", index) if index >= 0 else ("standard_tools",)
-                line = lines.line(where)
-                function = raw.get("function") if isinstance(raw, dict) else None
-                try:
-                    entry = ToolEntry.model_validate(raw)
-                except ValidationError as exc:
-                    for error in exc.errors(include_url=False):
-                        loc = tuple(error["loc"])
-                        problems.append(Problem(source, lines.line((*where, *loc)), validation_message(error),
-                                                block=None, field=f"tools[{index}].{dotted(loc)}",
-                                                code="invalid_tool"))
-                    continue
-                tool_field = f"tools[{index}]" if index >= 0 else "standard_tools"
-
-                add = functools.partial(_tool_problem, problems, source, lines, where, tool_field, line)
-
-                if not valid_tool_name(entry.function):
-                    add(f"tool name '{entry.function}' must be Latin letters, digits, '_' and '-', at most 64 "
-                        "characters (63 for Gemini)", "function")
-                if entry.function in seen:
-                    add(f"duplicate function '{entry.function}' (also in {seen[entry.function]})", "function")
-                seen[entry.function] = source
-                if not _HANDLER.match(entry.handler):
-                    add(f"handler '{entry.handler}' must be package.module:callable or package.module:Class.method",
-                        "handler")
-                elif entry.handler.startswith(f"{STANDARD_MODULE}:") and entry.handler not in standard_handlers \
-                        and not _module_allowed(STANDARD_MODULE, registry.allowed_modules):
-                    add(f"handler '{entry.handler}' is not a standard tool; only the standard tools' handlers "
-                        f"({', '.join(sorted(standard_handlers))}) may come from {STANDARD_MODULE}", "handler",
-                        "include a standard tool by name under standard_tools, or write the handler in your module")
-                elif entry.handler not in standard_handlers \
-                        and not _module_allowed(entry.handler.partition(":")[0], registry.allowed_modules):
-                    add(f"handler module '{entry.handler.partition(':')[0]}' is not in allowed_modules",
-                        "handler", f"add it to allowed_modules ({', '.join(registry.allowed_modules) or 'none yet'})")
-                if registry.groups and entry.group not in registry.groups and index >= 0:
-                    add(f"group '{entry.group}' is not declared in groups", "group",
-                        f"declare it, or use one of: {', '.join(registry.groups)}")
-                try:
-                    jsonschema.Draft202012Validator.check_schema(entry.parameters)
-                    if entry.parameters.get("type") != "object":
-                        raise jsonschema.SchemaError("the top level must be 'type: object'")
-                except jsonschema.SchemaError as exc:
-                    add(f"parameters is not a valid JSON Schema: {exc.message}", "parameters")
-                if function is None:
-                    continue
-                tools.append(Tool(entry, registry.registry, source, line, tuple(registry.allowed_hosts),
-                                  lines.line((*where, "handler")) or line, folder=folder))
-            if registry.mcp_servers:
-                from engine.tools.mcp_registry import registry_tools  # loaded only for a registry that lists servers
-
-                served, listed = registry_tools(registry.mcp_servers, registry=registry.registry, groups=registry.groups,
-                                                file=file, lines=lines, environ=environ, seen=seen, problems=problems)
-                tools += served
-                servers += listed
-    if problems:
-        raise DiagramInvalid(problems)
-    for tool in tools:
-        try:
-            tool.handler()
-        except HandlerRefused as exc:
-            problems.append(Problem(tool.source, tool.handler_line, f"handler '{tool.entry.handler}' is refused: {exc}",
-                                    field="handler", code="handler_not_allowed",
-                                    hint="name a function or class written in the allowed module itself, "
-                                         "or a method of such a class (package.module:Class.method)"))
-        except (ImportError, AttributeError, TypeError) as exc:
-            problems.append(Problem(tool.source, tool.line, f"handler '{tool.entry.handler}' cannot be loaded: {exc}",
-                                    field="handler", code="invalid_handler"))
-    if problems:
-        raise DiagramInvalid(problems)
-    registry_object = ToolRegistry(tools, make_embedder(embedder_spec, environ), list(caches.values()))
-    registry_object.mcp_servers = servers
-    registry_object.prepare(caches)
+            reading.file(file)
+    if reading.problems:
+        raise DiagramInvalid(reading.problems)
+    reading.import_handlers()
+    if reading.problems:
+        raise DiagramInvalid(reading.problems)
+    registry_object = ToolRegistry(reading.tools, make_embedder(reading.embedder_spec, environ),
+                                   list(reading.caches.values()))
+    registry_object.mcp_servers = reading.servers
+    registry_object.prepare(reading.caches)
     return registry_object
 
 
-def _coerce(value: Any, schema: Mapping[str, Any]) -> Any:
-    kind = schema.get("type")
-    if isinstance(value, str):
-        text = value.strip()
+class _Reading:
+    """What reading a diagram's registries collects: tools, problems, embedding caches, MCP servers, names seen."""
+
+    def __init__(self, diagram_path: Path, environ: Mapping[str, str] | None) -> None:
+        from engine.tools.standard import STANDARD_TOOLS  # the standard tools' own definitions
+
+        self.standard_tools = STANDARD_TOOLS
+        # Always allowed from the standard module: its tools' handlers, and nothing else it holds or imports.
+        self.standard_handlers = {tool["handler"] for tool in STANDARD_TOOLS.values()}
+        self.environ = environ
+        self.folder = diagram_path.parent.resolve()  # handler modules are imported from here (see tools/handlers.py)
+        self.problems: list[Problem] = []
+        self.tools: list[Tool] = []
+        self.caches: dict[str, EmbeddingCache] = {}
+        self.embedder_spec: dict[str, Any] | None = None
+        self.seen: dict[str, str] = {}
+        self.servers: list[McpServer] = []
+
+    def file(self, file: Path) -> None:
+        """One registry file: its own tools, the standard tools it includes, its MCP servers."""
         try:
-            if kind == "integer" and re.fullmatch(r"[-+]?\d+", text):
-                return int(text)
-            if kind == "number" and re.fullmatch(r"[-+]?\d+([.,]\d+)?", text):
-                return float(text.replace(",", "."))
-        except ValueError:
-            return value
-        if kind == "boolean" and text.lower() in ("true", "false"):
-            return text.lower() == "true"
-    if kind == "integer" and isinstance(value, float) and value.is_integer():
-        return int(value)
-    if kind == "string" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)
-    if kind == "object" and isinstance(value, dict):
-        properties = schema.get("properties") or {}
-        return {k: _coerce(v, properties.get(k) or {}) for k, v in value.items()}
-    if kind == "array" and isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [_coerce(item, schema["items"]) for item in value]
-    return value
+            data, lines = read_yaml(file)
+        except DiagramInvalid as exc:
+            self.problems += exc.problems
+            return
+        source = str(file)
+        self.caches[source] = EmbeddingCache(file.with_suffix(".embeddings.json"))
+        try:
+            registry = RegistryFile.model_validate(data if isinstance(data, dict) else {})
+        except ValidationError as exc:
+            for error in exc.errors(include_url=False):
+                location = tuple(error["loc"])
+                self.problems.append(Problem(source, lines.line(location), validation_message(error),
+                                             field=dotted(location)))
+            return
+        self.embedder_spec = self.embedder_spec or registry.embedder
+        entries = [(index, raw) for index, raw in enumerate(registry.tools)]
+        for wanted in registry.standard_tools:
+            if wanted not in self.standard_tools:
+                self.problems.append(Problem(
+                    source, lines.line(("standard_tools",)),
+                    f"no standard tool '{wanted}' (there are: {', '.join(self.standard_tools)})",
+                    field="standard_tools", code="unknown_standard_tool"))
+                continue
+            entries.append((-1, self.standard_tools[wanted]))
+        for index, raw in entries:
+            self.entry(registry, source, lines, index, raw)
+        if registry.mcp_servers:
+            from engine.tools.mcp_registry import registry_tools  # loaded only for a registry that lists servers
 
+            served, listed = registry_tools(registry.mcp_servers, registry=registry.registry, groups=registry.groups,
+                                            file=file, lines=lines, environ=self.environ, seen=self.seen,
+                                            problems=self.problems)
+            self.tools += served
+            self.servers += listed
 
-def check_arguments(tool: Tool, arguments: Any) -> dict[str, Any]:
-    """Validate a call's arguments: exactly (strict), or after coercing simple types."""
-    if not isinstance(arguments, dict):
-        raise ToolError(f"arguments must be an object, got {type(arguments).__name__}", type="invalid_tool_arguments")
-    schema = tool.entry.parameters
-    checked = arguments if tool.entry.strict else _coerce(arguments, schema)
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(checked), key=lambda e: [str(p) for p in e.path])
-    if errors:
-        # Every problem at once: a model told only the first fixes it and trips on the next.
-        found = "; ".join(f"{'.'.join(str(p) for p in error.path) or 'arguments'}: {error.message}" for error in errors)
-        raise ToolError(f"invalid arguments for '{tool.name}': {found}", type="invalid_tool_arguments")
-    return dict(checked)
+    def entry(self, registry: RegistryFile, source: str, lines: LineMap, index: int, raw: Any) -> None:
+        """One tool entry (index -1: a standard tool included by name), checked; kept when it names a function."""
+        where: tuple[str | int, ...] = ("tools", index) if index >= 0 else ("standard_tools",)
+        line = lines.line(where)
+        function = raw.get("function") if isinstance(raw, dict) else None
+        try:
+            entry = ToolEntry.model_validate(raw)
+        except ValidationError as exc:
+            for error in exc.errors(include_url=False):
+                loc = tuple(error["loc"])
+                self.problems.append(Problem(source, lines.line((*where, *loc)), validation_message(error), block=None,
+                                             field=f"tools[{index}].{dotted(loc)}", code="invalid_tool"))
+            return
+        tool_field = f"tools[{index}]" if index >= 0 else "standard_tools"
+        add = functools.partial(_tool_problem, self.problems, source, lines, where, tool_field, line)
+        if not valid_tool_name(entry.function):
+            add(f"tool name '{entry.function}' must be Latin letters, digits, '_' and '-', at most 64 "
+                "characters (63 for Gemini)", "function")
+        if entry.function in self.seen:
+            add(f"duplicate function '{entry.function}' (also in {self.seen[entry.function]})", "function")
+        self.seen[entry.function] = source
+        self.check_handler(entry.handler, registry.allowed_modules, add)
+        if registry.groups and entry.group not in registry.groups and index >= 0:
+            add(f"group '{entry.group}' is not declared in groups", "group",
+                f"declare it, or use one of: {', '.join(registry.groups)}")
+        try:
+            jsonschema.Draft202012Validator.check_schema(entry.parameters)
+            if entry.parameters.get("type") != "object":
+                raise jsonschema.SchemaError("the top level must be 'type: object'")
+        except jsonschema.SchemaError as exc:
+            add(f"parameters is not a valid JSON Schema: {exc.message}", "parameters")
+        if function is not None:
+            self.tools.append(Tool(entry, registry.registry, source, line, tuple(registry.allowed_hosts),
+                                   lines.line((*where, "handler")) or line, folder=self.folder))
+
+    def check_handler(self, handler: str, allowed_modules: list[str], add: Callable[..., None]) -> None:
+        """A handler path's form, and its module against allowed_modules (the standard module's own rule apart)."""
+        standard = self.standard_handlers
+        if not _HANDLER.match(handler):
+            add(f"handler '{handler}' must be package.module:callable or package.module:Class.method", "handler")
+        elif handler.startswith(f"{STANDARD_MODULE}:") and handler not in standard \
+                and not _module_allowed(STANDARD_MODULE, allowed_modules):
+            add(f"handler '{handler}' is not a standard tool; only the standard tools' handlers "
+                f"({', '.join(sorted(standard))}) may come from {STANDARD_MODULE}", "handler",
+                "include a standard tool by name under standard_tools, or write the handler in your module")
+        elif handler not in standard and not _module_allowed(handler.partition(":")[0], allowed_modules):
+            add(f"handler module '{handler.partition(':')[0]}' is not in allowed_modules",
+                "handler", f"add it to allowed_modules ({', '.join(allowed_modules) or 'none yet'})")
+
+    def import_handlers(self) -> None:
+        """Each tool's handler imported and resolved now, so a bad one is a load error, not a failed call."""
+        for tool in self.tools:
+            try:
+                tool.handler()
+            except HandlerRefused as exc:
+                self.problems.append(Problem(
+                    tool.source, tool.handler_line, f"handler '{tool.entry.handler}' is refused: {exc}",
+                    field="handler", code="handler_not_allowed",
+                    hint="name a function or class written in the allowed module itself, "
+                         "or a method of such a class (package.module:Class.method)"))
+            except (ImportError, AttributeError, TypeError) as exc:
+                self.problems.append(Problem(tool.source, tool.line,
+                                             f"handler '{tool.entry.handler}' cannot be loaded: {exc}",
+                                             field="handler", code="invalid_handler"))
