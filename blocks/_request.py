@@ -160,14 +160,29 @@ class RequestBlock(Block):
                                    self.adapter.name_limit)
                 self.check_tools(specs)
             except (TableError, WireError) as exc:
-                report("tools", str(exc), None)
+                report("tools", str(exc), getattr(exc, "hint", None))
         self.check_vendor(constants, report)
+
+    tools_input: ClassVar[str | None] = "tools"
+
+    @classmethod
+    def check_offered_tool(cls, name: str, parameters: Mapping[str, Any], strict: bool) -> tuple[str, str | None] | None:
+        """A registry tool `tools(...)` may offer: its name within the vendor's limit, and `check_tools`."""
+        if not valid_tool_name(name, cls.adapter.name_limit):
+            return (f"tool name '{name}' is longer than the {cls.adapter.name_limit} characters "
+                    f"{cls.adapter.vendor} takes", "shorten the function name")
+        try:
+            cls.check_tools([ToolSpec(name, "", dict(parameters), strict)])
+        except WireError as exc:
+            return str(exc), getattr(exc, "hint", None)
+        return None
 
     def check_vendor(self, constants: Mapping[str, Any], report: Report) -> None:  # optional
         """Vendor-specific load checks on constant inputs."""
 
-    def check_tools(self, specs: list[ToolSpec]) -> None:  # optional
-        """Vendor-specific checks of a tools table; raise WireError."""
+    @classmethod
+    def check_tools(cls, specs: list[ToolSpec]) -> None:  # optional
+        """Vendor-specific checks of a tools table; raise WireError (`hint` on it, when it has one)."""
 
     def check_request(self, request: Request) -> None:  # optional
         """Vendor-specific checks of templated values before sending (constants were checked at load); raise InputError."""

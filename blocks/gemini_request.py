@@ -26,10 +26,12 @@ class GeminiRequest(RequestBlock):
         if refusal:
             report(refusal.field, refusal.message, None)
 
-    def check_tools(self, specs: list[ToolSpec]) -> None:
+    @classmethod
+    def check_tools(cls, specs: list[ToolSpec]) -> None:
+        """Each schema as Gemini gets it (README, Gemini's schema mapping): SchemaRefused names the keyword."""
         for spec in specs:
             if spec.parameters.get("properties"):
-                gemini_schema(spec.parameters, spec.name)
+                gemini_schema(spec.parameters, spec.name, strict=spec.strict)
 
     def check_request(self, request: Request) -> None:
         if request.api_version is not None and request.api_version not in _VERSIONS:

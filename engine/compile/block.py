@@ -92,6 +92,15 @@ class Block:
     def check(self, constants: Mapping[str, Any], report: Report) -> None:  # optional hook
         """Load-time checks across this block's constant inputs; call `report` per problem."""
 
+    tools_input: ClassVar[str | None] = None
+    """The input through which a tool registry's tools reach this block's model (`tools('group', ...)`)."""
+
+    @classmethod
+    def check_offered_tool(cls, name: str, parameters: Mapping[str, Any],
+                           strict: bool) -> tuple[str, str | None] | None:  # optional hook
+        """Load-time: why a registry tool that `tools_input` may offer cannot be offered (message, hint); None if it can."""
+        return None
+
     async def run(self, inputs: Any, context: RunContext) -> dict[str, Any]:
         raise NotImplementedError(f"{type(self).__name__}.run")
 

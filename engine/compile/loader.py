@@ -1,7 +1,8 @@
 """Diagram files → validated, compiled Diagrams.
 
 Reads the YAML (engine.format.yamlfile), hands it to engine.compile.validate, and wires in what a
-diagram names beside its blocks (tool registries, which must lie inside its folder or a data root).
+diagram names beside its blocks (tool registries, which must lie inside its folder or a data root;
+each registry tool a block may be offered is put to that block type's `check_offered_tool`).
 Knows nothing of what blocks do.
 """
 
@@ -12,7 +13,10 @@ import gc
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+from jinja2 import nodes
 
 from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
@@ -20,6 +24,9 @@ from engine.compile.validate import compile_diagram
 from engine.errors import DiagramInvalid, Problem
 from engine.format.paths import DataFolder, PathRefused, shown_path
 from engine.format.yamlfile import LineMap, read_yaml_text
+
+if TYPE_CHECKING:
+    from engine.tools.registry import Tool, ToolRegistry
 
 __all__ = ["load_diagram", "load_diagram_text"]
 
@@ -82,10 +89,58 @@ def _load_text(text: str, path: Path, registry: BlockRegistry, functions: Mappin
                 problems.extend(exc.problems)
             else:
                 extra["tools"] = tools.template_function()
+                problems.extend(_offered_tool_problems(data, registry, tools))
     diagram = compile_diagram(data, lines, path, registry, source=text, functions=extra, extra_problems=problems,
                               data_roots=data_roots)
     diagram.tools = tools
     return diagram
+
+
+def _offered_tool_problems(data: Any, blocks: BlockRegistry, tools: ToolRegistry) -> list[Problem]:
+    """A problem at a registry tool's entry for each block that may offer it (`tools('group', ...)` in the
+    block's `tools_input`: that group's tools, or every group's when none is written) and cannot."""
+    problems: list[Problem] = []
+    written = data.get("blocks") if isinstance(data, dict) else None
+    for raw in written if isinstance(written, list) else []:  # another shape is validate's to report
+        kind = raw.get("type") if isinstance(raw, dict) else None
+        cls = blocks.get(kind) if isinstance(kind, str) else None
+        if cls is None or cls.tools_input is None or not isinstance(raw.get("with"), dict):
+            continue
+        inputs = raw["with"]
+        offered: dict[str, tuple[Tool, str]] = {}
+        for group in _tool_groups(inputs.get(cls.tools_input)):
+            call = f"tools('{group}')" if group is not None else "tools() (no group written: every tool)"
+            for tool in tools.enabled(group):
+                offered.setdefault(tool.name, (tool, call))
+        block_id = raw.get("id") if isinstance(raw.get("id"), str) else None
+        for tool, call in offered.values():
+            refusal = cls.check_offered_tool(tool.name, tool.entry.parameters, tool.entry.strict)
+            if refusal is not None:
+                problems.append(Problem(tool.source, tool.line,
+                                        f"{refusal[0]}; {cls.type_name} '{block_id}' is offered it by {call}",
+                                        block=block_id, field=f"with.{cls.tools_input}", hint=refusal[1],
+                                        code="invalid_tool"))
+    return problems
+
+
+def _tool_groups(value: Any) -> list[str | None]:
+    """The group of each `tools(...)` call written in an input: its literal name, or None (every group)."""
+    if isinstance(value, dict):
+        return [group for item in value.values() for group in _tool_groups(item)]
+    if isinstance(value, list):
+        return [group for item in value for group in _tool_groups(item)]
+    if not isinstance(value, str) or "tools" not in value:
+        return []
+    try:
+        tree = jinja2.Environment().parse(value)
+    except (jinja2.TemplateSyntaxError, RecursionError):
+        return []  # validate reports the template
+    groups: list[str | None] = []
+    for call in tree.find_all(nodes.Call):
+        if isinstance(call.node, nodes.Name) and call.node.name == "tools":
+            given = call.args[0] if call.args else next((kw.value for kw in call.kwargs if kw.key == "group"), None)
+            groups.append(given.value if isinstance(given, nodes.Const) and isinstance(given.value, str) else None)
+    return groups
 
 
 def _confined_registries(spec: str | list[str], path: Path, lines: LineMap, folder: DataFolder,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from engine.providers.anthropic import Anthropic, Sampling, sampling_version, thinking_refusal
     from engine.providers.ask import Answer, ask
-    from engine.providers.gemini import Gemini, gemini_schema, gemini_thinking_refusal
+    from engine.providers.gemini import Gemini, SchemaRefused, gemini_schema, gemini_thinking_refusal
     from engine.providers.groq import Groq, reasoning_refusal
     from engine.providers.http import Exchanges, Retried
     from engine.providers.simulator import RecordedRequest, Simulator
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "engine.providers.anthropic": ["Anthropic", "Sampling", "sampling_version", "thinking_refusal"],
     "engine.providers.ask": ["Answer", "ask"],
-    "engine.providers.gemini": ["Gemini", "gemini_schema", "gemini_thinking_refusal"],
+    "engine.providers.gemini": ["Gemini", "SchemaRefused", "gemini_schema", "gemini_thinking_refusal"],
     "engine.providers.groq": ["Groq", "reasoning_refusal"],
     "engine.providers.http": ["Exchanges", "Retried"],
     "engine.providers.simulator": ["RecordedRequest", "Simulator"],
@@ -78,6 +78,7 @@ __all__ = [
     "Request",
     "Retried",
     "Sampling",
+    "SchemaRefused",
     "Simulator",
     "ToolCall",
     "ToolSpec",

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import orjson
+
 from engine.errors import SimulatorRejected as Rejected
 from engine.providers.anthropic import SAMPLING_VERSION, VERSIONS, takes_temperature, thinking_refusal
 from engine.providers.gemini import gemini_thinking_refusal
@@ -298,6 +300,16 @@ def _schema(value: Any, where: str) -> None:
             raise _gemini(f"Invalid JSON payload received. Proto field is not repeating, cannot start list at '{where}.type'")
         if str(schema["type"]).upper() not in _GEMINI_TYPES:
             raise _gemini(f"Invalid value at '{where}.type': {schema['type']!r}")
+    kind = str(schema.get("type", "")).upper()
+    # The public 400s for enums and formats (PROVIDERS.md 3.3): enum values are strings, on a STRING only;
+    # a STRING takes format enum or date-time only.
+    for index, item in enumerate(schema.get("enum") or []):
+        if not isinstance(item, str):
+            raise _gemini(f"Invalid value at '{where}.enum[{index}]' (TYPE_STRING), {orjson.dumps(item).decode()}")
+    if "enum" in schema and kind != "STRING":
+        raise _gemini(f"* GenerateContentRequest.{where}.enum: only allowed for STRING type")
+    if kind == "STRING" and "format" in schema and schema["format"] not in ("enum", "date-time"):
+        raise _gemini(f"* GenerateContentRequest.{where}.format: only 'enum' and 'date-time' are supported for STRING type")
     for name, item in (schema.get("properties") or {}).items():
         _schema(item, f"{where}.properties[{name}]")
     if "items" in schema:
