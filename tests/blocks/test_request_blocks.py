@@ -12,6 +12,7 @@ import pytest
 from engine import DiagramInvalid, Services, execute
 from engine.compile.loader import load_diagram
 from tests.blocks.vendors import ORDER_TOOL, PARALLEL_HISTORY, FakeVendor, loopback_server
+from tests.engine.test_tools import make_registry
 
 BLOCKS = {"anthropic": "ClaudeRequest", "groq": "GroqChatRequest", "gemini": "GeminiRequest"}
 MODELS = {"anthropic": "claude-sonnet-5-5", "groq": "llama-3.3-70b-versatile", "gemini": "gemini-3.5-flash"}
@@ -342,6 +343,144 @@ def test_gemini_schema_keyword_it_cannot_express_is_an_error(write, registry) ->
     with pytest.raises(DiagramInvalid) as caught:
         load_diagram(write(text), registry)
     assert "'oneOf'" in str(caught.value)
+
+
+def gemini_with_tool(parameters: dict, request: str = "hi") -> str:
+    tool = {**ORDER_TOOL, "parameters": parameters}
+    return diagram_text("gemini", request=request).replace('"{{ tools }}"', json.dumps([tool]))
+
+
+def sent_parameters(vendor: FakeVendor) -> dict:
+    return vendor.bodies()[0]["tools"][0]["functionDeclarations"][0]["parameters"]
+
+
+def provider_notes(runner, result) -> list[str]:
+    return next(e for e in runner.events(result) if e["event"] == "provider_called")["notes"]
+
+
+def test_gemini_additional_properties_false_is_left_out_with_a_debug_note(runner, write) -> None:
+    vendor = FakeVendor().reply(200, GEMINI_REPLY)
+    text = gemini_with_tool({**ORDER_TOOL["parameters"], "additionalProperties": False})
+    result = run(runner, write, text, vendor.services("gemini"))
+    assert result.status == "succeeded", result.errors
+    assert sent_parameters(vendor) == {"type": "OBJECT", "properties": {"order_id": {"type": "INTEGER"}},
+                                       "required": ["order_id"]}
+    [note] = provider_notes(runner, result)
+    assert "parameters.additionalProperties: false is not sent" in note and "ToolDispatch" in note
+
+
+def test_gemini_integer_enum_goes_as_a_string_enum_the_service_takes(runner, write) -> None:
+    parameters = {"type": "object", "properties": {"size": {"type": "integer", "enum": [1, 2, 3]}}}
+    vendor = FakeVendor().reply(200, GEMINI_REPLY)
+    result = run(runner, write, gemini_with_tool(parameters), vendor.services("gemini"))
+    assert result.status == "succeeded", result.errors
+    assert sent_parameters(vendor)["properties"]["size"] == {"type": "STRING", "format": "enum", "enum": ["1", "2", "3"]}
+    [note] = provider_notes(runner, result)
+    assert "parameters.properties.size.enum goes to Gemini as type STRING" in note
+    # the offline simulator checks the body as the service does (enum values strings, on a STRING only)
+    offline = run(runner, write, gemini_with_tool(parameters), Services(environ={}, offline=True))
+    assert offline.status == "succeeded", offline.errors
+
+
+@pytest.mark.parametrize(("parameters", "path", "hint"), [
+    ({"type": "object", "properties": {"urgent": {"type": "boolean", "const": True}}},
+     "parameters.properties.urgent.const", "type: boolean"),
+    ({"type": "object", "properties": {"urgent": {"type": "boolean", "enum": [True]}}},
+     "parameters.properties.urgent.enum", "type: boolean"),
+    ({"type": "object", "properties": {"email": {"type": "string", "format": "email"}}},
+     "parameters.properties.email.format", "pattern"),
+    ({"type": "object", "properties": {"size": {"type": "integer", "enum": [1, 2]}}, "required": ["size"]},
+     None, None),  # accepted: ToolDispatch coerces "1" back (non-strict)
+])
+def test_gemini_schema_keywords_it_cannot_take_are_load_errors_with_the_path(write, registry, parameters, path,
+                                                                              hint) -> None:
+    file = write(gemini_with_tool(parameters))
+    if path is None:
+        load_diagram(file, registry)
+        return
+    with pytest.raises(DiagramInvalid) as caught:
+        load_diagram(file, registry)
+    [problem] = caught.value.problems
+    assert (problem.block, problem.field) == ("ask", "with.tools")
+    assert f"tool 'get_order_status': {path}:" in problem.message
+    assert hint in (problem.hint or "")
+
+
+def test_gemini_strict_tool_with_an_integer_enum_is_a_load_error(write, registry) -> None:
+    tool = {**ORDER_TOOL, "strict": True,
+            "parameters": {"type": "object", "properties": {"size": {"type": "integer", "enum": [1, 2]}}}}
+    text = diagram_text("gemini", request="hi").replace('"{{ tools }}"', json.dumps([tool]))
+    with pytest.raises(DiagramInvalid) as caught:
+        load_diagram(write(text), registry)
+    assert "parameters.properties.size.enum" in str(caught.value) and "strict" in str(caught.value)
+
+
+REGISTRY_TOOLS = """
+- function: get_order_status
+  handler: MODULE:status
+  group: orders
+  description: Returns the status of an order.
+  parameters: {type: object, properties: {order_id: {type: integer}}, required: [order_id]}
+- function: ship_order
+  handler: MODULE:status
+  group: orders
+  description: Ships an order to an address.
+  parameters:
+    type: object
+    properties:
+      order_id: {type: integer}
+      address: {oneOf: [{type: string}, {type: object, properties: {street: {type: string}}}]}
+- function: refund_payment
+  handler: MODULE:refund
+  group: billing
+  description: Refunds a payment.
+  parameters: {type: object, properties: {amount: {type: number, exclusiveMinimum: 0}}}
+"""
+
+
+def registry_diagram(write, tmp_path, vendor: str, tools: str) -> object:
+    path, _ = make_registry(tmp_path, REGISTRY_TOOLS)
+    return write(f"""
+        diagram: d
+        tools: {path.name}
+        blocks:
+          - id: start
+            type: Start
+            variables: {{question: Ship order 42 to Rua Augusta 1}}
+            next: ask
+          - id: ask
+            type: {BLOCKS[vendor]}
+            with:
+              model: {MODELS[vendor]}
+              request: "{{{{ question }}}}"
+              tools: "{tools}"
+    """)
+
+
+def test_gemini_registry_tool_it_cannot_take_is_a_load_error_at_the_registry_entry(write, registry, tmp_path) -> None:
+    diagram = registry_diagram(write, tmp_path, "gemini", "{{ tools('orders', query=question) }}")
+    with pytest.raises(DiagramInvalid) as caught:
+        load_diagram(diagram, registry)
+    [problem] = caught.value.problems  # billing's refund_payment is never offered to this block
+    assert problem.file == str(tmp_path / "registry.yaml")
+    lines = (tmp_path / "registry.yaml").read_text().splitlines()
+    assert lines[problem.line - 1].strip() == "- function: ship_order"
+    assert (problem.block, problem.field) == ("ask", "with.tools")
+    assert "tool 'ship_order': parameters.properties.address.oneOf:" in problem.message
+    assert "tools('orders')" in problem.message and "anyOf" in (problem.hint or "")
+
+
+def test_every_registry_tool_is_checked_when_no_group_is_written(write, registry, tmp_path) -> None:
+    diagram = registry_diagram(write, tmp_path, "gemini", "{{ tools(query=question) + tools('orders') }}")
+    with pytest.raises(DiagramInvalid) as caught:
+        load_diagram(diagram, registry)
+    found = sorted((p.line, p.message.split(":")[0]) for p in caught.value.problems)
+    assert [tool for _, tool in found] == ["tool 'ship_order'", "tool 'refund_payment'"]
+    assert "parameters.properties.amount.exclusiveMinimum" in caught.value.problems[-1].message
+
+
+def test_other_vendors_take_the_registry_tools_gemini_cannot(write, registry, tmp_path) -> None:
+    load_diagram(registry_diagram(write, tmp_path, "anthropic", "{{ tools() }}"), registry)
 
 
 def test_missing_key_names_the_variable_before_any_request(runner, write) -> None:

@@ -53,6 +53,18 @@ def test_coercing_turns_text_numbers_into_numbers(runner, write, tmp_path) -> No
     assert tool_rows(result)[0][2] == {"order_id": 42, "status": "shipped"}
 
 
+def test_an_integer_enum_given_as_text_is_coerced_back(runner, write, tmp_path) -> None:
+    # What GeminiRequest's Debug note promises: Gemini's enum holds strings, so the model answers "42".
+    tools = BASIC.replace("properties: {order_id: {type: integer}}, required: [order_id]}",
+                          "properties: {order_id: {type: integer, enum: [42, 57]}}, required: [order_id]}", 1)
+    calls = [{"id": "a", "name": "get_order_status", "arguments": {"order_id": "42"}},
+             {"id": "b", "name": "get_order_status", "arguments": {"order_id": "43"}}]
+    result = runner.run(dispatch_diagram(write, tmp_path, calls, tools=tools))
+    rows = tool_rows(result)
+    assert rows[0][2] == {"order_id": 42, "status": "shipped"}
+    assert "order_id: 43 is not one of [42, 57]" in rows[1][2]["error"]
+
+
 def test_strict_tools_refuse_text_numbers(runner, write, tmp_path) -> None:
     calls = [{"id": "a", "name": "get_order_status", "arguments": {"order_id": "42"}}]
     result = runner.run(dispatch_diagram(write, tmp_path, calls, strict=True))

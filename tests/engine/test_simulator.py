@@ -50,6 +50,10 @@ def test_what_our_adapters_build_is_accepted(vendor: str) -> None:
     assert "shipped" in reply.text  # the made-up answer reads the tool results
 
 
+def _order_id(body: dict) -> dict:
+    return body["tools"][0]["functionDeclarations"][0]["parameters"]["properties"]["order_id"]
+
+
 REJECTS = [
     ("anthropic", lambda b, h: h.pop("anthropic-version"), 400, "invalid_request_error"),
     ("anthropic", lambda b, h: h.pop("x-api-key"), 401, "authentication_error"),
@@ -66,6 +70,10 @@ REJECTS = [
     ("gemini", lambda b, h: b["generationConfig"].update(foo=1), 400, "INVALID_ARGUMENT"),
     ("gemini", lambda b, h: b["tools"][0]["functionDeclarations"][0]["parameters"].update(additionalProperties=False),
      400, "INVALID_ARGUMENT"),
+    # Gemini's Schema: enum values are strings, on a STRING only; a STRING's format is enum or date-time
+    ("gemini", lambda b, h: _order_id(b).update(enum=["42", "57"]), 400, "INVALID_ARGUMENT"),  # on INTEGER
+    ("gemini", lambda b, h: _order_id(b).update(type="STRING", enum=[True]), 400, "INVALID_ARGUMENT"),
+    ("gemini", lambda b, h: _order_id(b).update(type="STRING", format="email"), 400, "INVALID_ARGUMENT"),
     ("gemini", lambda b, h: b["contents"][2]["parts"].pop(), 400, "INVALID_ARGUMENT"),
     ("gemini", lambda b, h: b["contents"][1]["parts"][0].pop("thoughtSignature"), 400, "INVALID_ARGUMENT"),
     ("gemini", lambda b, h: b["contents"][0].update(role="assistant"), 400, "INVALID_ARGUMENT"),
