@@ -187,10 +187,10 @@ class _Converter:
                                 "use one schema for every item")
                 result[key] = self.convert(value, where, defs, seen, coerced and written == "array")
             elif key == "anyOf":
-                members = [m for m in value if not (isinstance(m, dict) and m.get("type") == "null")]
+                members = [(i, m) for i, m in enumerate(value) if not (isinstance(m, dict) and m.get("type") == "null")]
                 if len(members) < len(value):
                     result["nullable"] = True
-                converted = [self.convert(m, f"{where}[{i}]", defs, seen, False) for i, m in enumerate(members)]
+                converted = [self.convert(m, f"{where}[{i}]", defs, seen, False) for i, m in members]
                 if len(converted) == 1:
                     only = converted[0]
                 else:

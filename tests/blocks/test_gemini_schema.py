@@ -92,7 +92,7 @@ REFUSED = [
     ({"enum": [1, 2]}, "enum", "string enum"),  # integers without type: integer
     ({"enum": ["a", 1]}, "enum", "string enum"),
     ({"enum": []}, "enum", None),
-    ({"anyOf": [{"type": "integer", "enum": [1]}, {"type": "null"}]}, "anyOf[0].enum", "minimum"),  # not coerced there
+    ({"anyOf": [{"type": "null"}, {"type": "integer", "enum": [1]}]}, "anyOf[1].enum", "minimum"),  # not coerced there
     ({"$ref": "#/$defs/Nowhere"}, "$ref", "inline"),
 ]
 
