@@ -34,7 +34,7 @@ from engine import (
 )
 from engine.providers import Adapter, Request, ToolSpec, WireError, system_text, valid_tool_name
 
-__all__ = ["RequestBlock", "RequestInputs", "RequestOutputs", "ThinkingInputs", "tool_specs"]
+__all__ = ["RequestBlock", "RequestInputs", "RequestOutputs", "ThinkingInputs", "check_history", "tool_specs"]
 
 OFFLINE_KEY = "offline-simulator-key"
 
@@ -103,27 +103,45 @@ def tool_specs(table: DataTable | None, name_limit: int) -> list[ToolSpec]:
     for number, row in enumerate(table, start=1):
         name = str(row.get("name") or "")
         if not valid_tool_name(name, name_limit):
-            raise TableError(
-                f"tools row {number}: tool name {name!r} must be Latin letters, digits, '_' and '-', "
+            raise table.row_error(
+                number, f"tools row {number}: tool name {name!r} must be Latin letters, digits, '_' and '-', "
                 f"at most {name_limit} characters"
             )
         if name in seen:
-            raise TableError(f"tools row {number}: tool name '{name}' appears twice")
+            raise table.row_error(number, f"tools row {number}: tool name '{name}' appears twice")
         seen.add(name)
         parameters: Any = row.get("parameters")
         if isinstance(parameters, str):
             try:
                 parameters = orjson.loads(parameters) if parameters.strip() else None
             except orjson.JSONDecodeError:
-                raise TableError(f"tools row {number} ('{name}'): parameters is not JSON text") from None
+                raise table.row_error(number, f"tools row {number} ('{name}'): parameters is not JSON text") from None
         if parameters is None:
             parameters = {"type": "object", "properties": {}}
         if not isinstance(parameters, dict) or parameters.get("type") != "object":
-            raise TableError(f"tools row {number} ('{name}'): parameters must be a JSON Schema with type: object")
+            raise table.row_error(number, f"tools row {number} ('{name}'): parameters must be a JSON Schema "
+                                          "with type: object")
         strict = row.get("strict")
         specs.append(ToolSpec(name, str(row.get("description") or ""), parameters,
                               strict is True or str(strict).lower() == "true"))
     return specs
+
+
+def _row_field(name: str, exc: TableError) -> str:
+    """The field a load problem names: `name.<index>` (0-based, as YAML paths count) for one row, so that the
+    problem gets that row's line."""
+    return f"{name}.{exc.row - 1}" if exc.row else name
+
+
+def check_history(value: Any, report: Report) -> None:
+    """Load time: a constant `history` input that could never be sent (a role that is no role, a tool row
+    without its id), reported at its row."""
+    if value is None:
+        return
+    try:
+        history_rows(value if isinstance(value, DataTable) else to_table(value))
+    except TableError as exc:
+        report(_row_field("history", exc), exc.detail, None)
 
 
 class _Traced:
@@ -153,13 +171,16 @@ class RequestBlock(Block):
     adapter: ClassVar[Adapter]
 
     def check(self, constants: Mapping[str, Any], report: Report) -> None:
+        check_history(constants.get("history"), report)
         tools = constants.get("tools")
         if tools is not None:
             try:
-                specs = tool_specs(to_table(tools, None) if not isinstance(tools, DataTable) else tools,
+                specs = tool_specs(to_table(tools) if not isinstance(tools, DataTable) else tools,
                                    self.adapter.name_limit)
                 self.check_tools(specs)
-            except (TableError, WireError) as exc:
+            except TableError as exc:
+                report(_row_field("tools", exc), exc.detail, None)
+            except WireError as exc:
                 report("tools", str(exc), getattr(exc, "hint", None))
         self.check_vendor(constants, report)
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from blocks._request import check_history
 from engine import (
     Block,
     DataTable,
@@ -25,6 +27,7 @@ from engine import (
     HistoryRow,
     InputError,
     MessageLevel,
+    Report,
     RunContext,
     Table,
     TableError,
@@ -64,6 +67,9 @@ class ToolDispatch(Block):
 
     Inputs = ToolDispatchInputs
     Outputs = ToolDispatchOutputs
+
+    def check(self, constants: Mapping[str, Any], report: Report) -> None:
+        check_history(constants.get("history"), report)
 
     async def _one(self, call: dict[str, Any], inputs: ToolDispatchInputs, registry: ToolRegistry | None,
                    context: RunContext) -> Any:

@@ -39,7 +39,7 @@ step context attaches (`RunError.at_block`) when the raiser did not know it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 __all__ = [
     "BlockError",
@@ -89,6 +89,8 @@ class Problem:
     hint: str | None = None
     code: str = "invalid"
     column: int | None = None
+    severity: Literal["error", "warning"] = "error"
+    """A warning (an unreachable block) is shown but does not stop a run; `validate --strict` fails on it."""
 
     def __str__(self) -> str:
         where = self.file
@@ -97,6 +99,8 @@ class Problem:
             if self.column is not None:
                 where += f":{self.column}"
         parts = [where + ":"]
+        if self.severity == "warning":
+            parts.append("warning:")
         if self.block is not None:
             parts.append(f"block '{self.block}'")
         if self.field:
@@ -123,11 +127,15 @@ class DiagramInvalid(DiagramError):
 
 
 class TemplateSyntax(DiagramError):
-    """A template does not parse; `lineno` is the line inside the template."""
+    """A template does not parse, or names a filter, test or literal argument that cannot work; `lineno` is the
+    line inside the template, `code` the Problem's code and `hint` its fix, when one is obvious."""
 
-    def __init__(self, message: str, lineno: int | None) -> None:
+    def __init__(self, message: str, lineno: int | None, *, code: str = "template_syntax",
+                 hint: str | None = None) -> None:
         super().__init__(message)
         self.lineno = lineno
+        self.code = code
+        self.hint = hint
 
 
 class UsageError(DiagramaError):
@@ -169,9 +177,24 @@ class InputError(RunError):
 
 
 class TableError(InputError):
-    """A table is malformed: ragged row, missing column, bad role, unreadable CSV."""
+    """A table is malformed: ragged row, missing column, bad role, unreadable CSV.
+
+    `row` is the 1-based row it concerns, when one; `file` and `line` where that row was
+    written, when it came from a CSV file (the message then starts with `file:line:`).
+    `detail` is the message without that place, for load problems that name it themselves.
+    """
 
     type = "invalid_table"
+
+    def __init__(self, message: str, *, type: str | None = None, block: str | None = None, row: int | None = None,
+                 file: str | None = None, line: int | None = None) -> None:
+        self.detail = message
+        self.row = row
+        self.file = file
+        self.line = line
+        if file is not None:
+            message = f"{file}:{line}: {message}" if line is not None else f"{file}: {message}"
+        super().__init__(message, type=type, block=block)
 
 
 class BlockError(RunError):

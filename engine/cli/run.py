@@ -172,6 +172,9 @@ def run(
         raise fail(exc) from None
     level = MESSAGE_LEVELS[message_level.value] if message_level else None
     err = console(stderr=True)
+    if not quiet:
+        for warning in loaded.warnings:  # the run goes on: these blocks simply never run
+            err.print(escape(str(warning)))
     _go_quiet_on_broken_pipe(err, console())
     printer = None if quiet else console_printer(sys.stderr)
     folder = runs_folder(runs_dir)
@@ -284,11 +287,16 @@ def validate(
         "--data-root", help="a folder besides each diagram's own that it may read files from (repeatable)")] = None,
     check_tools: Annotated[bool, typer.Option(
         "--check-tools", help="connect to each MCP server afresh and list the tools it offers")] = False,
+    strict: Annotated[bool, typer.Option(
+        "--strict", help="fail on warnings too (an unreachable block), as on errors")] = False,
 ) -> None:
     """Check diagrams without running them; every problem of each file is listed.
 
+    Warnings (an unreachable block) are listed but leave a diagram valid, unless --strict.
     Loading a diagram lists its MCP servers' tools (a short session each, once per server per process).
     """
+    import dataclasses
+
     from engine.compile.loader import load_diagram
     from engine.errors import DiagramInvalid
 
@@ -300,9 +308,17 @@ def validate(
             loaded = load_diagram(path, registry, data_roots=data_root or ())
         except DiagramInvalid as exc:
             bad += 1
-            sys.stderr.write("".join(f"{problem}\n" for problem in exc.problems))
+            problems = [dataclasses.replace(p, severity="error") for p in exc.problems] if strict else exc.problems
+            sys.stderr.write("".join(f"{problem}\n" for problem in problems))
             continue
-        sys.stdout.write(f"ok  {path} ({len(loaded.blocks)} blocks)\n")
+        if strict and loaded.warnings:
+            bad += 1
+            sys.stderr.write("".join(f"{dataclasses.replace(w, severity='error')}\n" for w in loaded.warnings))
+            continue
+        sys.stderr.write("".join(f"{warning}\n" for warning in loaded.warnings))
+        count = len(loaded.warnings)
+        noted = f", {count} warning{'s' if count != 1 else ''}" if count else ""
+        sys.stdout.write(f"ok  {path} ({len(loaded.blocks)} blocks{noted})\n")
         if check_tools and not _check_tools(loaded):
             bad += 1
     if bad:

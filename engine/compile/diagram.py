@@ -6,7 +6,7 @@ static inputs) so that running a block costs a few attribute reads.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from engine.compile.block import Block, RunSettings
 from engine.compile.templating import Evaluator, TemplateEnv
+from engine.errors import Problem
 from engine.format.paths import DataFolder
 from engine.format.spec import DiagramSpec, ErrorLevel, MessageLevel
 from engine.format.yamlfile import LineMap
@@ -104,6 +105,8 @@ class Diagram:
     tools: ToolRegistry | None = None
     data_roots: tuple[Path, ...] = ()
     """Folders besides its own the diagram may read data from (`--data-root`)."""
+    warnings: list[Problem] = field(default_factory=list)
+    """Problems that do not stop it running (an unreachable block); `validate --strict` fails on them."""
 
     @property
     def directory(self) -> DataFolder:

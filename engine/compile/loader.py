@@ -23,7 +23,7 @@ from engine.compile.diagram import Diagram
 from engine.compile.validate import compile_diagram
 from engine.errors import DiagramInvalid, Problem
 from engine.format.paths import DataFolder, PathRefused, shown_path
-from engine.format.yamlfile import LineMap, read_yaml_text
+from engine.format.yamlfile import LineMap, decode_text, read_yaml_text
 
 if TYPE_CHECKING:
     from engine.tools.registry import Tool, ToolRegistry
@@ -188,13 +188,11 @@ def load_diagram(path: str | Path, registry: BlockRegistry, *, functions: Mappin
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise DiagramInvalid([Problem(str(path), None, "no such file", code="no_file")]) from None
     except IsADirectoryError:
         raise DiagramInvalid([Problem(str(path), None, "is a folder, not a diagram file", code="no_file")]) from None
-    except UnicodeDecodeError:
-        raise DiagramInvalid([Problem(str(path), None, "the file is not UTF-8 text", code="not_text")]) from None
     except OSError as exc:
         raise DiagramInvalid([Problem(str(path), None, f"cannot read: {exc.strerror}", code="no_file")]) from None
-    return load_diagram_text(text, path, registry, functions=functions, data_roots=data_roots)
+    return load_diagram_text(decode_text(data, str(path)), path, registry, functions=functions, data_roots=data_roots)

@@ -8,6 +8,7 @@ per run (building a fresh Context costs more than the expression itself), and a 
 
 from __future__ import annotations
 
+import itertools
 import re
 import warnings
 from collections.abc import Callable, Mapping
@@ -140,6 +141,11 @@ class Evaluator:
     def is_constant(self) -> bool:
         return False
 
+    @property
+    def bare_name(self) -> str | None:
+        """The name when the value is exactly `{{ name }}`: it passes that variable on unchanged."""
+        return None
+
     def evaluate(self, scope: Scope) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -165,6 +171,10 @@ class _Name(Evaluator):
     def __init__(self, source: str, name: str) -> None:
         super().__init__(source, frozenset({name}))
         self.name = name
+
+    @property
+    def bare_name(self) -> str | None:
+        return self.name
 
     def evaluate(self, scope: Scope) -> Any:
         value = scope.lookup(self.name)
@@ -283,6 +293,7 @@ class TemplateEnv:
         if _depth(tree) > MAX_TEMPLATE_DEPTH:
             raise TemplateSyntax(f"the template nests more than {MAX_TEMPLATE_DEPTH} levels deep "
                                  "(parentheses, brackets, operators)", None)
+        self._check_static(tree)
         try:
             names = _free_names(tree) - _KEYWORDS
         except jinja2.TemplateSyntaxError as exc:  # an unknown filter or test, found by compiling statements
@@ -300,6 +311,29 @@ class TemplateEnv:
         )
         parsed = self._parsed[source] = _Parsed(names, native)
         return parsed
+
+    def _check_static(self, tree: nodes.Template) -> None:
+        """TemplateSyntax for what would fail at every run: an unknown filter or test (jinja2 finds one only when
+        the branch using it runs), or a literal argument a template function refuses (`tools('no-such-group')`)."""
+        for kind, known, found in (("filter", self.native.filters, tree.find_all(nodes.Filter)),
+                                   ("test", self.native.tests, tree.find_all(nodes.Test))):
+            for node in found:
+                if node.name not in known:
+                    raise TemplateSyntax(f"no {kind} named '{node.name}'", node.lineno, code=f"template_unknown_{kind}",
+                                         hint=suggest(node.name, known) or f"the {kind}s are jinja2's built-in ones"
+                                         + (" and to_json, from_json" if kind == "filter" else ""))
+        for call in tree.find_all(nodes.Call):
+            check = getattr(self.functions.get(call.node.name), "check_literal_call", None) \
+                if isinstance(call.node, nodes.Name) else None
+            if check is None:
+                continue
+            # Only the arguments written as literals are known now; the rest wait for the run.
+            literal = [arg for arg in itertools.takewhile(lambda arg: isinstance(arg, nodes.Const), call.args)]
+            args = [arg.value for arg in literal if isinstance(arg, nodes.Const)]
+            kwargs = {kw.key: kw.value.value for kw in call.kwargs if isinstance(kw.value, nodes.Const)}
+            refusal = check(args, kwargs)
+            if refusal is not None:
+                raise TemplateSyntax(refusal[0], call.lineno, code=refusal[2], hint=refusal[1])
 
     def compile_source(self, source: str, native: bool) -> tuple[Callable[[Context], Any], bool]:
         """The render function of a template, and whether it returns its value directly."""

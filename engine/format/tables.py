@@ -39,9 +39,12 @@ HISTORY_COLUMNS = ("role", "content", "tool_call_id", "name")
 class DataTable:
     """Named columns and rows; iterates as row mappings, as templates expect."""
 
-    __slots__ = ("columns", "rows")
+    __slots__ = ("columns", "rows", "source")
 
-    def __init__(self, columns: Sequence[str], rows: Sequence[Sequence[Any]] = ()) -> None:
+    def __init__(self, columns: Sequence[str], rows: Sequence[Sequence[Any]] = (), *,
+                 source: tuple[str, Sequence[int]] | None = None) -> None:
+        self.source: tuple[str, tuple[int, ...]] | None = (source[0], tuple(source[1])) if source else None
+        """The CSV file the rows were read from, and the line each row starts on; None for a written table."""
         self.columns: tuple[str, ...] = tuple(columns)
         width = len(self.columns)
         checked: list[tuple[Any, ...]] = []
@@ -80,8 +83,15 @@ class DataTable:
 
     def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
-            return DataTable(self.columns, self.rows[index])
+            source = (self.source[0], self.source[1][index]) if self.source else None
+            return DataTable(self.columns, self.rows[index], source=source)
         return dict(zip(self.columns, self.rows[index], strict=True))
+
+    def row_error(self, number: int, message: str) -> TableError:
+        """A TableError about row `number` (1-based), at its CSV file and line when the table came from one."""
+        if self.source is not None and 0 < number <= len(self.source[1]):
+            return TableError(message, row=number, file=self.source[0], line=self.source[1][number - 1])
+        return TableError(message, row=number)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, DataTable):
@@ -137,16 +147,23 @@ def _read_csv(written: str, base_dir: Path | DataFolder | None) -> DataTable:
     if not text.strip():
         return DataTable(())
     reader = csv.reader(io.StringIO(text), csv_dialect(text))
+    rows: list[list[str]] = []
+    lines: list[int] = []  # where each row starts: a quoted cell may span lines, and blank lines are skipped
     try:
         header = next(reader)
-        rows = [row for row in reader if row]
+        ended = reader.line_num
+        for row in reader:
+            if row:
+                rows.append(row)
+                lines.append(ended + 1)
+            ended = reader.line_num
     except csv.Error as exc:  # a field past the csv module's size limit
         raise TableError(f"{path}:{reader.line_num}: not readable as CSV ({exc})") from exc
     width = len(header)
-    for number, row in enumerate(rows, start=2):
+    for row, line in zip(rows, lines, strict=True):
         if len(row) != width:
-            raise TableError(f"{path}:{number}: row has {len(row)} cells but the header has {width}")
-    return DataTable([name.strip() for name in header], rows)
+            raise TableError(f"{path}:{line}: row has {len(row)} cells but the header has {width}")
+    return DataTable([name.strip() for name in header], rows, source=(str(path), lines))
 
 
 def to_table(value: Any, base_dir: Path | DataFolder | None = None, *, files: bool = True) -> DataTable:
@@ -239,22 +256,22 @@ def history_rows(table: DataTable) -> list[HistoryRow]:
     for number, row in enumerate(table.rows, start=1):
         role = str(row[role_at]).strip().lower() if row[role_at] is not None else ""
         if role not in ROLES:
-            raise TableError(
-                f"history row {number} has role {row[role_at]!r}; a role is one of {', '.join(ROLES)}"
+            raise table.row_error(
+                number, f"history row {number} has role {row[role_at]!r}; a role is one of {', '.join(ROLES)}"
             )
         call_id = _optional(row[call_at]) if call_at is not None else None
         name = _optional(row[name_at]) if name_at is not None else None
         if role == "tool":
             missing = [c for c, at in (("tool_call_id", call_at), ("name", name_at)) if at is None]
             if missing:
-                raise TableError(
-                    f"history row {number} is a tool result but the table has no "
+                raise table.row_error(
+                    number, f"history row {number} is a tool result but the table has no "
                     f"{' or '.join(missing)} column (tool histories have role, content, tool_call_id, name)"
                 )
             if call_id is None or name is None:
-                raise TableError(f"history row {number} is a tool result without tool_call_id and name")
+                raise table.row_error(number, f"history row {number} is a tool result without tool_call_id and name")
         if role == "assistant" and call_id is not None and name is None:
-            raise TableError(f"history row {number} is a tool call (tool_call_id set) without a name")
+            raise table.row_error(number, f"history row {number} is a tool call (tool_call_id set) without a name")
         rows.append(
             HistoryRow(
                 role=role,

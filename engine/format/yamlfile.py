@@ -16,7 +16,7 @@ from yaml.constructor import SafeConstructor
 
 from engine.errors import DiagramInvalid, DocumentTooLarge, Problem
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "LineMap", "read_yaml", "read_yaml_text"]
+__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "LineMap", "decode_text", "read_yaml", "read_yaml_text"]
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 # After alias expansion; a billion-laughs file reaches this in a few milliseconds.
@@ -200,6 +200,52 @@ class _Builder:
         return result
 
 
+def _syntax_problem(exc: yaml.MarkedYAMLError, text: str, file: str) -> Problem:
+    """libyaml's complaint in a person's words, at the place to fix: a tab, an unclosed quote, or as it says."""
+    mark = exc.problem_mark or exc.context_mark
+    lines = text.splitlines()
+    if mark is not None and mark.line < len(lines):
+        written = lines[mark.line]
+        indent = written[: len(written) - len(written.lstrip(" \t"))]
+        if "\t" in indent and mark.column <= len(indent):
+            return Problem(file, mark.line + 1, "not valid YAML: a tab in the indentation",
+                           column=indent.index("\t") + 1, hint="YAML indents with spaces only; replace the tab with spaces",
+                           code="yaml")
+    opened = exc.context_mark
+    if opened is not None and exc.context == "while scanning a quoted scalar" and opened.line < len(lines):
+        # libyaml notices only where it gives up (often the end of the file); the fix is where the quote opened.
+        quote = lines[opened.line][opened.column:opened.column + 1] or '"'
+        return Problem(file, opened.line + 1, f"not valid YAML: the quoted text opened here with {quote} is never closed",
+                       column=opened.column + 1, hint=f"end the value with {quote}, or remove the opening {quote}",
+                       code="yaml")
+    at_end = mark is not None and (mark.line >= len(lines) or not (
+        lines[mark.line][mark.column:].strip() or any(rest.strip() for rest in lines[mark.line + 1:])))
+    if opened is not None and at_end and exc.context in ("while parsing a flow sequence", "while parsing a flow mapping"):
+        bracket = "[" if exc.context.endswith("sequence") else "{"
+        closer = "]" if bracket == "[" else "}"
+        return Problem(file, opened.line + 1, f"not valid YAML: the {bracket} opened here is never closed",
+                       column=opened.column + 1, hint=f"close it with {closer}", code="yaml")
+    message = exc.problem or str(exc)
+    if exc.context:
+        message = f"{message} ({exc.context})"
+    return Problem(file, mark.line + 1 if mark else None, f"not valid YAML: {message}",
+                   column=mark.column + 1 if mark else None, code="yaml")
+
+
+def decode_text(data: bytes, file: str) -> str:
+    """A file's bytes as UTF-8 text, newlines as `\\n` (as `read_text` gives them); DiagramInvalid at the line and
+    column of the first byte that is not UTF-8."""
+    try:
+        text = data.decode("utf-8")
+        return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = len(data[data.rfind(b"\n", 0, exc.start) + 1:exc.start].decode("utf-8", "replace")) + 1
+        raise DiagramInvalid([Problem(file, line, f"the file is not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be read",
+                                      column=column, hint="save it as UTF-8 in your editor",
+                                      code="not_text")]) from None
+
+
 def read_yaml_text(text: str, file: str, problems: list[Problem] | None = None) -> tuple[Any, LineMap]:
     """Parse one YAML document; raise DiagramInvalid listing every problem found.
 
@@ -213,21 +259,7 @@ def read_yaml_text(text: str, file: str, problems: list[Problem] | None = None) 
     try:
         root = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        message = exc.problem or str(exc)
-        if exc.context:
-            message = f"{message} ({exc.context})"
-        raise DiagramInvalid(
-            [
-                Problem(
-                    file,
-                    mark.line + 1 if mark else None,
-                    f"not valid YAML: {message}",
-                    column=mark.column + 1 if mark else None,
-                    code="yaml",
-                )
-            ]
-        ) from exc
+        raise DiagramInvalid([_syntax_problem(exc, text, file)]) from exc
     except yaml.YAMLError as exc:
         raise DiagramInvalid([Problem(file, None, f"not valid YAML: {exc}", code="yaml")]) from exc
     builder = _Builder(file)
@@ -265,9 +297,7 @@ def read_yaml(path: Path) -> tuple[Any, LineMap]:
     if size > MAX_FILE_BYTES:
         raise DiagramInvalid([Problem(file, None, f"the file is {size} bytes; the limit is {MAX_FILE_BYTES}")])
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DiagramInvalid([Problem(file, None, "the file is not UTF-8 text")]) from exc
+        data = path.read_bytes()
     except OSError as exc:
         raise DiagramInvalid([Problem(file, None, f"cannot read the file: {exc.strerror}")]) from exc
-    return read_yaml_text(text, file)
+    return read_yaml_text(decode_text(data, file), file)

@@ -19,7 +19,7 @@ import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.errors import DiagramInvalid, Problem, ToolError
-from engine.format.names import valid_tool_name
+from engine.format.names import suggest, valid_tool_name
 from engine.format.tables import DataTable, to_table
 from engine.format.validation import dotted, validation_message
 from engine.format.yamlfile import LineMap, read_yaml
@@ -237,7 +237,17 @@ class ToolRegistry:
             """tools('group', query=request, top_k=5, min_score=0.2): a tools table."""
             return self.table(self.select(group, query, top_k, min_score))
 
+        tools.check_literal_call = self._check_literal_call  # type: ignore[attr-defined]  # read by TemplateEnv
         return tools
+
+    def _check_literal_call(self, args: list[Any], kwargs: dict[str, Any]) -> tuple[str, str | None, str] | None:
+        """Load time: (message, hint, code) when a `tools(...)` call's literal group cannot exist; None otherwise."""
+        group = args[0] if args else kwargs.get("group")
+        groups = sorted({t.entry.group for t in self.tools.values()})
+        if isinstance(group, str) and group not in groups:
+            return (f"tools(): no tool group '{group}'", suggest(group, groups) or f"groups: {', '.join(groups) or 'none'}",
+                    "unknown_tool_group")
+        return None
 
 
 def _tool_problem(problems: list[Problem], source: str, lines: LineMap, where: tuple[str | int, ...], field: str,

@@ -101,7 +101,7 @@ class Studio:
         diagram, problems = compile_text(text, path, self.registry, self.folder.data_roots)
         scope = template_scope(diagram) if diagram is not None else {}
         return {"problems": [problem_json(p, with_line=with_lines) for p in problems],
-                "compiled": studio_document(data, diagram, scope), "valid": not problems,
+                "compiled": studio_document(data, diagram, scope), "valid": diagram is not None,
                 "registries": _registries(diagram)}
 
     async def get(self, request: Request) -> Response:
@@ -290,10 +290,10 @@ def create_app(
             except (FolderError, EditError):
                 listed.append({"path": path.name, "name": path.stem, "description": "", "valid": False, "blocks": 0})
                 continue
-            _compiled, problems = compile_text(text, path.resolve(), registry, folder.data_roots)
+            compiled, _problems = compile_text(text, path.resolve(), registry, folder.data_roots)
             data = data if isinstance(data, dict) else {}
             listed.append({"path": path.name, "name": str(data.get("diagram", path.stem)),
-                           "description": str(data.get("description", "")), "valid": not problems,
+                           "description": str(data.get("description", "")), "valid": compiled is not None,
                            "blocks": len(data.get("blocks") or []) if isinstance(data.get("blocks"), list) else 0})
         return JSON(listed)
 

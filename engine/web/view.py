@@ -22,14 +22,15 @@ __all__ = ["compile_text", "layered_layout", "problem_json", "raw_links", "studi
 def problem_json(problem: Problem, *, with_line: bool = True) -> dict[str, Any]:
     return {"line": problem.line if with_line else None, "column": problem.column if with_line else None,
             "block": problem.block, "field": problem.field, "message": problem.message, "hint": problem.hint,
-            "code": problem.code, "severity": "error"}
+            "code": problem.code, "severity": problem.severity}
 
 
 def compile_text(text: str, path: Path, registry: BlockRegistry,
                  data_roots: tuple[Path, ...] = ()) -> tuple[Diagram | None, list[Problem]]:
-    """The compiled diagram, or None and every problem; what `diagrama validate` reports."""
+    """The compiled diagram (with its warnings), or None and every problem; what `diagrama validate` reports."""
     try:
-        return load_diagram_text(text, path, registry, data_roots=data_roots), []
+        diagram = load_diagram_text(text, path, registry, data_roots=data_roots)
+        return diagram, list(diagram.warnings)
     except DiagramInvalid as exc:
         return None, exc.problems
     except RecursionError:

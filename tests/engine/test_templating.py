@@ -187,7 +187,7 @@ def test_too_large_is_its_own_error_type(env: TemplateEnv) -> None:
 
 @pytest.mark.parametrize(("source", "message"), [
     ("{% for i in xs %}{{ ((-{[]: 0}) is number) }}{% endfor %}", "unhashable"),
-    ("{% for i in xs %}{{ (-0|length.ljust(0)) }}{% endfor %}", "No filter named 'length.ljust'"),
+    ("{% for i in xs %}{{ (-0|length.ljust(0)) }}{% endfor %}", "no filter named 'length.ljust'"),
     ("{% for i in xs %}{{ (not ({0[0]: 0} is number)) }}{% endfor %}", "no element 0"),
 ])
 def test_a_statement_template_that_cannot_compile_is_a_syntax_problem(env: TemplateEnv, source: str,

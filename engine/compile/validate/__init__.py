@@ -3,6 +3,7 @@
 Every problem found is collected (with file, line, block and field) and raised together as
 DiagramInvalid: the blocks' own keys (`blocks`), links, one Start, reachability and loop
 bodies (`links`), template syntax and names nothing binds (`values`, in the scope `scope` gives).
+Warnings (an unreachable block) do not stop a diagram loading: they are kept on `Diagram.warnings`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from engine.compile.graph import build_graph
 from engine.compile.templating import TemplateEnv
 from engine.compile.validate.blocks import build_blocks, read_blocks
 from engine.compile.validate.compilation import Compilation
-from engine.compile.validate.links import check_bodies, check_reachable, check_start, link_blocks
+from engine.compile.validate.links import check_bodies, check_loose_links, check_reachable, check_start, link_blocks
 from engine.compile.validate.scope import template_scope
 from engine.compile.validate.values import compile_values
 from engine.errors import DiagramInvalid, Problem
@@ -55,13 +56,14 @@ def compile_diagram(
         raise DiagramInvalid(c.problems.items)
     build_blocks(c)
     link_blocks(c)
+    check_loose_links(c)
     start = check_start(c)
     graph = build_graph(c.blocks.values())
     if start is not None:
         check_reachable(c, graph, start)
         check_bodies(c, graph)
         compile_values(c, start, graph)
-    if c.problems.items or start is None:
+    if c.problems.errors or start is None:
         raise DiagramInvalid(c.problems.items)
     for block in c.blocks.values():
         block.reads_outputs = bool(block.set_items) or any(link.when is not None for link in block.links)
@@ -86,4 +88,5 @@ def compile_diagram(
         lines=lines,
         content_hash=hashlib.sha256(source.encode()).hexdigest(),
         data_roots=data_roots,
+        warnings=sorted(c.problems.warnings, key=lambda p: (p.file, p.line or 0, p.column or 0)),
     )

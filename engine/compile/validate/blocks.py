@@ -21,6 +21,9 @@ __all__ = ["build_blocks", "read_blocks"]
 
 Where = tuple[str | int, ...]
 
+_DEFAULTED_KEYS = frozenset({"label", "position", "error_level", "message_level"})
+"""Keys that change neither links nor values: a wrong one is reported, and the block goes on with the default."""
+
 
 def read_blocks(c: Compilation) -> DiagramSpec | None:
     """The diagram's top-level keys, then each block's; None when there are no blocks to go on with."""
@@ -53,6 +56,7 @@ def _read_block(c: Compilation, index: int, raw: Any, first_line: dict[str, int 
     cls = _block_class(c, raw.get("type"), where, shown_id)
     if cls is None:
         return
+    c.start_written = c.start_written or cls.is_start
     ports = set(cls.ports())
     allowed = COMMON_BLOCK_KEYS | ports | (set(cls.Settings.model_fields) if cls.Settings else set())
     common, extras = _split_keys(c, raw, cls, where, shown_id)
@@ -60,7 +64,11 @@ def _read_block(c: Compilation, index: int, raw: Any, first_line: dict[str, int 
         spec = BlockSpec.model_validate(common)
     except ValidationError as exc:
         c.problems.from_validation(exc, where, block=shown_id, allowed=allowed)
-        return
+        wrong = {str(error["loc"][0]) for error in exc.errors(include_url=False) if error["loc"]}
+        if not wrong or not wrong <= _DEFAULTED_KEYS:
+            return
+        # Keep checking the rest of the diagram with this block's defaults for what is wrong (as settings do).
+        spec = BlockSpec.model_validate({key: value for key, value in common.items() if key not in wrong})
     settings, settings_ok = _read_settings(c, cls, extras, where, shown_id, allowed)
     ports_ok = _check_ports(c, common, ports, where, spec.id)
     if settings_ok and ports_ok:

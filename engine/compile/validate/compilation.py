@@ -39,6 +39,8 @@ class Compilation:
     known_ids: set[str] = field(default_factory=set)
     """Every id written, including blocks that failed their own checks (a link to one is no second problem)."""
     variables: list[tuple[str, Evaluator]] = field(default_factory=list)
+    start_written: bool = False
+    """A block of a start type was written, even one that failed its own checks."""
 
     @classmethod
     def of(cls, data: Any, lines: LineMap, path: Path, registry: BlockRegistry, env: TemplateEnv,
@@ -53,8 +55,8 @@ def compile_template(c: Compilation, value: Any, path: tuple[str | int, ...], bl
         return c.env.compile(value)
     except TemplateSyntax as exc:
         offset = (exc.lineno - 1) if exc.lineno and exc.lineno > 1 else 0
-        c.problems.add(path, f"template syntax error: {exc}", block=block, field=field,
-                       code="template_syntax", line_offset=offset)
+        message = f"template syntax error: {exc}" if exc.code == "template_syntax" else str(exc)
+        c.problems.add(path, message, block=block, field=field, hint=exc.hint, code=exc.code, line_offset=offset)
         return None
 
 

@@ -6,6 +6,8 @@ whole-graph checks run on the networkx graph built from those links.
 
 from __future__ import annotations
 
+from typing import Any
+
 import networkx as nx
 
 from engine.compile.diagram import CompiledBlock, CompiledLink
@@ -14,7 +16,7 @@ from engine.compile.validate.compilation import Compilation, compile_template
 from engine.format.names import suggest
 from engine.format.spec import LinkSpec
 
-__all__ = ["check_bodies", "check_reachable", "check_start", "link_blocks"]
+__all__ = ["check_bodies", "check_loose_links", "check_reachable", "check_start", "link_blocks"]
 
 Where = tuple[str | int, ...]
 
@@ -74,11 +76,34 @@ def _compile_when(c: Compilation, when: str | bool | None, path: Where, compiled
     return compile_template(c, when, path, compiled.id, f"next[{position}].when")
 
 
+def check_loose_links(c: Compilation) -> None:
+    """The `next` and `on_error` targets of blocks that failed their own checks (an unknown type, a bad key):
+    every problem of the file at once, not this one after the block is fixed."""
+    written = c.data.get("blocks") if isinstance(c.data, dict) else None
+    compiled = set(c.index_of.values())
+    for index, raw in enumerate(written if isinstance(written, list) else []):
+        if index in compiled or not isinstance(raw, dict):
+            continue
+        block = raw.get("id") if isinstance(raw.get("id"), str) else None
+        following = raw.get("next")
+        targets: list[tuple[Where, str, Any]] = []
+        if isinstance(following, str):
+            targets.append((("blocks", index, "next"), "next", following))
+        elif isinstance(following, list):
+            targets += [(("blocks", index, "next", position, "to"), f"next[{position}].to", link.get("to"))
+                        for position, link in enumerate(following) if isinstance(link, dict)]
+        targets.append((("blocks", index, "on_error"), "on_error", raw.get("on_error")))
+        for path, field, name in targets:
+            if isinstance(name, str) and block is not None:
+                _target(c, name, path, block, field)
+
+
 def check_start(c: Compilation) -> CompiledBlock | None:
     starts = [b for b in c.blocks.values() if type(b.impl).is_start]
     if not starts:
-        c.problems.add(("blocks",), "the diagram has no Start block", field="blocks",
-                       hint="add a block with 'type: Start' where the run begins", code="no_start")
+        if not c.start_written:  # a Start that failed its own checks has its problems reported already
+            c.problems.add(("blocks",), "the diagram has no Start block", field="blocks",
+                           hint="add a block with 'type: Start' where the run begins", code="no_start")
         return None
     for extra in starts[1:]:
         c.problems.add(("blocks", c.index_of[extra.id]), "a diagram has exactly one Start block; "
@@ -98,8 +123,10 @@ def check_reachable(c: Compilation, graph: nx.DiGraph, start: CompiledBlock) -> 
         behind = nx.descendants(lost, next(iter(members))) - set(members)
         for block_id in sorted(members, key=lambda b: c.index_of[b]):
             more = f" (and so are {', '.join(sorted(behind))})" if behind else ""
+            # A warning: a draft may keep blocks it does not link yet; they never run.
             c.problems.add(("blocks", c.index_of[block_id]), f"this block is unreachable from Start{more}",
-                           block=block_id, hint="link to it from another block, or remove it", code="unreachable_block")
+                           block=block_id, hint="link to it from another block, or remove it", code="unreachable_block",
+                           severity="warning")
 
 
 def check_bodies(c: Compilation, graph: nx.DiGraph) -> None:

@@ -6,7 +6,7 @@ Translates pydantic ValidationErrors into Problems; decides nothing about what i
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -41,11 +41,21 @@ class Problems:
         hint: str | None = None,
         code: str = "invalid",
         line_offset: int = 0,
+        severity: Literal["error", "warning"] = "error",
     ) -> None:
         mark = self.lines.mark(path)
         line = mark[0] + line_offset if mark else None
         column = mark[1] if mark and not line_offset else None
-        self.items.append(Problem(self.file, line, message, block, field, hint, code, column))
+        self.items.append(Problem(self.file, line, message, block, field, hint, code, column, severity))
+
+    @property
+    def errors(self) -> list[Problem]:
+        """The problems that stop a diagram from loading (warnings do not)."""
+        return [problem for problem in self.items if problem.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        return [problem for problem in self.items if problem.severity == "warning"]
 
     def from_validation(
         self,

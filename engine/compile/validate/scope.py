@@ -21,11 +21,19 @@ Scope = tuple[set[str], set[str]]
 
 
 def _error_handlers(blocks: list[CompiledBlock], graph: nx.DiGraph) -> set[str]:
-    """Every block an `on_error` leads to, and those it goes on to: `error` is bound there."""
+    """Every block an `on_error` leads to, and those it goes on to: `error` is bound there.
+
+    A block Start does not reach (a draft, a warning of its own) may be a handler not linked yet:
+    `error` counts as bound there too, so the one warning is not followed by an error per template.
+    """
     handlers: set[str] = set()
     for compiled in blocks:
         if compiled.on_error is not None:
             handlers |= nx.descendants(graph, compiled.on_error.id) | {compiled.on_error.id}
+    starts = [compiled.id for compiled in blocks if type(compiled.impl).is_start]
+    if starts:
+        reached = nx.descendants(graph, starts[0]) | {starts[0]}
+        handlers |= {compiled.id for compiled in blocks if compiled.id not in reached}
     return handlers
 
 

@@ -14,11 +14,13 @@ from pydantic import BaseModel, ValidationError
 
 from engine.compile.block import RunSettings
 from engine.compile.diagram import CompiledBlock
-from engine.compile.templating import Evaluator
+from engine.compile.templating import Evaluator, has_template
 from engine.compile.validate.compilation import Compilation, check_csv_path, compile_template
 from engine.compile.validate.problems import shown
 from engine.compile.validate.scope import block_scopes
+from engine.errors import Problem, TableError
 from engine.format.names import suggest
+from engine.format.tables import DataTable, to_table
 
 __all__ = ["compile_values"]
 
@@ -36,6 +38,7 @@ def compile_values(c: Compilation, start: CompiledBlock, graph: nx.DiGraph) -> N
         in_scope, after = scopes[compiled.id]
         _compile_inputs(c, compiled, in_scope)
         _compile_set_and_when(c, compiled, after)
+    _check_passed_variables(c, start, settings)
 
 
 def _check_bound_names(c: Compilation, start: CompiledBlock, settings: RunSettings, functions: set[str]) -> None:
@@ -144,13 +147,42 @@ def _check_required(c: Compilation, compiled: CompiledBlock) -> None:
                            block=compiled.id, field=f"with.{written_name}", hint=field.description, code="missing_input")
 
 
+def _read_tables(c: Compilation, values: dict[str, Any]) -> dict[str, Any]:
+    """`values` with each constant `{csv: path}` read into its table (from the diagram's folder, never the working
+    directory), as a run reads it; one that cannot be read is left out (its own check reports it)."""
+    read = dict(values)
+    for name, value in values.items():
+        if isinstance(value, dict) and set(value) == {"csv"} and isinstance(value["csv"], str) \
+                and not has_template(value["csv"]):
+            try:
+                read[name] = to_table(value, c.folder)
+            except TableError:
+                del read[name]
+    return read
+
+
+def _place(c: Compilation, base: Where, field: str, values: dict[str, Any], message: str, *, block: str,
+           shown: str, hint: str | None) -> None:
+    """A problem a block's `check` reported for `field` (`name` or `name.<row index>`) of one of `values`: at that
+    row's line, in its CSV file when the table was read from one; `shown` names the field."""
+    name, _, rest = field.partition(".")
+    value = values.get(name)
+    if rest.isdigit() and isinstance(value, DataTable) and value.source is not None \
+            and int(rest) < len(value.source[1]):
+        c.problems.items.append(Problem(value.source[0], value.source[1][int(rest)], message, block=block, field=shown,
+                                        hint=hint, code="invalid_input"))
+        return
+    steps = [int(part) if part.isdigit() else part for part in field.split(".")]
+    c.problems.add((*base, *steps), message, block=block, field=shown, hint=hint, code="invalid_input")
+
+
 def _check_constants(c: Compilation, compiled: CompiledBlock, constants: dict[str, Any], templated: set[str]) -> None:
     """The constant inputs, by the Inputs model and the block's own `check`; templated ones wait for the run."""
     where = ("blocks", c.index_of[compiled.id], "with")
+    checked: dict[str, Any] = {}
 
     def report(field: str, message: str, hint: str | None) -> None:
-        c.problems.add((*where, field), message, block=compiled.id, field=f"with.{field}", hint=hint,
-                       code="invalid_input")
+        _place(c, where, field, checked, message, block=compiled.id, shown=f"with.{field.partition('.')[0]}", hint=hint)
 
     try:
         instance = compiled.inputs_model.model_validate(constants, context={"base_dir": c.folder})
@@ -166,8 +198,41 @@ def _check_constants(c: Compilation, compiled: CompiledBlock, constants: dict[st
             c.problems.add((*where, *loc), f"{error['msg']} (got {shown(error.get('input'))})", block=compiled.id,
                            field=f"with.{dotted}" if dotted else "with", code="invalid_input")
         # The block's own checks still look at the inputs that are fine, so one pass finds everything.
-        compiled.impl.check({k: v for k, v in constants.items() if k not in failed}, report)
+        checked.update(_read_tables(c, {k: v for k, v in constants.items() if k not in failed}))
+        compiled.impl.check(checked, report)
         return
     if not templated:
         compiled.static_inputs = instance
-    compiled.impl.check(instance.model_dump() if not templated else constants, report)
+    checked.update(instance.model_dump() if not templated else _read_tables(c, constants))
+    compiled.impl.check(checked, report)
+
+
+def _check_passed_variables(c: Compilation, start: CompiledBlock, settings: RunSettings) -> None:
+    """A block input written `{{ name }}` of a Start variable with a constant value (a history CSV, a tools table)
+    gets that value at least once: the block's `check` sees it as if written there, and what it reports is
+    placed at the variable (at the row, in the CSV file when it is one)."""
+    constant = {name for name, evaluator in c.variables if evaluator.is_constant}
+    start_path = ("blocks", c.index_of[start.id], "variables")
+    seen: set[tuple[str, str, type[Any]]] = set()
+    for compiled in c.blocks.values():
+        for input_name, evaluator in compiled.inputs:
+            variable = evaluator.bare_name
+            key = (variable or "", input_name, type(compiled.impl))
+            if variable not in constant or key in seen:
+                continue
+            seen.add(key)
+            assert variable is not None
+            values = _read_tables(c, {input_name: settings.variables[variable]})
+            if input_name not in values:
+                continue
+            taker = f"'{compiled.id}' takes it as with.{input_name}"
+
+            def report(field: str, message: str, hint: str | None, values: dict[str, Any] = values,
+                       input_name: str = input_name, variable: str = variable, taker: str = taker) -> None:
+                name, dot, rest = field.partition(".")
+                if name != input_name:  # a check about the block's other inputs: theirs to report
+                    return
+                _place(c, start_path, f"{variable}{dot}{rest}", {variable: values[input_name]}, f"{message} ({taker})",
+                       block=start.id, shown=f"variables.{variable}", hint=hint)
+
+            compiled.impl.check(values, report)
