@@ -265,7 +265,11 @@ class _Parsed:
 
 
 class TemplateEnv:
-    """The two sandboxed environments (native values and text) and their caches."""
+    """The two sandboxed environments (native values and text) and their caches.
+
+    A template function may carry `check_literal_call(args, kwargs)`: called at compile time with the arguments
+    written as literals, it returns (message, hint, code) for a call that cannot work, or None.
+    """
 
     def __init__(self, functions: Mapping[str, Any] | None = None) -> None:
         options: dict[str, Any] = {"undefined": _Undefined, "autoescape": False, "cache_size": 0}
@@ -328,8 +332,8 @@ class TemplateEnv:
             if check is None:
                 continue
             # Only the arguments written as literals are known now; the rest wait for the run.
-            literal = [arg for arg in itertools.takewhile(lambda arg: isinstance(arg, nodes.Const), call.args)]
-            args = [arg.value for arg in literal if isinstance(arg, nodes.Const)]
+            leading = itertools.takewhile(lambda arg: isinstance(arg, nodes.Const), call.args)
+            args = [arg.value for arg in leading if isinstance(arg, nodes.Const)]
             kwargs = {kw.key: kw.value.value for kw in call.kwargs if isinstance(kw.value, nodes.Const)}
             refusal = check(args, kwargs)
             if refusal is not None:
