@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -25,7 +25,6 @@ from engine import (
     MessageLevel,
     ProviderError,
     Report,
-    RunContext,
     Table,
     TableError,
     history_rows,
@@ -34,13 +33,17 @@ from engine import (
 )
 from engine.providers import Adapter, Request, ToolSpec, WireError, system_text, valid_tool_name
 
+if TYPE_CHECKING:
+    from engine import RunContext  # annotations only: importing the run context loads asyncio
+
 __all__ = ["RequestBlock", "RequestInputs", "RequestOutputs", "ThinkingInputs", "check_history", "tool_specs"]
 
 OFFLINE_KEY = "offline-simulator-key"
 
 
 class RequestInputs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: validators are built when a diagram uses the block, not whenever blocks load
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     model: str = Field(min_length=1, description="the vendor's model id, e.g. claude-sonnet-5-5")
     role: str = Field(default="", description="system text: who the model is and how it answers")
@@ -79,6 +82,8 @@ class ThinkingInputs(RequestInputs):
 
 
 class RequestOutputs(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     result: str = Field(default="", description="the answer text")
     called_tools: list[dict[str, Any]] = Field(default_factory=list, description="[{id, name, arguments}]")
     history: Any = Field(default=None, description="the input history plus this turn")

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine import Block, DataTable, Event, InputError, LoopLimitReached, Report, RunContext, TableError, to_table, truthy
+from engine import Block, DataTable, Event, InputError, LoopLimitReached, Report, TableError, to_table, truthy
+
+if TYPE_CHECKING:
+    from engine import RunContext  # annotations only: importing the run context loads asyncio
 
 _MODES = ("for_each", "while", "count")
 
 
 class LoopInputs(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)  # built when used
 
     for_each: Any = Field(default=None, description="a list or data table; each pass binds item and index")
     while_: Any = Field(default=None, alias="while", description="condition checked before each pass")
@@ -30,6 +33,8 @@ class LoopInputs(BaseModel):
 
 
 class LoopOutputs(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     iterations: int = 0
     collected: list[Any] = Field(default_factory=list)
 

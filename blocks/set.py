@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine import Block, RunContext
+from engine import Block
+
+if TYPE_CHECKING:
+    from engine import RunContext  # annotations only: importing the run context loads asyncio
 
 
 class Set(Block):

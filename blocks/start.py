@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from engine import Block, RunContext, RunSettings
+from engine import Block, RunSettings
+
+if TYPE_CHECKING:
+    from engine import RunContext  # annotations only: importing the run context loads asyncio
 
 
 class Start(Block):

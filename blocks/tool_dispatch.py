@@ -11,7 +11,6 @@ call id, so parallel calls never mix.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -28,7 +27,6 @@ from engine import (
     InputError,
     MessageLevel,
     Report,
-    RunContext,
     Table,
     TableError,
     ToolError,
@@ -39,11 +37,12 @@ from engine import (
 )
 
 if TYPE_CHECKING:
+    from engine import RunContext  # annotations only: importing the run context loads asyncio
     from engine.tools import ToolRegistry  # the registry, numpy and jsonschema load when a run calls a tool
 
 
 class ToolDispatchInputs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built when a diagram uses the block
 
     calls: list[dict[str, Any]] = Field(default_factory=list, description="the called_tools of a request block")
     history: Table = Field(default_factory=lambda: DataTable(()), description="the conversation to append results to")
@@ -53,6 +52,8 @@ class ToolDispatchInputs(BaseModel):
 
 
 class ToolDispatchOutputs(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     history: Any = Field(default=None, description="the history with one tool row per call")
     results: dict[str, Any] = Field(default_factory=dict, description="call id → result")
     errors: list[dict[str, Any]] = Field(default_factory=list, description="[{id, name, error}] for failed calls")
@@ -73,6 +74,8 @@ class ToolDispatch(Block):
 
     async def _one(self, call: dict[str, Any], inputs: ToolDispatchInputs, registry: ToolRegistry | None,
                    context: RunContext) -> Any:
+        import asyncio  # imported where it runs: loading the block for `validate` needs no event loop
+
         from engine.tools import HandlerTimeout, call_handler, check_arguments
 
         name = str(call.get("name"))
@@ -104,6 +107,8 @@ class ToolDispatch(Block):
             raise ToolError(f"tool '{name}' failed: {type(exc).__name__}: {exc}", type="tool_failed") from exc
 
     async def run(self, inputs: ToolDispatchInputs, context: RunContext) -> dict[str, Any]:
+        import asyncio
+
         from engine.tools import HandlerTimeout
 
         registry = context.diagram.tools

@@ -6,11 +6,11 @@ static inputs) so that running a block costs a few attribute reads.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 from pydantic import BaseModel
 
 from engine.compile.block import Block, RunSettings
@@ -21,6 +21,8 @@ from engine.format.spec import DiagramSpec, ErrorLevel, MessageLevel
 from engine.format.yamlfile import LineMap
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from engine.tools.registry import ToolRegistry
 
 __all__ = ["CompiledBlock", "CompiledLink", "Diagram"]
@@ -92,7 +94,6 @@ class Diagram:
     name: str
     path: Path
     spec: DiagramSpec
-    graph: nx.DiGraph
     blocks: dict[str, CompiledBlock]
     start: CompiledBlock
     settings: RunSettings
@@ -107,6 +108,13 @@ class Diagram:
     """Folders besides its own the diagram may read data from (`--data-root`)."""
     warnings: list[Problem] = field(default_factory=list)
     """Problems that do not stop it running (an unreachable block); `validate --strict` fails on them."""
+
+    @functools.cached_property
+    def graph(self) -> nx.DiGraph:
+        """The diagram as a networkx graph (blocks and links), built on first use: running does not need it."""
+        from engine.compile.graph import build_graph
+
+        return build_graph(self.blocks.values())
 
     @property
     def directory(self) -> DataFolder:

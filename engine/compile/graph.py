@@ -1,24 +1,85 @@
-"""The diagram as a networkx graph, and its Mermaid and Graphviz DOT drawings.
+"""The diagram's links: a plain adjacency map for validation, the networkx graph, and its drawings.
 
 Nodes are block ids (with type, label and line); edges are links with their kind
 (`next`, `error`, `body`) and `when`. Drawings can mark the path a run took.
+
+Validation walks `LinkMap` (a dict of dicts) rather than networkx: importing networkx costs
+about 70 ms, more than validating a small diagram, and `diagrama validate`/`run` need only
+reachability. The networkx graph is built when something asks for it (`Diagram.graph`,
+`diagrama graph`, the studio), and for the rare report of unreachable parts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
-
 if TYPE_CHECKING:
+    import networkx as nx
+
     from engine.compile.diagram import CompiledBlock
 
-__all__ = ["RunPath", "build_graph", "to_dot", "to_mermaid"]
+__all__ = ["LinkMap", "RunPath", "build_graph", "to_dot", "to_mermaid"]
+
+
+class LinkMap:
+    """Block id → {linked block id: kind}, with the walks validation needs.
+
+    One entry per pair, as in the networkx graph: when an `error` link and another link join the
+    same pair, the pair counts as the other kind.
+    """
+
+    def __init__(self, blocks: Iterable[CompiledBlock]) -> None:
+        self.order: list[str] = []
+        self.targets: dict[str, dict[str, str]] = {}
+        for block in blocks:
+            self.order.append(block.id)
+            out = self.targets[block.id] = {}
+            linked = [(link.target.id, "next") for link in block.links]
+            linked += [(target.id, port) for port, target in block.ports.items()]
+            if block.on_error is not None:
+                linked.append((block.on_error.id, "error"))
+            for target, kind in linked:
+                if out.get(target, "error") == "error":
+                    out[target] = kind
+
+    def kind(self, source: str, target: str) -> str | None:
+        return self.targets.get(source, {}).get(target)
+
+    def reach(self, head: str, *, within: Collection[str] | None = None, errors: bool = True) -> set[str]:
+        """`head` and every block reached from it; only through `within` when given; `errors=False` skips error links."""
+        seen = {head}
+        todo = [head]
+        while todo:
+            for target, kind in self.targets.get(todo.pop(), {}).items():
+                if target in seen or (within is not None and target not in within) or (not errors and kind == "error"):
+                    continue
+                seen.add(target)
+                todo.append(target)
+        return seen
+
+    def reaching(self, tail: str, *, within: Collection[str], errors: bool = True) -> set[str]:
+        """Every block of `within` from which `tail` is reached inside `within` (`tail` not included)."""
+        sources: dict[str, list[str]] = {}
+        for source in within:
+            for target, kind in self.targets.get(source, {}).items():
+                if target in within and (errors or kind != "error"):
+                    sources.setdefault(target, []).append(source)
+        seen: set[str] = set()
+        todo = [tail]
+        while todo:
+            for source in sources.get(todo.pop(), ()):
+                if source not in seen:
+                    seen.add(source)
+                    todo.append(source)
+        seen.discard(tail)
+        return seen
 
 
 def build_graph(blocks: Iterable[CompiledBlock]) -> nx.DiGraph:
+    import networkx as nx
+
     graph = nx.DiGraph()
     blocks = list(blocks)
     for block in blocks:

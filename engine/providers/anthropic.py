@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Any, NamedTuple
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Discriminator, Tag
+from pydantic import ConfigDict, Discriminator, Tag
 
 from engine.providers.wire import (
     HttpCall,
@@ -19,6 +19,7 @@ from engine.providers.wire import (
     Reply,
     Request,
     ToolCall,
+    WireModel,
     call_arguments,
     carried_parts,
     foreign_parts_note,
@@ -154,7 +155,7 @@ def sampling_version(model: str | None, temperature: float | None, api_version: 
 
 # -- the reply, as a model: a wrong type anywhere is a WireError, not a crash further on --
 
-class _Citation(BaseModel):
+class _Citation(WireModel):
     cited_text: str = ""
     url: str | None = None
     title: str | None = None
@@ -167,27 +168,27 @@ class _Citation(BaseModel):
         return f"document {self.document_index}" if self.document_index is not None else ""
 
 
-class _Text(BaseModel):
+class _Text(WireModel):
     text: str = ""
     citations: list[_Citation] | None = None
 
 
-class _ToolUse(BaseModel):
+class _ToolUse(WireModel):
     id: str
     name: str
     input: dict[str, Any]
 
 
-class _Thinking(BaseModel):
+class _Thinking(WireModel):
     thinking: str
     signature: str
 
 
-class _RedactedThinking(BaseModel):
+class _RedactedThinking(WireModel):
     data: str
 
 
-class _OtherBlock(BaseModel):
+class _OtherBlock(WireModel):
     """Server-tool use and results, and whatever else comes: carried on the history row as they came."""
 
     model_config = ConfigDict(extra="allow")
@@ -206,11 +207,11 @@ _Block = Annotated[
 ]
 
 
-class _OutputDetails(BaseModel):
+class _OutputDetails(WireModel):
     thinking_tokens: int | None = None
 
 
-class _Usage(BaseModel):
+class _Usage(WireModel):
     input_tokens: int | None = None
     output_tokens: int | None = None
     cache_creation_input_tokens: int | None = None
@@ -218,14 +219,14 @@ class _Usage(BaseModel):
     output_tokens_details: _OutputDetails | None = None
 
 
-class _StopDetails(BaseModel):
+class _StopDetails(WireModel):
     model_config = ConfigDict(extra="allow")
     type: str | None = None
     category: str | None = None
     explanation: str | None = None
 
 
-class _Message(BaseModel):
+class _Message(WireModel):
     content: list[_Block]
     usage: _Usage | None = None
     stop_reason: str | None = None

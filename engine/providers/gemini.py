@@ -10,7 +10,7 @@ import re
 from typing import Any, NoReturn
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from engine.providers.wire import (
     HttpCall,
@@ -19,6 +19,7 @@ from engine.providers.wire import (
     Request,
     ToolCall,
     WireError,
+    WireModel,
     call_arguments,
     foreign_parts_note,
     group_turns,
@@ -310,7 +311,7 @@ class _Converter:
 
 # -- the reply, as a model: a wrong type anywhere is a WireError, not a crash further on --
 
-class _Reading(BaseModel):
+class _Reading(WireModel):
     model_config = ConfigDict(populate_by_name=True)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from engine.format.tables import HistoryRow
 from engine.providers.wire import (
@@ -19,6 +19,7 @@ from engine.providers.wire import (
     Request,
     ToolCall,
     WireError,
+    WireModel,
     call_arguments,
     carried_parts,
     foreign_parts_note,
@@ -64,39 +65,39 @@ def reasoning_refusal(model: str | None, effort: str | None) -> Refusal | None:
 
 # -- the reply, as a model: a wrong type anywhere is a WireError, not a crash further on --
 
-class _Function(BaseModel):
+class _Function(WireModel):
     name: str | None = None
     arguments: str | None = None  # JSON text, as OpenAI sends it
 
 
-class _ToolCall(BaseModel):
+class _ToolCall(WireModel):
     id: str | None = None
     function: _Function | None = None
 
 
-class _Message(BaseModel):
+class _Message(WireModel):
     content: str | None = None
     tool_calls: list[_ToolCall] | None = None
     refusal: str | None = None
     reasoning: str | None = None
 
 
-class _Choice(BaseModel):
+class _Choice(WireModel):
     message: _Message
     finish_reason: str | None = None
 
 
-class _CompletionDetails(BaseModel):
+class _CompletionDetails(WireModel):
     reasoning_tokens: int | None = None
 
 
-class _Usage(BaseModel):
+class _Usage(WireModel):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     completion_tokens_details: _CompletionDetails | None = None
 
 
-class _Completion(BaseModel):
+class _Completion(WireModel):
     choices: list[_Choice] = Field(min_length=1)
     usage: _Usage | None = None
 

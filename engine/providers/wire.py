@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 import orjson
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from engine.errors import WireError
 from engine.format.names import valid_tool_name
@@ -28,6 +28,7 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "WireError",
+    "WireModel",
     "call_arguments",
     "carried_parts",
     "foreign_parts_note",
@@ -39,6 +40,16 @@ __all__ = [
     "tool_declaration",
     "valid_tool_name",
 ]
+
+
+class WireModel(BaseModel):
+    """A vendor reply's shape, read with pydantic; its validator is built on the first reply.
+
+    `defer_build`: the adapters load with the request blocks, which `validate` loads too, and
+    building some twenty reply models there cost a tenth of that command's time.
+    """
+
+    model_config = ConfigDict(defer_build=True)
 
 def call_arguments(row: HistoryRow) -> dict[str, Any]:
     """A tool-call row's arguments: its content must be JSON text of an object."""

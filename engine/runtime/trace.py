@@ -12,7 +12,6 @@ write (a full disk) keeps the whole lines, stops the file and is kept in `failur
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import os
@@ -291,6 +290,8 @@ class Trace:
 
     def _schedule(self) -> None:
         """Write the batch when the run next waits: the event loop runs ready callbacks before it sleeps."""
+        import asyncio  # here, not at the top: blocks import Event, and `validate` needs no event loop
+
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # not in a run's event loop: write through

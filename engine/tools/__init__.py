@@ -5,8 +5,36 @@ This `__all__` is the face blocks may use; nothing here calls a model or knows a
 
 from __future__ import annotations
 
-from engine.tools.arguments import check_arguments
-from engine.tools.calls import HandlerTimeout, call_handler
-from engine.tools.registry import Tool, ToolRegistry, ToolsTable, load_registries
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from engine.tools.arguments import check_arguments
+    from engine.tools.calls import HandlerTimeout, call_handler
+    from engine.tools.registry import Tool, ToolRegistry, ToolsTable, load_registries
+
+# Names load on first use (PEP 562): loading a registry to check a diagram needs neither the
+# event-loop machinery that calls handlers nor the argument checks a run makes.
+_HOMES = {
+    "engine.tools.arguments": ["check_arguments"],
+    "engine.tools.calls": ["HandlerTimeout", "call_handler"],
+    "engine.tools.registry": ["Tool", "ToolRegistry", "ToolsTable", "load_registries"],
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engine.tools' has no attribute {name!r}")
+    loaded = importlib.import_module(module)
+    for each in _HOMES[module]:
+        globals()[each] = getattr(loaded, each)
+    return globals()[name]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = ["HandlerTimeout", "Tool", "ToolRegistry", "ToolsTable", "call_handler", "check_arguments", "load_registries"]

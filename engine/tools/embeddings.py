@@ -138,6 +138,11 @@ class EmbeddingCache:
     def key(function: str, version: int, embedder: str) -> str:
         return f"{function}@{version}@{embedder}"
 
+    def has(self, key: str) -> bool:
+        """A non-empty vector is stored under `key` (checked without decoding it, so without numpy)."""
+        entry = self._entries.get(key)
+        return bool(entry and entry.get("vector"))
+
     def get(self, key: str) -> np.ndarray | None:
         entry = self._entries.get(key)
         if entry is None:

@@ -154,6 +154,7 @@ class ToolRegistry:
         self._matrix: np.ndarray | None = None
         self._order: list[str] = []
         self._queries: dict[str, np.ndarray] = {}
+        self._cache_for: dict[str, EmbeddingCache] = {}
         self.mcp_servers: list[McpServer] = []
         """The MCP servers its tools come from (each listed at load; called through a run's sessions)."""
 
@@ -165,23 +166,18 @@ class ToolRegistry:
         return tool if tool is not None and tool.entry.enabled else None
 
     def prepare(self, cache_for: Mapping[str, EmbeddingCache]) -> None:
-        """Embed what the caches lack (new tools, raised versions); store it back."""
+        """Embed what the caches lack (new tools, raised versions) and store it back.
+
+        The ranking matrix is read from the caches on the first ranked selection: checking a
+        diagram whose tools are all cached then needs neither numpy nor the vectors.
+        """
         order = [t.name for t in self.enabled()]
-        vectors: dict[str, np.ndarray] = {}
-        missing: list[Tool] = []
-        for name in order:
-            tool = self.tools[name]
-            cache = cache_for[tool.source]
-            vector = cache.get(tool.embedding_key(self.embedder.name))
-            if vector is None or vector.shape[0] == 0:
-                missing.append(tool)
-            else:
-                vectors[name] = vector
+        missing = [self.tools[name] for name in order
+                   if not cache_for[self.tools[name].source].has(self.tools[name].embedding_key(self.embedder.name))]
         if missing:
             computed = self.embedder.embed([t.embedding_text for t in missing])
             self.embedded += len(missing)
             for tool, vector in zip(missing, computed, strict=True):
-                vectors[tool.name] = vector
                 cache_for[tool.source].put(
                     tool.embedding_key(self.embedder.name), vector,
                     {"description": tool.entry.description, "short_description": tool.entry.short_description,
@@ -190,9 +186,21 @@ class ToolRegistry:
             for cache in self._caches:
                 cache.save()
         self._order = order
-        import numpy as np  # loaded when a run ranks tools, not when a diagram is checked
+        self._cache_for = dict(cache_for)
+        self._matrix = None
 
-        self._matrix = np.vstack([vectors[n] for n in order]) if order else np.zeros((0, 1), dtype=np.float32)
+    def _ranking_matrix(self) -> np.ndarray:
+        if self._matrix is None:
+            import numpy as np  # loaded when a run ranks tools, not when a diagram is checked
+
+            vectors = []
+            for name in self._order:
+                tool = self.tools[name]
+                vector = self._cache_for[tool.source].get(tool.embedding_key(self.embedder.name))
+                assert vector is not None, f"prepare() stored an embedding for {name}"
+                vectors.append(vector)
+            self._matrix = np.vstack(vectors) if vectors else np.zeros((0, 1), dtype=np.float32)
+        return self._matrix
 
     def _query_vector(self, query: str) -> np.ndarray:
         vector = self._queries.get(query)
@@ -211,10 +219,9 @@ class ToolRegistry:
         if not query:
             chosen: list[tuple[Tool, float | None]] = [(t, None) for t in self.enabled(group)]
             return chosen[:top_k] if top_k else chosen
-        assert self._matrix is not None
         import numpy as np
 
-        scores = self._matrix @ self._query_vector(query) if len(self._order) else np.zeros(0)
+        scores = self._ranking_matrix() @ self._query_vector(query) if len(self._order) else np.zeros(0)
         ranked: list[tuple[Tool, float | None]] = []
         for name, score in zip(self._order, scores.tolist(), strict=True):
             tool = self.tools[name]

@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.compile.block import BlockRegistry, RunSettings
 from engine.compile.diagram import Diagram
-from engine.compile.graph import build_graph
+from engine.compile.graph import LinkMap
 from engine.compile.templating import TemplateEnv
 from engine.compile.validate.blocks import build_blocks, read_blocks
 from engine.compile.validate.compilation import Compilation
@@ -58,11 +58,11 @@ def compile_diagram(
     link_blocks(c)
     check_loose_links(c)
     start = check_start(c)
-    graph = build_graph(c.blocks.values())
+    links = LinkMap(c.blocks.values())
     if start is not None:
-        check_reachable(c, graph, start)
-        check_bodies(c, graph)
-        compile_values(c, start, graph)
+        check_reachable(c, links, start)
+        check_bodies(c, links)
+        compile_values(c, start, links)
     if c.problems.errors or start is None:
         raise DiagramInvalid(c.problems.items)
     for block in c.blocks.values():
@@ -77,7 +77,6 @@ def compile_diagram(
         name=spec.diagram,
         path=path,
         spec=spec,
-        graph=graph,
         blocks=c.blocks,
         start=start,
         settings=settings,

@@ -1,16 +1,15 @@
 """Stage 3: links between blocks, one Start, reachability from it, and loop bodies that come back.
 
 Resolves every `next`, `on_error` and port to its CompiledBlock (and compiles `when`); the
-whole-graph checks run on the networkx graph built from those links.
+whole-graph checks walk the LinkMap built from those links (networkx only to report unreachable parts).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import networkx as nx
-
 from engine.compile.diagram import CompiledBlock, CompiledLink
+from engine.compile.graph import LinkMap, build_graph
 from engine.compile.templating import Evaluator, has_template
 from engine.compile.validate.compilation import Compilation, compile_template
 from engine.format.names import suggest
@@ -111,8 +110,13 @@ def check_start(c: Compilation) -> CompiledBlock | None:
     return starts[0]
 
 
-def check_reachable(c: Compilation, graph: nx.DiGraph, start: CompiledBlock) -> None:
-    reached = nx.descendants(graph, start.id) | {start.id}
+def check_reachable(c: Compilation, links: LinkMap, start: CompiledBlock) -> None:
+    reached = links.reach(start.id)
+    if len(reached) == len(links.order):
+        return
+    import networkx as nx  # only here: what is lost is reported by the parts it makes
+
+    graph = build_graph(c.blocks.values())
     lost = graph.subgraph(n for n in graph if n not in reached)
     # Report where each unreachable part begins, not every block behind it.
     condensed = nx.condensation(lost)
@@ -129,16 +133,15 @@ def check_reachable(c: Compilation, graph: nx.DiGraph, start: CompiledBlock) -> 
                            severity="warning")
 
 
-def check_bodies(c: Compilation, graph: nx.DiGraph) -> None:
+def check_bodies(c: Compilation, links: LinkMap) -> None:
     """Each body chain must come back to its block; the blocks it runs (handlers too) become its body_region."""
-    flow = nx.subgraph_view(graph, filter_edge=lambda a, b: graph.edges[a, b]["kind"] != "error")
     for compiled in c.blocks.values():
         port = type(compiled.impl).body_port
         if port and port in compiled.ports:
-            _check_body(c, graph, flow, compiled, port)
+            _check_body(c, links, compiled, port)
 
 
-def _check_body(c: Compilation, graph: nx.DiGraph, flow: nx.DiGraph, compiled: CompiledBlock, port: str) -> None:
+def _check_body(c: Compilation, links: LinkMap, compiled: CompiledBlock, port: str) -> None:
     loop = compiled.id
     head = compiled.ports[port].id
     where = ("blocks", c.index_of[loop], port)
@@ -146,23 +149,23 @@ def _check_body(c: Compilation, graph: nx.DiGraph, flow: nx.DiGraph, compiled: C
         c.problems.add(where, f"the {port} of '{loop}' cannot be the block itself", block=loop, field=port,
                        code="invalid_loop_body")
         return
-    inside = flow.subgraph(n for n in graph if n != loop)
-    chain = nx.descendants(inside, head) | {head}
-    returning = {n for n in chain if graph.has_edge(n, loop) and graph.edges[n, loop]["kind"] != "error"}
+    others = set(links.order) - {loop}
+    # The chain: what the body head reaches by normal links without passing the loop block.
+    chain = links.reach(head, within=others, errors=False)
+    returning = {n for n in chain if links.kind(n, loop) not in (None, "error")}
     if not returning:
         c.problems.add(where, f"the {port} chain starting at '{head}' never links back to '{loop}'", block=loop,
                        field=port, hint=f"make the chain's last block link 'next: {loop}'", code="loop_body_open")
         return
-    body_flow = inside.subgraph(chain)
     comes_back = set(returning)
     for member in returning:
-        comes_back |= nx.ancestors(body_flow, member)
+        comes_back |= links.reaching(member, within=chain, errors=False)
     for member in sorted(chain - comes_back):
         c.problems.add(("blocks", c.index_of[member]),
                        f"this block is in the {port} of '{loop}' but its chain never links back to it",
                        block=member, field="next", hint=f"link it back with 'next: {loop}', or leave "
                        "the loop only through on_error", code="loop_body_leaves")
     # Handlers reached by on_error inside the body that come back belong to it too.
-    without_loop = graph.subgraph(n for n in graph if n != loop)
-    reached = nx.descendants(without_loop, head) | {head}
-    compiled.body_region = frozenset(n for n in reached if n in comes_back or nx.has_path(graph, n, loop))
+    reached = links.reach(head, within=others)
+    leads_back = links.reaching(loop, within=set(links.order))
+    compiled.body_region = frozenset(n for n in reached if n in comes_back or n in leads_back)

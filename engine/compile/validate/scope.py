@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import networkx as nx
-
 from engine.compile.block import Block, RunSettings
 from engine.compile.diagram import CompiledBlock, Diagram
+from engine.compile.graph import LinkMap
 
 __all__ = ["block_scopes", "template_scope"]
 
@@ -20,7 +19,7 @@ Scope = tuple[set[str], set[str]]
 """(names its `with` may use, names its `set` and `when` may use)."""
 
 
-def _error_handlers(blocks: list[CompiledBlock], graph: nx.DiGraph) -> set[str]:
+def _error_handlers(blocks: list[CompiledBlock], links: LinkMap) -> set[str]:
     """Every block an `on_error` leads to, and those it goes on to: `error` is bound there.
 
     A block Start does not reach (a draft, a warning of its own) may be a handler not linked yet:
@@ -29,10 +28,10 @@ def _error_handlers(blocks: list[CompiledBlock], graph: nx.DiGraph) -> set[str]:
     handlers: set[str] = set()
     for compiled in blocks:
         if compiled.on_error is not None:
-            handlers |= nx.descendants(graph, compiled.on_error.id) | {compiled.on_error.id}
+            handlers |= links.reach(compiled.on_error.id)
     starts = [compiled.id for compiled in blocks if type(compiled.impl).is_start]
     if starts:
-        reached = nx.descendants(graph, starts[0]) | {starts[0]}
+        reached = links.reach(starts[0])
         handlers |= {compiled.id for compiled in blocks if compiled.id not in reached}
     return handlers
 
@@ -48,7 +47,7 @@ def _loop_names(blocks: list[CompiledBlock]) -> dict[str, set[str]]:
     return names
 
 
-def block_scopes(blocks: Iterable[CompiledBlock], settings: RunSettings, graph: nx.DiGraph,
+def block_scopes(blocks: Iterable[CompiledBlock], settings: RunSettings, links: LinkMap,
                  functions: set[str]) -> dict[str, Scope]:
     """Each block's scope; blocks in the same situation share one pair of sets (do not change them)."""
     blocks = list(blocks)
@@ -56,7 +55,7 @@ def block_scopes(blocks: Iterable[CompiledBlock], settings: RunSettings, graph: 
     for compiled in blocks:
         bound |= set(compiled.impl.spec.set)
     everywhere = bound | functions
-    handlers = _error_handlers(blocks, graph)
+    handlers = _error_handlers(blocks, links)
     loop_names = _loop_names(blocks)
     # Most blocks see the same names: build each distinct scope once.
     shared: dict[tuple[frozenset[str], bool, type[Block]], Scope] = {}
@@ -72,6 +71,7 @@ def block_scopes(blocks: Iterable[CompiledBlock], settings: RunSettings, graph: 
 
 def template_scope(diagram: Diagram) -> dict[str, dict[str, list[str]]]:
     """Block id → the names its `with`, `set` and `when` templates may use, sorted (for autocompletion)."""
-    scopes = block_scopes(diagram.blocks.values(), diagram.settings, diagram.graph, set(diagram.env.functions))
+    scopes = block_scopes(diagram.blocks.values(), diagram.settings, LinkMap(diagram.blocks.values()),
+                          set(diagram.env.functions))
     return {block_id: {"with": sorted(inputs), "set": sorted(after), "when": sorted(after)}
             for block_id, (inputs, after) in scopes.items()}

@@ -9,11 +9,11 @@ from __future__ import annotations
 import keyword
 from typing import Any
 
-import networkx as nx
 from pydantic import BaseModel, ValidationError
 
 from engine.compile.block import RunSettings
 from engine.compile.diagram import CompiledBlock
+from engine.compile.graph import LinkMap
 from engine.compile.templating import Evaluator, has_template
 from engine.compile.validate.compilation import Compilation, check_csv_path, compile_template
 from engine.compile.validate.problems import shown
@@ -27,12 +27,12 @@ __all__ = ["compile_values"]
 Where = tuple[str | int, ...]
 
 
-def compile_values(c: Compilation, start: CompiledBlock, graph: nx.DiGraph) -> None:
+def compile_values(c: Compilation, start: CompiledBlock, links: LinkMap) -> None:
     settings = start.impl.settings
     assert isinstance(settings, RunSettings)
     functions = set(c.env.functions)
     _check_bound_names(c, start, settings, functions)
-    scopes = block_scopes(c.blocks.values(), settings, graph, functions)
+    scopes = block_scopes(c.blocks.values(), settings, links, functions)
     c.variables = _compile_variables(c, start, settings, functions)
     for compiled in c.blocks.values():
         in_scope, after = scopes[compiled.id]
