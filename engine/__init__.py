@@ -7,8 +7,9 @@ tests/engine/test_exported_members.py. Names load on first use (PEP 562), so
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from engine.format.lazy import lazy_face
 
 if TYPE_CHECKING:
     from engine.compile.block import (
@@ -75,7 +76,6 @@ _HOMES = {
     "engine.runtime.execute": ["RunResult", "execute"],
     "engine.runtime.trace": ["Event", "read_events"],
 }
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
     "Block",
@@ -136,14 +136,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _HOME_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'engine' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_face(__name__, _HOMES, globals())

@@ -8,8 +8,9 @@ checks are this package's own (`engine.providers.http`, `.clients`, `.simulator`
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from engine.format.lazy import lazy_face
 
 if TYPE_CHECKING:
     from engine.providers.anthropic import Anthropic, Sampling, sampling_version, thinking_refusal
@@ -44,23 +45,9 @@ _HOMES = {
     "engine.providers.wire": ["FINISHES", "Adapter", "HttpCall", "Refusal", "Reply", "Request", "ToolCall",
                               "ToolSpec", "WireError", "system_text", "valid_tool_name"],
 }
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 
-def __getattr__(name: str) -> Any:
-    module = _HOME_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'engine.providers' has no attribute {name!r}")
-    loaded = importlib.import_module(module)
-    # Bind all of the module's names: importing `engine.providers.ask` set the package's `ask`
-    # to the module itself, and the function must win (so nothing imports that module directly).
-    for each in _HOMES[module]:
-        globals()[each] = getattr(loaded, each)
-    return globals()[name]
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_face(__name__, _HOMES, globals())
 
 
 __all__ = [

@@ -5,8 +5,9 @@ This `__all__` is the face blocks may use; nothing here calls a model or knows a
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from engine.format.lazy import lazy_face
 
 if TYPE_CHECKING:
     from engine.tools.arguments import check_arguments
@@ -20,21 +21,9 @@ _HOMES = {
     "engine.tools.calls": ["HandlerTimeout", "call_handler"],
     "engine.tools.registry": ["Tool", "ToolRegistry", "ToolsTable", "load_registries"],
 }
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 
-def __getattr__(name: str) -> Any:
-    module = _HOME_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'engine.tools' has no attribute {name!r}")
-    loaded = importlib.import_module(module)
-    for each in _HOMES[module]:
-        globals()[each] = getattr(loaded, each)
-    return globals()[name]
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_face(__name__, _HOMES, globals())
 
 
 __all__ = ["HandlerTimeout", "Tool", "ToolRegistry", "ToolsTable", "call_handler", "check_arguments", "load_registries"]
