@@ -15,12 +15,10 @@ from engine.errors import BlockError, InternalError, RunError
 from engine.format.spec import ErrorLevel
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
 
     from engine.compile.diagram import CompiledBlock
-    from engine.runtime.context import RunContext
 
-__all__ = ["bug", "call_block", "kept_failure", "step_context"]
+__all__ = ["block_raised", "bug", "kept_failure", "step_bug"]
 
 # Block classes from these packages are diagrama's own: their exceptions are our bugs.
 _OUR_PACKAGES = frozenset({"blocks", "engine"})
@@ -36,42 +34,19 @@ def bug(block: CompiledBlock, exc: BaseException) -> InternalError:
                          f"it: {type(exc).__name__}: {exc}", block=block.id)
 
 
-class step_context:  # used as `with step_context(block):`, like a function
-    """Every error raised in a block's step names the block, attached here once (httpx's request_context).
-
-    A class, not a @contextmanager generator: it is entered once per step, and the generator's
-    machinery cost a fifth of a Release step.
-    """
-
-    __slots__ = ("block",)
-
-    def __init__(self, block: CompiledBlock) -> None:
-        self.block = block
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, traceback: Any) -> None:
-        if exc is None or not isinstance(exc, Exception) or isinstance(exc, InternalError):
-            return  # cancellation and the like pass through, as do bugs already named
-        if isinstance(exc, RunError):
-            exc.at_block(self.block.id)
-            return
-        # The executor's own code around the block: a bug in diagrama
-        raise bug(self.block, exc) from exc
+def step_bug(block: CompiledBlock, exc: Exception) -> InternalError:
+    """The executor's own code around a block raised `exc`: a bug in diagrama, caused by it."""
+    error = bug(block, exc)
+    error.__cause__ = exc  # what the trace's traceback (at Detailed) shows
+    return error
 
 
-async def call_block(block: CompiledBlock, inputs: BaseModel, ctx: RunContext) -> dict[str, Any]:
-    """Run the block; an exception that is no RunError is a bug, ours or the plug-in author's."""
-    try:
-        return await block.impl.run(inputs, ctx)
-    except (RunError, InternalError):
-        raise
-    except Exception as exc:
-        if _is_ours(block.impl):
-            raise bug(block, exc) from exc
-        # A plug-in's own bug: recorded like any block error, named after what it raised.
-        raise BlockError(f"{type(exc).__name__}: {exc}", type="block_raised", block=block.id) from exc
+def block_raised(block: CompiledBlock, exc: Exception) -> RunError | InternalError:
+    """A block's `run` raised `exc`, no RunError: a bug, ours or the plug-in author's."""
+    if _is_ours(block.impl):
+        return bug(block, exc)
+    # A plug-in's own bug: recorded like any block error, named after what it raised.
+    return BlockError(f"{type(exc).__name__}: {exc}", type="block_raised", block=block.id)
 
 
 def kept_failure(block: CompiledBlock, outputs: Mapping[str, Any]) -> RunError | None:
