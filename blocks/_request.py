@@ -224,6 +224,8 @@ class RequestBlock(Block):
         raise ProviderError(f"no API key: set {names} in the environment (or run with --offline)",
                             type="missing_api_key")
 
+    # A request block's run in the order it happens (inputs, request, reply, outputs); each step
+    # is a call into the providers' face, and splitting it would only pass the same locals around.
     async def run(self, inputs: RequestInputs, context: RunContext) -> dict[str, Any]:
         adapter = self.adapter
         key = self._key(context)

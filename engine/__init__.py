@@ -54,7 +54,8 @@ if TYPE_CHECKING:
     from engine.format.values import dumps
     from engine.runtime.api import default_registry, load, run, run_async, validate
     from engine.runtime.context import RunContext, Services
-    from engine.runtime.execute import RunResult, execute
+    from engine.runtime.execute import execute
+    from engine.runtime.result import RunResult
     from engine.runtime.trace import Event, read_events
 
 _HOMES = {
@@ -73,7 +74,8 @@ _HOMES = {
     "engine.format.tables": ["DataTable", "HistoryRow", "Table", "TableError", "history_rows", "history_table", "to_table"],
     "engine.runtime.api": ["default_registry", "load", "run", "run_async", "validate"],
     "engine.runtime.context": ["RunContext", "Services"],
-    "engine.runtime.execute": ["RunResult", "execute"],
+    "engine.runtime.execute": ["execute"],
+    "engine.runtime.result": ["RunResult"],
     "engine.runtime.trace": ["Event", "read_events"],
 }
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from engine.runs.store import RunStore
 
 
+# Long by its options (one line each, as typer reads them); the body is short.
 def batch(
     diagram: Annotated[Path, typer.Argument(help="the diagram file")],
     inputs: Annotated[Path, typer.Option("--inputs", help="CSV, JSON Lines, or a YAML/JSON list: one run per row")],
@@ -125,6 +126,7 @@ def _report(outcome: BatchOutcome, resume_command: str) -> None:
         console(stderr=True).print(f"stopped; nothing done is lost. Resume with:\n  {escape(resume_command)}")
 
 
+# The batch's progress, signals and limits share the loop's state: kept together on purpose.
 def _run_local(loaded: Diagram, rows: list[dict[str, Any]], batch_id: str, store: RunStore, folder: Path, *,
                offline: bool, concurrency: int, grace: float, rpm_limits: dict[str, float],
                concurrent_limits: dict[str, float], export: OtelExport | None = None) -> BatchOutcome:

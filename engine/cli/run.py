@@ -134,6 +134,7 @@ def console_printer(stream: TextIO | None = None) -> ConsoleLines:
     return ConsoleLines(stream if stream is not None else sys.stderr)
 
 
+# Long by its options (one line each, as typer reads them); the body is short.
 def run(
     diagram: Annotated[Path, typer.Argument(help="the diagram file")],
     input: Annotated[list[str] | None, typer.Option("--input", "-i", help="an input as name=value")] = None,

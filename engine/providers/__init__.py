@@ -15,7 +15,8 @@ from engine.format.lazy import lazy_face
 if TYPE_CHECKING:
     from engine.providers.anthropic import Anthropic, Sampling, sampling_version, thinking_refusal
     from engine.providers.ask import Answer, ask
-    from engine.providers.gemini import Gemini, SchemaRefused, gemini_schema, gemini_thinking_refusal
+    from engine.providers.gemini import Gemini, gemini_thinking_refusal
+    from engine.providers.gemini_tool_schema import SchemaRefused, gemini_schema
     from engine.providers.groq import Groq, reasoning_refusal
     from engine.providers.http import Exchanges, Retried
     from engine.providers.simulator import RecordedRequest, Simulator
@@ -38,7 +39,8 @@ if TYPE_CHECKING:
 _HOMES = {
     "engine.providers.anthropic": ["Anthropic", "Sampling", "sampling_version", "thinking_refusal"],
     "engine.providers.ask": ["Answer", "ask"],
-    "engine.providers.gemini": ["Gemini", "SchemaRefused", "gemini_schema", "gemini_thinking_refusal"],
+    "engine.providers.gemini": ["Gemini", "gemini_thinking_refusal"],
+    "engine.providers.gemini_tool_schema": ["SchemaRefused", "gemini_schema"],
     "engine.providers.groq": ["Groq", "reasoning_refusal"],
     "engine.providers.http": ["Exchanges", "Retried"],
     "engine.providers.simulator": ["RecordedRequest", "Simulator"],

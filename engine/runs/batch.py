@@ -211,6 +211,7 @@ Progress = Callable[[str, RunResult | None], None]
 """progress(kind, result): kind is 'started', 'finished' or 'skipped'."""
 
 
+# The rows, the limits, the store and the stop signal share one loop's state: kept together on purpose.
 async def run_batch(
     diagram: Diagram,
     rows: list[dict[str, Any]],

@@ -20,7 +20,6 @@ import socket
 import time
 import traceback
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -40,57 +39,16 @@ from engine.errors import (
     TemplateError,
     TraceWriteFailed,
 )
-from engine.format.redact import Redactor
 from engine.format.spec import ErrorLevel, MessageLevel
 from engine.format.tables import to_table
 from engine.format.validation import dotted, validation_message
 from engine.format.values import full_value, short_value
 from engine.runtime.context import RunContext, Services
 from engine.runtime.failures import block_raised, bug, kept_failure, step_bug
+from engine.runtime.result import RunResult
 from engine.runtime.trace import Console, Event, Trace, new_run_id
 
 __all__ = ["RunResult", "execute"]
-
-
-@dataclass
-class RunResult:
-    """What a run did: `status` is "succeeded" or "failed".
-
-    Its variables, outputs and errors are scrubbed of keys (engine.format.redact) as the
-    trace is; `redact` scrubs anything else of this run's (its inputs, recorded replies).
-    """
-
-    run_id: str
-    status: str
-    variables: dict[str, Any]
-    path: list[str]
-    errors: list[dict[str, Any]]
-    trace: Path | None
-    duration: float
-    steps: int
-    diagram: str = ""
-    outputs: dict[str, Any] = field(default_factory=dict)
-    tokens: int = 0
-    redactor: Redactor = field(default_factory=Redactor, repr=False, compare=False)
-
-    @property
-    def succeeded(self) -> bool:
-        return self.status == "succeeded"
-
-    def redact(self, value: Any) -> Any:
-        """`value` scrubbed as this run's trace and result are: its secrets, vendor keys and their masked forms."""
-        return self.redactor.value(value)
-
-    def as_json(self) -> dict[str, Any]:
-        """The object `diagrama run --output json` prints (DESIGN.md, "Command line")."""
-        return {
-            "run_id": self.run_id,
-            "status": self.status,
-            "variables": self.variables,
-            "path": self.path,
-            "errors": self.errors,
-            "trace": str(self.trace) if self.trace else None,
-        }
 
 
 def _fresh(value: Any, diagram: Diagram) -> Any:

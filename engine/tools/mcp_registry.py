@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["registry_tools"]
 
 
+# One entry's checks in the order a reader meets them in the file; each problem names its line.
 def registry_tools(raw_servers: list[Any], *, registry: str, groups: Mapping[str, str], file: Path, lines: LineMap,
                    environ: Mapping[str, str] | None, seen: dict[str, str],
                    problems: list[Problem]) -> tuple[list[Tool], list[McpServer]]:

@@ -254,6 +254,7 @@ def _index(token: str) -> Callable[[Request], Awaitable[Response]]:
     return index
 
 
+# Long because it holds the route table (a line a route) and the three small handlers that read its settings.
 def create_app(
     root: Path,
     runs_dir: Path,

@@ -107,6 +107,8 @@ def _carried_block(block: dict[str, Any], kind: str | None) -> bool:
     return kind in _CARRIED or (kind is not None and kind.endswith("_tool_result") and kind != "tool_result")
 
 
+# One pass over the messages checking the rejects PROVIDERS.md lists for Anthropic, in its order;
+# split, the checks would lose the order they are documented in.
 def _anthropic_messages(messages: list[Any], thinking_on: bool = False) -> None:
     """Roles, non-empty content, and each tool_use answered by the next user turn."""
     previous_uses: set[str] = set()
@@ -193,6 +195,7 @@ def _groq(message: str, status: int = 400, code: str | None = None) -> Rejected:
     return Rejected(status, {"error": error})
 
 
+# The Groq rejects of PROVIDERS.md, in its order: one list to compare with the document.
 def check_groq(headers: dict[str, str], body: Any) -> None:
     if not headers.get("authorization", "").startswith("Bearer ") or len(headers["authorization"]) <= 7:
         raise _groq("Invalid API Key", 401, "invalid_api_key")

@@ -147,6 +147,8 @@ def read(text: str, tree: bool = True) -> tuple[Node | None, Any, bool]:
         raise Fallback(str(exc)) from exc
 
 
+# One loop over libyaml's events with its state in local variables: each event case is a few
+# lines, and methods would only move this state onto an object.
 def _read(text: str, tree: bool) -> tuple[Node | None, Any, bool]:
     root: Node | None = None
     data: Any = None

@@ -1,0 +1,52 @@
+"""What a run did, as every consumer (console, JSON, store, results files, scenarios) receives it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.format.redact import Redactor
+
+__all__ = ["RunResult"]
+
+
+@dataclass
+class RunResult:
+    """What a run did: `status` is "succeeded" or "failed".
+
+    Its variables, outputs and errors are scrubbed of keys (engine.format.redact) as the
+    trace is; `redact` scrubs anything else of this run's (its inputs, recorded replies).
+    """
+
+    run_id: str
+    status: str
+    variables: dict[str, Any]
+    path: list[str]
+    errors: list[dict[str, Any]]
+    trace: Path | None
+    duration: float
+    steps: int
+    diagram: str = ""
+    outputs: dict[str, Any] = field(default_factory=dict)
+    tokens: int = 0
+    redactor: Redactor = field(default_factory=Redactor, repr=False, compare=False)
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "succeeded"
+
+    def redact(self, value: Any) -> Any:
+        """`value` scrubbed as this run's trace and result are: its secrets, vendor keys and their masked forms."""
+        return self.redactor.value(value)
+
+    def as_json(self) -> dict[str, Any]:
+        """The object `diagrama run --output json` prints (DESIGN.md, "Command line")."""
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "variables": self.variables,
+            "path": self.path,
+            "errors": self.errors,
+            "trace": str(self.trace) if self.trace else None,
+        }
