@@ -416,6 +416,6 @@ class _Reading:
                     hint="name a function or class written in the allowed module itself, "
                          "or a method of such a class (package.module:Class.method)"))
             except (ImportError, AttributeError, TypeError) as exc:
-                self.problems.append(Problem(tool.source, tool.line,
+                self.problems.append(Problem(tool.source, tool.handler_line,
                                              f"handler '{tool.entry.handler}' cannot be loaded: {exc}",
                                              field="handler", code="invalid_handler"))

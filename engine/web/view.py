@@ -19,10 +19,27 @@ from engine.errors import DiagramInvalid, Problem
 __all__ = ["compile_text", "layered_layout", "problem_json", "raw_links", "studio_document"]
 
 
-def problem_json(problem: Problem, *, with_line: bool = True) -> dict[str, Any]:
-    return {"line": problem.line if with_line else None, "column": problem.column if with_line else None,
+def problem_json(problem: Problem, *, with_line: bool = True, own: Path | None = None,
+                 root: Path | None = None) -> dict[str, Any]:
+    """A problem for the page. One in another file than the diagram `own` (a registry, a CSV) names that
+    file (relative to the studio's folder `root`) and keeps its line, which the page shows as such."""
+    file = _other_file(problem.file, own, root)
+    shown = with_line or file is not None  # an unsaved text's lines may have moved; another file's have not
+    return {"file": file, "line": problem.line if shown else None, "column": problem.column if shown else None,
             "block": problem.block, "field": problem.field, "message": problem.message, "hint": problem.hint,
             "code": problem.code, "severity": problem.severity}
+
+
+def _other_file(file: str, own: Path | None, root: Path | None) -> str | None:
+    if own is None or not file:
+        return None
+    path = Path(file).resolve()
+    if path == own.resolve():
+        return None
+    try:
+        return path.relative_to(root.resolve()).as_posix() if root is not None else path.name
+    except ValueError:  # a data root outside the folder: its name is enough, not where it lives
+        return path.name
 
 
 def compile_text(text: str, path: Path, registry: BlockRegistry,

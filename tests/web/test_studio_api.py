@@ -82,6 +82,20 @@ def test_get_returns_hash_diagram_as_json_problems_and_compiled_picture(client, 
     assert any(g["group"] == "orders" and any(t["name"] == "get_order_status" for t in g["tools"]) for g in view["registries"])
 
 
+def test_a_problem_in_a_registry_names_that_file_and_its_own_line(client, folder: Path) -> None:
+    registry = folder / "registry" / "orders.yaml"
+    registry.write_text(registry.read_text().replace("handler: shop.tools:get_order_status",
+                                                     "handler: shop.tools:get_order_statuz"))
+    line = registry.read_text().splitlines().index("    handler: shop.tools:get_order_statuz") + 1
+    problems = loaded(client)["problems"]
+    found = [p for p in problems if p["file"] == "registry/orders.yaml"]
+    assert found and found[0]["line"] == line, problems
+    # A problem of the diagram's own text names no other file.
+    view = client("POST", "/api/validate", json={"path": "claude_qa.yaml", "diagram": {"blocks": [{"id": "s"}]}},
+                  headers=HEADERS).json()
+    assert view["problems"] and all(p["file"] is None for p in view["problems"])
+
+
 def test_palette_lists_every_registered_type_with_its_input_schema(client) -> None:
     palette = {entry["type"]: entry for entry in client("GET", "/api/blocks").json()}
     assert set(palette) == set(registry())

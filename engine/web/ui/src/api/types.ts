@@ -87,6 +87,8 @@ export interface Diagram {
 }
 
 export interface Problem {
+  /** Set when the problem is in another file than the diagram (a tool registry, a CSV): relative to the folder. */
+  file: string | null;
   line: number | null;
   column: number | null;
   block: string | null;

@@ -1,5 +1,15 @@
 /** Every problem of the diagram; a click selects the block. */
+import type { Problem } from '../../api/types';
 import { useStudio } from '../../store';
+
+/** Where a problem is: its block and field, or the other file it is in (a registry, a CSV), and its line. */
+export function where(p: Problem): string {
+  const parts = [p.file ?? p.block ?? 'diagram'];
+  if (p.file && p.block) parts.push(p.block);
+  if (p.field) parts.push(p.field);
+  if (p.line !== null) parts.push(`line ${p.line}`);
+  return parts.join(' · ');
+}
 
 export function ProblemsPanel() {
   const problems = useStudio((s) => s.problems);
@@ -15,7 +25,7 @@ export function ProblemsPanel() {
             onClick={() => p.block && useStudio.setState({ selection: [p.block], selectedEdge: null, panelTab: 'properties' })}>
             <span className={`sev sev--${p.severity}`}>{p.severity}</span>
             <span className="problem-row__where">
-              {p.block ?? 'diagram'}{p.field ? ` · ${p.field}` : ''}{p.line !== null ? ` · line ${p.line}` : ''}
+              {where(p)}
             </span>
             <span className="problem-row__msg">{p.message}</span>
             {p.hint && <span className="problem__hint">{p.hint}</span>}

@@ -3,6 +3,7 @@ import { cleanup, render, screen } from '@testing-library/react';
 import type { RunStep } from '../../api/types';
 import { orderAgent } from '../../test/fixtures';
 import { LinksEditor } from './LinksEditor';
+import { where } from './ProblemsPanel';
 import { StepDetails } from './StepDetails';
 
 afterEach(cleanup);
@@ -42,5 +43,18 @@ describe('LinksEditor', () => {
     const select = screen.getByTestId('field-on_error') as HTMLSelectElement;
     expect(select.value).toBe('apologise');
     expect([...select.options].some((o) => o.textContent?.includes('unknown block'))).toBe(false);
+  });
+});
+
+describe('where a problem is', () => {
+  const base = { column: 1, message: 'm', hint: null, severity: 'error' as const };
+  it('names the other file a problem is in (a tool registry) with its own line', () => {
+    expect(where({ ...base, file: 'registry/orders.yaml', line: 14, block: null, field: 'tools[2].handler' }))
+      .toBe('registry/orders.yaml · tools[2].handler · line 14');
+  });
+  it('names the block and field of a problem in the diagram itself', () => {
+    expect(where({ ...base, file: null, line: 9, block: 'ask', field: 'with.temperature' }))
+      .toBe('ask · with.temperature · line 9');
+    expect(where({ ...base, file: null, line: null, block: null, field: null })).toBe('diagram');
   });
 });
