@@ -43,6 +43,7 @@ CASES: dict[str, tuple[str, str, dict[str, str]]] = {
             with:
               calls: [{id: "1", name: calculator, arguments: {expression: "(((9**99)**99)**99)**99"}}]
               history: []
+            set: {tool_errors: "{{ errors }}"}
         """, {"registry.yaml": "registry: r\nstandard_tools: [calculator]\n"}),
     "sync handler blocking 60 s, Start timeout 2 s": ("run", """\
         diagram: attack
@@ -80,7 +81,7 @@ CASES: dict[str, tuple[str, str, dict[str, str]]] = {
             type: Set
             set: {big: "{{ 'a'*10**10 }}"}
         """, {}),
-    "template range(10**9)|list": ("run", """\
+    "template [1] * 10**8": ("run", """\
         diagram: attack
         blocks:
           - id: start
@@ -88,7 +89,7 @@ CASES: dict[str, tuple[str, str, dict[str, str]]] = {
             next: grow
           - id: grow
             type: Set
-            set: {big: "{{ range(10**9)|list }}"}
+            set: {big: "{{ [1] * 10**8 }}"}
         """, {}),
     "YAML billion laughs (9 levels of 9 aliases)": ("validate", "diagram: attack\n" + "\n".join(
         [f"l0: &l0 [{', '.join(['x'] * 9)}]"]
@@ -140,9 +141,9 @@ def run_case(command: str, text: str, files: dict[str, str]) -> dict[str, object
         result = json.loads(done.stdout)
         figure["status"] = result.get("status")
         figure["errors"] = [e.get("type") for e in result.get("errors", [])]
-        rows = {k: v for k, v in (result.get("variables") or {}).items() if k == "results"}
-        if rows:
-            figure["results"] = rows
+        tool_errors = (result.get("variables") or {}).get("tool_errors")
+        if tool_errors:
+            figure["tool_errors"] = tool_errors
     else:
         figure["said"] = (said or done.stdout).strip().splitlines()[:2]
     return figure
