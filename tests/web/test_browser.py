@@ -387,7 +387,9 @@ def test_run_offline_and_see_the_path_lit(page: Any, examples: Served, artifacts
     open_diagram(page, examples, ORDER_AGENT, blocks=5)
     page.get_by_role("button", name="Open the run panel").click()
     panel = page.locator(".run-panel")
-    assert panel.get_by_test_id("run-input-question").input_value() == "Onde está o meu pedido 42?"
+    question = panel.get_by_test_id("run-input-question")
+    question.wait_for()
+    assert question.input_value() == "Onde está o meu pedido 42?"  # filled from Start's inputs at once
     offline = panel.get_by_role("checkbox", name="Offline")
     assert offline.is_checked() and offline.is_disabled()  # this server allows offline runs only
     panel.get_by_role("button", name="Run", exact=True).click()

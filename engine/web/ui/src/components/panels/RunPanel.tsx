@@ -27,10 +27,9 @@ export function RunPanel() {
     const inputs = start?.inputs;
     return inputs && typeof inputs === 'object' ? (inputs as Record<string, unknown>) : {};
   }, [saved, diagram]);
-  const [values, setValues] = useState<Record<string, string>>({});
-  useEffect(() => {
-    setValues(Object.fromEntries(Object.entries(defaults).map(([k, v]) => [k, formatScalar(v)])));
-  }, [defaults]);
+  // filled from the first render (not only after an effect), so the form never shows empty fields
+  const [values, setValues] = useState<Record<string, string>>(() => asTexts(defaults));
+  useEffect(() => setValues(asTexts(defaults)), [defaults]);
   const allowOnline = !!session?.allow_online;
   const [offline, setOffline] = useState(true);
   const running = run?.data?.status === 'running' || (run !== null && run.data === null);
@@ -163,4 +162,8 @@ export function RunPanel() {
 function formatTime(iso: string): string {
   const d = new Date(iso);
   return Number.isNaN(d.getTime()) ? iso : d.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+}
+
+function asTexts(inputs: Record<string, unknown>): Record<string, string> {
+  return Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, formatScalar(v)]));
 }
