@@ -63,7 +63,7 @@ class ConsoleLines:
     silences the lines; the run goes on.
     """
 
-    __slots__ = ("_formats", "_lines", "_redact", "_stream")
+    __slots__ = ("_formats", "_lines", "_redact", "_stream", "events")
 
     def __init__(self, stream: TextIO) -> None:
         from engine.runtime.trace import Event
@@ -78,6 +78,8 @@ class ConsoleLines:
             Event.RUN_FINISHED: _run_finished_line,
             Event.PROVIDER_CALLED: _provider_line,
         }
+        self.events = frozenset(self._formats)
+        """The events it shows: the trace hands it no other."""
 
     def __call__(self, event: Mapping[str, Any], redact: Callable[[str], str]) -> None:
         line = self._formats.get(event["event"])

@@ -1,8 +1,9 @@
 """A run's trace: the event vocabulary, the processor chain, the JSONL file.
 
-Each run builds its own chain once (nothing global): stamp → redact headers (only where the
-run can reach Detailed, the one level whose events carry headers) → console tee → orjson
-render; the sink then redacts secrets and writes whole lines in batches. A batch goes out
+Each run builds its own chain once per event name (nothing global): stamp → redact headers
+(only where the run can reach Detailed, the one level whose events carry headers) → console
+tee (only for the events the console shows) → observers → orjson render; the sink then
+redacts secrets and writes whole lines in batches. A batch goes out
 when the run waits (a request, a sleep: the event loop gets control), when a step ends after
 a slow block or a while since the last write, at every error, at a run's start and end, and
 when it passes `_BATCH_BYTES`; so a crash (SIGKILL) loses at most the lines of the block it was
@@ -78,7 +79,8 @@ Console = Callable[[Mapping[str, Any], Callable[[str], str]], None]
 """console(event, redact): shows an event to a person; `redact` scrubs a rendered line.
 
 A console may buffer its lines: when it has a `flush()`, the trace calls it whenever it writes
-its own batch, so lines and trace reach the person and the disk together.
+its own batch, so lines and trace reach the person and the disk together. When it has `events`
+(a set of event names), only those are handed to it.
 """
 
 _BATCH_BYTES = 16 * 1024
@@ -182,6 +184,20 @@ def _describe(failure: OSError) -> str:
     return f"{reason} ({code})" if code else reason
 
 
+def _scrub_headers(event: dict[str, Any]) -> None:
+    if "headers" in event or "request" in event or "response" in event:
+        for key in ("headers", "request", "response"):
+            if key in event:
+                event[key] = _redact_headers(event[key])
+
+
+def _render(event: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(event, default=json_default, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:  # 2 ** 70, an object json_default does not know: the writer that never refuses
+        return dumps(event) + b"\n"
+
+
 class Trace:
     """Writes one run's events; a no-op file when `path` is None (events still counted).
 
@@ -221,49 +237,32 @@ class Trace:
         """Lines not yet written (the executor looks before asking for `step_ended`)."""
         self._scheduled = False
         self._written_at = time.perf_counter()
-        processors: list[Any] = [self._stamp]
-        if level >= MessageLevel.DETAILED:  # only Detailed events (http_request, http_response) carry headers
-            processors.append(self._scrub_headers)
-        if console is not None:
-            processors.append(self._tee)
-        processors.append(self._render)
-        # The chain runs as structlog's BoundLogger would run it, minus the per-call
-        # context copy and method proxying, which cost more than the rest of an event.
-        self._processors = tuple(processors)
+        self._level = level
+        self._observers: list[Callable[[dict[str, Any]], object]] = []
+        self._console_events: frozenset[str] | None = getattr(console, "events", None)
+        self._chains: dict[str, tuple[Callable[[dict[str, Any]], object], ...]] = {}
+        """Event name → what runs on its fields before they are rendered; made on the event's first use."""
 
-    @staticmethod
-    def _stamp(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
-        event["timestamp"] = time.time()
-        return event
+    def _chain(self, event: str) -> tuple[Callable[[dict[str, Any]], object], ...]:
+        """The steps an event's fields go through before rendering: decided once per event name, so that
+        a step no event of this name needs (the console for `block_started`) costs nothing per event."""
+        steps: list[Callable[[dict[str, Any]], object]] = []
+        if self._level >= MessageLevel.DETAILED:  # only Detailed events (http_request, http_response) carry headers
+            steps.append(_scrub_headers)
+        if self._console is not None and (self._console_events is None or event in self._console_events):
+            steps.append(self._tee)
+        steps.extend(self._observers)
+        chain = self._chains[event] = tuple(steps)
+        return chain
 
-    @staticmethod
-    def _scrub_headers(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
-        if "headers" in event or "request" in event or "response" in event:
-            for key in ("headers", "request", "response"):
-                if key in event:
-                    event[key] = _redact_headers(event[key])
-        return event
-
-    def _tee(self, _logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    def _tee(self, event: dict[str, Any]) -> None:
         assert self._console is not None
         self._console(event, self.redact)
-        return event
-
-    @staticmethod
-    def _render(_logger: Any, _name: str, event: dict[str, Any]) -> bytes:
-        try:
-            return orjson.dumps(event, default=json_default, option=orjson.OPT_APPEND_NEWLINE)
-        except TypeError:  # 2 ** 70, an object json_default does not know: the writer that never refuses
-            return dumps(event) + b"\n"
 
     def observe(self, observer: Callable[[dict[str, Any]], object]) -> None:
         """Hand each event to `observer` just before it is rendered; what it adds to the event is written too."""
-
-        def observing(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
-            observer(event)
-            return event
-
-        self._processors = (*self._processors[:-1], observing, self._processors[-1])
+        self._observers.append(observer)
+        self._chains.clear()
 
     def _scrub_secrets(self, lines: bytes) -> bytes:
         return self.redactor.encoded(lines)
@@ -278,11 +277,14 @@ class Trace:
         """Emit `event`; `fields`, built by the caller for this event alone, becomes it (no copy)."""
         fields["run_id"] = self.run_id
         fields["event"] = event
-        rendered: Any = fields
-        for processor in self._processors:
-            rendered = processor(self._sink, "msg", rendered)
+        fields["timestamp"] = time.time()
+        chain = self._chains.get(event)
+        if chain is None:
+            chain = self._chain(event)
+        for step in chain:
+            step(fields)
         sink = self._sink
-        sink.msg(rendered)
+        sink.msg(_render(fields))
         if event in _FLUSHED_AT or sink.pending_bytes >= _BATCH_BYTES:
             self.flush()
         elif not self._scheduled:
