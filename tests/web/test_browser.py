@@ -136,8 +136,7 @@ def save(page: Any) -> None:
 
 
 def settle(page: Any) -> None:
-    """Waits for the debounced validation round trip to be over."""
-    page.wait_for_timeout(400)
+    """Waits for the debounced validation round trip to be over (the status says "checking" from the edit on)."""
     page.wait_for_function("!document.querySelector('.toolbar__file .pill')?.textContent?.includes('checking')")
 
 

@@ -176,8 +176,10 @@ export const useStudio = create<StudioState>()((set, get, store) => {
     });
   }
 
+  /** Validation after the edits pause; the status says "checking" from the edit on, never a stale verdict. */
   function scheduleValidate() {
     if (validateTimer) clearTimeout(validateTimer);
+    set({ validating: true });
     validateTimer = setTimeout(() => void get().validateNow(), VALIDATE_DELAY_MS);
   }
 
@@ -362,7 +364,10 @@ export const useStudio = create<StudioState>()((set, get, store) => {
 
     async validateNow() {
       const { diagram, path } = get();
-      if (!diagram || !path) return;
+      if (!diagram || !path) {
+        set({ validating: false });
+        return;
+      }
       const seq = ++validateSeq;
       set({ validating: true });
       try {
