@@ -128,12 +128,6 @@ class _Sink:
         self.pending_bytes = 0
         self.scrub = scrub
 
-    def msg(self, line: bytes) -> None:
-        self.count += 1
-        if self._file is not None:
-            self.pending.append(line)
-            self.pending_bytes += len(line)
-
     def write(self) -> None:
         """Write the pending lines, secrets redacted: one pass over the batch, as none spans two lines."""
         file = self._file
@@ -189,13 +183,6 @@ def _scrub_headers(event: dict[str, Any]) -> None:
         for key in ("headers", "request", "response"):
             if key in event:
                 event[key] = _redact_headers(event[key])
-
-
-def _render(event: dict[str, Any]) -> bytes:
-    try:
-        return orjson.dumps(event, default=json_default, option=orjson.OPT_APPEND_NEWLINE)
-    except TypeError:  # 2 ** 70, an object json_default does not know: the writer that never refuses
-        return dumps(event) + b"\n"
 
 
 class Trace:
@@ -283,8 +270,15 @@ class Trace:
             chain = self._chain(event)
         for step in chain:
             step(fields)
-        sink = self._sink
-        sink.msg(_render(fields))
+        try:
+            line = orjson.dumps(fields, default=json_default, option=orjson.OPT_APPEND_NEWLINE)
+        except TypeError:  # 2 ** 70, an object json_default does not know: the writer that never refuses
+            line = dumps(fields) + b"\n"
+        sink = self._sink  # its `msg`, inline: this runs twice per Debug step
+        sink.count += 1
+        if sink._file is not None:  # a sink without a file (stopped, or none asked for) only counts
+            sink.pending.append(line)
+            sink.pending_bytes += len(line)
         if event in _FLUSHED_AT or sink.pending_bytes >= _BATCH_BYTES:
             self.flush()
         elif not self._scheduled:
