@@ -7,7 +7,7 @@ blocks and templates are later stages.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -23,6 +23,26 @@ Where = tuple[str | int, ...]
 
 _DEFAULTED_KEYS = frozenset({"label", "position", "error_level", "message_level"})
 """Keys that change neither links nor values: a wrong one is reported, and the block goes on with the default."""
+
+
+class _Keys(NamedTuple):
+    ports: frozenset[str]
+    settings: frozenset[str]
+    allowed: frozenset[str]
+    """Every key a block of the type may have."""
+
+
+_KEYS: dict[type[Block], _Keys] = {}
+
+
+def _keys(cls: type[Block]) -> _Keys:
+    """A block type's keys, worked out once per type (a diagram has many blocks of few types)."""
+    found = _KEYS.get(cls)
+    if found is None:
+        ports = frozenset(cls.ports())
+        settings = frozenset(cls.Settings.model_fields) if cls.Settings else frozenset()
+        found = _KEYS[cls] = _Keys(ports, settings, COMMON_BLOCK_KEYS | ports | settings)
+    return found
 
 
 def read_blocks(c: Compilation) -> DiagramSpec | None:
@@ -57,8 +77,8 @@ def _read_block(c: Compilation, index: int, raw: Any, first_line: dict[str, int 
     if cls is None:
         return
     c.start_written = c.start_written or cls.is_start
-    ports = set(cls.ports())
-    allowed = COMMON_BLOCK_KEYS | ports | (set(cls.Settings.model_fields) if cls.Settings else set())
+    keys = _keys(cls)
+    allowed = keys.allowed
     common, extras = _split_keys(c, raw, cls, where, shown_id)
     try:
         spec = BlockSpec.model_validate(common)
@@ -70,7 +90,7 @@ def _read_block(c: Compilation, index: int, raw: Any, first_line: dict[str, int 
         # Keep checking the rest of the diagram with this block's defaults for what is wrong (as settings do).
         spec = BlockSpec.model_validate({key: value for key, value in common.items() if key not in wrong})
     settings, settings_ok = _read_settings(c, cls, extras, where, shown_id, allowed)
-    ports_ok = _check_ports(c, common, ports, where, spec.id)
+    ports_ok = _check_ports(c, common, keys.ports, where, spec.id)
     if settings_ok and ports_ok:
         c.specs.append((index, spec, cls, settings))
 
@@ -87,6 +107,9 @@ def _claim_id(c: Compilation, block_id: str, where: Where, first_line: dict[str,
 
 
 def _block_class(c: Compilation, type_name: Any, where: Where, shown_id: str | None) -> type[Block] | None:
+    found = c.registry.get(type_name) if isinstance(type_name, str) else None
+    if found is not None:
+        return found
     known = ", ".join(sorted(c.registry))
     if not isinstance(type_name, str):
         c.problems.add(where, "missing required key 'type'", block=shown_id, field="type", code="missing_key",
@@ -102,9 +125,7 @@ def _block_class(c: Compilation, type_name: Any, where: Where, shown_id: str | N
 def _split_keys(c: Compilation, raw: dict[str, Any], cls: type[Block], where: Where,
                 shown_id: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The keys every block has (with its ports), and its type's settings; a problem for any other key."""
-    settings_fields = set(cls.Settings.model_fields) if cls.Settings else set()
-    ports = set(cls.ports())
-    allowed = COMMON_BLOCK_KEYS | ports | settings_fields
+    ports, settings_fields, allowed = _keys(cls)
     common: dict[str, Any] = {}
     extras: dict[str, Any] = {}
     for key, value in raw.items():
@@ -139,7 +160,7 @@ def _read_settings(c: Compilation, cls: type[Block], extras: dict[str, Any], whe
         return None, False
 
 
-def _check_ports(c: Compilation, common: dict[str, Any], ports: set[str], where: Where, block_id: str) -> bool:
+def _check_ports(c: Compilation, common: dict[str, Any], ports: Iterable[str], where: Where, block_id: str) -> bool:
     ok = True
     for port in ports:
         if port in common and not isinstance(common[port], str):
