@@ -28,6 +28,20 @@ def stuck():
 """
 
 
+def _setting(template: str) -> str:
+    """A diagram whose one Set block evaluates `{{ template }}`."""
+    return textwrap.dedent(f"""\
+        diagram: attack
+        blocks:
+          - id: start
+            type: Start
+            next: grow
+          - id: grow
+            type: Set
+            set: {{big: "{{{{ {template} }}}}"}}
+        """)
+
+
 CASES: dict[str, tuple[str, str, dict[str, str]]] = {
     # name: (command, diagram text, extra files)
     "calculator (((9**99)**99)**99)**99 called by the model": ("run", """\
@@ -61,51 +75,14 @@ CASES: dict[str, tuple[str, str, dict[str, str]]] = {
         """, {"registry.yaml": "registry: r\nallowed_modules: [stuck_handlers]\ntools:\n"
                                "  - {function: stuck, handler: 'stuck_handlers:stuck', description: blocks, timeout: 120}\n",
               "stuck_handlers.py": HANDLERS}),
-    "template ('a'*1000)|replace('a','a'*10**6)": ("run", """\
-        diagram: attack
-        blocks:
-          - id: start
-            type: Start
-            next: grow
-          - id: grow
-            type: Set
-            set: {big: "{{ ('a'*1000)|replace('a','a'*10**6) }}"}
-        """, {}),
-    "template 'a'*10**10": ("run", """\
-        diagram: attack
-        blocks:
-          - id: start
-            type: Start
-            next: grow
-          - id: grow
-            type: Set
-            set: {big: "{{ 'a'*10**10 }}"}
-        """, {}),
-    "template [1] * 10**8": ("run", """\
-        diagram: attack
-        blocks:
-          - id: start
-            type: Start
-            next: grow
-          - id: grow
-            type: Set
-            set: {big: "{{ [1] * 10**8 }}"}
-        """, {}),
+    **{f"template {template}": ("run", _setting(template), {})
+       for template in ("('a'*1000)|replace('a','a'*10**6)", "'a'*10**10", "[1] * 10**8")},
     "YAML billion laughs (9 levels of 9 aliases)": ("validate", "diagram: attack\n" + "\n".join(
         [f"l0: &l0 [{', '.join(['x'] * 9)}]"]
         + [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, 9)])
         + "\nblocks:\n  - {id: start, type: Start}\n", {}),
     "YAML self-alias a: &a [*a]": ("validate", "diagram: attack\na: &a [*a]\nblocks:\n  - {id: start, type: Start}\n", {}),
-    "template with 300 nested parentheses": ("validate", """\
-        diagram: attack
-        blocks:
-          - id: start
-            type: Start
-            next: deep
-          - id: deep
-            type: Set
-            set: {x: "{{ """ + "(" * 300 + "1" + ")" * 300 + """ }}"}
-        """, {}),
+    "template with 300 nested parentheses": ("validate", _setting("(" * 300 + "1" + ")" * 300), {}),
     "history {csv: ../../../../etc/passwd}": ("validate", """\
         diagram: attack
         blocks:

@@ -11,7 +11,7 @@ reachability. The networkx graph is built when something asks for it (`Diagram.g
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,13 +36,8 @@ class LinkMap:
         for block in blocks:
             self.order.append(block.id)
             out = self.targets[block.id] = {}
-            linked = [(link.target.id, "next") for link in block.links]
-            linked += [(target.id, port) for port, target in block.ports.items()]
-            if block.on_error is not None:
-                linked.append((block.on_error.id, "error"))
-            for target, kind in linked:
-                if out.get(target, "error") == "error":
-                    out[target] = kind
+            for target, kind, _when, _index in _outgoing(block):
+                out[target] = _pair_kind(out.get(target), kind)
 
     def kind(self, source: str, target: str) -> str | None:
         return self.targets.get(source, {}).get(target)
@@ -85,13 +80,24 @@ def build_graph(blocks: Iterable[CompiledBlock]) -> nx.DiGraph:
     for block in blocks:
         graph.add_node(block.id, type=block.type_name, label=block.label, line=block.line)
     for block in blocks:
-        for link in block.links:
-            _add_edge(graph, block.id, link.target.id, "next", link.when.source if link.when else None, link.index)
-        for port, target in block.ports.items():
-            _add_edge(graph, block.id, target.id, port, None, None)
-        if block.on_error is not None:
-            _add_edge(graph, block.id, block.on_error.id, "error", None, None)
+        for target, kind, when, index in _outgoing(block):
+            _add_edge(graph, block.id, target, kind, when, index)
     return graph
+
+
+def _outgoing(block: CompiledBlock) -> Iterator[tuple[str, str, str | None, int | None]]:
+    """A block's links as (target id, kind, `when` source, index): its `next` links, ports, `on_error`."""
+    for link in block.links:
+        yield link.target.id, "next", link.when.source if link.when else None, link.index
+    for port, target in block.ports.items():
+        yield target.id, port, None, None
+    if block.on_error is not None:
+        yield block.on_error.id, "error", None, None
+
+
+def _pair_kind(kept: str | None, kind: str) -> str:
+    """The kind of a pair joined by more than one link: the first that is not `error`."""
+    return kind if kept is None or kept == "error" else kept
 
 
 def _add_edge(graph: nx.DiGraph, source: str, target: str, kind: str, when: Any, index: int | None) -> None:
@@ -99,8 +105,7 @@ def _add_edge(graph: nx.DiGraph, source: str, target: str, kind: str, when: Any,
         # Two links between the same pair (say a `when` link and the fallback): keep one edge.
         edge = graph.edges[source, target]
         edge["links"].append({"kind": kind, "when": when, "index": index})
-        if edge["kind"] == "error" and kind != "error":
-            edge["kind"] = kind
+        edge["kind"] = _pair_kind(edge["kind"], kind)
         return
     graph.add_edge(source, target, kind=kind, when=when, index=index,
                    links=[{"kind": kind, "when": when, "index": index}])

@@ -69,7 +69,7 @@ class Redactor:
         for secret in self._byte_secrets:
             if secret in data:
                 data = data.replace(secret, _REDACTED_BYTES)
-        # A trace batch is ~64 KB and each `in` a pass over it (~40 µs): the masked forms are looked
+        # A trace batch is 16 KB or more and each `in` a pass over it: the masked forms are looked
         # for only where one could be a key's (a registered secret, or a vendor key's prefix).
         hinted = b"sk-ant-" in data or b"gsk_" in data or b"AIza" in data
         if (self._secrets or hinted) and (b"**" in data or b".." in data or _ELLIPSIS in data):

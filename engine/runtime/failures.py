@@ -15,7 +15,6 @@ from engine.errors import BlockError, InternalError, RunError
 from engine.format.spec import ErrorLevel
 
 if TYPE_CHECKING:
-
     from engine.compile.diagram import CompiledBlock
 
 __all__ = ["block_raised", "bug", "kept_failure", "step_bug"]

@@ -171,9 +171,8 @@ class ToolRegistry:
         The ranking matrix is read from the caches on the first ranked selection: checking a
         diagram whose tools are all cached then needs neither numpy nor the vectors.
         """
-        order = [t.name for t in self.enabled()]
-        missing = [self.tools[name] for name in order
-                   if not cache_for[self.tools[name].source].has(self.tools[name].embedding_key(self.embedder.name))]
+        enabled = self.enabled()
+        missing = [t for t in enabled if not cache_for[t.source].has(t.embedding_key(self.embedder.name))]
         if missing:
             computed = self.embedder.embed([t.embedding_text for t in missing])
             self.embedded += len(missing)
@@ -185,7 +184,7 @@ class ToolRegistry:
                 )
             for cache in self._caches:
                 cache.save()
-        self._order = order
+        self._order = [t.name for t in enabled]
         self._cache_for = dict(cache_for)
         self._matrix = None
 

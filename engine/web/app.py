@@ -100,7 +100,7 @@ class Studio:
 
         diagram, problems = compile_text(text, path, self.registry, self.folder.data_roots)
         scope = template_scope(diagram) if diagram is not None else {}
-        return {"problems": [problem_json(p, with_line=with_lines, own=path, root=self.folder.root)
+        return {"problems": [problem_json(p, with_line=with_lines, own=path, folder=self.folder)
                              for p in problems],
                 "compiled": studio_document(data, diagram, scope), "valid": diagram is not None,
                 "registries": _registries(diagram)}

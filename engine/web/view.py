@@ -8,7 +8,7 @@ does not compile falls back to the links its file names, so the page can still d
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
@@ -16,30 +16,28 @@ from engine.compile.loader import load_diagram_text
 from engine.compile.picture import diagram_picture
 from engine.errors import DiagramInvalid, Problem
 
+if TYPE_CHECKING:
+    from engine.web.files import Folder
+
 __all__ = ["compile_text", "layered_layout", "problem_json", "raw_links", "studio_document"]
 
 
 def problem_json(problem: Problem, *, with_line: bool = True, own: Path | None = None,
-                 root: Path | None = None) -> dict[str, Any]:
+                 folder: Folder | None = None) -> dict[str, Any]:
     """A problem for the page. One in another file than the diagram `own` (a registry, a CSV) names that
-    file (relative to the studio's folder `root`) and keeps its line, which the page shows as such."""
-    file = _other_file(problem.file, own, root)
+    file (as the studio's `folder` shows paths) and keeps its line, which the page shows as such."""
+    file = _other_file(problem.file, own, folder)
     shown = with_line or file is not None  # an unsaved text's lines may have moved; another file's have not
     return {"file": file, "line": problem.line if shown else None, "column": problem.column if shown else None,
             "block": problem.block, "field": problem.field, "message": problem.message, "hint": problem.hint,
             "code": problem.code, "severity": problem.severity}
 
 
-def _other_file(file: str, own: Path | None, root: Path | None) -> str | None:
-    if own is None or not file:
+def _other_file(file: str, own: Path | None, folder: Folder | None) -> str | None:
+    if own is None or folder is None or not file:
         return None
     path = Path(file).resolve()
-    if path == own.resolve():
-        return None
-    try:
-        return path.relative_to(root.resolve()).as_posix() if root is not None else path.name
-    except ValueError:  # a data root outside the folder: its name is enough, not where it lives
-        return path.name
+    return None if path == own.resolve() else folder.relative(path)
 
 
 def compile_text(text: str, path: Path, registry: BlockRegistry,

@@ -79,7 +79,7 @@ def _read_block(c: Compilation, index: int, raw: Any, first_line: dict[str, int 
     c.start_written = c.start_written or cls.is_start
     keys = _keys(cls)
     allowed = keys.allowed
-    common, extras = _split_keys(c, raw, cls, where, shown_id)
+    common, extras = _split_keys(c, raw, cls, keys, where, shown_id)
     try:
         spec = BlockSpec.model_validate(common)
     except ValidationError as exc:
@@ -122,10 +122,10 @@ def _block_class(c: Compilation, type_name: Any, where: Where, shown_id: str | N
     return c.registry[type_name]
 
 
-def _split_keys(c: Compilation, raw: dict[str, Any], cls: type[Block], where: Where,
+def _split_keys(c: Compilation, raw: dict[str, Any], cls: type[Block], keys: _Keys, where: Where,
                 shown_id: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """The keys every block has (with its ports), and its type's settings; a problem for any other key."""
-    ports, settings_fields, allowed = _keys(cls)
+    ports, settings_fields, allowed = keys
     common: dict[str, Any] = {}
     extras: dict[str, Any] = {}
     for key, value in raw.items():
