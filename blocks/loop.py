@@ -115,7 +115,7 @@ class Loop(Block):
             context.restore(name, previous)
         return {"iterations": state.iterations, "collected": state.collected}
 
-    async def run(self, inputs: LoopInputs, context: RunContext) -> dict[str, Any]:
+    def run(self, inputs: LoopInputs, context: RunContext) -> dict[str, Any]:
         state: _Pass | None = context.loop_states.get(self.id) if context.entered_from_body else None
         if state is None:
             state = self._begin(context)

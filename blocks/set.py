@@ -13,5 +13,5 @@ if TYPE_CHECKING:
 class Set(Block):
     """Does nothing itself: the executor applies `set` and picks the link."""
 
-    async def run(self, inputs: Any, context: RunContext) -> dict[str, Any]:
+    def run(self, inputs: Any, context: RunContext) -> dict[str, Any]:
         return {}

@@ -16,5 +16,5 @@ class Start(Block):
     Settings: ClassVar[type[RunSettings]] = RunSettings
     is_start: ClassVar[bool] = True
 
-    async def run(self, inputs: Any, context: RunContext) -> dict[str, Any]:
+    def run(self, inputs: Any, context: RunContext) -> dict[str, Any]:
         return {}

@@ -1,13 +1,15 @@
 """The block contract and the registry that maps `type:` names to block classes.
 
-A block declares data (Inputs, Outputs, Settings, ports) beside one `async run`.
+A block declares data (Inputs, Outputs, Settings, ports) beside one `run`: `async def` for a
+block that waits (a request, a tool), a plain `def` for one that does not (Set, Loop), which
+the executor then calls without a coroutine.
 It raises on failure; only the executor applies error levels. Blocks must not
 keep per-run state on themselves: one instance serves every run of a diagram.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -101,7 +103,8 @@ class Block:
         """Load-time: why a registry tool that `tools_input` may offer cannot be offered (message, hint); None if it can."""
         return None
 
-    async def run(self, inputs: Any, context: RunContext) -> dict[str, Any]:
+    def run(self, inputs: Any, context: RunContext) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        """The block's work: its outputs. Override as `async def`, or as a plain `def` when nothing is awaited."""
         raise NotImplementedError(f"{type(self).__name__}.run")
 
 

@@ -7,6 +7,7 @@ static inputs) so that running a block costs a few attribute reads.
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ class CompiledBlock:
     """One block, ready to run."""
 
     __slots__ = (
+        "awaits",
         "body_region",
         "deferred",
         "empty_outputs",
@@ -66,6 +68,8 @@ class CompiledBlock:
         self.id: str = impl.id
         self.type_name: str = type(impl).type_name
         self.impl = impl
+        self.awaits = inspect.iscoroutinefunction(type(impl).run)
+        """Whether `run` is a coroutine (a request); a plain `run` (Set, Loop) steps without one."""
         self.line = line
         self.label: str | None = impl.spec.label
         self.inputs: list[tuple[str, Evaluator]] = []

@@ -20,6 +20,7 @@ import orjson
 from jinja2 import meta, nodes
 from jinja2.runtime import Context, Undefined
 
+from engine.compile.expressions import Expression, compile_expression
 from engine.compile.sandbox import MAX_TEXT, NativeSandbox, TextSandbox
 from engine.errors import DiagramaError, TemplateError, TemplateSyntax
 from engine.format.names import suggest
@@ -102,23 +103,27 @@ class Scope:
     overlay (a block's outputs, inside `set` and `when`) shadows them without copying.
     """
 
-    __slots__ = ("_native", "_text", "values")
+    __slots__ = ("_native", "_text", "outputs", "values")
 
     def __init__(self, env: TemplateEnv, values: dict[str, Any]) -> None:
         self.values = values
+        self.outputs: Mapping[str, Any] = _EMPTY
+        """The overlay: the outputs of the block whose `set` and `when` are evaluated, else empty."""
         self._native = Context(env.native, values, None, {})
         self._text = Context(env.text, values, None, {})
 
     def overlay(self, outputs: Mapping[str, Any]) -> None:
+        self.outputs = outputs
         self._native.vars = outputs  # type: ignore[assignment]  # read-only use by jinja
         self._text.vars = outputs  # type: ignore[assignment]
 
     def clear_overlay(self) -> None:
+        self.outputs = _EMPTY
         self._native.vars = _EMPTY
         self._text.vars = _EMPTY
 
     def lookup(self, name: str) -> Any:
-        overlay = self._native.vars
+        overlay = self.outputs
         if name in overlay:
             return overlay[name]
         return self.values.get(name, _MISSING)
@@ -184,7 +189,7 @@ class _Name(Evaluator):
 
 
 class _Compiled(Evaluator):
-    __slots__ = ("_direct", "_env", "_render", "native")
+    __slots__ = ("_direct", "_env", "_expression", "_render", "native")
 
     def __init__(self, env: TemplateEnv, source: str, names: frozenset[str], native: bool) -> None:
         super().__init__(source, names)
@@ -192,11 +197,22 @@ class _Compiled(Evaluator):
         self.native = native
         self._render: Callable[[Context], Any] | None = None
         self._direct = False
+        self._expression: Expression | None = None
 
     def evaluate(self, scope: Scope) -> Any:
         try:
+            expression = self._expression
+            if expression is not None:  # a plain expression, compiled to Python (engine.compile.expressions)
+                value = expression(scope.outputs, scope.values)
+                if isinstance(value, Undefined):
+                    value._fail_with_undefined_error()  # raises UndefinedError
+                return value
             render = self._render
             if render is None:
+                if self.native:
+                    self._expression = self._env.compile_expression(self.source)
+                    if self._expression is not None:
+                        return self.evaluate(scope)
                 render, self._direct = self._env.compile_source(self.source, self.native)
                 self._render = render
             if self._direct:
@@ -271,7 +287,9 @@ class TemplateEnv:
     written as literals, it returns (message, hint, code) for a call that cannot work, or None.
     """
 
-    def __init__(self, functions: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, functions: Mapping[str, Any] | None = None, *, python_expressions: bool = True) -> None:
+        """`python_expressions=False` leaves every template to jinja2: the reference the compiled ones are tested by."""
+        self._python_expressions = python_expressions
         options: dict[str, Any] = {"undefined": _Undefined, "autoescape": False, "cache_size": 0}
         # No constant folding: folded outputs reach the native generator as repr() text.
         self.native = NativeSandbox(**options, optimized=False)
@@ -282,6 +300,7 @@ class TemplateEnv:
         self._parsed: dict[str, _Parsed] = {}
         self._compiled: dict[tuple[str, bool], tuple[Callable[[Context], Any], bool]] = {}
         self._evaluators: dict[str, Evaluator] = {}
+        self._expressions: dict[str, Expression | None] = {}
 
     def _parse(self, source: str) -> _Parsed:
         parsed = self._parsed.get(source)
@@ -353,6 +372,16 @@ class TemplateEnv:
                     direct = (env.from_string(source).root_render_func, False)
             found = self._compiled[key] = direct
         return found
+
+    def compile_expression(self, source: str) -> Expression | None:
+        """A native template as a Python function, when it is a plain expression; else None (jinja2 evaluates it)."""
+        if not self._python_expressions:
+            return None
+        if source not in self._expressions:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", SyntaxWarning)  # `{{ 0[1] }}`: the run reports the error itself
+                self._expressions[source] = compile_expression(self.native, source)
+        return self._expressions[source]
 
     def _direct_function(self, source: str) -> tuple[Callable[[Context], Any], bool] | None:
         # jinja2 renders through a generator; for one expression, its generated code

@@ -19,9 +19,9 @@ import os
 import socket
 import time
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, Any, NoReturn, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -145,7 +145,10 @@ class _Run:
                     "(raise max_steps on the Start block if the run is meant to be this long)",
                     block=block.id,
                 ), announce=True)
-            came_from, block = block, await self.step(block, came_from)
+            if block.awaits:
+                came_from, block = block, await self.step(block, came_from)
+            else:
+                came_from, block = block, self.step_now(block, came_from)
 
     def _end(self, error: RunError, *, announce: bool) -> NoReturn:
         """Fail the run with `error`, which no error level handles."""
@@ -177,25 +180,13 @@ class _Run:
                          outputs=redact(self.outputs), tokens=self.tokens, redactor=self.trace.redactor)
 
     # -- one step ----------------------------------------------------------------------------
-    async def step(self, block: CompiledBlock, came_from: CompiledBlock | None) -> CompiledBlock | None:
-        """Run one block; the block to run next (None ends the run).
-
-        The hot path of every run: the block's own failures and the executor's are told apart by
-        two `try`s (free when nothing is raised) rather than by wrapping calls, and each error is
-        classified by `failures`.
-        """
-        ctx = self.ctx
-        self.steps += 1
-        self.path.append(block.id)
-        ctx.current = block
-        ctx.port = None
-        ctx.entered_from_body = came_from is not None and came_from.id in block.body_region
-        level = block.message_level if block.message_level is not None else ctx.default_message_level
-        began = self.step_began
-        if level:
-            self.trace.record(Event.BLOCK_STARTED, {"block": block.id, "block_type": block.type_name,
-                                                    "step": self.steps,
-                                                    "offset_ms": round((began - ctx.started) * 1000, 3)})
+    # The hot path of every run. A block whose `run` is a plain function (Set, Start, Loop) steps
+    # without a coroutine (`step_now`); one that waits (a request) steps through `step`. The two differ
+    # only in that `await`. A block's own failures and the executor's are told apart by two `try`s
+    # (free when nothing is raised) rather than by wrapping calls; `failures` classifies each error.
+    def step_now(self, block: CompiledBlock, came_from: CompiledBlock | None) -> CompiledBlock | None:
+        """Run one block whose `run` does not wait; the block to run next (None ends the run)."""
+        level = self._enter(block, came_from)
         shown: dict[str, Any] | None = None
         try:
             inputs = block.static_inputs
@@ -204,35 +195,88 @@ class _Run:
             elif level:
                 shown = {name: evaluator.source for name, evaluator in block.inputs}
             try:
-                outputs = await block.impl.run(inputs, ctx)
+                outputs = cast(dict[str, Any], block.impl.run(inputs, self.ctx))  # `awaits` is False
             except (RunError, InternalError):
                 raise
             except Exception as exc:
                 raise block_raised(block, exc) from exc
-            if isinstance(outputs, WithFailures):
-                kept = kept_failure(block, outputs)
-                if kept is not None:
-                    raise kept
-            # The block after this one, and how it was reached: the block's port, or `set` then `next`.
-            if ctx.port is not None:
-                following, via = block.ports[ctx.port], ctx.port
-            elif not block.reads_outputs:
-                following, via = (block.links[0].target if block.links else None), "next"
-            else:
-                following, via = self._set_and_choose(block, outputs), "next"
-        except RunError as error:
-            return self._failed(block, error.at_block(block.id), began, level, shown)
-        except InternalError as error:
-            return self._failed(block, error, began, level, shown)
-        except Exception as exc:  # the executor's own code around the block: a bug in diagrama
-            return self._failed(block, step_bug(block, exc), began, level, shown)
-        self.outputs[block.id] = outputs
-        usage = outputs.get("usage") if outputs else None
-        if usage:
-            self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+            following, via = self._follow(block, outputs)
+        except Exception as exc:
+            return self._step_failed(block, exc, level, shown)
+        return self._succeeded(block, outputs, following, via, level, shown)
+
+    async def step(self, block: CompiledBlock, came_from: CompiledBlock | None) -> CompiledBlock | None:
+        """Run one block whose `run` is a coroutine; `step_now` with an `await`."""
+        level = self._enter(block, came_from)
+        shown: dict[str, Any] | None = None
+        try:
+            inputs = block.static_inputs
+            if inputs is None:
+                inputs, shown = self._render_inputs(block)
+            elif level:
+                shown = {name: evaluator.source for name, evaluator in block.inputs}
+            try:
+                outputs = await cast(Awaitable[dict[str, Any]], block.impl.run(inputs, self.ctx))
+            except (RunError, InternalError):
+                raise
+            except Exception as exc:
+                raise block_raised(block, exc) from exc
+            following, via = self._follow(block, outputs)
+        except Exception as exc:
+            return self._step_failed(block, exc, level, shown)
+        return self._succeeded(block, outputs, following, via, level, shown)
+
+    def _enter(self, block: CompiledBlock, came_from: CompiledBlock | None) -> MessageLevel:
+        """The step's bookkeeping before the block runs; its message level."""
+        ctx = self.ctx
+        self.steps += 1
+        self.path.append(block.id)
+        ctx.current = block
+        ctx.port = None
+        ctx.entered_from_body = came_from is not None and came_from.id in block.body_region
+        level = block.message_level if block.message_level is not None else ctx.default_message_level
         if level:
-            self._emit_finished(block, began, following, "succeeded", shown, outputs, level, None, via)
+            self.trace.record(Event.BLOCK_STARTED, {"block": block.id, "block_type": block.type_name,
+                                                    "step": self.steps,
+                                                    "offset_ms": round((self.step_began - ctx.started) * 1000, 3)})
+        return level
+
+    def _follow(self, block: CompiledBlock, outputs: dict[str, Any]) -> tuple[CompiledBlock | None, str]:
+        """The block after this one, and how it was reached: the block's port, or `set` then `next`."""
+        if isinstance(outputs, WithFailures):
+            kept = kept_failure(block, outputs)
+            if kept is not None:
+                raise kept
+        port = self.ctx.port
+        if port is not None:
+            return block.ports[port], port
+        if not block.reads_outputs:
+            return (block.links[0].target if block.links else None), "next"
+        if not outputs:  # nothing to overlay (Set, Start): the scope is read as it is
+            if block.set_items:
+                self._apply_set(block)
+            return self._choose(block), "next"
+        return self._set_and_choose(block, outputs), "next"
+
+    def _succeeded(self, block: CompiledBlock, outputs: dict[str, Any], following: CompiledBlock | None, via: str,
+                   level: MessageLevel, shown: dict[str, Any] | None) -> CompiledBlock | None:
+        self.outputs[block.id] = outputs
+        if outputs:
+            usage = outputs.get("usage")
+            if usage:
+                self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+        if level:
+            self._emit_finished(block, self.step_began, following, "succeeded", shown, outputs, level, None, via)
         return following
+
+    def _step_failed(self, block: CompiledBlock, exc: Exception, level: MessageLevel,
+                     shown: dict[str, Any] | None) -> CompiledBlock | None:
+        began = self.step_began
+        if isinstance(exc, RunError):
+            return self._failed(block, exc.at_block(block.id), began, level, shown)
+        if isinstance(exc, InternalError):
+            return self._failed(block, exc, began, level, shown)
+        return self._failed(block, step_bug(block, exc), began, level, shown)  # the executor's own code: a bug
 
     def _render_inputs(self, block: CompiledBlock) -> tuple[BaseModel, dict[str, Any]]:
         scope = self.ctx.scope
@@ -262,11 +306,17 @@ class _Run:
             scope.clear_overlay()
 
     def _apply_set(self, block: CompiledBlock) -> None:
+        """Every `set` value is evaluated before any is assigned: `a: b, b: a` swaps."""
         scope = self.ctx.scope
-        updates = []
+        items = block.set_items
         name = ""
         try:
-            for name, evaluator in block.set_items:
+            if len(items) == 1:
+                name, evaluator = items[0]
+                scope.values[name] = evaluator.evaluate(scope)
+                return
+            updates = []
+            for name, evaluator in items:
                 updates.append((name, evaluator.evaluate(scope)))
         except TemplateError as exc:
             raise TemplateError(f"set.{name}: {exc.message}", type=exc.type) from exc
@@ -279,7 +329,8 @@ class _Run:
             if when is None:
                 return link.target
             try:
-                if truthy(when.evaluate(scope)):
+                verdict = when.evaluate(scope)
+                if verdict is True or (verdict is not False and truthy(verdict)):
                     return link.target
             except TemplateError as exc:
                 if lenient:

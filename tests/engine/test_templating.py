@@ -194,3 +194,48 @@ def test_a_statement_template_that_cannot_compile_is_a_syntax_problem(env: Templ
                                                                        message: str) -> None:
     with pytest.raises(TemplateSyntax, match=message):
         env.compile(source)
+
+
+@pytest.mark.parametrize("source", ["{{ i + 1 }}", "{{ i < N and not done }}", "{{ row.role ~ ':' }}",
+                                    "{{ xs[0] * 2 if xs else none }}", "{{ {'n': -i, 'l': [i, 2.5]} }}"])
+def test_plain_expressions_are_compiled_to_python(env: TemplateEnv, source: str) -> None:
+    assert env.compile_expression(source) is not None
+
+
+@pytest.mark.parametrize("source", ["{{ xs | length }}", "{{ double(2) }}", "{{ x is defined }}", "{{ s[1:] }}",
+                                    "{{ loop }}", "{{ 1 if x }}", "a {{ x }}"])
+def test_what_only_jinja2_evaluates_stays_with_it(env: TemplateEnv, source: str) -> None:
+    assert env.compile_expression(source) is None
+
+
+@pytest.mark.parametrize(("source", "message"), [
+    ("{{ x + 1 }}", "'x' is undefined"),
+    ("{{ d.missing }}", "'dict object' has no attribute 'missing' (its keys: a, b)"),
+    ("{{ d['zz'] < 1 }}", "'dict object' has no attribute 'zz' (its keys: a, b)"),
+    ("{{ 1 // 0 }}", "ZeroDivisionError: integer division or modulo by zero"),
+    ("{{ 'a' * 10**8 }}", "the template would build a repeated value of about 100,000,000 characters; "
+                          "the limit is 10,000,000"),
+    ("{{ d.__class__ }}", "access to attribute '__class__' of 'dict' object is unsafe."),
+])
+def test_compiled_expressions_fail_as_jinja2_does(env: TemplateEnv, source: str, message: str) -> None:
+    reference = TemplateEnv(python_expressions=False)
+    for each in (env, reference):
+        with pytest.raises(TemplateError) as raised:
+            evaluate(each, source, d={"a": 1, "b": 2})
+        assert message in raised.value.message
+
+
+def test_a_compiled_expression_reads_a_blocks_outputs_before_the_runs_values(env: TemplateEnv) -> None:
+    scope = env.new_scope({"text": "variable", "n": 1})
+    evaluator = env.compile("{{ text ~ '/' ~ n }}")
+    assert evaluator.evaluate(scope) == "variable/1"
+    scope.overlay({"text": "output"})
+    assert evaluator.evaluate(scope) == "output/1"
+    scope.clear_overlay()
+    assert evaluator.evaluate(scope) == "variable/1"
+
+
+def test_an_undefined_name_in_a_list_is_an_error_not_a_hidden_undefined(env: TemplateEnv) -> None:
+    # jinja2 itself would put an Undefined object in the list; the compiled expression refuses it at once.
+    with pytest.raises(TemplateError, match="'x' is undefined"):
+        evaluate(env, "{{ [1, x] }}")

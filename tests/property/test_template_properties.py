@@ -134,3 +134,24 @@ def test_statements_render_text_or_a_template_error(env, traced, statement: tupl
         outcome = _outcome(env, source)
     assert isinstance(outcome, str | DiagramaError)
     assert peak.mb < PEAK_MB, f"{source} took {peak.mb:.0f} MB"
+
+
+@pytest.fixture(scope="module")
+def reference() -> TemplateEnv:
+    return TemplateEnv(python_expressions=False)
+
+
+def _seen(outcome: Any) -> tuple[str, str]:
+    """An outcome as it can be compared: the value's type and repr (NaN equals NaN), or the error's type and words."""
+    if isinstance(outcome, DiagramaError):
+        return type(outcome).__name__, str(outcome)
+    return type(outcome).__name__, repr(outcome)
+
+
+@budget(max_examples=400)
+@given(expression=EXPRESSIONS)
+def test_an_expression_compiled_to_python_means_what_jinja2_makes_of_it(env, reference, expression: str) -> None:
+    # engine.compile.expressions compiles the plain ones (no filter, call, test or slice); they must agree
+    # with jinja2's sandbox on every value and every error, the size limits' included.
+    source = f"{{{{ {expression} }}}}"
+    assert _seen(_outcome(env, source)) == _seen(_outcome(reference, source)), source
