@@ -2,7 +2,8 @@
 
 jinja2 evaluates an expression through a Context, a resolver per name and its sandbox's operator
 hooks: about 0.5 µs for `i + 1`. The same expression compiled here to one Python function of the
-scope's two mappings (a block's outputs over the run's values) takes about a third of that.
+scope (it reads a block's outputs over the run's values) takes about a quarter of that. The function
+is the evaluator's `evaluate` itself, its error translation included: no call in between.
 
 Only a subset is compiled, each node with the meaning jinja2's sandbox gives it: names (the outputs,
 then the values, else undefined), literals, `+ - * / // % **` and `~` with the sandbox's size checks,
@@ -14,19 +15,33 @@ with jinja2. No text of the template reaches the generated code: names and liter
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from jinja2 import nodes
 from jinja2.exceptions import UndefinedError
+from jinja2.runtime import Undefined
 
 from engine.compile.sandbox import NativeSandbox
-from engine.compile.sizes import check_sum, checked
+from engine.compile.sizes import MAX_INT_BITS, check_sum, checked
+from engine.errors import DiagramaError, TemplateError
 
-__all__ = ["Expression", "compile_expression"]
+__all__ = ["Expression", "Names", "compile_expression"]
 
-Expression = Callable[[Mapping[str, Any], Mapping[str, Any]], Any]
-"""expression(outputs, values) → the value; raises what the expression raises (the caller translates)."""
+
+class Names(Protocol):
+    """What an expression reads of a template scope."""
+
+    @property
+    def outputs(self) -> Mapping[str, Any]: ...
+
+    @property
+    def values(self) -> Mapping[str, Any]: ...
+
+
+Expression = Callable[[Names], Any]
+"""expression(scope) → the value, or TemplateError (every failure translated as jinja2's would be)."""
 
 _COMPARISONS = {"eq": "==", "ne": "!=", "gt": ">", "gteq": ">=", "lt": "<", "lteq": "<=", "in": "in",
                 "notin": "not in"}
@@ -48,9 +63,7 @@ def _undefined(name: str) -> Any:
 
 
 def _add(left: Any, right: Any) -> Any:
-    # A counter's `i + 1` needs no check before (one bit more at most; the output is measured).
-    if type(left) is int and type(right) is int:
-        return left + right
+    """`+` for what is not two ints (those are added inline: one bit more at most, and the output is measured)."""
     check_sum(left, right)
     return left + right
 
@@ -58,17 +71,26 @@ def _add(left: Any, right: Any) -> Any:
 class _Writer:
     """Python source for one expression; constants and names go in `namespace`, never in the text."""
 
-    def __init__(self, environment: NativeSandbox) -> None:
+    def __init__(self, environment: NativeSandbox, translate: Callable[[Exception], TemplateError]) -> None:
         self.namespace: dict[str, Any] = {
-            "_undefined": _undefined, "_checked": checked, "_add": _add,
+            "_undefined": _undefined, "_checked": checked, "_add": _add, "_MAX_INT_BITS": MAX_INT_BITS,
             "_binop": environment.call_binop, "_concat": environment.bounded_concat,
             "_getattr": environment.getattr, "_getitem": environment.getitem,
+            "_Undefined": Undefined, "_DiagramaError": DiagramaError, "_translate": translate,
         }
+        self.temporaries = 0
 
     def constant(self, value: Any) -> str:
+        """A literal as Python text: its repr where that reads back as the same value, else a named constant."""
+        if isinstance(value, str | bool | int | type(None)) or (type(value) is float and math.isfinite(value)):
+            return repr(value)  # a str's repr is always a valid literal of that same str
         name = f"_k{len(self.namespace)}"
         self.namespace[name] = value
         return name
+
+    def temporary(self) -> str:
+        self.temporaries += 1
+        return f"_t{self.temporaries}"
 
     def write(self, node: nodes.Node) -> str:
         """Python source for `node`; one flat branch per node kind, as jinja2's CodeGenerator has."""
@@ -85,7 +107,11 @@ class _Writer:
         if isinstance(node, nodes.BinExpr) and type(node) in _PLAIN_BINOPS:
             return f"({self.write(node.left)} {_PLAIN_BINOPS[type(node)]} {self.write(node.right)})"
         if isinstance(node, nodes.Add):
-            return f"_add({self.write(node.left)}, {self.write(node.right)})"
+            # Both sides evaluated once, left first (`&`, unlike `and`, evaluates both), then added:
+            # two ints inline, anything else through the sandbox's check.
+            left, right = self.temporary(), self.temporary()
+            return (f"({left} + {right} if (type({left} := {self.write(node.left)}) is int) & "
+                    f"(type({right} := {self.write(node.right)}) is int) else _add({left}, {right}))")
         if isinstance(node, nodes.BinExpr) and type(node) in _CHECKED_BINOPS:
             operator = self.constant(_CHECKED_BINOPS[type(node)])
             return f"_binop(None, {operator}, {self.write(node.left)}, {self.write(node.right)})"
@@ -118,18 +144,39 @@ class _Writer:
         raise _Unsupported
 
 
-def compile_expression(environment: NativeSandbox, source: str) -> Expression | None:
-    """`source` (one `{{ expression }}`, already checked by the loader) as a Python function, or None
-    when it uses what only jinja2 evaluates. The value passes the sandbox's output check, as jinja2's would."""
+_FUNCTION = """\
+def expression(scope):
+    o = scope.outputs
+    v = scope.values
+    try:
+        r = {body}
+        # The output check of jinja2's sandbox (`finalize`), its cheap cases first: a condition's bool, a counter's int.
+        if type(r) is not bool and not (type(r) is int and r.bit_length() <= _MAX_INT_BITS):
+            r = _checked(r)
+            if isinstance(r, _Undefined):
+                r._fail_with_undefined_error()
+    except _DiagramaError:
+        raise
+    except Exception as exc:  # a template is user code: any failure is the user's to fix
+        raise _translate(exc) from exc
+    return r
+"""
+
+
+def compile_expression(environment: NativeSandbox, source: str,
+                       translate: Callable[[Exception], TemplateError]) -> Expression | None:
+    """`source` (one `{{ expression }}`, already checked by the loader) as a Python function of the scope, or
+    None when it uses what only jinja2 evaluates. The value passes the sandbox's output check, as jinja2's
+    would; a failure is raised as `translate(exception)`, the TemplateError jinja2's evaluation would raise."""
     tree = environment.parse(source)
     if len(tree.body) != 1 or not isinstance(tree.body[0], nodes.Output) or len(tree.body[0].nodes) != 1:
         return None
-    writer = _Writer(environment)
+    writer = _Writer(environment, translate)
     try:
         body = writer.write(tree.body[0].nodes[0])
     except _Unsupported:
         return None
-    code = compile(f"def expression(o, v):\n    return _checked({body})\n", "<expression>", "exec")
-    exec(code, writer.namespace)  # our own text: every name and literal is a constant in `namespace`
+    code = compile(_FUNCTION.format(body=body), "<expression>", "exec")
+    exec(code, writer.namespace)  # our own text: names and literals are reprs or constants in `namespace`
     function: Expression = writer.namespace["expression"]
     return function

@@ -151,8 +151,8 @@ class Evaluator:
         """The name when the value is exactly `{{ name }}`: it passes that variable on unchanged."""
         return None
 
-    def evaluate(self, scope: Scope) -> Any:  # pragma: no cover - abstract
-        raise NotImplementedError
+    evaluate: Callable[[Scope], Any]
+    """The value in `scope`; raises TemplateError. A method, or (a compiled template) the compiled function."""
 
 
 class _Constant(Evaluator):
@@ -189,7 +189,10 @@ class _Name(Evaluator):
 
 
 class _Compiled(Evaluator):
-    __slots__ = ("_direct", "_env", "_expression", "_render", "native")
+    """A template, compiled on its first evaluation: to a Python function when it is a plain expression
+    (engine.compile.expressions), else by jinja2. Whichever it is becomes `evaluate` itself."""
+
+    __slots__ = ("_direct", "_env", "_render", "evaluate", "native")
 
     def __init__(self, env: TemplateEnv, source: str, names: frozenset[str], native: bool) -> None:
         super().__init__(source, names)
@@ -197,24 +200,22 @@ class _Compiled(Evaluator):
         self.native = native
         self._render: Callable[[Context], Any] | None = None
         self._direct = False
-        self._expression: Expression | None = None
+        self.evaluate: Callable[[Scope], Any] = self._first_evaluation
 
-    def evaluate(self, scope: Scope) -> Any:
+    def _first_evaluation(self, scope: Scope) -> Any:
         try:
-            expression = self._expression
-            if expression is not None:  # a plain expression, compiled to Python (engine.compile.expressions)
-                value = expression(scope.outputs, scope.values)
-                if isinstance(value, Undefined):
-                    value._fail_with_undefined_error()  # raises UndefinedError
-                return value
-            render = self._render
-            if render is None:
-                if self.native:
-                    self._expression = self._env.compile_expression(self.source)
-                    if self._expression is not None:
-                        return self.evaluate(scope)
-                render, self._direct = self._env.compile_source(self.source, self.native)
-                self._render = render
+            expression = self._env.compile_expression(self.source) if self.native else None
+            if expression is None:
+                self._render, self._direct = self._env.compile_source(self.source, self.native)
+        except Exception as exc:  # compiling evaluates constant parts: a template is user code
+            raise _template_error(exc) from exc
+        self.evaluate = expression if expression is not None else self._with_jinja
+        return self.evaluate(scope)
+
+    def _with_jinja(self, scope: Scope) -> Any:
+        render = self._render
+        assert render is not None  # compiled by _first_evaluation
+        try:
             if self._direct:
                 value = render(scope._native)  # the Scope is ours
                 if isinstance(value, Undefined):
@@ -380,7 +381,7 @@ class TemplateEnv:
         if source not in self._expressions:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SyntaxWarning)  # `{{ 0[1] }}`: the run reports the error itself
-                self._expressions[source] = compile_expression(self.native, source)
+                self._expressions[source] = compile_expression(self.native, source, _template_error)
         return self._expressions[source]
 
     def _direct_function(self, source: str) -> tuple[Callable[[Context], Any], bool] | None:

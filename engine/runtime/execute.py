@@ -19,9 +19,9 @@ import os
 import socket
 import time
 import traceback
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import IO, Any, NoReturn, cast
+from typing import IO, Any, NoReturn
 
 from pydantic import BaseModel, ValidationError
 
@@ -160,7 +160,7 @@ class _Run:
 
     def _finish(self, status: str) -> str:
         self.trace.emit(Event.RUN_FINISHED, status=status, steps=self.steps, path=self.path, errors=self.errors,
-                        duration_ms=round((time.perf_counter() - self.started) * 1000, 3))
+                        duration_ms=_ms(time.perf_counter() - self.started))
         self.trace.close()
         failure = self.trace.failure
         if failure is not None and not any(e["type"] == TraceWriteFailed.type for e in self.errors):
@@ -195,7 +195,7 @@ class _Run:
             elif level:
                 shown = {name: evaluator.source for name, evaluator in block.inputs}
             try:
-                outputs = cast(dict[str, Any], block.impl.run(inputs, self.ctx))  # `awaits` is False
+                outputs: dict[str, Any] = block.impl.run(inputs, self.ctx)  # type: ignore[assignment]  # `awaits` is False
             except (RunError, InternalError):
                 raise
             except Exception as exc:
@@ -216,7 +216,7 @@ class _Run:
             elif level:
                 shown = {name: evaluator.source for name, evaluator in block.inputs}
             try:
-                outputs = await cast(Awaitable[dict[str, Any]], block.impl.run(inputs, self.ctx))
+                outputs = await block.impl.run(inputs, self.ctx)  # type: ignore[misc]  # `awaits` is True
             except (RunError, InternalError):
                 raise
             except Exception as exc:
@@ -238,7 +238,7 @@ class _Run:
         if level:
             self.trace.record(Event.BLOCK_STARTED, {"block": block.id, "block_type": block.type_name,
                                                     "step": self.steps,
-                                                    "offset_ms": round((self.step_began - ctx.started) * 1000, 3)})
+                                                    "offset_ms": _ms(self.step_began - ctx.started)})
         return level
 
     def _follow(self, block: CompiledBlock, outputs: dict[str, Any]) -> tuple[CompiledBlock | None, str]:
@@ -401,7 +401,7 @@ class _Run:
             "block": block.id,
             "block_type": block.type_name,
             "status": status,
-            "duration_ms": round((time.perf_counter() - began) * 1000, 4),
+            "duration_ms": _ms(time.perf_counter() - began),
         }
         if error is None:
             fields["next"] = following.id if following is not None else None
@@ -419,7 +419,12 @@ class _Run:
 
 def _since(began: float) -> float:
     """Milliseconds from `began` (a perf_counter reading) to now, as block events give them."""
-    return round((time.perf_counter() - began) * 1000, 4)
+    return _ms(time.perf_counter() - began)
+
+
+def _ms(seconds: float) -> float:
+    """Non-negative seconds as milliseconds to 0.1 µs; `round(x, 4)` gives the same and costs five times more."""
+    return int(seconds * 10_000_000 + 0.5) / 10_000
 
 
 @functools.cache

@@ -116,16 +116,19 @@ class _Sink:
     off again where the file can be truncated, and the error is kept in `failure`.
     """
 
-    __slots__ = ("_file", "_size", "count", "failure", "pending", "pending_bytes", "scrub")
+    __slots__ = ("_file", "_size", "count", "failure", "pending", "scrub")
 
     def __init__(self, file: IO[bytes] | None, scrub: Callable[[bytes], bytes]) -> None:
         self._file = file
         self._size = _size_of(file)
         self.count = 0
         self.failure: OSError | None = None
-        self.pending: list[bytes] = []
-        """Rendered lines, each ending in a newline, not yet written (the same list for the sink's life)."""
-        self.pending_bytes = 0
+        self.pending = bytearray()
+        """Rendered lines, each ending in a newline, not yet written (the same buffer for the sink's life).
+
+        One buffer rather than a list of lines: orjson's bytes are freed as soon as they are copied in,
+        and keeping a hundred of them alive until the batch is written made each `orjson.dumps` four
+        times slower (its buffers no longer come back from the allocator's free lists)."""
         self.scrub = scrub
 
     def write(self) -> None:
@@ -133,9 +136,8 @@ class _Sink:
         file = self._file
         if file is None or not self.pending:
             return
-        data = self.scrub(b"".join(self.pending))
+        data = self.scrub(bytes(self.pending))
         self.pending.clear()
-        self.pending_bytes = 0
         done = 0
         try:
             # A raw file writes with one os.write; it may write part of the batch when the
@@ -277,9 +279,8 @@ class Trace:
         sink = self._sink  # its `msg`, inline: this runs twice per Debug step
         sink.count += 1
         if sink._file is not None:  # a sink without a file (stopped, or none asked for) only counts
-            sink.pending.append(line)
-            sink.pending_bytes += len(line)
-        if event in _FLUSHED_AT or sink.pending_bytes >= _BATCH_BYTES:
+            sink.pending += line
+        if event in _FLUSHED_AT or len(sink.pending) >= _BATCH_BYTES:
             self.flush()
         elif not self._scheduled:
             self._schedule()
