@@ -192,7 +192,7 @@ class _Run:
             inputs = block.static_inputs
             if inputs is None:
                 inputs, shown = self._render_inputs(block)
-            elif level:
+            elif level and block.inputs:
                 shown = {name: evaluator.source for name, evaluator in block.inputs}
             try:
                 outputs: dict[str, Any] = block.impl.run(inputs, self.ctx)  # type: ignore[assignment]  # `awaits` is False
@@ -213,7 +213,7 @@ class _Run:
             inputs = block.static_inputs
             if inputs is None:
                 inputs, shown = self._render_inputs(block)
-            elif level:
+            elif level and block.inputs:
                 shown = {name: evaluator.source for name, evaluator in block.inputs}
             try:
                 outputs = await block.impl.run(inputs, self.ctx)  # type: ignore[misc]  # `awaits` is True
@@ -406,15 +406,21 @@ class _Run:
         if error is None:
             fields["next"] = following.id if following is not None else None
             fields["via"] = via
-        render = full_value if level >= MessageLevel.DETAILED else short_value
+        render = full_value if level >= _DETAILED else short_value
         if inputs:
             fields["inputs"] = {name: render(value) for name, value in inputs.items()}
         if outputs:
             fields["outputs"] = {name: render(value) for name, value in outputs.items()}
         if block.set_items and error is None and via == "next":
             values = self.ctx.scope.values
-            fields["set"] = {name: render(values.get(name)) for name, _ in block.set_items}
+            assigned = fields["set"] = {}
+            for name, _ in block.set_items:  # a loop, not a comprehension: this runs at every Debug step
+                assigned[name] = render(values.get(name))
         self.trace.record(Event.BLOCK_FINISHED, fields)
+
+
+_DETAILED = MessageLevel.DETAILED
+"""Read from the module: `MessageLevel.DETAILED` is a lookup through the enum's metaclass, slow on a hot path."""
 
 
 def _since(began: float) -> float:
