@@ -222,6 +222,9 @@ class Trace:
         self._console_flush: Callable[[], object] | None = getattr(console, "flush", None)
         self._sink = _Sink(file, self._scrub_secrets)
         self._sink.failure = opened
+        self.failure: OSError | None = opened
+        """Why the trace file stopped being written (a full disk), or None: the sink's, copied after each write
+        (a plain attribute, as the executor looks at it before every step)."""
         self.pending = self._sink.pending
         """Lines not yet written (the executor looks before asking for `step_ended`)."""
         self._scheduled = False
@@ -312,6 +315,7 @@ class Trace:
         self._written_at = time.perf_counter()
         if self._sink.pending:
             self._sink.write()
+            self.failure = self._sink.failure
         if self._console_flush is not None:
             self._console_flush()
 
@@ -319,14 +323,9 @@ class Trace:
     def count(self) -> int:
         return self._sink.count
 
-    @property
-    def failure(self) -> OSError | None:
-        """Why the trace file stopped being written (a full disk), or None."""
-        return self._sink.failure
-
     def failure_message(self) -> str:
         """The failure in words, naming the file: "cannot write the trace runs/x/trace.jsonl: disk full (ENOSPC)"."""
-        failure = self._sink.failure
+        failure = self.failure
         if failure is None:
             return ""
         return f"cannot write the trace {self._where}: {_describe(failure)}"
@@ -340,6 +339,7 @@ class Trace:
                 owned.close()
             except OSError as exc:
                 self._sink.failure = self._sink.failure or exc
+                self.failure = self._sink.failure
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
