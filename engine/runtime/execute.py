@@ -44,7 +44,7 @@ from engine.format.tables import to_table
 from engine.format.validation import dotted, validation_message
 from engine.format.values import full_value, short_value
 from engine.runtime.context import RunContext, Services
-from engine.runtime.failures import block_raised, bug, kept_failure, step_bug
+from engine.runtime.failures import block_raised, bug, kept_failure, not_outputs, step_bug
 from engine.runtime.result import RunResult
 from engine.runtime.trace import Console, Event, Trace, new_run_id
 
@@ -196,6 +196,8 @@ class _Run:
                 shown = {name: evaluator.source for name, evaluator in block.inputs}
             try:
                 outputs: dict[str, Any] = block.impl.run(inputs, self.ctx)  # type: ignore[assignment]  # `awaits` is False
+                if type(outputs) is not dict and not isinstance(outputs, Mapping):
+                    raise not_outputs(block, outputs)
             except (RunError, InternalError):
                 raise
             except Exception as exc:
@@ -216,7 +218,9 @@ class _Run:
             elif level and block.inputs:
                 shown = {name: evaluator.source for name, evaluator in block.inputs}
             try:
-                outputs = await block.impl.run(inputs, self.ctx)  # type: ignore[misc]  # `awaits` is True
+                outputs: dict[str, Any] = await block.impl.run(inputs, self.ctx)  # type: ignore[misc]  # `awaits`
+                if not isinstance(outputs, Mapping):
+                    raise not_outputs(block, outputs)
             except (RunError, InternalError):
                 raise
             except Exception as exc:

@@ -7,6 +7,7 @@ a block from another package, its author's (`block_raised`, handled like a RunEr
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ from engine.format.spec import ErrorLevel
 if TYPE_CHECKING:
     from engine.compile.diagram import CompiledBlock
 
-__all__ = ["block_raised", "bug", "kept_failure", "step_bug"]
+__all__ = ["block_raised", "bug", "kept_failure", "not_outputs", "step_bug"]
 
 # Block classes from these packages are diagrama's own: their exceptions are our bugs.
 _OUR_PACKAGES = frozenset({"blocks", "engine"})
@@ -46,6 +47,16 @@ def block_raised(block: CompiledBlock, exc: Exception) -> RunError | InternalErr
         return bug(block, exc)
     # A plug-in's own bug: recorded like any block error, named after what it raised.
     return BlockError(f"{type(exc).__name__}: {exc}", type="block_raised", block=block.id)
+
+
+def not_outputs(block: CompiledBlock, value: object) -> TypeError:
+    """What a block's `run` returned instead of its outputs (a mapping), as the error its author can act on."""
+    close = getattr(value, "close", None)
+    if inspect.iscoroutine(value) and close is not None:
+        close()  # never awaited: closed here, so Python does not warn about it at exit
+        return TypeError(f"{type(block.impl).__name__}.run returned a coroutine without being a coroutine function; "
+                         "declare it `async def run`")
+    return TypeError(f"{type(block.impl).__name__}.run returned {type(value).__name__}, not a mapping of outputs")
 
 
 def kept_failure(block: CompiledBlock, outputs: Mapping[str, Any]) -> RunError | None:

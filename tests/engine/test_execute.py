@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import errno
+import gc
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from blocks.set import Set
 from blocks.start import Start
@@ -328,8 +331,28 @@ BUGGY = """
 """
 
 
+class PlainHalf(Block):
+    """A plug-in whose `run` is a plain function: it steps without a coroutine."""
+
+    class Outputs(BaseModel):
+        ratio: float
+
+    def run(self, inputs: Any, context: RunContext) -> dict[str, Any]:
+        return {"ratio": context.scope.values["n"] / 2}
+
+
+class Misdeclared(Block):
+    """A plug-in whose plain `run` hands back a coroutine (it forgot `async`)."""
+
+    async def _work(self) -> dict[str, Any]:
+        return {}
+
+    def run(self, inputs: Any, context: RunContext) -> Any:
+        return self._work()
+
+
 def small_registry() -> BlockRegistry:
-    return BlockRegistry((Start, Set, Divide, PluginDivide))
+    return BlockRegistry((Start, Set, Divide, PluginDivide, PlainHalf, Misdeclared))
 
 
 @pytest.mark.parametrize("level", ["Release", "Debug", "Detailed"])
@@ -359,6 +382,32 @@ def test_an_exception_in_a_plugin_block_is_block_raised_and_follows_the_error_le
     assert result.status == "succeeded" and result.path == ["start", "divide", "after"]
     assert result.errors == [{"block": "divide", "type": "block_raised", "message": "ZeroDivisionError: division by zero",
                               "ignored": True}]
+
+
+def test_a_block_with_a_plain_run_steps_and_its_outputs_reach_set(write, tmp_path) -> None:
+    runner = Runner(small_registry(), tmp_path)
+    result = runner.run(write("""
+        diagram: d
+        blocks:
+          - {id: start, type: Start, inputs: {n: 7}, next: half}
+          - {id: half, type: PlainHalf, set: {h: "{{ ratio * 2 }}"}, next: [{to: done, when: "{{ ratio > 3 }}"}]}
+          - {id: done, type: Set}
+    """))
+    assert result.status == "succeeded" and result.path == ["start", "half", "done"]
+    assert result.variables["h"] == 7.0 and result.outputs["half"] == {"ratio": 3.5}
+
+
+def test_a_plain_run_that_returns_a_coroutine_is_the_plugins_error_named_plainly(write, tmp_path) -> None:
+    runner = Runner(small_registry(), tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = runner.run(write(BUGGY.format(level="Debug", block="Misdeclared").replace("error_level: Ignore, ", "")))
+        gc.collect()
+    assert not [w for w in caught if "never awaited" in str(w.message)]  # the coroutine was closed
+    assert result.status == "succeeded" and result.path == ["start", "divide", "after"]  # on_error handles it
+    assert result.errors[0]["type"] == "block_raised"
+    assert "Misdeclared.run returned a coroutine" in result.errors[0]["message"]
+    assert "async def run" in result.errors[0]["message"]
 
 
 # -- every value a template makes can be traced ---------------------------------------------------
