@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from engine.compile.block import Block, RunSettings
-from engine.compile.templating import Evaluator, TemplateEnv
+from engine.compile.routes import Route, build_route
+from engine.compile.templating import Evaluator, Scope, TemplateEnv
 from engine.errors import Problem
 from engine.format.paths import DataFolder
 from engine.format.spec import DiagramSpec, ErrorLevel, MessageLevel
@@ -59,6 +60,7 @@ class CompiledBlock:
         "on_error",
         "ports",
         "reads_outputs",
+        "route",
         "set_items",
         "static_inputs",
         "type_name",
@@ -86,6 +88,12 @@ class CompiledBlock:
         self.reads_outputs = True
         """False when no `set` and only one unconditional link: the step skips templating."""
         self.empty_outputs: dict[str, Any] = type(impl).empty_outputs()
+        self.route: Route = self._first_route
+        """`set` applied, then the next block chosen (engine.compile.routes); written on the block's first step."""
+
+    def _first_route(self, scope: Scope) -> CompiledBlock | None:
+        self.route = build_route(self)
+        return self.route(scope)
 
     def __repr__(self) -> str:
         return f"<CompiledBlock {self.id} ({self.type_name})>"

@@ -257,9 +257,7 @@ class _Run:
         if not block.reads_outputs:
             return (block.links[0].target if block.links else None), "next"
         if not outputs:  # nothing to overlay (Set, Start): the scope is read as it is
-            if block.set_items:
-                self._apply_set(block)
-            return self._choose(block), "next"
+            return block.route(self.ctx.scope), "next"
         return self._set_and_choose(block, outputs), "next"
 
     def _succeeded(self, block: CompiledBlock, outputs: dict[str, Any], following: CompiledBlock | None, via: str,
@@ -303,43 +301,22 @@ class _Run:
         scope = self.ctx.scope
         scope.overlay(outputs)
         try:
-            if block.set_items:
-                self._apply_set(block)
-            return self._choose(block)
+            return block.route(scope)
         finally:
             scope.clear_overlay()
 
-    def _apply_set(self, block: CompiledBlock) -> None:
-        """Every `set` value is evaluated before any is assigned: `a: b, b: a` swaps."""
-        scope = self.ctx.scope
-        items = block.set_items
-        name = ""
-        try:
-            if len(items) == 1:
-                name, evaluator = items[0]
-                scope.values[name] = evaluator.evaluate(scope)
-                return
-            updates = []
-            for name, evaluator in items:
-                updates.append((name, evaluator.evaluate(scope)))
-        except TemplateError as exc:
-            raise TemplateError(f"set.{name}: {exc.message}", type=exc.type) from exc
-        scope.values.update(updates)
-
-    def _choose(self, block: CompiledBlock, *, lenient: bool = False) -> CompiledBlock | None:
+    def _first_link_that_holds(self, block: CompiledBlock) -> CompiledBlock | None:
+        """After an ignored error: the first link whose `when` holds, a `when` that fails counting as false."""
         scope = self.ctx.scope
         for link in block.links:
             when = link.when
             if when is None:
                 return link.target
             try:
-                verdict = when.evaluate(scope)
-                if verdict is True or (verdict is not False and truthy(verdict)):
+                if truthy(when.evaluate(scope)):
                     return link.target
-            except TemplateError as exc:
-                if lenient:
-                    continue
-                raise TemplateError(f"next[{link.index}].when: {exc.message}", type=exc.type) from exc
+            except TemplateError:
+                continue
         return None
 
     # -- a failed step: the error level decides ------------------------------------------------
@@ -365,7 +342,7 @@ class _Run:
             record["ignored"] = True
             scope.overlay(block.empty_outputs)
             try:
-                return self._choose(block, lenient=True)
+                return self._first_link_that_holds(block)
             finally:
                 scope.clear_overlay()
         if block.on_error is not None:

@@ -513,3 +513,51 @@ def test_when_only_the_last_line_does_not_fit_the_run_still_fails(write, runner)
     result = runner.run(path, trace_file=disk)
     assert result.status == "failed" and result.errors[-1]["type"] == "trace_write_failed"
     assert disk.data.count(b"\n") == 1 and json.loads(disk.data)["event"] == Event.RUN_STARTED
+
+
+# -- a block's route: `set` all at once, then the first link that holds ---------------------------
+
+def test_set_values_are_all_evaluated_before_any_is_assigned(write, runner) -> None:
+    path = write("""
+        diagram: d
+        blocks:
+          - {id: start, type: Start, variables: {a: 1, b: 2}, next: swap}
+          - {id: swap, type: Set, set: {a: "{{ b }}", b: "{{ a }}", c: "{{ a * 10 + b }}"}}
+    """)
+    variables = runner.run(path).variables
+    assert (variables["a"], variables["b"], variables["c"]) == (2, 1, 12)
+
+
+def test_a_failing_set_value_and_a_failing_when_name_their_field(write, runner) -> None:
+    path = write("""
+        diagram: d
+        blocks:
+          - {id: start, type: Start, inputs: {n: 0, in_when: false}, next: [{to: when, when: "{{ in_when }}"}, {to: set}]}
+          - {id: set, type: Set, set: {ok: 1, q: "{{ 1 // n }}"}}
+          - {id: when, type: Set, next: [{to: set, when: "{{ false }}"}, {to: set, when: "{{ 1 // n > 0 }}"}]}
+    """)
+    failed = runner.run(path)
+    assert failed.errors == [{"block": "set", "type": "template_error",
+                              "message": "set.q: ZeroDivisionError: integer division or modulo by zero"}]
+    assert "ok" not in failed.variables  # nothing of a failed `set` is assigned
+    failed = runner.run(path, {"in_when": True})
+    assert failed.errors == [{"block": "when", "type": "template_error",
+                              "message": "next[1].when: ZeroDivisionError: integer division or modulo by zero"}]
+
+
+def test_an_ignored_error_takes_the_first_link_that_holds_a_failing_when_counting_as_false(write, runner) -> None:
+    path = write("""
+        diagram: d
+        blocks:
+          - {id: start, type: Start, inputs: {n: 0}, next: s}
+          - id: s
+            type: Set
+            error_level: Ignore
+            set: {q: "{{ 1 // n }}"}
+            next: [{to: a, when: "{{ 1 // n > 0 }}"}, {to: b, when: "{{ n == 0 }}"}, {to: a}]
+          - {id: a, type: Set}
+          - {id: b, type: Set}
+    """)
+    result = runner.run(path)
+    assert result.status == "succeeded" and result.path == ["start", "s", "b"]
+    assert result.errors[0]["message"].startswith("set.q: ZeroDivisionError") and result.errors[0]["ignored"]
