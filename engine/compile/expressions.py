@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from jinja2 import nodes
@@ -27,7 +28,7 @@ from engine.compile.sandbox import NativeSandbox
 from engine.compile.sizes import MAX_INT_BITS, check_sum, checked
 from engine.errors import DiagramaError, TemplateError
 
-__all__ = ["Expression", "Names", "compile_expression"]
+__all__ = ["Expression", "Names", "PythonCode", "compile_expression", "expression_code", "output_check"]
 
 
 class Names(Protocol):
@@ -68,29 +69,53 @@ def _add(left: Any, right: Any) -> Any:
     return left + right
 
 
+@dataclass(frozen=True)
+class PythonCode:
+    """One expression as Python text over the locals `o` (a block's outputs) and `v` (the run's values).
+
+    `namespace` holds what the text names: the helpers (the same objects for every expression of an
+    environment) and the expression's own constants and temporaries, which carry its `prefix`, so that
+    several expressions can share one function (engine.compile.routes). The text raises what the
+    expression raises, untranslated, and its value has not passed `output_check` yet.
+    """
+
+    value: str
+    namespace: dict[str, Any]
+
+
+def output_check(name: str, indent: str) -> str:
+    """Lines that put the local `name` through the sandbox's output check (jinja2's `finalize`), the cheap
+    cases first: a condition's bool, a counter's int."""
+    return (f"{indent}if type({name}) is not bool and not (type({name}) is int and {name}.bit_length() <= _MAX_INT_BITS):\n"
+            f"{indent}    {name} = _checked({name})\n"
+            f"{indent}    if isinstance({name}, _Undefined):\n"
+            f"{indent}        {name}._fail_with_undefined_error()\n")
+
+
 class _Writer:
     """Python source for one expression; constants and names go in `namespace`, never in the text."""
 
-    def __init__(self, environment: NativeSandbox, translate: Callable[[Exception], TemplateError]) -> None:
+    def __init__(self, environment: NativeSandbox, prefix: str) -> None:
         self.namespace: dict[str, Any] = {
             "_undefined": _undefined, "_checked": checked, "_add": _add, "_MAX_INT_BITS": MAX_INT_BITS,
             "_binop": environment.call_binop, "_concat": environment.bounded_concat,
             "_getattr": environment.getattr, "_getitem": environment.getitem,
-            "_Undefined": Undefined, "_DiagramaError": DiagramaError, "_translate": translate,
+            "_Undefined": Undefined, "_DiagramaError": DiagramaError,
         }
-        self.temporaries = 0
+        self.prefix = prefix
+        self.names = 0
 
     def constant(self, value: Any) -> str:
         """A literal as Python text: its repr where that reads back as the same value, else a named constant."""
         if isinstance(value, str | bool | int | type(None)) or (type(value) is float and math.isfinite(value)):
             return repr(value)  # a str's repr is always a valid literal of that same str
-        name = f"_k{len(self.namespace)}"
+        name = self.temporary()
         self.namespace[name] = value
         return name
 
     def temporary(self) -> str:
-        self.temporaries += 1
-        return f"_t{self.temporaries}"
+        self.names += 1
+        return f"_{self.prefix}{self.names}"
 
     def write(self, node: nodes.Node) -> str:
         """Python source for `node`; one flat branch per node kind, as jinja2's CodeGenerator has."""
@@ -109,7 +134,11 @@ class _Writer:
         if isinstance(node, nodes.Add):
             # Both sides evaluated once, left first (`&`, unlike `and`, evaluates both), then added:
             # two ints inline, anything else through the sandbox's check.
-            left, right = self.temporary(), self.temporary()
+            left = self.temporary()
+            if isinstance(node.right, nodes.Const) and type(node.right.value) is int:  # `i + 1`
+                number = repr(node.right.value)
+                return f"({left} + {number} if type({left} := {self.write(node.left)}) is int else _add({left}, {number}))"
+            right = self.temporary()
             return (f"({left} + {right} if (type({left} := {self.write(node.left)}) is int) & "
                     f"(type({right} := {self.write(node.right)}) is int) else _add({left}, {right}))")
         if isinstance(node, nodes.BinExpr) and type(node) in _CHECKED_BINOPS:
@@ -149,13 +178,8 @@ def expression(scope):
     o = scope.outputs
     v = scope.values
     try:
-        r = {body}
-        # The output check of jinja2's sandbox (`finalize`), its cheap cases first: a condition's bool, a counter's int.
-        if type(r) is not bool and not (type(r) is int and r.bit_length() <= _MAX_INT_BITS):
-            r = _checked(r)
-            if isinstance(r, _Undefined):
-                r._fail_with_undefined_error()
-    except _DiagramaError:
+        r = {value}
+{check}    except _DiagramaError:
         raise
     except Exception as exc:  # a template is user code: any failure is the user's to fix
         raise _translate(exc) from exc
@@ -163,20 +187,30 @@ def expression(scope):
 """
 
 
-def compile_expression(environment: NativeSandbox, source: str,
-                       translate: Callable[[Exception], TemplateError]) -> Expression | None:
-    """`source` (one `{{ expression }}`, already checked by the loader) as a Python function of the scope, or
-    None when it uses what only jinja2 evaluates. The value passes the sandbox's output check, as jinja2's
-    would; a failure is raised as `translate(exception)`, the TemplateError jinja2's evaluation would raise."""
+def expression_code(environment: NativeSandbox, source: str, prefix: str = "e") -> PythonCode | None:
+    """`source` (one `{{ expression }}`, already checked by the loader) as Python text, or None when it uses
+    what only jinja2 evaluates."""
     tree = environment.parse(source)
     if len(tree.body) != 1 or not isinstance(tree.body[0], nodes.Output) or len(tree.body[0].nodes) != 1:
         return None
-    writer = _Writer(environment, translate)
+    writer = _Writer(environment, prefix)
     try:
-        body = writer.write(tree.body[0].nodes[0])
+        value = writer.write(tree.body[0].nodes[0])
     except _Unsupported:
         return None
-    code = compile(_FUNCTION.format(body=body), "<expression>", "exec")
-    exec(code, writer.namespace)  # our own text: names and literals are reprs or constants in `namespace`
-    function: Expression = writer.namespace["expression"]
+    return PythonCode(value, writer.namespace)
+
+
+def compile_expression(environment: NativeSandbox, source: str,
+                       translate: Callable[[Exception], TemplateError]) -> Expression | None:
+    """`source` as a Python function of the scope (see `expression_code`). The value passes the sandbox's
+    output check, as jinja2's would; a failure is raised as `translate(exception)`, the TemplateError
+    jinja2's evaluation would raise."""
+    code = expression_code(environment, source)
+    if code is None:
+        return None
+    namespace = {**code.namespace, "_translate": translate}
+    text = _FUNCTION.format(value=code.value, check=output_check("r", " " * 8))
+    exec(compile(text, "<expression>", "exec"), namespace)  # our own text: names and literals are reprs or constants
+    function: Expression = namespace["expression"]
     return function

@@ -20,7 +20,7 @@ import orjson
 from jinja2 import meta, nodes
 from jinja2.runtime import Context, Undefined
 
-from engine.compile.expressions import Expression, compile_expression
+from engine.compile.expressions import Expression, PythonCode, compile_expression, expression_code
 from engine.compile.sandbox import MAX_TEXT, NativeSandbox, TextSandbox
 from engine.errors import DiagramaError, TemplateError, TemplateSyntax
 from engine.format.names import suggest
@@ -28,10 +28,12 @@ from engine.format.values import dumps
 
 __all__ = [
     "Evaluator",
+    "Inline",
     "Scope",
     "TemplateEnv",
     "TemplateSyntax",
     "has_template",
+    "template_error",
     "truthy",
 ]
 
@@ -133,6 +135,14 @@ _EMPTY: dict[str, Any] = {}
 _MISSING = object()
 
 
+@dataclass(frozen=True, slots=True)
+class Inline:
+    """An evaluator's value as Python text: `checked` when it needs no output check (a name, a constant)."""
+
+    code: PythonCode
+    checked: bool
+
+
 class Evaluator:
     """A compiled value: call `evaluate(scope)`; `names` are the variables it reads."""
 
@@ -149,6 +159,11 @@ class Evaluator:
     @property
     def bare_name(self) -> str | None:
         """The name when the value is exactly `{{ name }}`: it passes that variable on unchanged."""
+        return None
+
+    def python_code(self, prefix: str) -> Inline | None:
+        """The value as Python text to write into a larger function (engine.compile.routes), or None when it is
+        evaluated only by a call of `evaluate`."""
         return None
 
     evaluate: Callable[[Scope], Any]
@@ -169,6 +184,9 @@ class _Constant(Evaluator):
     def evaluate(self, scope: Scope) -> Any:
         return self.value
 
+    def python_code(self, prefix: str) -> Inline | None:
+        return Inline(PythonCode(f"_{prefix}value", {f"_{prefix}value": self.value}), checked=True)
+
 
 class _Name(Evaluator):
     __slots__ = ("name",)
@@ -184,8 +202,21 @@ class _Name(Evaluator):
     def evaluate(self, scope: Scope) -> Any:
         value = scope.lookup(self.name)
         if value is _MISSING:
-            raise TemplateError(f"'{self.name}' is undefined")
+            raise _name_undefined(self.name)
         return value
+
+    def python_code(self, prefix: str) -> Inline | None:
+        name = f"_{prefix}name"
+        return Inline(PythonCode(f"(o[{name}] if {name} in o else v[{name}] if {name} in v else _name_undefined({name}))",
+                                 {name: self.name, "_name_undefined": _raise_name_undefined}), checked=True)
+
+
+def _name_undefined(name: str) -> TemplateError:
+    return TemplateError(f"'{name}' is undefined")
+
+
+def _raise_name_undefined(name: str) -> Any:
+    raise _name_undefined(name)
 
 
 class _Compiled(Evaluator):
@@ -202,13 +233,19 @@ class _Compiled(Evaluator):
         self._direct = False
         self.evaluate: Callable[[Scope], Any] = self._first_evaluation
 
+    def python_code(self, prefix: str) -> Inline | None:
+        if not self.native:
+            return None
+        code = self._env.expression_code(self.source, prefix)
+        return Inline(code, checked=False) if code is not None else None
+
     def _first_evaluation(self, scope: Scope) -> Any:
         try:
             expression = self._env.compile_expression(self.source) if self.native else None
             if expression is None:
                 self._render, self._direct = self._env.compile_source(self.source, self.native)
         except Exception as exc:  # compiling evaluates constant parts: a template is user code
-            raise _template_error(exc) from exc
+            raise template_error(exc) from exc
         self.evaluate = expression if expression is not None else self._with_jinja
         return self.evaluate(scope)
 
@@ -230,7 +267,7 @@ class _Compiled(Evaluator):
         except DiagramaError:
             raise
         except Exception as exc:  # a template is user code: any failure is the user's to fix
-            raise _template_error(exc) from exc
+            raise template_error(exc) from exc
 
 
 class _Undefined(jinja2.StrictUndefined):
@@ -250,8 +287,9 @@ class _Undefined(jinja2.StrictUndefined):
         return message
 
 
-def _template_error(exc: Exception) -> TemplateError:
-    """The one translation of what jinja2 (or code a template calls) raised; the most specific match wins."""
+def template_error(exc: Exception) -> TemplateError:
+    """What a template raised, as the user's TemplateError: the one translation of what jinja2, or code a
+    template calls, raised; the most specific match wins."""
     if isinstance(exc, jinja2.exceptions.SecurityError):
         return TemplateError(f"not allowed in a template: {exc}", type="template_forbidden")
     if isinstance(exc, jinja2.UndefinedError):
@@ -374,6 +412,17 @@ class TemplateEnv:
             found = self._compiled[key] = direct
         return found
 
+    def expression_code(self, source: str, prefix: str) -> PythonCode | None:
+        """A native template as Python text (engine.compile.expressions), or None: see `Evaluator.python_code`."""
+        if not self._python_expressions:
+            return None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            try:
+                return expression_code(self.native, source, prefix)
+            except Exception:  # what cannot be written as Python is evaluated by a call
+                return None
+
     def compile_expression(self, source: str) -> Expression | None:
         """A native template as a Python function, when it is a plain expression; else None (jinja2 evaluates it)."""
         if not self._python_expressions:
@@ -381,7 +430,7 @@ class TemplateEnv:
         if source not in self._expressions:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SyntaxWarning)  # `{{ 0[1] }}`: the run reports the error itself
-                self._expressions[source] = compile_expression(self.native, source, _template_error)
+                self._expressions[source] = compile_expression(self.native, source, template_error)
         return self._expressions[source]
 
     def _direct_function(self, source: str) -> tuple[Callable[[Context], Any], bool] | None:

@@ -133,9 +133,10 @@ class _Run:
         block: CompiledBlock | None = self.diagram.start
         came_from: CompiledBlock | None = None
         while block is not None:
+            now = time.perf_counter()
             if trace.pending:  # the last step's lines: written now if it was slow (trace.py says when)
-                trace.step_ended(self.step_began)
-            self.step_began = time.perf_counter()
+                trace.step_ended(self.step_began, now)
+            self.step_began = now
             # Checked first, as LangGraph's loop does: a step that may not run never starts.
             if trace.failure is not None:
                 self._end(TraceWriteFailed(trace.failure_message(), block=block.id), announce=False)
@@ -242,7 +243,8 @@ class _Run:
         if level:
             self.trace.record(Event.BLOCK_STARTED, {"block": block.id, "block_type": block.type_name,
                                                     "step": self.steps,
-                                                    "offset_ms": _ms(self.step_began - ctx.started)})
+                                                    # _ms() inline: this runs at every Debug step
+                                                    "offset_ms": int((self.step_began - ctx.started) * 1e7 + .5) / 1e4})
         return level
 
     def _follow(self, block: CompiledBlock, outputs: dict[str, Any]) -> tuple[CompiledBlock | None, str]:
@@ -382,7 +384,7 @@ class _Run:
             "block": block.id,
             "block_type": block.type_name,
             "status": status,
-            "duration_ms": _ms(time.perf_counter() - began),
+            "duration_ms": int((time.perf_counter() - began) * 1e7 + .5) / 1e4,  # _ms() inline: at every Debug step
         }
         if error is None:
             fields["next"] = following.id if following is not None else None

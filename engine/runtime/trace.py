@@ -304,9 +304,9 @@ class Trace:
         self._scheduled = False
         self.flush()
 
-    def step_ended(self, began: float) -> None:
-        """A step that began at `began` (perf_counter) ended: write the batch after a slow block or a while."""
-        now = time.perf_counter()
+    def step_ended(self, began: float, now: float) -> None:
+        """A step that began at `began` ended at `now` (perf_counter readings): write the batch after a slow
+        block or a while."""
         if now - began >= _SLOW_STEP_S or now - self._written_at >= _FLUSH_AFTER_S:
             self.flush()
 

@@ -561,3 +561,22 @@ def test_an_ignored_error_takes_the_first_link_that_holds_a_failing_when_countin
     result = runner.run(path)
     assert result.status == "succeeded" and result.path == ["start", "s", "b"]
     assert result.errors[0]["message"].startswith("set.q: ZeroDivisionError") and result.errors[0]["ignored"]
+
+
+@pytest.mark.parametrize(("template", "message", "kind"), [
+    ("{{ d.missing }}", "set.x: 'dict object' has no attribute 'missing' (its keys: a)", "template_undefined"),
+    ("{{ d.a ~ 'x' * 10**8 }}", "set.x: the template would build a repeated value of about 100,000,000 characters; "
+                                "the limit is 10,000,000", "template_too_large"),
+    ("{{ d.__class__ }}", "set.x: not allowed in a template: access to attribute '__class__' of 'dict' object is unsafe. "
+                          "(its keys: a)", "template_forbidden"),
+    ("{{ d | tojson | length // n }}", "set.x: ZeroDivisionError: integer division or modulo by zero", "template_error"),
+])
+def test_a_set_value_fails_with_its_templates_own_error_type(write, runner, template: str, message: str,
+                                                              kind: str) -> None:
+    path = write(f"""
+        diagram: d
+        blocks:
+          - {{id: start, type: Start, inputs: {{n: 0}}, variables: {{d: {{a: 1}}}}, next: s}}
+          - {{id: s, type: Set, set: {{x: "{template}"}}}}
+    """)
+    assert runner.run(path).errors == [{"block": "s", "type": kind, "message": message}]
