@@ -44,6 +44,9 @@ class _Pass:
     mode: str
     items: list[Any] | None
     count: int | None
+    collects: bool = False
+    """Whether `collect` is written; `breaks`: `break_when` (read once, as each pass asks)."""
+    breaks: bool = False
     iterations: int = 0
     collected: list[Any] = field(default_factory=list)
     shadowed: dict[str, Any] = field(default_factory=dict)
@@ -98,7 +101,7 @@ class Loop(Block):
                 count = -1
             if count < 0:
                 raise InputError(f"with.count: expected a whole number of passes, got {value!r}")
-        return _Pass(mode, items, count)
+        return _Pass(mode, items, count, collects=context.has_input("collect"), breaks=context.has_input("break_when"))
 
     def _more(self, state: _Pass, context: RunContext) -> bool:
         if state.mode == "for_each":
@@ -123,9 +126,9 @@ class Loop(Block):
         else:
             state.iterations += 1
             try:
-                if context.has_input("collect"):
+                if state.collects:
                     state.collected.append(context.evaluate_input("collect"))
-                if context.has_input("break_when") and truthy(context.evaluate_input("break_when")):
+                if state.breaks and truthy(context.evaluate_input("break_when")):
                     return self._finish(state, context)
             except Exception:
                 self._finish(state, context)

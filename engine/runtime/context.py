@@ -149,7 +149,7 @@ class RunContext:
 
     def emit(self, event: str, **fields: Any) -> None:
         """Write an event about the current block, if its message level keeps it."""
-        if self.message_level >= EVENT_LEVELS.get(event, MessageLevel.DEBUG):
+        if self.message_level >= EVENT_LEVELS.get(event, _DEBUG):
             self.trace.emit(event, block=self.current.id, block_type=self.current.type_name, **fields)
 
     def has_input(self, name: str) -> bool:
@@ -182,3 +182,4 @@ class RunContext:
 
 
 _UNBOUND = object()
+_DEBUG = MessageLevel.DEBUG  # read once: a member looked up through the enum's metaclass is slow on a hot path
