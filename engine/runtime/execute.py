@@ -1,12 +1,12 @@
 """The step loop: run a diagram node by node from Start.
 
-A run is an object advanced one step at a time (`_Run.step`). One step: render and
-validate the block's inputs, run it, then either follow the port it chose (a Loop's
-body) or apply `set` and take the first link whose `when` holds. The executor alone
-decides what an error does: Ignore continues along `next` with empty outputs, Handle
-goes to `on_error` with `error` in scope, anything else fails the run. An exception
-that is no RunError is a bug (`internal_error`, or `block_raised` for a plug-in's
-block) and fails the run. Every run ends with a `run_finished` event and a result.
+A run is an object advanced one step at a time (`_Run.step_now`, or `_Run.step` for a block
+that waits). One step: render and validate the block's inputs, run it, then either follow
+the port it chose (a Loop's body) or take the block's route (`set`, then the first link
+whose `when` holds: engine.compile.routes). The executor alone decides what an error does
+(engine.runtime.error_levels). An exception that is no RunError is a bug (`internal_error`,
+or `block_raised` for a plug-in's block) and fails the run. Every run ends with a
+`run_finished` event and a result.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import functools
 import os
 import socket
 import time
-import traceback
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any, NoReturn
@@ -27,7 +26,6 @@ from pydantic import BaseModel, ValidationError
 
 from engine.compile.block import WithFailures
 from engine.compile.diagram import CompiledBlock, Diagram
-from engine.compile.templating import truthy
 from engine.errors import (
     InputError,
     InternalError,
@@ -39,13 +37,15 @@ from engine.errors import (
     TemplateError,
     TraceWriteFailed,
 )
-from engine.format.spec import ErrorLevel, MessageLevel
+from engine.format.spec import MessageLevel
 from engine.format.tables import to_table
 from engine.format.validation import dotted, validation_message
-from engine.format.values import full_value, short_value
+from engine.format.values import short_value
 from engine.runtime.context import RunContext, Services
-from engine.runtime.failures import block_raised, bug, kept_failure, not_outputs, step_bug
+from engine.runtime.error_levels import ErrorLevels
+from engine.runtime.failures import block_raised, bug, kept_failure, not_outputs
 from engine.runtime.result import RunResult
+from engine.runtime.step_events import finished_fields, milliseconds, since, started_fields
 from engine.runtime.trace import Console, Event, Trace, new_run_id
 
 __all__ = ["RunResult", "execute"]
@@ -58,7 +58,7 @@ def _fresh(value: Any, diagram: Diagram) -> Any:
     return copy.deepcopy(value) if isinstance(value, (list, dict)) else value
 
 
-class _Run:
+class _Run(ErrorLevels):
     """One run of a diagram: its context, the path so far, the errors, the step count."""
 
     def __init__(self, diagram: Diagram, ctx: RunContext, trace: Trace) -> None:
@@ -124,7 +124,7 @@ class _Run:
                                f"block '{current.id}' was cancelled", block=current.id)
             self.errors.append(error.as_dict())
             self.trace.emit(Event.BLOCK_FAILED, block=current.id, block_type=current.type_name,
-                            error_type=error.type, message=error.message, duration_ms=_since(self.step_began))
+                            error_type=error.type, message=error.message, duration_ms=since(self.step_began))
             raise RunFailed(error) from None  # the cancellation is how the deadline works, not a cause
 
     async def _steps_from_start(self) -> None:
@@ -156,12 +156,12 @@ class _Run:
         self.errors.append(error.as_dict())
         if announce:
             self.trace.emit(Event.BLOCK_FAILED, block=error.block, error_type=error.type, message=error.message,
-                            duration_ms=_since(self.step_began))
+                            duration_ms=since(self.step_began))
         raise RunFailed(error)
 
     def _finish(self, status: str) -> str:
         self.trace.emit(Event.RUN_FINISHED, status=status, steps=self.steps, path=self.path, errors=self.errors,
-                        duration_ms=_ms(time.perf_counter() - self.started))
+                        duration_ms=milliseconds(time.perf_counter() - self.started))
         self.trace.close()
         failure = self.trace.failure
         if failure is not None and not any(e["type"] == TraceWriteFailed.type for e in self.errors):
@@ -182,57 +182,13 @@ class _Run:
 
     # -- one step ----------------------------------------------------------------------------
     # The hot path of every run. A block whose `run` is a plain function (Set, Start, Loop) steps
-    # without a coroutine (`step_now`); one that waits (a request) steps through `step`. The two differ
-    # only in that `await`. A block's own failures and the executor's are told apart by two `try`s
-    # (free when nothing is raised) rather than by wrapping calls; `failures` classifies each error.
+    # without a coroutine (`step_now`); one that waits (a request) steps through `step`. The two are
+    # twins, line for line, but for that `await` (tests/engine/test_step_twins.py holds them to it):
+    # at about a microsecond a step, each call to a helper was a tenth of it, so the step is written
+    # out whole. A block's own failures and the executor's are told apart by two `try`s (free when
+    # nothing is raised) rather than by wrapping calls; `failures` classifies each error.
     def step_now(self, block: CompiledBlock, came_from: CompiledBlock | None) -> CompiledBlock | None:
         """Run one block whose `run` does not wait; the block to run next (None ends the run)."""
-        level = self._enter(block, came_from)
-        shown: dict[str, Any] | None = None
-        try:
-            inputs = block.static_inputs
-            if inputs is None:
-                inputs, shown = self._render_inputs(block)
-            elif level and block.inputs:
-                shown = {name: evaluator.source for name, evaluator in block.inputs}
-            try:
-                outputs: dict[str, Any] = block.impl.run(inputs, self.ctx)  # type: ignore[assignment]  # `awaits` is False
-                if type(outputs) is not dict and not isinstance(outputs, Mapping):
-                    raise not_outputs(block, outputs)
-            except (RunError, InternalError):
-                raise
-            except Exception as exc:
-                raise block_raised(block, exc) from exc
-            following, via = self._follow(block, outputs)
-        except Exception as exc:
-            return self._step_failed(block, exc, level, shown)
-        return self._succeeded(block, outputs, following, via, level, shown)
-
-    async def step(self, block: CompiledBlock, came_from: CompiledBlock | None) -> CompiledBlock | None:
-        """Run one block whose `run` is a coroutine; `step_now` with an `await`."""
-        level = self._enter(block, came_from)
-        shown: dict[str, Any] | None = None
-        try:
-            inputs = block.static_inputs
-            if inputs is None:
-                inputs, shown = self._render_inputs(block)
-            elif level and block.inputs:
-                shown = {name: evaluator.source for name, evaluator in block.inputs}
-            try:
-                outputs: dict[str, Any] = await block.impl.run(inputs, self.ctx)  # type: ignore[misc]  # `awaits`
-                if not isinstance(outputs, Mapping):
-                    raise not_outputs(block, outputs)
-            except (RunError, InternalError):
-                raise
-            except Exception as exc:
-                raise block_raised(block, exc) from exc
-            following, via = self._follow(block, outputs)
-        except Exception as exc:
-            return self._step_failed(block, exc, level, shown)
-        return self._succeeded(block, outputs, following, via, level, shown)
-
-    def _enter(self, block: CompiledBlock, came_from: CompiledBlock | None) -> MessageLevel:
-        """The step's bookkeeping before the block runs; its message level."""
         ctx = self.ctx
         self.steps += 1
         self.path.append(block.id)
@@ -241,46 +197,101 @@ class _Run:
         ctx.entered_from_body = came_from is not None and came_from.id in block.body_region
         level = block.message_level if block.message_level is not None else ctx.default_message_level
         if level:
-            self.trace.record(Event.BLOCK_STARTED, {"block": block.id, "block_type": block.type_name,
-                                                    "step": self.steps,
-                                                    # _ms() inline: this runs at every Debug step
-                                                    "offset_ms": int((self.step_began - ctx.started) * 1e7 + .5) / 1e4})
-        return level
-
-    def _follow(self, block: CompiledBlock, outputs: dict[str, Any]) -> tuple[CompiledBlock | None, str]:
-        """The block after this one, and how it was reached: the block's port, or `set` then `next`."""
-        if isinstance(outputs, WithFailures):
-            kept = kept_failure(block, outputs)
-            if kept is not None:
-                raise kept
-        port = self.ctx.port
-        if port is not None:
-            return block.ports[port], port
-        if not block.reads_outputs:
-            return (block.links[0].target if block.links else None), "next"
-        if not outputs:  # nothing to overlay (Set, Start): the scope is read as it is
-            return block.route(self.ctx.scope), "next"
-        return self._set_and_choose(block, outputs), "next"
-
-    def _succeeded(self, block: CompiledBlock, outputs: dict[str, Any], following: CompiledBlock | None, via: str,
-                   level: MessageLevel, shown: dict[str, Any] | None) -> CompiledBlock | None:
+            self.trace.record(Event.BLOCK_STARTED, started_fields(block, self.steps, self.step_began - ctx.started))
+        shown: dict[str, Any] | None = None
+        try:
+            inputs = block.static_inputs
+            if inputs is None:
+                inputs, shown = self._render_inputs(block)
+            elif level and block.inputs:
+                shown = {name: evaluator.source for name, evaluator in block.inputs}
+            try:
+                outputs: dict[str, Any] = block.impl.run(inputs, ctx)  # type: ignore[assignment]  # `awaits` is False
+                if type(outputs) is not dict and not isinstance(outputs, Mapping):
+                    raise not_outputs(block, outputs)
+            except (RunError, InternalError):
+                raise
+            except Exception as exc:
+                raise block_raised(block, exc) from exc
+            if isinstance(outputs, WithFailures):
+                kept = kept_failure(block, outputs)
+                if kept is not None:
+                    raise kept
+            via = ctx.port
+            if via is not None:
+                following = block.ports[via]
+            else:
+                via = "next"
+                if not block.reads_outputs:
+                    following = block.links[0].target if block.links else None
+                elif not outputs:  # nothing to overlay (Set, Start): the scope is read as it is
+                    following = block.route(ctx.scope)
+                else:
+                    following = self._set_and_choose(block, outputs)
+        except Exception as exc:
+            return self._step_failed(block, exc, level, shown)
         self.outputs[block.id] = outputs
         if outputs:
             usage = outputs.get("usage")
             if usage:
                 self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
         if level:
-            self._emit_finished(block, self.step_began, following, "succeeded", shown, outputs, level, None, via)
+            self.trace.record(Event.BLOCK_FINISHED, finished_fields(block, self.step_began, following, "succeeded", shown,
+                                                                    outputs, level, None, via, ctx.scope.values))
         return following
 
-    def _step_failed(self, block: CompiledBlock, exc: Exception, level: MessageLevel,
-                     shown: dict[str, Any] | None) -> CompiledBlock | None:
-        began = self.step_began
-        if isinstance(exc, RunError):
-            return self._failed(block, exc.at_block(block.id), began, level, shown)
-        if isinstance(exc, InternalError):
-            return self._failed(block, exc, began, level, shown)
-        return self._failed(block, step_bug(block, exc), began, level, shown)  # the executor's own code: a bug
+    async def step(self, block: CompiledBlock, came_from: CompiledBlock | None) -> CompiledBlock | None:
+        """Run one block whose `run` is a coroutine: `step_now`'s twin, with an `await`."""
+        ctx = self.ctx
+        self.steps += 1
+        self.path.append(block.id)
+        ctx.current = block
+        ctx.port = None
+        ctx.entered_from_body = came_from is not None and came_from.id in block.body_region
+        level = block.message_level if block.message_level is not None else ctx.default_message_level
+        if level:
+            self.trace.record(Event.BLOCK_STARTED, started_fields(block, self.steps, self.step_began - ctx.started))
+        shown: dict[str, Any] | None = None
+        try:
+            inputs = block.static_inputs
+            if inputs is None:
+                inputs, shown = self._render_inputs(block)
+            elif level and block.inputs:
+                shown = {name: evaluator.source for name, evaluator in block.inputs}
+            try:
+                outputs: dict[str, Any] = await block.impl.run(inputs, ctx)  # type: ignore[misc]  # `awaits` is True
+                if type(outputs) is not dict and not isinstance(outputs, Mapping):
+                    raise not_outputs(block, outputs)
+            except (RunError, InternalError):
+                raise
+            except Exception as exc:
+                raise block_raised(block, exc) from exc
+            if isinstance(outputs, WithFailures):
+                kept = kept_failure(block, outputs)
+                if kept is not None:
+                    raise kept
+            via = ctx.port
+            if via is not None:
+                following = block.ports[via]
+            else:
+                via = "next"
+                if not block.reads_outputs:
+                    following = block.links[0].target if block.links else None
+                elif not outputs:  # nothing to overlay (Set, Start): the scope is read as it is
+                    following = block.route(ctx.scope)
+                else:
+                    following = self._set_and_choose(block, outputs)
+        except Exception as exc:
+            return self._step_failed(block, exc, level, shown)
+        self.outputs[block.id] = outputs
+        if outputs:
+            usage = outputs.get("usage")
+            if usage:
+                self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
+        if level:
+            self.trace.record(Event.BLOCK_FINISHED, finished_fields(block, self.step_began, following, "succeeded", shown,
+                                                                    outputs, level, None, via, ctx.scope.values))
+        return following
 
     def _render_inputs(self, block: CompiledBlock) -> tuple[BaseModel, dict[str, Any]]:
         scope = self.ctx.scope
@@ -306,115 +317,6 @@ class _Run:
             return block.route(scope)
         finally:
             scope.clear_overlay()
-
-    def _first_link_that_holds(self, block: CompiledBlock) -> CompiledBlock | None:
-        """After an ignored error: the first link whose `when` holds, a `when` that fails counting as false."""
-        scope = self.ctx.scope
-        for link in block.links:
-            when = link.when
-            if when is None:
-                return link.target
-            try:
-                if truthy(when.evaluate(scope)):
-                    return link.target
-            except TemplateError:
-                continue
-        return None
-
-    # -- a failed step: the error level decides ------------------------------------------------
-    def _failed(self, block: CompiledBlock, error: RunError | InternalError, began: float, level: MessageLevel,
-                shown: dict[str, Any] | None) -> CompiledBlock | None:
-        if isinstance(error, InternalError):
-            self._record_bug(block, error, error.__cause__, began, level, shown)
-            raise RunFailed(error)  # a bug fails the run whatever the error level
-        # Errors are kept at every message level, and come before the step's end.
-        self.trace.emit(Event.BLOCK_FAILED, block=block.id, block_type=block.type_name, error_type=error.type,
-                        message=error.message, duration_ms=_since(began))
-        error_level = block.error_level if block.error_level is not None else self.diagram.error_level
-        if level:
-            status = "ignored" if error_level is ErrorLevel.IGNORE else "failed"
-            self._emit_finished(block, began, None, status, shown, {}, level, error)
-        return self._apply_error_level(block, error, error_level)
-
-    def _apply_error_level(self, block: CompiledBlock, error: RunError, error_level: ErrorLevel) -> CompiledBlock | None:
-        record: dict[str, Any] = dict(error.as_dict())
-        self.errors.append(record)
-        scope = self.ctx.scope
-        if error_level is ErrorLevel.IGNORE:
-            record["ignored"] = True
-            scope.overlay(block.empty_outputs)
-            try:
-                return self._first_link_that_holds(block)
-            finally:
-                scope.clear_overlay()
-        if block.on_error is not None:
-            record["handled_by"] = block.on_error.id
-            scope.values["error"] = {"block": error.block, "type": error.type, "message": error.message}
-            return block.on_error
-        raise RunFailed(error)
-
-    def _record_bug(self, block: CompiledBlock, error: InternalError, cause: BaseException | None,
-                    began: float | None = None, level: MessageLevel | None = None,
-                    shown: dict[str, Any] | None = None) -> None:
-        """A bug ends the run failed; at Detailed the trace keeps its traceback for the report."""
-        fields: dict[str, Any] = {"block": block.id, "block_type": block.type_name, "error_type": error.type,
-                                  "message": error.message,
-                                  "duration_ms": _since(began if began is not None else self.step_began)}
-        shown_level = level if level is not None else self.ctx.message_level
-        if shown_level >= MessageLevel.DETAILED and cause is not None:
-            fields["traceback"] = "".join(traceback.format_exception(cause))
-        self.trace.emit(Event.BLOCK_FAILED, **fields)
-        if began is not None and level:
-            self._emit_finished(block, began, None, "failed", shown, {}, level, error)
-        self.errors.append(error.as_dict())
-
-    def _emit_finished(
-        self,
-        block: CompiledBlock,
-        began: float,
-        following: CompiledBlock | None,
-        status: str,
-        inputs: dict[str, Any] | None,
-        outputs: Mapping[str, Any],
-        level: MessageLevel,
-        error: RunError | InternalError | None,
-        via: str | None = None,
-    ) -> None:
-        fields: dict[str, Any] = {
-            "block": block.id,
-            "block_type": block.type_name,
-            "status": status,
-            "duration_ms": int((time.perf_counter() - began) * 1e7 + .5) / 1e4,  # _ms() inline: at every Debug step
-        }
-        if error is None:
-            fields["next"] = following.id if following is not None else None
-            fields["via"] = via
-        render = full_value if level >= _DETAILED else short_value
-        if inputs:
-            fields["inputs"] = {name: render(value) for name, value in inputs.items()}
-        if outputs:
-            fields["outputs"] = {name: render(value) for name, value in outputs.items()}
-        if block.set_items and error is None and via == "next":
-            values = self.ctx.scope.values
-            assigned = fields["set"] = {}
-            for name, _ in block.set_items:  # a loop, not a comprehension: this runs at every Debug step
-                assigned[name] = render(values.get(name))
-        self.trace.record(Event.BLOCK_FINISHED, fields)
-
-
-_DETAILED = MessageLevel.DETAILED
-"""Read from the module: `MessageLevel.DETAILED` is a lookup through the enum's metaclass, slow on a hot path."""
-
-
-def _since(began: float) -> float:
-    """Milliseconds from `began` (a perf_counter reading) to now, as block events give them."""
-    return _ms(time.perf_counter() - began)
-
-
-def _ms(seconds: float) -> float:
-    """Non-negative seconds as milliseconds to 0.1 µs; `round(x, 4)` gives the same and costs five times more."""
-    return int(seconds * 10_000_000 + 0.5) / 10_000
-
 
 @functools.cache
 def _host() -> str:
