@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
+import jsonschema_rs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.errors import DiagramInvalid, Problem, ToolError
@@ -256,6 +256,27 @@ class ToolRegistry:
         return None
 
 
+def _schema_problem(parameters: dict[str, Any]) -> str | None:
+    """Why a tool's `parameters` is not a JSON Schema (draft 2020-12) of an object, or None.
+
+    jsonschema-rs checks it against the meta-schema: importing the Python `jsonschema` took a
+    quarter of `diagrama validate` (its arguments check loads only when a run calls a tool). The
+    root's `$schema` is left out, as jsonschema's own `check_schema` ignores it: given an unknown
+    one, jsonschema-rs would try to fetch it over the network.
+    """
+    schema = {key: value for key, value in parameters.items() if key != "$schema"}
+    try:
+        jsonschema_rs.meta.validate(schema)
+    except jsonschema_rs.ValidationError as exc:
+        where = ".".join(str(part) for part in exc.instance_path)
+        return f"{exc.message} (at {where})" if where else exc.message
+    except (jsonschema_rs.ReferencingError, ValueError) as exc:  # a `$ref` it cannot follow, a value it cannot read
+        return str(exc)
+    if schema.get("type") != "object":
+        return "the top level must be 'type: object'"
+    return None
+
+
 def _tool_problem(problems: list[Problem], source: str, lines: LineMap, where: tuple[str | int, ...], field: str,
                   line: int | None, message: str, key: str, hint: str | None = None) -> None:
     problems.append(Problem(source, lines.line((*where, key)) or line, message, field=f"{field}.{key}", hint=hint,
@@ -379,12 +400,9 @@ class _Reading:
         if registry.groups and entry.group not in registry.groups and index >= 0:
             add(f"group '{entry.group}' is not declared in groups", "group",
                 f"declare it, or use one of: {', '.join(registry.groups)}")
-        try:
-            jsonschema.Draft202012Validator.check_schema(entry.parameters)
-            if entry.parameters.get("type") != "object":
-                raise jsonschema.SchemaError("the top level must be 'type: object'")
-        except jsonschema.SchemaError as exc:
-            add(f"parameters is not a valid JSON Schema: {exc.message}", "parameters")
+        problem = _schema_problem(entry.parameters)
+        if problem is not None:
+            add(f"parameters is not a valid JSON Schema: {problem}", "parameters")
         if function is not None:
             self.tools.append(Tool(entry, registry.registry, source, line, tuple(registry.allowed_hosts),
                                    lines.line((*where, "handler")) or line, folder=self.folder))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import http.server
 import textwrap
+import threading
 import uuid
 from pathlib import Path
 
@@ -256,3 +258,60 @@ def test_scores_travel_with_the_rows_when_two_selections_are_joined(tmp_path: Pa
     selected = [e for e in events if e["event"] == "tools_selected"]
     assert selected and len(selected[0]["tools"]) == 3
     assert all(isinstance(tool["score"], float) for tool in selected[0]["tools"])
+
+
+@pytest.mark.parametrize(("parameters", "message"), [
+    ("{type: object, properties: {x: {type: nonsense}}}",
+     "parameters is not a valid JSON Schema: \"nonsense\" is not valid under any of the schemas listed in the 'anyOf' "
+     "keyword (at properties.x.type)"),
+    ("{type: object, required: order_id}",
+     "parameters is not a valid JSON Schema: \"order_id\" is not of type \"array\" (at required)"),
+    ("{type: object, properties: {n: {type: string, minLength: -1}}}",
+     "parameters is not a valid JSON Schema: -1 is less than the minimum of 0 (at properties.n.minLength)"),
+    ("{type: array, items: {type: string}}",
+     "parameters is not a valid JSON Schema: the top level must be 'type: object'"),
+    ("[1, 2]", "Input should be a valid dictionary"),  # the registry's own model refuses it first
+])
+def test_a_tools_parameters_must_be_a_json_schema_of_an_object(tmp_path: Path, parameters: str, message: str) -> None:
+    path, _ = make_registry(tmp_path, f"""
+        - function: t
+          handler: MODULE:status
+          group: orders
+          description: d
+          parameters: {parameters}
+    """)
+    with pytest.raises(DiagramInvalid) as caught:
+        load(tmp_path, path)
+    assert [p.field for p in caught.value.problems] == ["tools[0].parameters"]
+    assert message in caught.value.problems[0].message
+
+
+def test_a_schemas_own_schema_uri_is_never_fetched(tmp_path: Path) -> None:
+    hits: list[str] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # the standard library's name
+            hits.append(self.path)
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        uri = f"http://127.0.0.1:{server.server_port}/meta"
+        path, _ = make_registry(tmp_path, f"""
+            - function: t
+              handler: MODULE:status
+              group: orders
+              description: d
+              parameters: {{"$schema": "{uri}", type: object, properties: {{x: {{type: string}}}}}}
+        """)
+        registries = load(tmp_path, path)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert hits == [] and registries.tools["t"].entry.parameters["$schema"] == uri  # checked as draft 2020-12, kept
