@@ -46,7 +46,7 @@ from engine.runtime.error_levels import ErrorLevels
 from engine.runtime.failures import block_raised, bug, kept_failure, not_outputs
 from engine.runtime.result import RunResult
 from engine.runtime.step_events import finished_fields, milliseconds, since, started_fields
-from engine.runtime.trace import Console, Event, Trace, new_run_id
+from engine.runtime.trace import SLOW_STEP_S, Console, Event, Trace, new_run_id
 
 __all__ = ["RunResult", "execute"]
 
@@ -134,8 +134,9 @@ class _Run(ErrorLevels):
         came_from: CompiledBlock | None = None
         while block is not None:
             now = time.perf_counter()
-            if trace.pending:  # the last step's lines: written now if it was slow (trace.py says when)
-                trace.step_ended(self.step_began, now)
+            # The last step's lines: written now if it was slow, or a while after the last write (trace.py).
+            if trace.pending and (now >= trace.flush_due_at or now - self.step_began >= SLOW_STEP_S):
+                trace.flush()
             self.step_began = now
             # Checked first, as LangGraph's loop does: a step that may not run never starts.
             if trace.failure is not None:

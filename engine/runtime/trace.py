@@ -33,6 +33,7 @@ __all__ = [
     "EVENT_LEVELS",
     "REDACTED",
     "SECRET_HEADERS",
+    "SLOW_STEP_S",
     "Console",
     "Event",
     "Trace",
@@ -85,7 +86,7 @@ its own batch, so lines and trace reach the person and the disk together. When i
 
 _BATCH_BYTES = 16 * 1024
 """A batch of lines is written once it is this large (a few dozen Debug steps)."""
-_SLOW_STEP_S = 0.001
+SLOW_STEP_S = 0.001
 """A step at least this long (a request, a tool) writes the batch when it ends; one write is cheap beside it."""
 _FLUSH_AFTER_S = 0.05
 """No line waits longer than this much run time behind a step's end (a person watching, a crash)."""
@@ -226,9 +227,11 @@ class Trace:
         """Why the trace file stopped being written (a full disk), or None: the sink's, copied after each write
         (a plain attribute, as the executor looks at it before every step)."""
         self.pending = self._sink.pending
-        """Lines not yet written (the executor looks before asking for `step_ended`)."""
+        """Lines not yet written. The executor writes them at a step's end when the step took SLOW_STEP_S or more,
+        or the clock passed `flush_due_at`: a check it makes inline, as it runs after every Debug step."""
         self._scheduled = False
-        self._written_at = time.perf_counter()
+        self.flush_due_at = time.perf_counter() + _FLUSH_AFTER_S
+        """When the lines pending now are written at the latest, at a step's end (perf_counter time)."""
         self._level = level
         self._observers: list[Callable[[dict[str, Any]], object]] = []
         self._console_events: frozenset[str] | None = getattr(console, "events", None)
@@ -273,8 +276,9 @@ class Trace:
         chain = self._chains.get(event)
         if chain is None:
             chain = self._chain(event)
-        for step in chain:
-            step(fields)
+        if chain:  # most events of a run without console or observers have none
+            for step in chain:
+                step(fields)
         try:
             line = orjson.dumps(fields, default=json_default, option=orjson.OPT_APPEND_NEWLINE)
         except TypeError:  # 2 ** 70, an object json_default does not know: the writer that never refuses
@@ -304,15 +308,9 @@ class Trace:
         self._scheduled = False
         self.flush()
 
-    def step_ended(self, began: float, now: float) -> None:
-        """A step that began at `began` ended at `now` (perf_counter readings): write the batch after a slow
-        block or a while."""
-        if now - began >= _SLOW_STEP_S or now - self._written_at >= _FLUSH_AFTER_S:
-            self.flush()
-
     def flush(self) -> None:
         """Write the pending lines, and let the console show its own."""
-        self._written_at = time.perf_counter()
+        self.flush_due_at = time.perf_counter() + _FLUSH_AFTER_S
         if self._sink.pending:
             self._sink.write()
             self.failure = self._sink.failure
