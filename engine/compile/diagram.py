@@ -64,6 +64,7 @@ class CompiledBlock:
         "set_items",
         "static_inputs",
         "type_name",
+        "written_inputs",
     )
 
     def __init__(self, impl: Block, line: int | None) -> None:
@@ -78,6 +79,8 @@ class CompiledBlock:
         self.deferred: dict[str, Evaluator] = {}
         self.inputs_model: type[BaseModel] = type(impl).Inputs
         self.static_inputs: BaseModel | None = None
+        self.written_inputs: dict[str, Any] | None = None
+        """With `static_inputs`, the inputs as written, for the trace (None when the block has none)."""
         self.set_items: list[tuple[str, Evaluator]] = []
         self.links: list[CompiledLink] = []
         self.on_error: CompiledBlock | None = None

@@ -204,8 +204,8 @@ class _Run(ErrorLevels):
             inputs = block.static_inputs
             if inputs is None:
                 inputs, shown = self._render_inputs(block)
-            elif level and block.inputs:
-                shown = {name: evaluator.source for name, evaluator in block.inputs}
+            elif level:
+                shown = block.written_inputs
             try:
                 outputs: dict[str, Any] = block.impl.run(inputs, ctx)  # type: ignore[assignment]  # `awaits` is False
                 if type(outputs) is not dict and not isinstance(outputs, Mapping):
@@ -257,8 +257,8 @@ class _Run(ErrorLevels):
             inputs = block.static_inputs
             if inputs is None:
                 inputs, shown = self._render_inputs(block)
-            elif level and block.inputs:
-                shown = {name: evaluator.source for name, evaluator in block.inputs}
+            elif level:
+                shown = block.written_inputs
             try:
                 outputs: dict[str, Any] = await block.impl.run(inputs, ctx)  # type: ignore[misc]  # `awaits` is True
                 if type(outputs) is not dict and not isinstance(outputs, Mapping):

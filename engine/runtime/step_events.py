@@ -67,8 +67,10 @@ def finished_fields(
         fields["next"] = following.id if following is not None else None
         fields["via"] = via
     render = full_value if level >= _DETAILED else short_value
-    if inputs:
-        fields["inputs"] = {name: render(value) for name, value in inputs.items()}
+    if inputs:  # a loop, as below: a comprehension is a function call of its own
+        shown = fields["inputs"] = {}
+        for name, value in inputs.items():
+            shown[name] = value if type(value) in _SHOWN_AS_THEY_ARE else render(value)
     if outputs:
         fields["outputs"] = {name: render(value) for name, value in outputs.items()}
     if block.set_items and error is None and via == "next":

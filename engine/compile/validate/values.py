@@ -203,6 +203,7 @@ def _check_constants(c: Compilation, compiled: CompiledBlock, constants: dict[st
         return
     if not templated:
         compiled.static_inputs = instance
+        compiled.written_inputs = {name: evaluator.source for name, evaluator in compiled.inputs} or None
     checked.update(instance.model_dump() if not templated else _read_tables(c, constants))
     compiled.impl.check(checked, report)
 
