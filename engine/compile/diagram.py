@@ -30,6 +30,17 @@ if TYPE_CHECKING:
 __all__ = ["CompiledBlock", "CompiledLink", "Diagram"]
 
 
+def _awaits(block_type: type[Block]) -> bool:
+    """Whether the type's `run` is a coroutine function: asked once per type, not per block (a thousand-block load)."""
+    found = _AWAITS.get(block_type)
+    if found is None:
+        found = _AWAITS[block_type] = inspect.iscoroutinefunction(block_type.run)
+    return found
+
+
+_AWAITS: dict[type[Block], bool] = {}
+
+
 class CompiledLink:
     __slots__ = ("index", "kind", "target", "when")
 
@@ -47,7 +58,6 @@ class CompiledBlock:
         "awaits",
         "body_region",
         "deferred",
-        "empty_outputs",
         "error_level",
         "id",
         "impl",
@@ -71,7 +81,7 @@ class CompiledBlock:
         self.id: str = impl.id
         self.type_name: str = type(impl).type_name
         self.impl = impl
-        self.awaits = inspect.iscoroutinefunction(type(impl).run)
+        self.awaits = _awaits(type(impl))
         """Whether `run` is a coroutine (a request); a plain `run` (Set, Loop) steps without one."""
         self.line = line
         self.label: str | None = impl.spec.label
@@ -90,7 +100,6 @@ class CompiledBlock:
         self.body_region: frozenset[str] = frozenset()
         self.reads_outputs = True
         """False when no `set` and only one unconditional link: the step skips templating."""
-        self.empty_outputs: dict[str, Any] = type(impl).empty_outputs()
         self.route: Route = self._first_route
         """`set` applied, then the next block chosen (engine.compile.routes); written on the block's first step."""
 

@@ -8,6 +8,7 @@ result is plain Python data plus a ``LineMap`` from a value's path to its line.
 
 from __future__ import annotations
 
+import operator
 from pathlib import Path
 from typing import Any
 
@@ -34,26 +35,34 @@ _BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 class _Loader(_BaseLoader):  # type: ignore[misc]  # libyaml's class when present
     """Resolves implicit tags with a memo: diagrams repeat the same keys and values."""
 
-    _memo: dict[str, str] = {}  # noqa: RUF012  # shared on purpose: a pure function of the text
-
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        # Called from libyaml for every untagged node: keep it to a lookup.
-        if kind is yaml.ScalarNode:
+        # Called from libyaml for every untagged node (a quarter of composing): a lookup, names read as globals.
+        if kind is _SCALAR_NODE:
             if not implicit[0]:
                 return _STR_TAG  # quoted: always a string
-            tag = self._memo.get(value)
+            tag = _RESOLVED.get(value)
             if tag is None:
+                if value and value[0] not in _IMPLICIT_STARTS:
+                    return _STR_TAG  # no implicit type (number, bool, null, date) begins with this: text
                 tag = super().resolve(kind, value, implicit)
-                if len(value) <= 64 and len(self._memo) < 100_000:
-                    self._memo[value] = tag
+                if len(value) <= 64 and len(_RESOLVED) < 100_000:
+                    _RESOLVED[value] = tag
             return tag
-        return _MAP_TAG if kind is yaml.MappingNode else _SEQ_TAG
+        return _MAP_TAG if kind is _MAPPING_NODE else _SEQ_TAG
 
-    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-        return None  # no path resolvers are registered
+    # No path resolvers are registered, so these do nothing; libyaml's composer still calls them for every
+    # node. Functions written in C that do nothing with their arguments cost no Python frame:
+    descend_resolver = operator.is_  # (parent, index) → a bool nobody reads
+    ascend_resolver = tuple  # () → the empty tuple
 
-    def ascend_resolver(self) -> None:
-        return None
+
+_RESOLVED: dict[str, str] = {}
+"""Plain scalar → its tag, shared by every load: a pure function of the text."""
+_SCALAR_NODE = yaml.ScalarNode
+_IMPLICIT_STARTS = frozenset(key for key in _BaseLoader.yaml_implicit_resolvers if key)
+"""First characters of a plain scalar that some implicit resolver (int, float, bool, null, timestamp, merge) may
+claim; a scalar beginning with any other is a string, which is most of a diagram (ids, names, templates)."""
+_MAPPING_NODE = yaml.MappingNode
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _SCALAR_TAGS = {
     "tag:yaml.org,2002:str",
