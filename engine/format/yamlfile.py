@@ -142,9 +142,12 @@ class _Builder:
                 self._problem(node, f"unsupported YAML tag {node.tag!r}", "use a plain list")
                 return []
             items = []
+            marks = self.lines._marks  # the builder fills the map it owns
             for index, child in enumerate(node.value):
-                self.lines.record((*path, index), child.start_mark.line + 1, child.start_mark.column + 1)
-                items.append(self.build(child, (*path, index)))
+                child_path = (*path, index)
+                mark = child.start_mark
+                marks[child_path] = (mark.line + 1, mark.column + 1)
+                items.append(self.build(child, child_path))
             return items
         if isinstance(node, yaml.MappingNode):
             if node.tag != _MAP_TAG:
@@ -201,7 +204,7 @@ class _Builder:
             seen[key] = line
             child_path = (*path, key)
             marks[child_path] = (line, mark.column + 1)
-            if type(value_node) is yaml.ScalarNode:  # the common case, without the dispatch in build()
+            if type(value_node) is _SCALAR_NODE:  # the common case, without the dispatch in build()
                 self.nodes += 1
                 result[key] = value_node.value if value_node.tag == _STR_TAG else self._scalar(value_node)
             else:
