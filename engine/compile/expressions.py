@@ -107,7 +107,8 @@ class _Writer:
 
     def constant(self, value: Any) -> str:
         """A literal as Python text: its repr where that reads back as the same value, else a named constant."""
-        if isinstance(value, str | bool | int | type(None)) or (type(value) is float and math.isfinite(value)):
+        if isinstance(value, str | bool | type(None)) or (type(value) is int and value.bit_length() < 64) \
+                or (type(value) is float and math.isfinite(value)):
             return repr(value)  # a str's repr is always a valid literal of that same str
         name = self.temporary()
         self.namespace[name] = value
