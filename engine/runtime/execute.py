@@ -45,7 +45,7 @@ from engine.runtime.context import RunContext, Services
 from engine.runtime.error_levels import ErrorLevels
 from engine.runtime.failures import block_raised, bug, kept_failure, not_outputs
 from engine.runtime.result import RunResult
-from engine.runtime.step_events import finished_fields, milliseconds, since, started_fields
+from engine.runtime.step_events import finished_fields, since, started_fields
 from engine.runtime.trace import SLOW_STEP_S, Console, Event, Trace, new_run_id
 
 __all__ = ["RunResult", "execute"]
@@ -162,7 +162,7 @@ class _Run(ErrorLevels):
 
     def _finish(self, status: str) -> str:
         self.trace.emit(Event.RUN_FINISHED, status=status, steps=self.steps, path=self.path, errors=self.errors,
-                        duration_ms=milliseconds(time.perf_counter() - self.started))
+                        duration_ms=round((time.perf_counter() - self.started) * 1000, 3))  # once a run: as before
         self.trace.close()
         failure = self.trace.failure
         if failure is not None and not any(e["type"] == TraceWriteFailed.type for e in self.errors):
