@@ -54,7 +54,7 @@ class Redactor:
             if secret in text:
                 text = text.replace(secret, REDACTED)
         # Each `in` is a pass over the text: a masked form is looked for only where one could be a key's.
-        hinted = "sk-ant-" in text or "gsk_" in text or "AIza" in text
+        hinted = "sk-ant-" in text or "gsk_" in text or ("z" in text and "AIza" in text)
         if (self._secrets or hinted) and ("**" in text or ".." in text or "…" in text):
             if self._secrets:
                 text = _MASKED_TEXT.sub(self._masked_text, text)
@@ -71,7 +71,8 @@ class Redactor:
                 data = data.replace(secret, _REDACTED_BYTES)
         # A trace batch is 16 KB or more and each `in` a pass over it: the masked forms are looked
         # for only where one could be a key's (a registered secret, or a vendor key's prefix).
-        hinted = b"sk-ant-" in data or b"gsk_" in data or b"AIza" in data
+        # A byte is found by memchr, many times faster than a word: no "z", no Google key (JSON has few z's).
+        hinted = b"sk-ant-" in data or b"gsk_" in data or (b"z" in data and b"AIza" in data)
         if (self._secrets or hinted) and (b"**" in data or b".." in data or _ELLIPSIS in data):
             if self._secrets:
                 data = _MASKED_BYTES.sub(self._masked_bytes, data)
