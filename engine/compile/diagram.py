@@ -34,7 +34,9 @@ def _awaits(block_type: type[Block]) -> bool:
     """Whether the type's `run` is a coroutine function: asked once per type, not per block (a thousand-block load)."""
     found = _AWAITS.get(block_type)
     if found is None:
-        found = _AWAITS[block_type] = inspect.iscoroutinefunction(block_type.run)
+        run = block_type.run
+        # A decorated `async def run` (functools.wraps) is a plain function that returns a coroutine: awaited too.
+        found = _AWAITS[block_type] = inspect.iscoroutinefunction(run) or inspect.iscoroutinefunction(inspect.unwrap(run))
     return found
 
 

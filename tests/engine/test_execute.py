@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import gc
 import json
 import os
@@ -580,3 +581,33 @@ def test_a_set_value_fails_with_its_templates_own_error_type(write, runner, temp
           - {{id: s, type: Set, set: {{x: "{template}"}}}}
     """)
     assert runner.run(path).errors == [{"block": "s", "type": kind, "message": message}]
+
+
+def _logged(run: Any) -> Any:
+    """A decorator as plug-ins write them: a plain wrapper, `functools.wraps` naming what it wraps."""
+
+    @functools.wraps(run)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return run(*args, **kwargs)
+
+    return wrapper
+
+
+class DecoratedHalf(Block):
+    class Outputs(BaseModel):
+        ratio: float
+
+    @_logged
+    async def run(self, inputs: Any, context: RunContext) -> dict[str, Any]:
+        return {"ratio": context.scope.values["n"] / 2}
+
+
+def test_a_decorated_async_run_is_awaited(write, tmp_path) -> None:
+    runner = Runner(BlockRegistry((Start, Set, DecoratedHalf)), tmp_path)
+    result = runner.run(write("""
+        diagram: d
+        blocks:
+          - {id: start, type: Start, inputs: {n: 3}, next: half}
+          - {id: half, type: DecoratedHalf, set: {h: "{{ ratio }}"}}
+    """))
+    assert result.status == "succeeded" and result.variables["h"] == 1.5
