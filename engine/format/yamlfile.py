@@ -178,6 +178,7 @@ class _Builder:
         result: dict[str, Any] = {}
         seen: dict[str, int] = {}
         marks = self.lines._marks  # the builder fills the map it owns
+        scalars = 0  # added to `nodes` at the end: the text bounds one mapping's entries, build() the expansion
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE_TAG:
                 merged = self.build(value_node, path)
@@ -187,7 +188,7 @@ class _Builder:
                         for key, value in source.items():
                             result.setdefault(key, value)
                 continue
-            if not isinstance(key_node, yaml.ScalarNode):
+            if type(key_node) is not _SCALAR_NODE:
                 self._problem(key_node, "a mapping key must be a plain string")
                 continue
             # Keys are always names in our formats: keep them as written ("on", "no", "1").
@@ -205,10 +206,11 @@ class _Builder:
             child_path = (*path, key)
             marks[child_path] = (line, mark.column + 1)
             if type(value_node) is _SCALAR_NODE:  # the common case, without the dispatch in build()
-                self.nodes += 1
+                scalars += 1
                 result[key] = value_node.value if value_node.tag == _STR_TAG else self._scalar(value_node)
             else:
                 result[key] = self.build(value_node, child_path)
+        self.nodes += scalars
         return result
 
 
