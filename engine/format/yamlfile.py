@@ -59,6 +59,7 @@ class _Loader(_BaseLoader):  # type: ignore[misc]  # libyaml's class when presen
 _RESOLVED: dict[str, str] = {}
 """Plain scalar → its tag, shared by every load: a pure function of the text."""
 _SCALAR_NODE = yaml.ScalarNode
+_SEQUENCE_NODE = yaml.SequenceNode
 _IMPLICIT_STARTS = frozenset(key for key in _BaseLoader.yaml_implicit_resolvers if key)
 """First characters of a plain scalar that some implicit resolver (int, float, bool, null, timestamp, merge) may
 claim; a scalar beginning with any other is a string, which is most of a diagram (ids, names, templates)."""
@@ -121,23 +122,24 @@ class _Builder:
         self.nodes += 1
         if self.nodes > MAX_NODES:
             raise DocumentTooLarge(node.start_mark.line + 1)
-        if isinstance(node, yaml.ScalarNode):
+        if type(node) is _SCALAR_NODE:
             return self._scalar(node)
-        if id(node) in self._open:
+        identity = id(node)
+        if identity in self._open:
             self._problem(node, "an alias refers to a list or mapping it is part of", "a value cannot contain itself")
             return None
         if len(path) >= MAX_DEPTH:
             self._problem(node, f"lists and mappings are nested more than {MAX_DEPTH} levels deep",
                           "flatten the structure")
             return None
-        self._open.add(id(node))
+        self._open.add(identity)
         try:
             return self._collection(node, path)
         finally:
-            self._open.discard(id(node))
+            self._open.discard(identity)
 
     def _collection(self, node: yaml.Node, path: Path_) -> Any:
-        if isinstance(node, yaml.SequenceNode):
+        if type(node) is _SEQUENCE_NODE:
             if node.tag != _SEQ_TAG:
                 self._problem(node, f"unsupported YAML tag {node.tag!r}", "use a plain list")
                 return []
@@ -149,7 +151,7 @@ class _Builder:
                 marks[child_path] = (mark.line + 1, mark.column + 1)
                 items.append(self.build(child, child_path))
             return items
-        if isinstance(node, yaml.MappingNode):
+        if type(node) is _MAPPING_NODE:
             if node.tag != _MAP_TAG:
                 self._problem(node, f"unsupported YAML tag {node.tag!r}", "use a plain mapping")
                 return {}
