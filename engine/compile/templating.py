@@ -13,7 +13,7 @@ import re
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import jinja2
 import orjson
@@ -202,21 +202,17 @@ class _Name(Evaluator):
     def evaluate(self, scope: Scope) -> Any:
         value = scope.lookup(self.name)
         if value is _MISSING:
-            raise _name_undefined(self.name)
+            _name_undefined(self.name)
         return value
 
     def python_code(self, prefix: str) -> Inline | None:
         name = f"_{prefix}name"
         return Inline(PythonCode(f"(o[{name}] if {name} in o else v[{name}] if {name} in v else _name_undefined({name}))",
-                                 {name: self.name, "_name_undefined": _raise_name_undefined}), checked=True)
+                                 {name: self.name, "_name_undefined": _name_undefined}), checked=True)
 
 
-def _name_undefined(name: str) -> TemplateError:
-    return TemplateError(f"'{name}' is undefined")
-
-
-def _raise_name_undefined(name: str) -> Any:
-    raise _name_undefined(name)
+def _name_undefined(name: str) -> NoReturn:
+    raise TemplateError(f"'{name}' is undefined")
 
 
 class _Compiled(Evaluator):

@@ -149,9 +149,8 @@ class RunContext:
 
     def emit(self, event: str, **fields: Any) -> None:
         """Write an event about the current block, if its message level keeps it."""
-        current = self.current
-        level = current.message_level
-        if (self.default_message_level if level is None else level) >= EVENT_LEVELS.get(event, _DEBUG):
+        if self.message_level >= EVENT_LEVELS.get(event, _DEBUG):
+            current = self.current
             self.trace.record(event, {"block": current.id, "block_type": current.type_name, **fields})
 
     def has_input(self, name: str) -> bool:

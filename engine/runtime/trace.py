@@ -114,16 +114,15 @@ class _Sink:
     """The logger at the end of the chain: redacts secrets and writes batches of whole lines.
 
     A write that fails (ENOSPC, EIO) stops the file: the part of a line it wrote is cut
-    off again where the file can be truncated, and the error is kept in `failure`.
+    off again where the file can be truncated, and `write` returns the error (the trace keeps it).
     """
 
-    __slots__ = ("_file", "_size", "count", "failure", "pending", "scrub")
+    __slots__ = ("_file", "_size", "count", "pending", "scrub")
 
     def __init__(self, file: IO[bytes] | None, scrub: Callable[[bytes], bytes]) -> None:
         self._file = file
         self._size = _size_of(file)
         self.count = 0
-        self.failure: OSError | None = None
         self.pending = bytearray()
         """Rendered lines, each ending in a newline, not yet written (the same buffer for the sink's life).
 
@@ -132,11 +131,12 @@ class _Sink:
         times slower (its buffers no longer come back from the allocator's free lists)."""
         self.scrub = scrub
 
-    def write(self) -> None:
-        """Write the pending lines, secrets redacted: one pass over the batch, as none spans two lines."""
+    def write(self) -> OSError | None:
+        """Write the pending lines, secrets redacted: one pass over the batch, as none spans two lines.
+        The error that stopped the file, if this write met one."""
         file = self._file
         if file is None or not self.pending:
-            return
+            return None
         data = self.scrub(bytes(self.pending))
         self.pending.clear()
         done = 0
@@ -153,14 +153,14 @@ class _Sink:
                     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
                 done += written
         except OSError as exc:
-            self._stop(file, exc, kept=data.rfind(b"\n", 0, done) + 1)
-            return
+            self._stop(file, kept=data.rfind(b"\n", 0, done) + 1)
+            return exc
         self._size += done
+        return None
 
-    def _stop(self, file: IO[bytes], exc: OSError, kept: int) -> None:
+    def _stop(self, file: IO[bytes], kept: int) -> None:
         self._file = None
         self.pending.clear()
-        self.failure = exc
         # Keep the whole lines written, drop a torn one; devices such as /dev/full refuse to truncate, which is fine.
         with contextlib.suppress(OSError, ValueError):
             file.truncate(self._size + kept)
@@ -222,10 +222,8 @@ class Trace:
         self._console = console
         self._console_flush: Callable[[], object] | None = getattr(console, "flush", None)
         self._sink = _Sink(file, self._scrub_secrets)
-        self._sink.failure = opened
         self.failure: OSError | None = opened
-        """Why the trace file stopped being written (a full disk), or None: the sink's, copied after each write
-        (a plain attribute, as the executor looks at it before every step)."""
+        """Why the trace file stopped being written (a full disk), or None (the executor looks before every step)."""
         self.pending = self._sink.pending
         """Lines not yet written. The executor writes them at a step's end when the step took SLOW_STEP_S or more,
         or the clock passed `flush_due_at`: a check it makes inline, as it runs after every Debug step."""
@@ -312,8 +310,9 @@ class Trace:
         """Write the pending lines, and let the console show its own."""
         self.flush_due_at = time.perf_counter() + _FLUSH_AFTER_S
         if self._sink.pending:
-            self._sink.write()
-            self.failure = self._sink.failure
+            failed = self._sink.write()
+            if failed is not None:
+                self.failure = failed
         if self._console_flush is not None:
             self._console_flush()
 
@@ -336,8 +335,7 @@ class Trace:
             try:
                 owned.close()
             except OSError as exc:
-                self._sink.failure = self._sink.failure or exc
-                self.failure = self._sink.failure
+                self.failure = self.failure or exc
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
