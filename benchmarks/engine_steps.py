@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from blocks.registry import registry
 from engine import MessageLevel, execute
@@ -137,7 +138,9 @@ def cli_figures(args: argparse.Namespace, machine: dict[str, str]) -> dict[str, 
     return figures
 
 
-def langgraph_counter(steps: int, repeat: int, clock: Callable[[], float] = time.perf_counter) -> float | None:
+def langgraph_counter_app(steps: int) -> Any | None:
+    """LangGraph's counter cycle, compiled: one node adds 1, a conditional edge loops until `steps`
+    (None when LangGraph is not installed). `invoke({"i": 0}, {"recursion_limit": steps + 10})` runs it."""
     try:
         from typing import TypedDict
 
@@ -155,7 +158,13 @@ def langgraph_counter(steps: int, repeat: int, clock: Callable[[], float] = time
     graph.add_node("count", count)
     graph.add_edge(START, "count")
     graph.add_conditional_edges("count", lambda s: "count" if s["i"] < steps else END)
-    app = graph.compile()
+    return graph.compile()
+
+
+def langgraph_counter(steps: int, repeat: int, clock: Callable[[], float] = time.perf_counter) -> float | None:
+    app = langgraph_counter_app(steps)
+    if app is None:
+        return None
     per_step = []
     for _ in range(repeat + 1):
         began = clock()

@@ -48,16 +48,9 @@ asyncio.run(execute(diagram, runs_dir=folder / "runs", message_level=MessageLeve
 
 _LANGGRAPH = """
 import sys
-from typing import TypedDict
-from langgraph.graph import END, START, StateGraph
+from benchmarks.engine_steps import langgraph_counter_app
 steps = int(sys.argv[1])
-class State(TypedDict):
-    i: int
-graph = StateGraph(State)
-graph.add_node("count", lambda state: {"i": state["i"] + 1})
-graph.add_edge(START, "count")
-graph.add_conditional_edges("count", lambda s: "count" if s["i"] < steps else END)
-assert graph.compile().invoke({"i": 0}, {"recursion_limit": steps + 10})["i"] == steps
+assert langgraph_counter_app(steps).invoke({"i": 0}, {"recursion_limit": steps + 10})["i"] == steps
 """
 
 

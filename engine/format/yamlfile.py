@@ -58,11 +58,12 @@ class _Loader(_BaseLoader):  # type: ignore[misc]  # libyaml's class when presen
 
 _RESOLVED: dict[str, str] = {}
 """Plain scalar → its tag, shared by every load: a pure function of the text."""
-_SCALAR_NODE = yaml.ScalarNode
-_SEQUENCE_NODE = yaml.SequenceNode
 _IMPLICIT_STARTS = frozenset(key for key in _BaseLoader.yaml_implicit_resolvers if key)
 """First characters of a plain scalar that some implicit resolver (int, float, bool, null, timestamp, merge) may
 claim; a scalar beginning with any other is a string, which is most of a diagram (ids, names, templates)."""
+# The node classes, read as globals on the hot paths (a module attribute costs a lookup each time).
+_SCALAR_NODE = yaml.ScalarNode
+_SEQUENCE_NODE = yaml.SequenceNode
 _MAPPING_NODE = yaml.MappingNode
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _SCALAR_TAGS = {
