@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ahocorasick_rs import BytesAhoCorasick
 from pydantic import BaseModel
 
 from engine.format.tables import DataTable
@@ -36,13 +37,19 @@ class Redactor:
     The secrets stay inside (no repr shows them); hand a Redactor around, not the keys.
     """
 
-    __slots__ = ("_byte_secrets", "_secrets")
+    __slots__ = ("_byte_secrets", "_bytes_to_scrub", "_secrets")
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         unique = {s for s in secrets if s and len(s) >= _MIN_SECRET}
         # Longest first, so a key that contains another is replaced whole.
         self._secrets = tuple(sorted(unique, key=len, reverse=True))
         self._byte_secrets = tuple(s.encode() for s in self._secrets)
+        # Everything whose presence in a batch means `encoded` may change it: a secret, a vendor key's
+        # prefix, and with secrets, a mask (which may hide one). Found in one pass (Aho-Corasick, in Rust).
+        clues = [*self._byte_secrets, *(hint.encode() for hint in _HINTS)]
+        if self._secrets:
+            clues += [b"**", b"..", _ELLIPSIS]
+        self._bytes_to_scrub = BytesAhoCorasick(clues)
 
     def __repr__(self) -> str:
         return f"Redactor({len(self._secrets)} secrets)"
@@ -64,15 +71,20 @@ class Redactor:
             text = _KEY_TEXT.sub(REDACTED, text)
         return text
 
-    def encoded(self, data: bytes) -> bytes:
-        """The same for UTF-8 bytes (a trace line): each secret's bytes, the vendor keys, the masked forms."""
+    def encoded(self, data: bytes | bytearray) -> bytes | bytearray:
+        """The same for UTF-8 bytes (a trace batch): each secret's bytes, the vendor keys, the masked forms.
+
+        `data` itself when nothing in it needs scrubbing (nearly always): one pass over it tells, about
+        thirty times faster than the `in` tests below (each a pass of its own, 0.3–0.5 ns a byte).
+        """
+        if not self._bytes_to_scrub.find_matches_as_indexes(data):
+            return data
+        data = bytes(data)
         for secret in self._byte_secrets:
             if secret in data:
                 data = data.replace(secret, _REDACTED_BYTES)
-        # A trace batch is 16 KB or more and each `in` a pass over it: the masked forms are looked
-        # for only where one could be a key's (a registered secret, or a vendor key's prefix).
-        # A byte is found by memchr, many times faster than a word: no "z", no Google key (JSON has few z's).
-        hinted = b"sk-ant-" in data or b"gsk_" in data or (b"z" in data and b"AIza" in data)
+        # The masked forms are looked for only where one could be a key's (a secret, a vendor key's prefix).
+        hinted = b"sk-ant-" in data or b"gsk_" in data or b"AIza" in data
         if (self._secrets or hinted) and (b"**" in data or b".." in data or _ELLIPSIS in data):
             if self._secrets:
                 data = _MASKED_BYTES.sub(self._masked_bytes, data)

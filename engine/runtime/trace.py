@@ -119,7 +119,7 @@ class _Sink:
 
     __slots__ = ("_file", "_size", "count", "pending", "scrub")
 
-    def __init__(self, file: IO[bytes] | None, scrub: Callable[[bytes], bytes]) -> None:
+    def __init__(self, file: IO[bytes] | None, scrub: Callable[[bytearray], bytes | bytearray]) -> None:
         self._file = file
         self._size = _size_of(file)
         self.count = 0
@@ -137,24 +137,24 @@ class _Sink:
         file = self._file
         if file is None or not self.pending:
             return None
-        data = self.scrub(bytes(self.pending))
-        self.pending.clear()
+        data = self.scrub(self.pending)  # the batch itself when nothing in it is a secret: no copy
         done = 0
         try:
             # A raw file writes with one os.write; it may write part of the batch when the
             # disk fills, and the next write then raises ENOSPC.
-            view = memoryview(data)
-            while done < len(data):
-                written = file.write(view[done:])
-                if written is None:  # a buffered writer: it wrote everything or raised
-                    done = len(data)
-                    break
-                if written <= 0:
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-                done += written
+            with memoryview(data) as view:  # released before the batch is cleared (a bytearray in view keeps its size)
+                while done < len(data):
+                    written = file.write(view[done:])
+                    if written is None:  # a buffered writer: it wrote everything or raised
+                        done = len(data)
+                        break
+                    if written <= 0:
+                        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                    done += written
         except OSError as exc:
             self._stop(file, kept=data.rfind(b"\n", 0, done) + 1)
             return exc
+        self.pending.clear()
         self._size += done
         return None
 
@@ -257,7 +257,7 @@ class Trace:
         self._observers.append(observer)
         self._chains.clear()
 
-    def _scrub_secrets(self, lines: bytes) -> bytes:
+    def _scrub_secrets(self, lines: bytearray) -> bytes | bytearray:
         return self.redactor.encoded(lines)
 
     def redact(self, text: str) -> str:
