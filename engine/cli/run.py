@@ -56,36 +56,38 @@ class SchemaKind(StrEnum):
 class ConsoleLines:
     """The per-block lines of a run on stderr: plain text, formatted once per event, written in batches.
 
-    No rich here: a line costs about what its trace event costs. The trace calls `flush`
-    whenever it writes its own batch (the run waits on a request, a slow block ends, an
-    error, the run's end), so the lines appear as the trace grows. Each batch is scrubbed
-    of secrets in one pass before it is written. A reader that went away (a closed pipe)
-    silences the lines; the run goes on.
+    No rich here: a line costs about what its trace event costs. The trace calls the line's
+    function straight from its chain (`shows`) and `flush` whenever it writes its own batch (the
+    run waits on a request, a slow block ends, an error, the run's end), so the lines appear as the
+    trace grows. Each batch is scrubbed of secrets in one pass before it is written. A reader that
+    went away (a closed pipe) silences the lines; the run goes on.
     """
 
-    __slots__ = ("_formats", "_lines", "_redact", "_stream", "events")
+    __slots__ = ("_lines", "_redact", "_stream")
 
     def __init__(self, stream: TextIO) -> None:
-        from engine.runtime.trace import Event
-
         self._stream: TextIO | None = stream
         self._lines: list[str] = []
         self._redact: Callable[[str], str] = str
-        self._formats: dict[str, Callable[[Mapping[str, Any]], str]] = {
-            Event.BLOCK_FINISHED: _finished_line,
-            Event.BLOCK_FAILED: _failed_line,
-            Event.RUN_STARTED: _started_line,
-            Event.RUN_FINISHED: _run_finished_line,
-            Event.PROVIDER_CALLED: _provider_line,
-        }
-        self.events = frozenset(self._formats)
-        """The events it shows: the trace hands it no other."""
 
-    def __call__(self, event: Mapping[str, Any], redact: Callable[[str], str]) -> None:
-        line = self._formats.get(event["event"])
-        if line is not None:
-            self._lines.append(line(event))
-            self._redact = redact
+    def shows(self, event: str, redact: Callable[[str], str]) -> Callable[[Mapping[str, Any]], None] | None:
+        """The function that adds `event`'s line, or None for an event not shown."""
+        from engine.runtime.trace import Event
+
+        self._redact = redact
+        add = self._lines.append
+        if event == Event.BLOCK_FINISHED:
+            # Every Debug step: the line is written out here rather than through a formatting function.
+            def finished(event: Mapping[str, Any]) -> None:
+                duration = event["duration_ms"]
+                following = event.get("next")
+                add(f"  {_MARKS.get(event['status'], '·')} {event['block']} ({event['block_type']}) "
+                    f"{'0.0' if duration < 0.05 else f'{duration:.1f}'} ms{' → ' + following if following else ''}")
+            return finished
+        line = _LINES.get(event)
+        if line is None:
+            return None
+        return lambda event: add(line(event))
 
     def flush(self) -> None:
         """Write the lines so far, scrubbed, in one write."""
@@ -105,12 +107,7 @@ class ConsoleLines:
 
 
 _MARKS = {"succeeded": "✓", "ignored": "~", "failed": "✗"}
-
-
-def _finished_line(event: Mapping[str, Any]) -> str:
-    following = event.get("next")
-    return (f"  {_MARKS.get(event.get('status', ''), '·')} {event['block']} ({event['block_type']}) "
-            f"{event['duration_ms']:.1f} ms{f' → {following}' if following else ''}")
+"""A block's status as its line shows it; `0.0 ms` is written without formatting (most Debug steps are under 0.05 ms)."""
 
 
 def _failed_line(event: Mapping[str, Any]) -> str:
@@ -129,6 +126,15 @@ def _provider_line(event: Mapping[str, Any]) -> str:
     usage = event.get("usage") or {}
     return (f"    {event.get('model')}: {usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out, "
             f"{event.get('stop_reason')}")
+
+
+_LINES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "block_failed": _failed_line,
+    "run_started": _started_line,
+    "run_finished": _run_finished_line,
+    "provider_called": _provider_line,
+}
+"""The other events shown, one line each (the event names are engine.runtime.trace.Event's)."""
 
 
 def console_printer(stream: TextIO | None = None) -> ConsoleLines:

@@ -1,8 +1,8 @@
 """A run's trace: the event vocabulary, the processor chain, the JSONL file.
 
 Each run builds its own chain once per event name (nothing global): stamp → redact headers
-(only where the run can reach Detailed, the one level whose events carry headers) → console
-tee (only for the events the console shows) → observers → orjson render; the sink then
+(only where the run can reach Detailed, the one level whose events carry headers) → the
+console's line (only for the events the console shows) → observers → orjson render; the sink then
 redacts secrets and writes whole lines in batches. A batch goes out
 when the run waits (a request, a sleep: the event loop gets control), when a step ends after
 a slow block or a while since the last write, at every error, at a run's start and end, and
@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import orjson
 
@@ -76,13 +76,21 @@ EVENT_LEVELS: dict[str, MessageLevel] = {
     Event.HTTP_RESPONSE: MessageLevel.DETAILED,
 }
 
-Console = Callable[[Mapping[str, Any], Callable[[str], str]], None]
-"""console(event, redact): shows an event to a person; `redact` scrubs a rendered line.
+class Console(Protocol):
+    """Shows a run's events to a person (the CLI's per-block lines), a line per event it knows.
 
-A console may buffer its lines: when it has a `flush()`, the trace calls it whenever it writes
-its own batch, so lines and trace reach the person and the disk together. When it has `events`
-(a set of event names), only those are handed to it.
-"""
+    `shows(event, redact)` is asked once per event name: the function the trace then calls with
+    each event of that name (its fields, values already shortened), or None for an event the
+    console does not show. The trace calls it straight from its chain, with no dispatch per event:
+    at Debug it runs at every step. `redact` scrubs a rendered line; the console keeps its lines
+    until `flush`, which the trace calls whenever it writes its own batch, so that lines and trace
+    reach the person and the disk together.
+    """
+
+    def shows(self, event: str, redact: Callable[[str], str]) -> Callable[[dict[str, Any]], object] | None: ...
+
+    def flush(self) -> None: ...
+
 
 _BATCH_BYTES = 16 * 1024
 """A batch of lines is written once it is this large (a few dozen Debug steps)."""
@@ -137,24 +145,25 @@ class _Sink:
         file = self._file
         if file is None or not self.pending:
             return None
-        data = self.scrub(self.pending)  # the batch itself when nothing in it is a secret: no copy
+        # Scanned where it is; a copy to write (1 µs for a batch) lets the batch be cleared whatever the write does.
+        data = bytes(self.scrub(self.pending))
+        self.pending.clear()
         done = 0
         try:
             # A raw file writes with one os.write; it may write part of the batch when the
             # disk fills, and the next write then raises ENOSPC.
-            with memoryview(data) as view:  # released before the batch is cleared (a bytearray in view keeps its size)
-                while done < len(data):
-                    written = file.write(view[done:])
-                    if written is None:  # a buffered writer: it wrote everything or raised
-                        done = len(data)
-                        break
-                    if written <= 0:
-                        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-                    done += written
+            view = memoryview(data)
+            while done < len(data):
+                written = file.write(view[done:])
+                if written is None:  # a buffered writer: it wrote everything or raised
+                    done = len(data)
+                    break
+                if written <= 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                done += written
         except OSError as exc:
             self._stop(file, kept=data.rfind(b"\n", 0, done) + 1)
             return exc
-        self.pending.clear()
         self._size += done
         return None
 
@@ -220,7 +229,6 @@ class Trace:
         self.redactor = Redactor(secrets)
         """The run's scrubber (engine.format.redact): the same one cleans its result, store row and files."""
         self._console = console
-        self._console_flush: Callable[[], object] | None = getattr(console, "flush", None)
         self._sink = _Sink(file, self._scrub_secrets)
         self.failure: OSError | None = opened
         """Why the trace file stopped being written (a full disk), or None (the executor looks before every step)."""
@@ -232,7 +240,6 @@ class Trace:
         """When the lines pending now are written at the latest, at a step's end (perf_counter time)."""
         self._level = level
         self._observers: list[Callable[[dict[str, Any]], object]] = []
-        self._console_events: frozenset[str] | None = getattr(console, "events", None)
         self._chains: dict[str, tuple[Callable[[dict[str, Any]], object], ...]] = {}
         """Event name → what runs on its fields before they are rendered; made on the event's first use."""
 
@@ -242,15 +249,13 @@ class Trace:
         steps: list[Callable[[dict[str, Any]], object]] = []
         if self._level >= MessageLevel.DETAILED:  # only Detailed events (http_request, http_response) carry headers
             steps.append(_scrub_headers)
-        if self._console is not None and (self._console_events is None or event in self._console_events):
-            steps.append(self._tee)
+        if self._console is not None:
+            shown = self._console.shows(event, self.redact)
+            if shown is not None:
+                steps.append(shown)
         steps.extend(self._observers)
         chain = self._chains[event] = tuple(steps)
         return chain
-
-    def _tee(self, event: dict[str, Any]) -> None:
-        assert self._console is not None
-        self._console(event, self.redact)
 
     def observe(self, observer: Callable[[dict[str, Any]], object]) -> None:
         """Hand each event to `observer` just before it is rendered; what it adds to the event is written too."""
@@ -313,8 +318,8 @@ class Trace:
             failed = self._sink.write()
             if failed is not None:
                 self.failure = failed
-        if self._console_flush is not None:
-            self._console_flush()
+        if self._console is not None:
+            self._console.flush()
 
     @property
     def count(self) -> int:
