@@ -55,8 +55,8 @@ class ErrorLevels:
         error_level = block.error_level if block.error_level is not None else self.diagram.error_level
         if level:
             status = "ignored" if error_level is ErrorLevel.IGNORE else "failed"
-            self.trace.record(Event.BLOCK_FINISHED, finished_fields(block, began, None, status, shown, {}, level, error,
-                                                                    None, self.ctx.scope.values))
+            self.trace.record_stamped(Event.BLOCK_FINISHED, finished_fields(
+                block, began, None, status, shown, {}, level, error, None, self.ctx.scope.values, self.ctx.run_id))
         return self._apply_error_level(block, error, error_level)
 
     def _apply_error_level(self, block: CompiledBlock, error: RunError, error_level: ErrorLevel) -> CompiledBlock | None:
@@ -102,6 +102,6 @@ class ErrorLevels:
             fields["traceback"] = "".join(traceback.format_exception(cause))
         self.trace.emit(Event.BLOCK_FAILED, **fields)
         if began is not None and level:
-            self.trace.record(Event.BLOCK_FINISHED, finished_fields(block, began, None, "failed", shown, {}, level,
-                                                                    error, None, self.ctx.scope.values))
+            self.trace.record_stamped(Event.BLOCK_FINISHED, finished_fields(
+                block, began, None, "failed", shown, {}, level, error, None, self.ctx.scope.values, self.ctx.run_id))
         self.errors.append(error.as_dict())

@@ -198,7 +198,8 @@ class _Run(ErrorLevels):
         ctx.entered_from_body = came_from is not None and came_from.id in block.body_region
         level = block.message_level if block.message_level is not None else ctx.default_message_level
         if level:
-            self.trace.record(Event.BLOCK_STARTED, started_fields(block, self.steps, self.step_began - ctx.started))
+            self.trace.record_stamped(Event.BLOCK_STARTED,
+                                      started_fields(block, self.steps, self.step_began - ctx.started, ctx.run_id))
         shown: dict[str, Any] | None = None
         try:
             inputs = block.static_inputs
@@ -237,8 +238,9 @@ class _Run(ErrorLevels):
             if usage:
                 self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
         if level:
-            self.trace.record(Event.BLOCK_FINISHED, finished_fields(block, self.step_began, following, "succeeded", shown,
-                                                                    outputs, level, None, via, ctx.scope.values))
+            self.trace.record_stamped(Event.BLOCK_FINISHED, finished_fields(
+                block, self.step_began, following, "succeeded", shown, outputs, level, None, via, ctx.scope.values,
+                ctx.run_id))
         return following
 
     async def step(self, block: CompiledBlock, came_from: CompiledBlock | None) -> CompiledBlock | None:
@@ -251,7 +253,8 @@ class _Run(ErrorLevels):
         ctx.entered_from_body = came_from is not None and came_from.id in block.body_region
         level = block.message_level if block.message_level is not None else ctx.default_message_level
         if level:
-            self.trace.record(Event.BLOCK_STARTED, started_fields(block, self.steps, self.step_began - ctx.started))
+            self.trace.record_stamped(Event.BLOCK_STARTED,
+                                      started_fields(block, self.steps, self.step_began - ctx.started, ctx.run_id))
         shown: dict[str, Any] | None = None
         try:
             inputs = block.static_inputs
@@ -290,8 +293,9 @@ class _Run(ErrorLevels):
             if usage:
                 self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
         if level:
-            self.trace.record(Event.BLOCK_FINISHED, finished_fields(block, self.step_began, following, "succeeded", shown,
-                                                                    outputs, level, None, via, ctx.scope.values))
+            self.trace.record_stamped(Event.BLOCK_FINISHED, finished_fields(
+                block, self.step_began, following, "succeeded", shown, outputs, level, None, via, ctx.scope.values,
+                ctx.run_id))
         return following
 
     def _render_inputs(self, block: CompiledBlock) -> tuple[BaseModel, dict[str, Any]]:

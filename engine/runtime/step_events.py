@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.format.spec import MessageLevel
 from engine.format.values import full_value, short_value
+from engine.runtime.trace import Event
 
 if TYPE_CHECKING:
     from engine.compile.diagram import CompiledBlock
@@ -22,6 +23,8 @@ __all__ = ["finished_fields", "milliseconds", "since", "started_fields"]
 
 _SHOWN_AS_THEY_ARE = frozenset({int, float, bool, type(None)})
 """Values short_value and full_value return unchanged (a counter's int): no call for them."""
+_STARTED = Event.BLOCK_STARTED
+_FINISHED = Event.BLOCK_FINISHED
 _DETAILED = MessageLevel.DETAILED
 """Read from the module: `MessageLevel.DETAILED` is a lookup through the enum's metaclass, slow on a hot path."""
 
@@ -36,11 +39,12 @@ def since(began: float) -> float:
     return milliseconds(time.perf_counter() - began)
 
 
-def started_fields(block: CompiledBlock, step: int, offset: float) -> dict[str, Any]:
+def started_fields(block: CompiledBlock, step: int, offset: float, run_id: str) -> dict[str, Any]:
     """`block_started`: the block, its step number and when it began (`offset` seconds into the run)."""
     # milliseconds(offset), written out: a call is a tenth of what this function costs
     return {"block": block.id, "block_type": block.type_name, "step": step,
-            "offset_ms": int(offset * 10_000_000 + 0.5) / 10_000}
+            "offset_ms": int(offset * 10_000_000 + 0.5) / 10_000,
+            "run_id": run_id, "event": _STARTED, "timestamp": time.time()}
 
 
 def finished_fields(
@@ -54,18 +58,21 @@ def finished_fields(
     error: RunError | InternalError | None,
     via: str | None,
     values: Mapping[str, Any],
+    run_id: str,
 ) -> dict[str, Any]:
     """`block_finished`: status, duration, the link taken, and short (Debug) or whole (Detailed) values:
     the inputs as rendered, the outputs, and what `set` assigned (read from the run's `values`)."""
-    fields: dict[str, Any] = {
-        "block": block.id,
-        "block_type": block.type_name,
-        "status": status,
-        "duration_ms": int((time.perf_counter() - began) * 10_000_000 + 0.5) / 10_000,  # milliseconds(), written out
-    }
+    duration = int((time.perf_counter() - began) * 10_000_000 + 0.5) / 10_000  # milliseconds(), written out
+    # One literal with the stamp (`Trace.record_stamped`): each key added later may copy the dict to a larger table.
     if error is None:
-        fields["next"] = following.id if following is not None else None
-        fields["via"] = via
+        fields: dict[str, Any] = {
+            "block": block.id, "block_type": block.type_name, "status": status, "duration_ms": duration,
+            "next": following.id if following is not None else None, "via": via,
+            "run_id": run_id, "event": _FINISHED, "timestamp": time.time(),
+        }
+    else:
+        fields = {"block": block.id, "block_type": block.type_name, "status": status, "duration_ms": duration,
+                  "run_id": run_id, "event": _FINISHED, "timestamp": time.time()}
     render = full_value if level >= _DETAILED else short_value
     if inputs:  # a loop, as below: a comprehension is a function call of its own
         shown = fields["inputs"] = {}

@@ -276,6 +276,11 @@ class Trace:
         fields["run_id"] = self.run_id
         fields["event"] = event
         fields["timestamp"] = time.time()
+        self.record_stamped(event, fields)
+
+    def record_stamped(self, event: str, fields: dict[str, Any]) -> None:
+        """`record` for fields built with their `run_id`, `event` and `timestamp` (a step's two events,
+        engine.runtime.step_events): a dict grown past its first table is copied into a larger one."""
         chain = self._chains.get(event)
         if chain is None:
             chain = self._chain(event)
@@ -283,7 +288,7 @@ class Trace:
             for step in chain:
                 step(fields)
         try:
-            line = orjson.dumps(fields, default=json_default, option=orjson.OPT_APPEND_NEWLINE)
+            line = orjson.dumps(fields, json_default, orjson.OPT_APPEND_NEWLINE)  # positional: no keywords to match
         except TypeError:  # 2 ** 70, an object json_default does not know: the writer that never refuses
             line = dumps(fields) + b"\n"
         sink = self._sink  # its `msg`, inline: this runs twice per Debug step
