@@ -1,13 +1,18 @@
-"""Executor cost per block step, in µs, at message levels Release and Debug.
+"""Executor cost per block step, in µs, at message levels Release and Debug, side by side with LangGraph.
 
 In process: (a) a 200-block chain of Set blocks with no `set`; (b) a counter cycle of one
 Set block (`i = i + 1` while i < N) for 10,000 steps. As a user runs it (`--cli`): the
 whole `diagrama run FILE --output json` process, stdout and stderr to pipes (the per-block
 lines at Debug included), for the counter and for a `count` Loop, per step from the
 difference of two sizes (start-up cancels out); wall time and the child's CPU time, the
-latter steadier on a shared machine. (c) The same counter in LangGraph, in the same run,
-and each figure as a ratio to it. Traces are written to a temporary folder, as in a real
-run. Prints one JSON line per figure (medians of several repeats).
+latter steadier on a shared machine. (c) The same counter in LangGraph (one node adds 1, a
+conditional edge loops). Traces are written to a temporary folder, as in a real run.
+
+Ratios are of CPU time and paired: LangGraph's counter runs between the repeats of each of
+our figures, so that a ratio compares runs made in the same minutes (on a shared VM the
+speed of both moves by a third from one minute to the next). Each ratio is given twice: of
+the fastest repeats (`times_faster`, the figure least disturbed by the neighbours, as
+`timeit` advises) and of the medians (`times_faster_median`). Prints one JSON line per figure.
 
     python -m benchmarks.engine_steps [--repeat 7] [--cli] [--cli-only] [--cli-steps 40000]
 """
@@ -25,6 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,25 +66,52 @@ blocks:
 """
 
 
+@dataclass
+class Figure:
+    """µs per step: the median of the repeats, and the fastest (the least disturbed by the machine's neighbours)."""
+
+    median: float
+    fastest: float
+
+
+class Samples:
+    """µs per step of repeated runs."""
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+
+    def add(self, value: float) -> None:
+        self.values.append(value)
+
+    def figure(self) -> Figure:
+        return Figure(statistics.median(self.values), min(self.values))
+
+
+Between = Callable[[], None]
+"""Run between two repeats of a figure (LangGraph's counter, for the paired ratio)."""
+
+
 def measure(text: str, level: MessageLevel, repeat: int, runs_dir: Path,
-            clock: Callable[[], float] = time.perf_counter) -> tuple[float, int]:
+            clock: Callable[[], float] = time.perf_counter, between: Between = lambda: None) -> tuple[Samples, int]:
     """µs per step of in-process runs, by `clock` (wall time, or `time.process_time` for CPU time)."""
     diagram = load_diagram_text(text, runs_dir / "bench.yaml", registry())
-    per_step: list[float] = []
+    per_step = Samples()
     steps = 0
 
     async def runs() -> None:
         nonlocal steps
-        for _ in range(repeat + 1):  # the first run warms up (template compilation)
+        for index in range(repeat + 1):  # the first run warms up (template compilation)
+            between()
             began = clock()
             result = await execute(diagram, runs_dir=runs_dir, message_level=level)
             elapsed = clock() - began
             assert result.succeeded, result.errors
             steps = result.steps
-            per_step.append(elapsed / steps * 1e6)
+            if index:
+                per_step.add(elapsed / steps * 1e6)
 
     asyncio.run(runs())
-    return statistics.median(per_step[1:]), steps
+    return per_step, steps
 
 
 def _cli_run(path: Path, level: str, runs_dir: Path) -> tuple[float, float]:
@@ -98,14 +131,16 @@ def _cli_run(path: Path, level: str, runs_dir: Path) -> tuple[float, float]:
 
 
 def cli_per_step(make_yaml: Callable[[int], str], sizes: tuple[int, int], steps_per_unit: int, level: str,
-                 repeat: int, folder: Path) -> dict[str, float]:
-    """µs per step of a whole `diagrama run` process: (large − small) / (their step difference), medians."""
+                 repeat: int, folder: Path, between: Between = lambda: None) -> tuple[dict[str, float], Figure]:
+    """µs per step of a whole `diagrama run` process: (large − small) / (their step difference), of the
+    medians (the printed figures) and of the CPU time's medians and fastest runs (for the ratios)."""
     times: dict[int, list[tuple[float, float]]] = {size: [] for size in sizes}
     paths = {}
     for size in sizes:
         paths[size] = folder / f"cli_{size}.yaml"
         paths[size].write_text(make_yaml(size))
     for index in range(repeat + 1):
+        between()
         for size in sizes:  # interleaved, so that a slow spell of the machine hits both sizes
             with tempfile.TemporaryDirectory(dir=folder) as runs:
                 measured = _cli_run(paths[size], level, Path(runs))
@@ -115,12 +150,15 @@ def cli_per_step(make_yaml: Callable[[int], str], sizes: tuple[int, int], steps_
     steps = (large - small) * steps_per_unit
     wall = (statistics.median(w for w, _ in times[large]) - statistics.median(w for w, _ in times[small])) / steps
     cpu = (statistics.median(c for _, c in times[large]) - statistics.median(c for _, c in times[small])) / steps
-    return {"us_per_step": round(wall * 1e6, 3), "us_per_step_cpu": round(cpu * 1e6, 3),
-            "process_s_small": round(statistics.median(w for w, _ in times[small]), 3)}
+    cpu_fastest = (min(c for _, c in times[large]) - min(c for _, c in times[small])) / steps
+    return ({"us_per_step": round(wall * 1e6, 3), "us_per_step_cpu": round(cpu * 1e6, 3),
+             "process_s_small": round(statistics.median(w for w, _ in times[small]), 3)},
+            Figure(cpu * 1e6, cpu_fastest * 1e6))
 
 
-def cli_figures(args: argparse.Namespace, machine: dict[str, str]) -> dict[str, float]:
-    """The counter and the Loop as a user runs them; the figures by name, for the ratios."""
+def cli_figures(args: argparse.Namespace, machine: dict[str, str], langgraph: LangGraphBeside | None
+                ) -> dict[str, tuple[Figure, Figure | None]]:
+    """The counter and the Loop as a user runs them: each figure's rounds, and LangGraph's beside them."""
     from benchmarks.loop_steps import loop_yaml
 
     figures = {}
@@ -131,8 +169,9 @@ def cli_figures(args: argparse.Namespace, machine: dict[str, str]) -> dict[str, 
                 ("cli_counter", counter_yaml, (1_000, 1_000 + extra), 1),
                 ("cli_loop", loop_yaml, (500, 500 + extra // 2), 2),
             ):
-                figure = cli_per_step(make, sizes, per_unit, level, args.cli_repeat, Path(folder))
-                figures[f"{name} {level}"] = figure["us_per_step_cpu"]
+                figure, cpu = cli_per_step(make, sizes, per_unit, level, args.cli_repeat, Path(folder),
+                                              langgraph.sample if langgraph else lambda: None)
+                figures[f"{name} {level}"] = (cpu, langgraph.taken() if langgraph else None)
                 print(json.dumps({"benchmark": name, "level": level, **figure,
                                   "steps": [s * per_unit for s in sizes], "stderr": "pipe", **machine}), flush=True)
     return figures
@@ -162,6 +201,7 @@ def langgraph_counter_app(steps: int) -> Any | None:
 
 
 def langgraph_counter(steps: int, repeat: int, clock: Callable[[], float] = time.perf_counter) -> float | None:
+    """LangGraph's µs per step, the median of `repeat` runs after one to warm up (None without LangGraph)."""
     app = langgraph_counter_app(steps)
     if app is None:
         return None
@@ -172,6 +212,29 @@ def langgraph_counter(steps: int, repeat: int, clock: Callable[[], float] = time
         per_step.append((clock() - began) / steps * 1e6)
         assert result["i"] == steps
     return statistics.median(per_step[1:])
+
+
+class LangGraphBeside:
+    """LangGraph's counter, run (CPU time) between the repeats of one of our figures."""
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+        self.app = langgraph_counter_app(steps)
+        self.samples = Samples()
+        self.sample()  # a first run to warm up, not kept
+        self.samples = Samples()
+
+    def sample(self) -> None:
+        assert self.app is not None
+        began = time.process_time()
+        result = self.app.invoke({"i": 0}, {"recursion_limit": self.steps + 10})
+        self.samples.add((time.process_time() - began) / self.steps * 1e6)
+        assert result["i"] == self.steps
+
+    def taken(self) -> Figure:
+        """LangGraph's figure from the runs since the last call."""
+        taken, self.samples = self.samples, Samples()
+        return taken.figure()
 
 
 def main() -> None:
@@ -185,7 +248,9 @@ def main() -> None:
     parser.add_argument("--cli-repeat", type=int, default=5)
     args = parser.parse_args()
     machine = {"python": sys.version.split()[0], "machine": platform.machine(), "processor": platform.processor()}
-    figures: dict[str, float] = {}
+    langgraph = LangGraphBeside(args.langgraph_steps) if langgraph_counter_app(1) is not None else None
+    between = langgraph.sample if langgraph else lambda: None
+    figures: dict[str, tuple[Figure, Figure | None]] = {}
     if not args.cli_only:
         with tempfile.TemporaryDirectory() as folder:
             runs_dir = Path(folder)
@@ -193,27 +258,31 @@ def main() -> None:
                 name = level.name.title()
                 chain, chain_steps = measure(chain_yaml(200), level, args.repeat, runs_dir)
                 counter, counter_steps = measure(counter_yaml(COUNTER_STEPS), level, args.repeat, runs_dir)
-                counter_cpu, _ = measure(counter_yaml(COUNTER_STEPS), level, args.repeat, runs_dir, time.process_time)
-                figures[f"counter_cycle {name}"] = counter_cpu
-                print(json.dumps({"benchmark": "chain_200_set_blocks", "level": name, "us_per_step": round(chain, 3),
-                                  "steps": chain_steps, **machine}), flush=True)
-                print(json.dumps({"benchmark": "counter_cycle", "level": name, "us_per_step": round(counter, 3),
-                                  "us_per_step_cpu": round(counter_cpu, 3), "steps": counter_steps, **machine}),
-                      flush=True)
+                counter_cpu, _ = measure(counter_yaml(COUNTER_STEPS), level, args.repeat, runs_dir, time.process_time,
+                                         between)
+                figures[f"counter_cycle {name}"] = (counter_cpu.figure(), langgraph.taken() if langgraph else None)
+                print(json.dumps({"benchmark": "chain_200_set_blocks", "level": name,
+                                  "us_per_step": round(chain.figure().median, 3), "steps": chain_steps, **machine}), flush=True)
+                print(json.dumps({"benchmark": "counter_cycle", "level": name, "us_per_step": round(counter.figure().median, 3),
+                                  "us_per_step_cpu": round(counter_cpu.figure().median, 3),
+                                  "us_per_step_cpu_fastest": round(counter_cpu.figure().fastest, 3), "steps": counter_steps,
+                                  **machine}), flush=True)
     if args.cli or args.cli_only:
-        figures.update(cli_figures(args, machine))
-    lg_wall = langgraph_counter(args.langgraph_steps, max(3, args.repeat // 2))
-    lg = langgraph_counter(args.langgraph_steps, max(3, args.repeat // 2), time.process_time)
-    if lg is None or lg_wall is None:
+        figures.update(cli_figures(args, machine, langgraph))
+    if langgraph is None:
         print(json.dumps({"benchmark": "langgraph_counter", "skipped": "pip install -e '.[bench]' for LangGraph"}))
         return
-    print(json.dumps({"benchmark": "langgraph_counter", "us_per_step": round(lg_wall, 3),
-                      "us_per_step_cpu": round(lg, 3), "steps": args.langgraph_steps, **machine}))
-    # Ratios of CPU time per step: on a shared machine, wall time mostly measures the neighbours.
-    for name, ours in figures.items():
+    lg_wall = langgraph_counter(args.langgraph_steps, max(3, args.repeat // 2))
+    print(json.dumps({"benchmark": "langgraph_counter", "us_per_step": round(lg_wall or 0, 3),
+                      "steps": args.langgraph_steps, **machine}))
+    # Ratios of CPU time per step, each against LangGraph's runs made between that figure's repeats.
+    for name, (ours, theirs) in figures.items():
         benchmark, shown = name.split()
+        assert theirs is not None
         print(json.dumps({"benchmark": f"{benchmark}_vs_langgraph", "level": shown,
-                          "times_faster": round(lg / ours, 1) if ours > 0 else None}))
+                          "times_faster": round(theirs.fastest / ours.fastest, 1),
+                          "times_faster_median": round(theirs.median / ours.median, 1),
+                          "ours_us": round(ours.fastest, 3), "langgraph_us": round(theirs.fastest, 1)}))
 
 
 if __name__ == "__main__":

@@ -215,7 +215,7 @@ class _Run(ErrorLevels):
                 raise
             except Exception as exc:
                 raise block_raised(block, exc) from exc
-            if isinstance(outputs, WithFailures):
+            if type(outputs) is not dict and isinstance(outputs, WithFailures):  # a plain dict skips the call
                 kept = kept_failure(block, outputs)
                 if kept is not None:
                     raise kept
@@ -270,7 +270,7 @@ class _Run(ErrorLevels):
                 raise
             except Exception as exc:
                 raise block_raised(block, exc) from exc
-            if isinstance(outputs, WithFailures):
+            if type(outputs) is not dict and isinstance(outputs, WithFailures):  # a plain dict skips the call
                 kept = kept_failure(block, outputs)
                 if kept is not None:
                     raise kept
