@@ -85,16 +85,16 @@ class RequestOutputs(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
     result: str = Field(default="", description="the answer text")
-    called_tools: list[dict[str, Any]] = Field(default_factory=list, description="[{id, name, arguments}]")
+    called_tools: list[dict[str, Any]] = Field(default=[], description="[{id, name, arguments}]")
     history: Any = Field(default=None, description="the input history plus this turn")
-    usage: dict[str, int] = Field(default_factory=dict, description="input_tokens, output_tokens (thinking_tokens "
+    usage: dict[str, int] = Field(default={}, description="input_tokens, output_tokens (thinking_tokens "
                                                                        "where the vendor counts them)")
     stop_reason: str | None = Field(default=None, description="the vendor's own stop reason")
     finish: str = Field(default="complete", description="how the turn ended: complete, tool_calls, max_tokens, refused, "
                                                         "blocked, paused or context_exceeded")
     refusal: str | None = Field(default=None, description="the vendor's refusal text, where it gives one")
     stop_details: dict[str, Any] | None = Field(default=None, description="what the vendor says about the stop")
-    citations: list[dict[str, str]] = Field(default_factory=list, description="[{text, source}] the answer cites")
+    citations: list[dict[str, str]] = Field(default=[], description="[{text, source}] the answer cites")
 
 
 def tool_specs(table: DataTable | None, name_limit: int) -> list[ToolSpec]:

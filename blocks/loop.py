@@ -36,7 +36,7 @@ class LoopOutputs(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
     iterations: int = 0
-    collected: list[Any] = Field(default_factory=list)
+    collected: list[Any] = Field(default=[])
 
 
 @dataclass

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 class ToolDispatchInputs(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)  # built when a diagram uses the block
 
-    calls: list[dict[str, Any]] = Field(default_factory=list, description="the called_tools of a request block")
+    calls: list[dict[str, Any]] = Field(default=[], description="the called_tools of a request block")
     history: Table = Field(default_factory=lambda: DataTable(()), description="the conversation to append results to")
     registry: str | None = Field(default=None, description="only tools of this registry")
     group: str | None = Field(default=None, description="only tools of this group")
@@ -55,8 +55,8 @@ class ToolDispatchOutputs(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
     history: Any = Field(default=None, description="the history with one tool row per call")
-    results: dict[str, Any] = Field(default_factory=dict, description="call id → result")
-    errors: list[dict[str, Any]] = Field(default_factory=list, description="[{id, name, error}] for failed calls")
+    results: dict[str, Any] = Field(default={}, description="call id → result")
+    errors: list[dict[str, Any]] = Field(default=[], description="[{id, name, error}] for failed calls")
 
 
 def _text(result: Any) -> str:

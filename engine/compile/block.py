@@ -167,9 +167,9 @@ class RunSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    inputs: dict[str, Any] = Field(default_factory=dict, description="run inputs and their defaults")
+    inputs: dict[str, Any] = Field(default={}, description="run inputs and their defaults")
     variables: dict[str, Any] = Field(
-        default_factory=dict, description="initial variables; values may be templates over the inputs"
+        default={}, description="initial variables; values may be templates over the inputs"
     )
     max_steps: int = Field(default=1000, ge=1, description="the run fails after this many block steps")
     timeout: float | None = Field(default=None, gt=0, description="deadline for the whole run, seconds")

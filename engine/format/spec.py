@@ -81,9 +81,11 @@ class BlockSpec(BaseModel):
     type: str = Field(description="block type, e.g. ClaudeRequest")
     label: str | None = Field(default=None, description="text shown in the visual view")
     position: tuple[float, float] | None = Field(default=None, description="[x, y] in the visual view")
-    with_: dict[str, Any] = Field(default_factory=dict, alias="with", description="block inputs")
+    # Empty defaults written as `default={}` (pydantic copies it for each model), not `default_factory=dict`:
+    # pydantic reads a factory's signature, and a builtin's is parsed from text by tokenize (~2 ms a command).
+    with_: dict[str, Any] = Field(default={}, alias="with", description="block inputs")
     set: dict[str, Any] = Field(
-        default_factory=dict, description="variables to assign from the block's outputs after success"
+        default={}, description="variables to assign from the block's outputs after success"
     )
     next: str | list[LinkSpec] | None = Field(
         default=None, description="next block id, or a list of {to, when} tried in order"

@@ -61,11 +61,11 @@ class McpServerEntry(BaseModel):
                                       description="stdio transport: the command and its arguments, run in the registry's "
                                                   "folder (python is the interpreter running diagrama)")
     url: str | None = Field(default=None, pattern=r"^https?://", description="streamable HTTP transport: the endpoint")
-    env: dict[str, str] = Field(default_factory=dict, description="environment for a stdio server; ${VAR} reads this "
+    env: dict[str, str] = Field(default={}, description="environment for a stdio server; ${VAR} reads this "
                                                                   "process's environment; never written to traces")
     group: str = Field(default="default", description="the tool group its tools join")
     include: list[str] | None = Field(default=None, description="only these tools")
-    exclude: list[str] = Field(default_factory=list, description="all tools but these")
+    exclude: list[str] = Field(default=[], description="all tools but these")
     timeout: float = Field(default=20, gt=0, description="seconds to connect and list, and for each call")
 
     @model_validator(mode="after")

@@ -45,7 +45,7 @@ class ToolEntry(BaseModel):
     handler: str = Field(description="package.module:callable or package.module:Class.method")
     version: int = Field(default=1, ge=1, description="raising it refreshes the stored embedding and metadata")
     description: str = Field(description="what it does; the model reads it")
-    examples: list[str] = Field(default_factory=list, description="example user requests, embedded with the description")
+    examples: list[str] = Field(default=[], description="example user requests, embedded with the description")
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     enabled: bool = True
     standard: bool = False
@@ -60,13 +60,13 @@ class RegistryFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     registry: str
-    allowed_modules: list[str] = Field(default_factory=list)
-    allowed_hosts: list[str] = Field(default_factory=list, description="hosts the standard http_get may fetch")
-    groups: dict[str, str] = Field(default_factory=dict)
-    standard_tools: list[str] = Field(default_factory=list, description="standard tools to include by name")
+    allowed_modules: list[str] = Field(default=[])
+    allowed_hosts: list[str] = Field(default=[], description="hosts the standard http_get may fetch")
+    groups: dict[str, str] = Field(default={})
+    standard_tools: list[str] = Field(default=[], description="standard tools to include by name")
     embedder: dict[str, Any] | None = None
-    tools: list[dict[str, Any]] = Field(default_factory=list)
-    mcp_servers: list[Any] = Field(default_factory=list, description="MCP servers whose tools join the registry")
+    tools: list[dict[str, Any]] = Field(default=[])
+    mcp_servers: list[Any] = Field(default=[], description="MCP servers whose tools join the registry")
 
 
 @dataclass
