@@ -61,6 +61,12 @@ MessageLevelName = Annotated[
 ]
 
 
+def _no_values() -> dict[str, Any]:
+    """A block's empty `with` or `set`. Not `default_factory=dict`: pydantic reads a factory's signature, and a
+    builtin's is parsed from text by tokenize (~2 ms a command); nor `default={}`, which it deep-copies per block."""
+    return {}
+
+
 class LinkSpec(BaseModel):
     """One outgoing link: go `to` a block, when the condition holds (none: always)."""
 
@@ -81,11 +87,9 @@ class BlockSpec(BaseModel):
     type: str = Field(description="block type, e.g. ClaudeRequest")
     label: str | None = Field(default=None, description="text shown in the visual view")
     position: tuple[float, float] | None = Field(default=None, description="[x, y] in the visual view")
-    # Empty defaults written as `default={}` (pydantic copies it for each model), not `default_factory=dict`:
-    # pydantic reads a factory's signature, and a builtin's is parsed from text by tokenize (~2 ms a command).
-    with_: dict[str, Any] = Field(default={}, alias="with", description="block inputs")
+    with_: dict[str, Any] = Field(default_factory=_no_values, alias="with", description="block inputs")
     set: dict[str, Any] = Field(
-        default={}, description="variables to assign from the block's outputs after success"
+        default_factory=_no_values, description="variables to assign from the block's outputs after success"
     )
     next: str | list[LinkSpec] | None = Field(
         default=None, description="next block id, or a list of {to, when} tried in order"
