@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -53,6 +54,9 @@ RunObserver = Callable[[dict[str, Any]], None]
 
 RunObserverFactory = Callable[["Diagram", "Redactor"], RunObserver]
 """factory(diagram, the run's redactor): one run's observer (`--otel`'s OpenTelemetry export)."""
+
+_SECRET_NAME = re.compile("API_KEY|TOKEN|SECRET|PASSWORD")
+"""In an environment variable's name (upper-cased): its value is scrubbed from everything a run writes."""
 
 PROCESS_RUN_OBSERVERS: list[RunObserverFactory] = []
 """Observers every Services in this process starts with: only `diagrama worker --otel` sets them, as its tasks
@@ -97,11 +101,7 @@ class Services:
 
     def secrets(self) -> list[str]:
         """Values of environment variables that hold keys, so the trace can scrub them."""
-        return [
-            value
-            for name, value in self.environ.items()
-            if value and any(part in name.upper() for part in ("API_KEY", "TOKEN", "SECRET", "PASSWORD"))
-        ]
+        return [value for name, value in self.environ.items() if value and _SECRET_NAME.search(name.upper())]
 
 
 class RunContext:
