@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from engine import Block, BlockRegistry, Event, RunContext, Services, execute
 from engine.cli.run import console_printer
 from engine.runtime.trace import REDACTED
@@ -184,6 +186,18 @@ def test_console_lines_read_as_before_and_are_scrubbed(write, runner: Runner) ->
     assert lines[3] == f"  ! fail: test_failure: key {REDACTED} leaked"
     assert lines[4].startswith("  ✗ fail (Fail) ")
     assert lines[5].startswith("run failed in ") and lines[5].endswith(" ms, 3 steps")
+
+
+@pytest.mark.parametrize("duration", [0.0, 0.0001, 0.0499, 0.04999999, 0.05, 0.0501, 0.95, 12.3456, 1e6])
+def test_a_block_line_shows_its_duration_as_one_decimal(duration: float) -> None:
+    shown = io.StringIO()
+    lines = console_printer(shown)
+    finished = lines.shows(Event.BLOCK_FINISHED, str)
+    assert finished is not None and lines.shows(Event.BLOCK_STARTED, str) is None  # not a line of its own
+    finished({"block": "b", "block_type": "Set", "status": "succeeded", "duration_ms": duration, "next": "c"})
+    finished({"block": "c", "block_type": "Set", "status": "ignored", "duration_ms": duration, "next": None})
+    lines.flush()
+    assert shown.getvalue().splitlines() == [f"  ✓ b (Set) {duration:.1f} ms → c", f"  ~ c (Set) {duration:.1f} ms"]
 
 
 def test_debug_lines_reach_stderr_when_it_is_a_pipe(write, tmp_path: Path) -> None:
