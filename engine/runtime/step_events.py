@@ -30,8 +30,9 @@ _DETAILED = MessageLevel.DETAILED
 
 
 def milliseconds(seconds: float) -> float:
-    """Non-negative seconds as milliseconds to 0.1 µs; `round(x, 4)` gives the same and costs five times more."""
-    return int(seconds * 10_000_000 + 0.5) / 10_000
+    """Non-negative seconds as milliseconds to 0.1 µs; `round(x, 4)` gives the same and costs five times more.
+    `// 1` is `int()` without the call (the same value: floor of a number below 2**53, divided exactly)."""
+    return (seconds * 10_000_000 + 0.5) // 1 / 10_000
 
 
 def since(began: float) -> float:
@@ -43,7 +44,7 @@ def started_fields(block: CompiledBlock, step: int, offset: float, run_id: str) 
     """`block_started`: the block, its step number and when it began (`offset` seconds into the run)."""
     # milliseconds(offset), written out: a call is a tenth of what this function costs
     return {"block": block.id, "block_type": block.type_name, "step": step,
-            "offset_ms": int(offset * 10_000_000 + 0.5) / 10_000,
+            "offset_ms": (offset * 10_000_000 + 0.5) // 1 / 10_000,
             "run_id": run_id, "event": _STARTED, "timestamp": time.time()}
 
 
@@ -62,7 +63,7 @@ def finished_fields(
 ) -> dict[str, Any]:
     """`block_finished`: status, duration, the link taken, and short (Debug) or whole (Detailed) values:
     the inputs as rendered, the outputs, and what `set` assigned (read from the run's `values`)."""
-    duration = int((time.perf_counter() - began) * 10_000_000 + 0.5) / 10_000  # milliseconds(), written out
+    duration = ((time.perf_counter() - began) * 10_000_000 + 0.5) // 1 / 10_000  # milliseconds(), written out
     # One literal with the stamp (`Trace.record_stamped`): each key added later may copy the dict to a larger table.
     if error is None:
         fields: dict[str, Any] = {
