@@ -44,7 +44,9 @@ if TYPE_CHECKING:
 class ToolDispatchInputs(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)  # built when a diagram uses the block
 
-    calls: list[dict[str, Any]] = Field(default=[], description="the called_tools of a request block")
+    # A factory keeps the schema (and the studio's form) free of a default; a lambda, not `list`, whose signature
+    # pydantic would parse through tokenize (see engine.format.spec.no_values).
+    calls: list[dict[str, Any]] = Field(default_factory=lambda: [], description="the called_tools of a request block")
     history: Table = Field(default_factory=lambda: DataTable(()), description="the conversation to append results to")
     registry: str | None = Field(default=None, description="only tools of this registry")
     group: str | None = Field(default=None, description="only tools of this group")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.errors import RunError, UsageError
+from engine.format.spec import no_values
 
 if TYPE_CHECKING:
     from engine.format.spec import BlockSpec
@@ -167,9 +168,9 @@ class RunSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    inputs: dict[str, Any] = Field(default={}, description="run inputs and their defaults")
+    inputs: dict[str, Any] = Field(default_factory=no_values, description="run inputs and their defaults")
     variables: dict[str, Any] = Field(
-        default={}, description="initial variables; values may be templates over the inputs"
+        default_factory=no_values, description="initial variables; values may be templates over the inputs"
     )
     max_steps: int = Field(default=1000, ge=1, description="the run fails after this many block steps")
     timeout: float | None = Field(default=None, gt=0, description="deadline for the whole run, seconds")

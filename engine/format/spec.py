@@ -19,6 +19,7 @@ __all__ = [
     "ErrorLevel",
     "LinkSpec",
     "MessageLevel",
+    "no_values",
 ]
 
 BLOCK_ID_PATTERN = r"^[A-Za-z0-9_-]+$"
@@ -61,9 +62,10 @@ MessageLevelName = Annotated[
 ]
 
 
-def _no_values() -> dict[str, Any]:
-    """A block's empty `with` or `set`. Not `default_factory=dict`: pydantic reads a factory's signature, and a
-    builtin's is parsed from text by tokenize (~2 ms a command); nor `default={}`, which it deep-copies per block."""
+def no_values() -> dict[str, Any]:
+    """An empty mapping, for a field's default (a block's `with` or `set`, Start's `inputs`). Not `default_factory=dict`:
+    pydantic reads a factory's signature, and a builtin's is parsed from text by tokenize (~2 ms a command); nor
+    `default={}`, which pydantic deep-copies for every model and shows in the published schema."""
     return {}
 
 
@@ -87,9 +89,9 @@ class BlockSpec(BaseModel):
     type: str = Field(description="block type, e.g. ClaudeRequest")
     label: str | None = Field(default=None, description="text shown in the visual view")
     position: tuple[float, float] | None = Field(default=None, description="[x, y] in the visual view")
-    with_: dict[str, Any] = Field(default_factory=_no_values, alias="with", description="block inputs")
+    with_: dict[str, Any] = Field(default_factory=no_values, alias="with", description="block inputs")
     set: dict[str, Any] = Field(
-        default_factory=_no_values, description="variables to assign from the block's outputs after success"
+        default_factory=no_values, description="variables to assign from the block's outputs after success"
     )
     next: str | list[LinkSpec] | None = Field(
         default=None, description="next block id, or a list of {to, when} tried in order"
