@@ -56,7 +56,7 @@ class ErrorLevels:
         if level:
             status = "ignored" if error_level is ErrorLevel.IGNORE else "failed"
             self.trace.record_stamped(Event.BLOCK_FINISHED, finished_fields(
-                block, began, None, status, shown, {}, level, error, None, self.ctx.scope.values, self.ctx.run_id))
+                block, began, None, status, shown, {}, level, error, None, self.ctx.scope.values, self.trace))
         return self._apply_error_level(block, error, error_level)
 
     def _apply_error_level(self, block: CompiledBlock, error: RunError, error_level: ErrorLevel) -> CompiledBlock | None:
@@ -103,5 +103,5 @@ class ErrorLevels:
         self.trace.emit(Event.BLOCK_FAILED, **fields)
         if began is not None and level:
             self.trace.record_stamped(Event.BLOCK_FINISHED, finished_fields(
-                block, began, None, "failed", shown, {}, level, error, None, self.ctx.scope.values, self.ctx.run_id))
+                block, began, None, "failed", shown, {}, level, error, None, self.ctx.scope.values, self.trace))
         self.errors.append(error.as_dict())

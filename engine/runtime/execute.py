@@ -199,7 +199,7 @@ class _Run(ErrorLevels):
         level = block.message_level if block.message_level is not None else ctx.default_message_level
         if level:
             self.trace.record_stamped(Event.BLOCK_STARTED,
-                                      started_fields(block, self.steps, self.step_began - ctx.started, ctx.run_id))
+                                      started_fields(block, self.steps, self.step_began, ctx))
         shown: dict[str, Any] | None = None
         try:
             inputs = block.static_inputs
@@ -240,7 +240,7 @@ class _Run(ErrorLevels):
         if level:
             self.trace.record_stamped(Event.BLOCK_FINISHED, finished_fields(
                 block, self.step_began, following, "succeeded", shown, outputs, level, None, via, ctx.scope.values,
-                ctx.run_id))
+                self.trace))
         return following
 
     async def step(self, block: CompiledBlock, came_from: CompiledBlock | None) -> CompiledBlock | None:
@@ -254,7 +254,7 @@ class _Run(ErrorLevels):
         level = block.message_level if block.message_level is not None else ctx.default_message_level
         if level:
             self.trace.record_stamped(Event.BLOCK_STARTED,
-                                      started_fields(block, self.steps, self.step_began - ctx.started, ctx.run_id))
+                                      started_fields(block, self.steps, self.step_began, ctx))
         shown: dict[str, Any] | None = None
         try:
             inputs = block.static_inputs
@@ -295,7 +295,7 @@ class _Run(ErrorLevels):
         if level:
             self.trace.record_stamped(Event.BLOCK_FINISHED, finished_fields(
                 block, self.step_began, following, "succeeded", shown, outputs, level, None, via, ctx.scope.values,
-                ctx.run_id))
+                self.trace))
         return following
 
     def _render_inputs(self, block: CompiledBlock) -> tuple[BaseModel, dict[str, Any]]:

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from engine.format.spec import MessageLevel
 from engine.format.values import full_value, short_value
-from engine.runtime.trace import Event
+from engine.runtime.trace import Event, Trace
 
 if TYPE_CHECKING:
     from engine.compile.diagram import CompiledBlock
     from engine.errors import InternalError, RunError
+    from engine.runtime.context import RunContext
 
 __all__ = ["finished_fields", "milliseconds", "since", "started_fields"]
 
@@ -40,12 +41,12 @@ def since(began: float) -> float:
     return milliseconds(time.perf_counter() - began)
 
 
-def started_fields(block: CompiledBlock, step: int, offset: float, run_id: str) -> dict[str, Any]:
-    """`block_started`: the block, its step number and when it began (`offset` seconds into the run)."""
-    # milliseconds(offset), written out: a call is a tenth of what this function costs
+def started_fields(block: CompiledBlock, step: int, began: float, ctx: RunContext) -> dict[str, Any]:
+    """`block_started`: the block, its step number and when it began (`began`, a perf_counter reading)."""
+    # milliseconds(), written out: a call is a tenth of what this function costs
     return {"block": block.id, "block_type": block.type_name, "step": step,
-            "offset_ms": (offset * 10_000_000 + 0.5) // 1 / 10_000,
-            "run_id": run_id, "event": _STARTED, "timestamp": time.time()}
+            "offset_ms": ((began - ctx.started) * 10_000_000 + 0.5) // 1 / 10_000,
+            "run_id": ctx.run_id, "event": _STARTED, "timestamp": ctx.trace.wall_at_zero + began}
 
 
 def finished_fields(
@@ -59,21 +60,22 @@ def finished_fields(
     error: RunError | InternalError | None,
     via: str | None,
     values: Mapping[str, Any],
-    run_id: str,
+    trace: Trace,
 ) -> dict[str, Any]:
     """`block_finished`: status, duration, the link taken, and short (Debug) or whole (Detailed) values:
     the inputs as rendered, the outputs, and what `set` assigned (read from the run's `values`)."""
-    duration = ((time.perf_counter() - began) * 10_000_000 + 0.5) // 1 / 10_000  # milliseconds(), written out
+    now = time.perf_counter()
+    duration = ((now - began) * 10_000_000 + 0.5) // 1 / 10_000  # milliseconds(), written out
     # One literal with the stamp (`Trace.record_stamped`): each key added later may copy the dict to a larger table.
     if error is None:
         fields: dict[str, Any] = {
             "block": block.id, "block_type": block.type_name, "status": status, "duration_ms": duration,
             "next": following.id if following is not None else None, "via": via,
-            "run_id": run_id, "event": _FINISHED, "timestamp": time.time(),
+            "run_id": trace.run_id, "event": _FINISHED, "timestamp": trace.wall_at_zero + now,
         }
     else:
         fields = {"block": block.id, "block_type": block.type_name, "status": status, "duration_ms": duration,
-                  "run_id": run_id, "event": _FINISHED, "timestamp": time.time()}
+                  "run_id": trace.run_id, "event": _FINISHED, "timestamp": trace.wall_at_zero + now}
     render = full_value if level >= _DETAILED else short_value
     if inputs:  # a loop, as below: a comprehension is a function call of its own
         shown = fields["inputs"] = {}

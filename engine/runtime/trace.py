@@ -238,6 +238,10 @@ class Trace:
         self._scheduled = False
         self.flush_due_at = time.perf_counter() + _FLUSH_AFTER_S
         """When the lines pending now are written at the latest, at a step's end (perf_counter time)."""
+        self.wall_at_zero = time.time() - time.perf_counter()
+        """The wall clock when perf_counter read zero: an event's timestamp is this plus perf_counter's reading,
+        so that timestamps never go back within a trace (the clock may be set back mid-run) and a step's events
+        reuse the readings their durations take."""
         self._level = level
         self._observers: list[Callable[[dict[str, Any]], object]] = []
         self._chains: dict[str, tuple[Callable[[dict[str, Any]], object], ...]] = {}
@@ -275,7 +279,7 @@ class Trace:
         """Emit `event`; `fields`, built by the caller for this event alone, becomes it (no copy)."""
         fields["run_id"] = self.run_id
         fields["event"] = event
-        fields["timestamp"] = time.time()
+        fields["timestamp"] = self.wall_at_zero + time.perf_counter()
         self.record_stamped(event, fields)
 
     def record_stamped(self, event: str, fields: dict[str, Any]) -> None:
