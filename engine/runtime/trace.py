@@ -98,6 +98,8 @@ SLOW_STEP_S = 0.001
 """A step at least this long (a request, a tool) writes the batch when it ends; one write is cheap beside it."""
 _FLUSH_AFTER_S = 0.05
 """No line waits longer than this much run time behind a step's end (a person watching, a crash)."""
+_ONE_LINE = orjson.OPT_APPEND_NEWLINE
+"""orjson's option for a rendered event: the line's newline appended in C."""
 _FLUSHED_AT = frozenset({Event.RUN_STARTED, Event.BLOCK_FAILED, Event.RUN_FINISHED})
 """Events written at once: the run's start (its pid tells a live run from a dead one), every error, its end."""
 
@@ -125,12 +127,11 @@ class _Sink:
     off again where the file can be truncated, and `write` returns the error (the trace keeps it).
     """
 
-    __slots__ = ("_file", "_size", "count", "pending", "scrub")
+    __slots__ = ("_file", "_size", "pending", "scrub")
 
     def __init__(self, file: IO[bytes] | None, scrub: Callable[[bytearray], bytes | bytearray]) -> None:
         self._file = file
         self._size = _size_of(file)
-        self.count = 0
         self.pending = bytearray()
         """Rendered lines, each ending in a newline, not yet written (the same buffer for the sink's life).
 
@@ -198,7 +199,7 @@ def _scrub_headers(event: dict[str, Any]) -> None:
 
 
 class Trace:
-    """Writes one run's events; a no-op file when `path` is None (events still counted).
+    """Writes one run's events; no file when `path` is None (events are still built and shown).
 
     `file` replaces the file at `path` (a test's failing file; the caller closes it).
     `level` is the highest message level the run can reach (the default, or a block's own):
@@ -292,12 +293,11 @@ class Trace:
             for step in chain:
                 step(fields)
         try:
-            line = orjson.dumps(fields, json_default, orjson.OPT_APPEND_NEWLINE)  # positional: no keywords to match
+            line = orjson.dumps(fields, json_default, _ONE_LINE)  # positional: no keywords to match
         except TypeError:  # 2 ** 70, an object json_default does not know: the writer that never refuses
             line = dumps(fields) + b"\n"
         sink = self._sink  # its `msg`, inline: this runs twice per Debug step
-        sink.count += 1
-        if sink._file is not None:  # a sink without a file (stopped, or none asked for) only counts
+        if sink._file is not None:  # a sink without a file (stopped, or none asked for) keeps nothing
             sink.pending += line
         if event in _FLUSHED_AT or len(sink.pending) >= _BATCH_BYTES:
             self.flush()
@@ -329,10 +329,6 @@ class Trace:
                 self.failure = failed
         if self._console is not None:
             self._console.flush()
-
-    @property
-    def count(self) -> int:
-        return self._sink.count
 
     def failure_message(self) -> str:
         """The failure in words, naming the file: "cannot write the trace runs/x/trace.jsonl: disk full (ENOSPC)"."""
