@@ -6,6 +6,7 @@ inputs: unknown or missing ones, and constant ones checked by the block's Inputs
 
 from __future__ import annotations
 
+import functools
 import keyword
 from typing import Any
 
@@ -176,6 +177,15 @@ def _place(c: Compilation, base: Where, field: str, values: dict[str, Any], mess
     c.problems.add((*base, *steps), message, block=block, field=shown, hint=hint, code="invalid_input")
 
 
+@functools.cache
+def _empty_inputs(model: type[BaseModel]) -> BaseModel | None:
+    """The one instance of an Inputs model without fields or model validators (a Set's `NoInputs`), which every
+    block of its types can share: there is nothing in it to change. None for any other model."""
+    if model.model_fields or model.__pydantic_decorators__.model_validators:
+        return None
+    return model.model_validate({})
+
+
 def _check_constants(c: Compilation, compiled: CompiledBlock, constants: dict[str, Any], templated: set[str]) -> None:
     """The constant inputs, by the Inputs model and the block's own `check`; templated ones wait for the run."""
     where = ("blocks", c.index_of[compiled.id], "with")
@@ -184,6 +194,13 @@ def _check_constants(c: Compilation, compiled: CompiledBlock, constants: dict[st
     def report(field: str, message: str, hint: str | None) -> None:
         _place(c, where, field, checked, message, block=compiled.id, shown=f"with.{field.partition('.')[0]}", hint=hint)
 
+    if not constants and not templated:
+        empty = _empty_inputs(compiled.inputs_model)
+        if empty is not None:  # a Set's: nothing to validate, nothing to dump
+            compiled.static_inputs = empty
+            compiled.written_inputs = None
+            compiled.impl.check(checked, report)
+            return
     try:
         instance = compiled.inputs_model.model_validate(constants, context={"base_dir": c.folder})
     except ValidationError as exc:
