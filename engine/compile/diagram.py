@@ -74,6 +74,7 @@ class CompiledBlock:
         "reads_outputs",
         "route",
         "set_items",
+        "set_names",
         "static_inputs",
         "type_name",
         "written_inputs",
@@ -94,6 +95,8 @@ class CompiledBlock:
         self.written_inputs: dict[str, Any] | None = None
         """With `static_inputs`, the inputs as written, for the trace (None when the block has none)."""
         self.set_items: list[tuple[str, Evaluator]] = []
+        self.set_names: tuple[str, ...] = ()
+        """The names `set_items` assigns, in order (for the trace's `set`: made once, read at every Debug step)."""
         self.links: list[CompiledLink] = []
         self.on_error: CompiledBlock | None = None
         self.ports: dict[str, CompiledBlock] = {}

@@ -15,7 +15,7 @@ from engine.compile.templating import truthy
 from engine.errors import InternalError, RunError, RunFailed, TemplateError
 from engine.format.spec import ErrorLevel, MessageLevel
 from engine.runtime.failures import step_bug
-from engine.runtime.step_events import finished_fields, since
+from engine.runtime.step_events import failed_fields, since
 from engine.runtime.trace import Event
 
 if TYPE_CHECKING:
@@ -55,8 +55,7 @@ class ErrorLevels:
         error_level = block.error_level if block.error_level is not None else self.diagram.error_level
         if level:
             status = "ignored" if error_level is ErrorLevel.IGNORE else "failed"
-            self.trace.record_stamped(Event.BLOCK_FINISHED, finished_fields(
-                block, began, None, status, shown, {}, level, error, None, self.ctx.scope.values, self.trace))
+            self.trace.record_stamped(Event.BLOCK_FINISHED, failed_fields(block, began, status, shown, level, self.trace))
         return self._apply_error_level(block, error, error_level)
 
     def _apply_error_level(self, block: CompiledBlock, error: RunError, error_level: ErrorLevel) -> CompiledBlock | None:
@@ -102,6 +101,5 @@ class ErrorLevels:
             fields["traceback"] = "".join(traceback.format_exception(cause))
         self.trace.emit(Event.BLOCK_FAILED, **fields)
         if began is not None and level:
-            self.trace.record_stamped(Event.BLOCK_FINISHED, finished_fields(
-                block, began, None, "failed", shown, {}, level, error, None, self.ctx.scope.values, self.trace))
+            self.trace.record_stamped(Event.BLOCK_FINISHED, failed_fields(block, began, "failed", shown, level, self.trace))
         self.errors.append(error.as_dict())

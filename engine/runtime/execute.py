@@ -239,8 +239,7 @@ class _Run(ErrorLevels):
                 self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
         if level:
             self.trace.record_stamped(Event.BLOCK_FINISHED, finished_fields(
-                block, self.step_began, following, "succeeded", shown, outputs, level, None, via, ctx.scope.values,
-                self.trace))
+                block, self.step_began, following, via, shown, outputs, level, ctx.scope.values, self.trace))
         return following
 
     async def step(self, block: CompiledBlock, came_from: CompiledBlock | None) -> CompiledBlock | None:
@@ -294,8 +293,7 @@ class _Run(ErrorLevels):
                 self.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
         if level:
             self.trace.record_stamped(Event.BLOCK_FINISHED, finished_fields(
-                block, self.step_began, following, "succeeded", shown, outputs, level, None, via, ctx.scope.values,
-                self.trace))
+                block, self.step_began, following, via, shown, outputs, level, ctx.scope.values, self.trace))
         return following
 
     def _render_inputs(self, block: CompiledBlock) -> tuple[BaseModel, dict[str, Any]]:

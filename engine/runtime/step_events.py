@@ -17,10 +17,9 @@ from engine.runtime.trace import Event, Trace
 
 if TYPE_CHECKING:
     from engine.compile.diagram import CompiledBlock
-    from engine.errors import InternalError, RunError
     from engine.runtime.context import RunContext
 
-__all__ = ["finished_fields", "milliseconds", "since", "started_fields"]
+__all__ = ["failed_fields", "finished_fields", "milliseconds", "since", "started_fields"]
 
 _SHOWN_AS_THEY_ARE = frozenset({int, float, bool, type(None)})
 """Values short_value and full_value return unchanged (a counter's int): no call for them."""
@@ -53,39 +52,58 @@ def finished_fields(
     block: CompiledBlock,
     began: float,
     following: CompiledBlock | None,
-    status: str,
+    via: str,
     inputs: Mapping[str, Any] | None,
     outputs: Mapping[str, Any],
     level: MessageLevel,
-    error: RunError | InternalError | None,
-    via: str | None,
     values: Mapping[str, Any],
     trace: Trace,
 ) -> dict[str, Any]:
-    """`block_finished`: status, duration, the link taken, and short (Debug) or whole (Detailed) values:
-    the inputs as rendered, the outputs, and what `set` assigned (read from the run's `values`)."""
+    """`block_finished` of a block that succeeded: its duration, the link taken, and short (Debug) or whole
+    (Detailed) values: the inputs as rendered, the outputs, and what `set` assigned (read from the run's `values`)."""
     now = time.perf_counter()
-    duration = ((now - began) * 10_000_000 + 0.5) // 1 / 10_000  # milliseconds(), written out
     # One literal with the stamp (`Trace.record_stamped`): each key added later may copy the dict to a larger table.
-    if error is None:
-        fields: dict[str, Any] = {
-            "block": block.id, "block_type": block.type_name, "status": status, "duration_ms": duration,
-            "next": following.id if following is not None else None, "via": via,
-            "run_id": trace.run_id, "event": _FINISHED, "timestamp": trace.wall_at_zero + now,
-        }
-    else:
-        fields = {"block": block.id, "block_type": block.type_name, "status": status, "duration_ms": duration,
-                  "run_id": trace.run_id, "event": _FINISHED, "timestamp": trace.wall_at_zero + now}
+    fields: dict[str, Any] = {
+        "block": block.id, "block_type": block.type_name, "status": "succeeded",
+        "duration_ms": ((now - began) * 10_000_000 + 0.5) // 1 / 10_000,  # milliseconds(), written out
+        "next": following.id if following is not None else None, "via": via,
+        "run_id": trace.run_id, "event": _FINISHED, "timestamp": trace.wall_at_zero + now,
+    }
+    if inputs or outputs:
+        _add_values(fields, inputs, outputs, level)
+    names = block.set_names
+    if names and via == "next":  # `set` is applied when the block leaves by `next`, not by a port
+        assigned = fields["set"] = {}
+        for name in names:  # a loop, not a comprehension (a call of its own): this runs at every Debug step
+            value = values.get(name)
+            assigned[name] = value if type(value) in _SHOWN_AS_THEY_ARE else _shown(value, level)
+    return fields
+
+
+def failed_fields(block: CompiledBlock, began: float, status: str, inputs: Mapping[str, Any] | None,
+                  level: MessageLevel, trace: Trace) -> dict[str, Any]:
+    """`block_finished` of a block that failed (`status` "failed", or "ignored" under its error level): no link
+    taken, no outputs; the inputs as rendered, when they were."""
+    now = time.perf_counter()
+    fields: dict[str, Any] = {
+        "block": block.id, "block_type": block.type_name, "status": status, "duration_ms": milliseconds(now - began),
+        "run_id": trace.run_id, "event": _FINISHED, "timestamp": trace.wall_at_zero + now,
+    }
+    if inputs:
+        _add_values(fields, inputs, {}, level)
+    return fields
+
+
+def _shown(value: Any, level: MessageLevel) -> Any:
+    return full_value(value) if level >= _DETAILED else short_value(value)
+
+
+def _add_values(fields: dict[str, Any], inputs: Mapping[str, Any] | None, outputs: Mapping[str, Any],
+                level: MessageLevel) -> None:
     render = full_value if level >= _DETAILED else short_value
-    if inputs:  # a loop, as below: a comprehension is a function call of its own
+    if inputs:
         shown = fields["inputs"] = {}
         for name, value in inputs.items():
             shown[name] = value if type(value) in _SHOWN_AS_THEY_ARE else render(value)
     if outputs:
         fields["outputs"] = {name: render(value) for name, value in outputs.items()}
-    if block.set_items and error is None and via == "next":
-        assigned = fields["set"] = {}
-        for name, _ in block.set_items:  # a loop, not a comprehension: this runs at every Debug step
-            value = values.get(name)
-            assigned[name] = value if type(value) in _SHOWN_AS_THEY_ARE else render(value)
-    return fields

@@ -434,6 +434,34 @@ def test_integers_past_64_bits_are_traced_as_numbers(write, runner, level: str) 
         assert finished[0]["set"]["big"] == 2**70
 
 
+@pytest.mark.parametrize("level", ["Debug", "Detailed"])
+def test_what_set_assigned_is_traced_short_or_whole_and_only_when_it_was_applied(write, runner, level: str) -> None:
+    path = write(f"""
+        diagram: d
+        blocks:
+          - {{id: start, type: Start, message_level: {level}, variables: {{n: 0}}, next: loop}}
+          - id: loop
+            type: Loop
+            with: {{count: 2}}
+            body: body
+            set: {{after: "{{{{ n }}}}"}}
+            next: done
+          - {{id: body, type: Set, set: {{n: "{{{{ n + 1 }}}}", long: "{{{{ 'x' * 500 }}}}"}}, next: loop}}
+          - {{id: done, type: Set}}
+    """)
+    result = runner.run(path)
+    assert result.status == "succeeded", result.errors
+    finished = events_named(runner.events(result), Event.BLOCK_FINISHED)
+    body = [e for e in finished if e["block"] == "body"]
+    assert [e["set"]["n"] for e in body] == [1, 2]
+    assert len(body[0]["set"]["long"]) == (500 if level == "Detailed" else 160)
+    loop = [e for e in finished if e["block"] == "loop"]
+    assert [e["via"] for e in loop] == ["body", "body", "next"]
+    assert ["set" in e for e in loop] == [False, False, True]  # a pass through the body applies no `set`
+    assert loop[-1]["set"] == {"after": 2}
+    assert "set" not in next(e for e in finished if e["block"] == "done")
+
+
 # -- a full disk ends the run with a result, and the trace keeps whole lines -----------------------
 
 class FillingDisk:

@@ -67,6 +67,7 @@ def compile_diagram(
         raise DiagramInvalid(c.problems.items)
     for block in c.blocks.values():
         block.reads_outputs = bool(block.set_items) or any(link.when is not None for link in block.links)
+        block.set_names = tuple(name for name, _ in block.set_items)
     settings = start.impl.settings
     assert isinstance(settings, RunSettings)
     error_level = start.error_level if start.error_level is not None else DEFAULT_ERROR_LEVEL
