@@ -132,8 +132,9 @@ class _Run(ErrorLevels):
         trace = self.trace
         block: CompiledBlock | None = self.diagram.start
         came_from: CompiledBlock | None = None
+        clock, step_now = time.perf_counter, self.step_now  # read once: this loop turns once per step
         while block is not None:
-            now = time.perf_counter()
+            now = clock()
             # The last step's lines: written now if it was slow, or a while after the last write (trace.py).
             if trace.pending and (now >= trace.flush_due_at or now - self.step_began >= SLOW_STEP_S):
                 trace.flush()
@@ -150,7 +151,7 @@ class _Run(ErrorLevels):
             if block.awaits:
                 came_from, block = block, await self.step(block, came_from)
             else:
-                came_from, block = block, self.step_now(block, came_from)
+                came_from, block = block, step_now(block, came_from)
 
     def _end(self, error: RunError, *, announce: bool) -> NoReturn:
         """Fail the run with `error`, which no error level handles."""
