@@ -1,8 +1,9 @@
 """What a step's trace events carry: `block_started` and `block_finished` (Debug and Detailed), and the
 milliseconds every block event gives.
 
-Plain functions that build the fields; the executor hands them to the trace. They run twice per Debug
-step, which is why they use no comprehension and read enum members once (`_DETAILED`).
+Plain functions that build each event whole, its stamp included (`Trace.record_stamped` renders it as
+it is); the executor hands them to the trace. They run twice per Debug step, which is why each builds
+one dict literal, uses no comprehension and reads names once at import (`_STARTED`, `_DETAILED`).
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ __all__ = ["failed_fields", "finished_fields", "milliseconds", "since", "started
 
 _SHOWN_AS_THEY_ARE = frozenset({int, float, bool, type(None)})
 """Values short_value and full_value return unchanged (a counter's int): no call for them."""
-_STARTED = Event.BLOCK_STARTED
-_FINISHED = Event.BLOCK_FINISHED
+_STARTED, _FINISHED = Event.BLOCK_STARTED, Event.BLOCK_FINISHED
 _DETAILED = MessageLevel.DETAILED
 """Read from the module: `MessageLevel.DETAILED` is a lookup through the enum's metaclass, slow on a hot path."""
 
