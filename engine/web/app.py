@@ -24,13 +24,15 @@ from starlette.staticfiles import StaticFiles
 
 from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
+from engine.errors import DiagramInvalid, Problem
+from engine.format.yamlfile import read_yaml_text
 from engine.runtime.context import Services
 from engine.web.files import Folder, FolderError
 from engine.web.guard import TOKEN_HEADER, Guard, allowed_hosts, new_token
 from engine.web.http import JSON, error, handle, json_body
 from engine.web.runs import RunRoutes
 from engine.web.view import compile_text, layered_layout, problem_json, raw_links, studio_document
-from engine.web.yaml_edit import EditError, apply_edit, content_hash, new_diagram_text, to_json
+from engine.web.yaml_edit import EditError, apply_edit, content_hash, new_diagram_text
 
 __all__ = ["STUDIO_BUILD", "create_app", "palette"]
 
@@ -109,12 +111,9 @@ class Studio:
         path = self.folder.diagram(request.path_params["path"])
         text = self.folder.read(path)
         digest = self.texts.remember(text)
-        try:
-            data = to_json(text)
-        except EditError as exc:
-            data = {}
-            document = {"problems": [{"line": None, "column": None, "block": None, "field": None, "message": str(exc),
-                                      "hint": None, "code": "invalid_yaml", "severity": "error"}],
+        data, unread = read_for_page(text, path)
+        if unread:
+            document = {"problems": [problem_json(p, own=path, folder=self.folder) for p in unread],
                         "compiled": studio_document({}, None, {}), "valid": False, "registries": []}
         else:
             document = await run_in_threadpool(self.document, path, text, data)
@@ -189,6 +188,23 @@ class Studio:
     async def csv(self, request: Request) -> Response:
         path = self.folder.diagram(request.path_params["path"])
         return JSON(self.folder.csv_preview(path, request.query_params.get("file", "")))
+
+
+def read_for_page(text: str, path: Path) -> tuple[dict[str, Any], list[Problem]]:
+    """The file's data as `diagrama run` reads it (engine.format.yamlfile, the one reader), or `{}` and why it cannot
+    be read: not YAML, or YAML that is not a mapping."""
+    try:
+        data, _ = read_yaml_text(text, str(path))
+    except DiagramInvalid as exc:
+        return {}, exc.problems
+    except RecursionError:
+        return {}, [Problem(str(path), None, "the file is nested too deeply to read", code="too_deep")]
+    if data is None:
+        return {}, []
+    if not isinstance(data, dict):
+        return {}, [Problem(str(path), 1, f"the file holds a YAML {type(data).__name__}, not a mapping",
+                            hint="a diagram starts with `diagram: name` and `blocks:`", code="invalid_yaml")]
+    return data, []
 
 
 def _as_yaml(diagram: dict[str, Any]) -> str:
@@ -288,8 +304,10 @@ def create_app(
         for path in folder.diagrams():
             try:
                 text = folder.read(path)
-                data = to_json(text)
-            except (FolderError, EditError):
+            except FolderError:
+                text = None
+            data, unread = read_for_page(text, path) if text is not None else ({}, [])
+            if text is None or unread:
                 listed.append({"path": path.name, "name": path.stem, "description": "", "valid": False, "blocks": 0})
                 continue
             compiled, _problems = compile_text(text, path.resolve(), registry, folder.data_roots)
