@@ -7,6 +7,7 @@ engine.format's reader reads back as the new diagram; BOM and Windows line ends 
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Any
 
 from engine.web.yaml_edit.checks import EditError, check_new, check_text_size, same
@@ -69,19 +70,38 @@ _EXACT_IN_A_DOUBLE = 2**53
 
 
 def kept_where_unrepresentable(old: Any, new: Any) -> Any:
-    """`new`, with the file's own value wherever the page could only send it back rounded: an integer past 2**53
-    that the page returned as the nearest double. Without this, saving an unrelated edit would change it."""
+    """`new`, with the file's own value wherever JSON could only carry it to the page and back changed: an integer
+    past 2**53 (the page's nearest double comes back) and NaN or an infinity (null in JSON). Without this, saving
+    an unrelated edit would change such a value."""
     if isinstance(old, int) and not isinstance(old, bool) and abs(old) > _EXACT_IN_A_DOUBLE:
         if isinstance(new, int | float) and not isinstance(new, bool) and new != old and float(new) == float(old):
             return old
         return new
+    if isinstance(old, float) and not math.isfinite(old):
+        return old if new is None else new
     if isinstance(old, dict) and isinstance(new, dict):
         changed = {k: kept_where_unrepresentable(old[k], v) if k in old else v for k, v in new.items()}
         return new if all(changed[k] is new[k] for k in new) else changed
-    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        items = [kept_where_unrepresentable(a, b) for a, b in zip(old, new, strict=True)]
+    if isinstance(old, list) and isinstance(new, list):
+        pairs = _paired_items(old, new)
+        items = [kept_where_unrepresentable(old[pairs[n]], item) if n in pairs else item for n, item in enumerate(new)]
         return new if all(a is b for a, b in zip(items, new, strict=True)) else items
     return new
+
+
+def _paired_items(old: list[Any], new: list[Any]) -> dict[int, int]:
+    """new index -> old index: blocks (mappings with an id) by id, a renamed one by its place; else by place."""
+    ids_old = [item.get("id") if isinstance(item, dict) else None for item in old]
+    ids_new = [item.get("id") if isinstance(item, dict) else None for item in new]
+    if not all(isinstance(i, str) for i in ids_old + ids_new):
+        return {n: n for n in range(min(len(old), len(new)))}
+    at = {i: n for n, i in enumerate(ids_old)}
+    pairs = {n: at[i] for n, i in enumerate(ids_new) if i in at}
+    gone = set(ids_old) - set(ids_new)
+    for n, _ in enumerate(new):
+        if n not in pairs and n < len(old) and ids_old[n] in gone:
+            pairs[n] = n
+    return pairs
 
 
 def new_diagram_text(name: str) -> str:
