@@ -29,6 +29,7 @@ __all__ = [
     "decode_text",
     "read_yaml",
     "read_yaml_text",
+    "read_yaml_value",
 ]
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
@@ -353,3 +354,10 @@ def read_yaml(path: Path) -> tuple[Any, LineMap]:
     except OSError as exc:
         raise DiagramInvalid([Problem(file, None, f"cannot read the file: {exc.strerror}")]) from exc
     return read_yaml_text(decode_text(data, file), file)
+
+
+def read_yaml_value(text: str, source: str) -> Any:
+    """A small YAML text's data alone, in the same dialect (a `--input` value, an inputs file); DiagramInvalid
+    naming `source` when it is not YAML."""
+    data, _ = read_yaml_text(text, source)
+    return data
