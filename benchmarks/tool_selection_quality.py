@@ -8,11 +8,16 @@ answer calls exactly one function becomes a request whose gold tool is that func
 other functions offered with a question are just more tools of the registry, so a request
 is ranked against all of them, not against its own three or four.
 
+A second set, `--toollens`, is ToolLens (the quchangle1/COLT repository, its
+datasets/ToolLens): 464 ToolBench APIs with terse descriptions and natural requests that
+each need about three of them; a request counts as found at the rank of its first gold
+tool. It was used beside BFCL for tuning, to keep the weights from fitting one data set.
+
 Requests are split in two by a hash of their id: the tuning part (what the ranking's
 weights were chosen on) and the held-out part (never looked at while tuning).
 
     git clone --depth 1 <the gorilla repository> /tmp/gorilla
-    python -m benchmarks.tool_selection_quality /tmp/gorilla
+    python -m benchmarks.tool_selection_quality /tmp/gorilla [--toollens /tmp/COLT/datasets/ToolLens]
     python -m benchmarks.tool_selection_quality /tmp/gorilla --part held-out --json
 
 Rankings side by side: `today` (the hashed n-gram embedding's cosine alone, the ranking
@@ -53,6 +58,8 @@ class Case:
     id: str
     query: str
     gold: str
+    also: frozenset[str] = frozenset()
+    """Other tools that answer the request as well (ToolLens: a request needs several)."""
 
 
 def _tool_name(name: str) -> str:
@@ -94,7 +101,43 @@ def bfcl(root: Path) -> tuple[list[dict[str, Any]], list[Case]]:
     return list(tools.values()), [case for case in cases if case.gold in tools]
 
 
+_TOOLLENS = re.compile(r"tool_name:(.*?), api_name:(.*?), api_description:(.*?), required_params: (\[.*?\]), "
+                       r"optional_params: (\[.*?\]), return_schema", re.S)
+
+
+def toollens(folder: Path) -> tuple[list[dict[str, Any]], list[Case]]:
+    """ToolLens's APIs as tools (name: tool and API name; parameters from its lists) and its test requests."""
+    tools: dict[str, dict[str, Any]] = {}
+    names: dict[str, str] = {}
+    for entry in _lines(folder / "corpus.jsonl"):
+        found = _TOOLLENS.search(entry["text"])
+        if found is None:
+            continue
+        tool, api, description, required, optional = found.groups()
+        name = base = re.sub(r"[^A-Za-z0-9]+", "_", f"{tool} {api}").strip("_")[:60]
+        suffix = 2
+        while name in tools:
+            name, suffix = f"{base}_{suffix}", suffix + 1
+        properties = {p["name"]: {"description": p.get("description") or ""}
+                      for p in [*json.loads(required), *json.loads(optional)] if isinstance(p, dict) and "name" in p}
+        tools[name] = {"function": name, "description": description,
+                       "parameters": {"type": "object", "properties": properties}}
+        names[entry["_id"]] = name
+    queries = {entry["_id"]: entry["text"] for entry in _lines(folder / "queries.jsonl")}
+    gold: dict[str, list[str]] = {}
+    for line in (folder / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        query, corpus, _ = line.split("\t")
+        if corpus in names:
+            gold.setdefault(query, []).append(names[corpus])
+    cases = [Case(f"toollens-{query}", queries[query], tools_[0], frozenset(tools_[1:]))
+             for query, tools_ in gold.items() if query in queries]
+    return list(tools.values()), cases
+
+
 def held_out(case: Case) -> bool:
+    """BFCL: by a hash of the id; ToolLens: odd query ids (the split its tuning used)."""
+    if case.id.startswith("toollens-"):
+        return int(case.id.removeprefix("toollens-")) % 2 == 1
     return hashlib.sha256(case.id.encode()).digest()[0] % 2 == 1
 
 
@@ -140,7 +183,7 @@ def measure(rank: Ranked, cases: Sequence[Case]) -> dict[str, float]:
     for case in cases:
         ranked = rank(case.query)
         firsts[ranked[0]] += 1
-        position = ranked.index(case.gold) + 1
+        position = min(ranked.index(tool) for tool in {case.gold, *case.also}) + 1
         reciprocal += 1 / position
         for k in hits:
             hits[k] += position <= k
@@ -170,31 +213,39 @@ def latency(registry: ToolRegistry, cases: Sequence[Case]) -> dict[str, float]:
     return {"ms_median": round(timings[len(timings) // 2], 3), "ms_p95": round(timings[int(len(timings) * 0.95)], 3)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("gorilla", type=Path, help="a local copy of the gorilla repository (or its BFCL data folder)")
-    parser.add_argument("--part", choices=("tuning", "held-out", "both"), default="both")
-    parser.add_argument("--json", action="store_true", help="one JSON line per part and ranking")
-    options = parser.parse_args()
-    tools, cases = bfcl(options.gorilla)
+def report(label: str, tools: list[dict[str, Any]], cases: list[Case], options: argparse.Namespace) -> None:
     parts = {"tuning": [c for c in cases if not held_out(c)], "held-out": [c for c in cases if held_out(c)]}
     chosen = list(parts) if options.part == "both" else [options.part]
     with tempfile.TemporaryDirectory() as folder:
         registry = registry_of(tools, Path(folder))
         ranked = rankings(registry)
-        print(f"{len(tools)} tools, {len(cases)} requests ({', '.join(f'{p} {len(parts[p])}' for p in parts)})")
+        ranked["hybrid-rrf"] = hybrid(registry_of(tools, Path(folder), Ranking(fusion="rrf")))
+        print(f"{label}: {len(tools)} tools, {len(cases)} requests ({', '.join(f'{p} {len(parts[p])}' for p in parts)})")
         if not options.json:
-            print(f"{'part':<9} {'ranking':<7} {'recall@1':>8} {'recall@3':>8} {'recall@5':>8} {'MRR':>6} {'top1_hub':>8}")
+            print(f"{'part':<9} {'ranking':<10} {'recall@1':>8} {'recall@3':>8} {'recall@5':>8} {'MRR':>6} {'top1_hub':>8}")
         for part in chosen:
             for name, rank in ranked.items():
                 figures = measure(rank, parts[part])
                 if options.json:
-                    print(json.dumps({"part": part, "ranking": name, "requests": len(parts[part]), **figures}))
+                    print(json.dumps({"data": label, "part": part, "ranking": name, "requests": len(parts[part]),
+                                      **figures}))
                 else:
-                    print(f"{part:<9} {name:<7} {figures['recall@1']:>8.3f} {figures['recall@3']:>8.3f} "
+                    print(f"{part:<9} {name:<10} {figures['recall@1']:>8.3f} {figures['recall@3']:>8.3f} "
                           f"{figures['recall@5']:>8.3f} {figures['mrr']:>6.3f} {figures['top1_hub']:>8}")
-        print(json.dumps({"benchmark": "tool_selection_latency", "tools": len(tools),
+        print(json.dumps({"benchmark": "tool_selection_latency", "data": label, "tools": len(tools),
                           **latency(registry, parts["held-out"])}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("gorilla", type=Path, help="a local copy of the gorilla repository (or its BFCL data folder)")
+    parser.add_argument("--toollens", type=Path, help="ToolLens's folder (COLT's datasets/ToolLens), a second set")
+    parser.add_argument("--part", choices=("tuning", "held-out", "both"), default="both")
+    parser.add_argument("--json", action="store_true", help="one JSON line per part and ranking")
+    options = parser.parse_args()
+    report("BFCL", *bfcl(options.gorilla), options)
+    if options.toollens:
+        report("ToolLens", *toollens(options.toollens), options)
 
 
 if __name__ == "__main__":

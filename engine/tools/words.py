@@ -13,6 +13,7 @@ import functools
 import re
 import unicodedata
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = ["LANGUAGES", "STOP_WORDS", "fold", "guess_language", "identifier_words", "request_words", "stem", "words"]
 
@@ -80,8 +81,8 @@ def guess_language(folded: Iterable[str]) -> str:
 
 
 @functools.cache
-def _stemmer(language: str) -> object:
-    import Stemmer  # PyStemmer: Snowball's C stemmers, loaded when a registry first ranks by words
+def _stemmer(language: str) -> Any:  # PyStemmer ships no type hints
+    import Stemmer  # Snowball's C stemmers, loaded when a registry first ranks by words
 
     return Stemmer.Stemmer(language)
 
@@ -90,7 +91,7 @@ def _stemmer(language: str) -> object:
 def stem(word: str, language: str) -> str:
     """`word` (lower case, accents kept) stemmed in `language`, then folded."""
     stemmer = _stemmer(language)
-    return fold(stemmer.stemWord(word))  # type: ignore[attr-defined]  # PyStemmer ships no type hints
+    return fold(str(stemmer.stemWord(word)))
 
 
 def _keep(folded: str) -> bool:
