@@ -156,9 +156,9 @@ Ranked = Callable[[str], list[str]]
 def today(registry: ToolRegistry) -> Ranked:
     """The ranking before this one: the n-gram embedding's cosine alone, ties by name."""
     names = sorted(registry.tools)
-    matrix = np.vstack([registry._cache_for["quality.yaml"].get(registry.tools[n].embedding_key(registry.embedder.name))
-                        for n in names])
-    return lambda query: [names[i] for i in np.argsort(-(matrix @ registry._query_vector(query)), kind="stable")]
+    embed = registry.embedder.embed
+    matrix = embed([registry.tools[name].embedding_text for name in names])
+    return lambda query: [names[i] for i in np.argsort(-(matrix @ embed([query])[0]), kind="stable")]
 
 
 def lexical(registry: ToolRegistry, settings: Bm25f, fields: Sequence[str]) -> Ranked:

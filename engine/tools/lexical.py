@@ -6,9 +6,10 @@ field weights are the point. The index is a dictionary of posting lists (tool in
 their precomputed weights), so a request costs one lookup and one add per word.
 
 Scores are on a fixed scale: the weights a tool gathers for the request's words divided by
-the most those words could give (their idf summed), clipped to [0, 1]. A tool that holds
-every informative word of the request scores about 1, one that holds none 0, whatever the
-request's length; a word no tool has still counts in the denominator, as much as a word
+the most those words could give (each word's idf × (k1 + 1), BM25's bound), so in [0, 1]
+without clipping, and the order stays BM25F's. A request word found once in a tool's
+description gives about half its share, found in its name, description and examples
+together about 0.85; a word no tool has still counts in the denominator, as much as a word
 only one tool has.
 """
 
@@ -86,11 +87,11 @@ class LexicalIndex:
         for forms in request:
             term = next((form for form in forms if form in self.postings), None)
             if term is None:
-                most += self.unknown_idf
+                most += self.unknown_idf * (self.settings.k1 + 1)
                 continue
             tools, weights = self.postings[term]
             total[tools] += weights
-            most += self.idf[term]
+            most += self.idf[term] * (self.settings.k1 + 1)
         if most:
             total /= most
-        return np.minimum(total, 1.0, out=total)
+        return total

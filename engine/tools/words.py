@@ -21,27 +21,28 @@ LANGUAGES = ("english", "portuguese", "italian")
 """The languages tool texts and requests are read in; the first is the default when nothing tells them apart."""
 
 # Function words and request fillers only, from Snowball's stop lists: content words such as
-# "order", "date", "find" or "valor" stay, since a tool's name and description are made of them.
+# "order", "date", "find" or "valor" stay, since a tool's name and description are made of them,
+# and so do question words ("where", "onde", "dove"): "where is my order" asks for a status.
 _STOP = {
-    "english": """a about after again against all am an and any are as at be because been before being below
-        between both but by can could did do does doing down during each few for from further had has have
-        having he her here hers herself him himself his how i if in into is it its itself just me more most
-        my myself no nor not now of off on once only or other our ours ourselves out over own please same
-        she should so some such than that the their theirs them themselves then there these they this those
-        through to too under until up very was we were what when where which while who whom why will with
-        would you your yours yourself yourselves i'm let me us want wants need needs like kindly hi hello""",
-    "portuguese": """a ao aos aquela aquelas aquele aqueles aquilo as ate com como da das de dela delas dele
-        deles depois do dos e ela elas ele eles em entre era eram essa essas esse esses esta estas este estes
-        eu foi for ha isso isto ja lhe lhes mais mas me mesmo meu meus minha minhas muito na nas nao nem no
-        nos nossa nossas nosso nossos num numa o os ou para pela pelas pelo pelos por qual quando que quem
-        se sem ser seu seus so sua suas tambem te tem ter teu teus tu tua tuas um uma umas uns voce voces
-        vos esta estao sao queria quero gostaria favor pode podes poderia preciso ola obrigado""",
-    "italian": """a ad agli ai al alla alle allo anche c che chi ci come con da dagli dai dal dalla dalle dallo
-        degli dei del della delle dello di dov dove e ed gli ha hai hanno ho i il in io l la le lei li lo
-        loro lui ma me mi mia mie miei mio ne negli nei nel nella nelle nello noi non nostra nostre nostri
-        nostro o per perche piu quale quanta quante quanti quanto quella quelle quelli quello questa queste
-        questi questo se si sia sono su sua sue suo suoi sul sulla ti tra tu tua tue tuo tuoi un una uno
-        vi voi vorrei voglio potresti puoi favore grazie ciao mio e' sta""",
+    "english": """a about after again against all am an and any are as at be because been before being below between
+        both but by can could did do does doing down during each few for from further had has have having he
+        her here hers herself him himself his i if in into is it its itself just me more most my myself no
+        nor not now of off on once only or other our ours ourselves out over own please same she should so
+        some such than that the their theirs them themselves then there these they this those through to too
+        under until up very was we were while will with would you your yours yourself yourselves i'm let me
+        us want wants need needs like kindly hi hello""",
+    "portuguese": """a ao aos aquela aquelas aquele aqueles aquilo as ate com da das de dela delas dele deles depois do
+        dos e ela elas ele eles em entre era eram essa essas esse esses esta estas este estes eu foi for ha
+        isso isto ja lhe lhes mais mas me mesmo meu meus minha minhas muito na nas nao nem no nos nossa
+        nossas nosso nossos num numa o os ou para pela pelas pelo pelos por que se sem ser seu seus so sua
+        suas tambem te tem ter teu teus tu tua tuas um uma umas uns voce voces vos esta estao sao queria
+        quero gostaria favor pode podes poderia preciso ola obrigado""",
+    "italian": """a ad agli ai al alla alle allo anche c che ci con da dagli dai dal dalla dalle dallo degli dei del
+        della delle dello di e ed gli ha hai hanno ho i il in io l la le lei li lo loro lui ma me mi mia mie
+        miei mio ne negli nei nel nella nelle nello noi non nostra nostre nostri nostro o per perche piu
+        quella quelle quelli quello questa queste questi questo se si sia sono su sua sue suo suoi sul sulla
+        ti tra tu tua tue tuo tuoi un una uno vi voi vorrei voglio potresti puoi favore grazie ciao mio e'
+        sta""",
 }
 STOP_WORDS: dict[str, frozenset[str]] = {language: frozenset(text.split()) for language, text in _STOP.items()}
 _ALL_STOP = frozenset().union(*STOP_WORDS.values())

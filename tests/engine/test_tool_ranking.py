@@ -23,8 +23,7 @@ def registry_of(tmp_path: Path, tools: str, ranking: Ranking | None = None) -> T
     (tmp_path / "registry.yaml").write_text(f"registry: r\nallowed_modules: [{module}]\ntools:\n{body}\n")
     registry = load_registries("registry.yaml", tmp_path / "d.yaml", LineMap(str(tmp_path / "d.yaml")))
     if ranking is not None:
-        registry.ranking = ranking
-        registry.prepare(registry._cache_for)
+        registry.ranking = ranking  # read when the first ranked selection builds the ranking
     return registry
 
 
@@ -58,7 +57,7 @@ def test_the_language_is_guessed_from_stop_words(text: str, language: str) -> No
 
 
 def test_stop_words_go_and_words_are_stemmed_in_their_language() -> None:
-    assert words("Where are my orders being shipped?")[0] == ["order", "ship"]
+    assert words("Where are my orders being shipped?")[0] == ["where", "order", "ship"]  # question words stay
     assert words("Quero devolver as encomendas")[0] == ["devolv", "encomend"]
     assert words("Vorrei restituire gli ordini")[0] == ["restitu", "ordin"]
 
@@ -90,8 +89,9 @@ def test_a_word_no_tool_has_lowers_every_score_alike() -> None:
     index = LexicalIndex([tool_document("track_parcel", "Where a parcel is."), tool_document("refund", "Money back.")])
     alone = index.scores(request_words("parcel"))
     diluted = index.scores(request_words("parcel yesterday"))
-    assert alone[0] == pytest.approx(1.0, abs=0.05) and alone[1] == 0
-    assert 0.4 < diluted[0] < 0.8 and diluted[1] == 0
+    assert 0.6 < alone[0] < 1 and alone[1] == 0  # in its name and description: most of the word's share
+    # "yesterday" is in no tool: it counts as much as "parcel" (also in one tool only) against every score.
+    assert diluted[0] == pytest.approx(alone[0] / 2, rel=1e-3) and diluted[1] == 0
 
 
 def test_ranked_selection_keeps_to_the_group_and_top_k(tmp_path: Path) -> None:
