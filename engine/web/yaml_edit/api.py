@@ -74,7 +74,7 @@ def kept_where_unrepresentable(old: Any, new: Any) -> Any:
     past 2**53 (the page's nearest double comes back) and NaN or an infinity (null in JSON). Without this, saving
     an unrelated edit would change such a value."""
     if isinstance(old, int) and not isinstance(old, bool) and abs(old) > _EXACT_IN_A_DOUBLE:
-        if isinstance(new, int | float) and not isinstance(new, bool) and new != old and float(new) == float(old):
+        if isinstance(new, int | float) and not isinstance(new, bool) and float(new) == float(old):
             return old
         return new
     if isinstance(old, float) and not math.isfinite(old):
