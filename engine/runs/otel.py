@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from engine.format.levels import MESSAGE_LEVELS, MessageLevel
 from engine.runs.otel_genai import chat_attributes, content_attributes, tool_attributes
 from engine.runtime.trace import Event
 
@@ -107,6 +108,8 @@ class _RunSpans:
         self._loops: list[_Loop] = []
         self._exchange = _Exchange()
         self._detailed = False
+        """Whether the block under way exports message contents: Detailed's alone."""
+        self._detailed_blocks: set[str] = set()
         self._handlers = {
             Event.RUN_STARTED: self._run_started,
             Event.BLOCK_STARTED: self._block_started,
@@ -144,7 +147,10 @@ class _RunSpans:
     def _run_started(self, event: dict[str, Any]) -> None:
         from opentelemetry.trace import SpanKind
 
-        self._detailed = event.get("message_level") == "Detailed"
+        # Contents go with the block's own level in this run, as its http events do (its own Detailed in a Debug run).
+        levels = self._diagram.message_levels(MESSAGE_LEVELS.get(str(event.get("message_level"))))
+        self._detailed_blocks = {block.id for block in self._diagram.blocks.values()
+                                 if (block.message_level if levels is None else levels[block]) >= MessageLevel.DETAILED}
         self._run = self._tracer.start_span(
             f"run {self._diagram.name}", kind=SpanKind.INTERNAL,
             attributes={"diagrama.run.id": str(event.get("run_id")), "diagrama.diagram.name": self._diagram.name,
@@ -154,6 +160,7 @@ class _RunSpans:
 
     def _block_started(self, event: dict[str, Any]) -> None:
         block = str(event.get("block"))
+        self._detailed = block in self._detailed_blocks
         if event.get("block_type") == "Loop":
             self._enter_loop(block)
         self._exchange = _Exchange()
