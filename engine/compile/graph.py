@@ -78,8 +78,7 @@ def build_graph(blocks: Iterable[CompiledBlock]) -> nx.DiGraph:
     graph = nx.DiGraph()
     blocks = list(blocks)
     for block in blocks:
-        graph.add_node(block.id, type=block.type_name, label=block.label, line=block.line,
-                       error_level=block.error_level, message_level=block.message_level)
+        graph.add_node(block.id, type=block.type_name, label=block.label, line=block.line)
     for block in blocks:
         for target, kind, when, index in outgoing(block):
             _add_edge(graph, block.id, target, kind, when, index)

@@ -43,7 +43,8 @@ class WrittenLink:
 
 
 def written_links(data: Any, ports_of: PortsOf) -> list[WrittenLink]:
-    """Every link of every block the file writes, block by block: its `next` links in order, `on_error`, ports."""
+    """Every link of every block the file writes, block by block: its `next` links in order, its ports, `on_error`
+    (the order of engine.compile.graph.outgoing, which lists a compiled block's)."""
     blocks = data.get("blocks") if isinstance(data, dict) else None
     if not isinstance(blocks, list):
         return []
@@ -75,11 +76,11 @@ def _block_links(index: int, raw: dict[Any, Any], ports_of: PortsOf) -> Iterator
             if isinstance(target, str):
                 yield WrittenLink(index, source, target, "next", (*where, "next", position, "to"),
                                   f"next[{position}].to", link.get("when"), position)
-    handler = raw.get("on_error")
-    if isinstance(handler, str):
-        yield WrittenLink(index, source, handler, "error", (*where, "on_error"), "on_error")
     type_name = raw.get("type")
     for port in ports_of(type_name) if isinstance(type_name, str) else ():
         target = raw.get(port)
         if isinstance(target, str):
             yield WrittenLink(index, source, target, port, (*where, port), port)
+    handler = raw.get("on_error")
+    if isinstance(handler, str):
+        yield WrittenLink(index, source, handler, "error", (*where, "on_error"), "on_error")
