@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,6 +22,7 @@ from engine.compile.loader import load_diagram, load_diagram_text
 from engine.format.levels import DEFAULT, ERROR_LEVELS, MESSAGE_LEVELS, ErrorLevel, MessageLevel
 from engine.format.links import WrittenLink, written_ids, written_links
 from engine.format.spec import COMMON_BLOCK_KEYS, DEFAULTED_KEYS, LINK_KEYS, BlockSpec
+from engine.format.yamlfile import read_yaml_text
 from engine.web.picture import diagram_links, written_picture
 from tests.property import budget
 
@@ -108,7 +108,7 @@ def test_any_data_at_all_is_read_without_an_exception(blocks: Any, wrap: bool) -
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_the_files_links_are_the_compiled_diagrams_links(path: Path) -> None:
     """Where a diagram compiles, the reading the studio draws a broken one from gives the compiled links."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data, _lines = read_yaml_text(path.read_text(encoding="utf-8"), str(path))
     compiled = diagram_links(load_diagram(path, REGISTRY))
     assert written_picture(data, REGISTRY)["links"] == compiled
 
