@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.compile.templating import Scope
 from engine.errors import TemplateError
-from engine.format.spec import MessageLevel
+from engine.format.levels import MessageLevel
 from engine.runtime.trace import EVENT_LEVELS, Trace
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.compile.templating import truthy
 from engine.errors import InternalError, RunError, RunFailed, TemplateError
-from engine.format.spec import ErrorLevel, MessageLevel
+from engine.format.levels import ErrorLevel, MessageLevel
 from engine.runtime.failures import step_bug
 from engine.runtime.step_events import failed_fields, since
 from engine.runtime.trace import Event
