@@ -1,7 +1,8 @@
 """A loaded diagram: its graph and its blocks compiled for the executor.
 
 Everything a step needs is resolved here once (link targets, templates, effective
-static inputs) so that running a block costs a few attribute reads.
+static inputs, each block's error and message level) so that running a block costs a
+few attribute reads.
 """
 
 from __future__ import annotations
@@ -119,7 +120,9 @@ class CompiledBlock:
         """The level a plain run traces this block at; a run's `--message-level` changes it unless it is the
         block's own (`Diagram.message_levels`)."""
         self.error_level_from = LevelSource.DEFAULT
+        """Where `error_level` comes from: the block itself, the Start block, or the built-in default."""
         self.message_level_from = LevelSource.DEFAULT
+        """Where `message_level` comes from; only a level from the block itself outlasts a run's override."""
         self.body_region: frozenset[str] = frozenset()
         self.reads_outputs = True
         """False when no `set` and only one unconditional link: the step skips templating."""
@@ -147,10 +150,12 @@ class CompiledBlock:
 def resolve_levels(blocks: Iterable[CompiledBlock], start: CompiledBlock) -> tuple[ErrorLevel, MessageLevel]:
     """Each block's error and message level and where each comes from, decided once; the run's two levels.
 
-    The run's are the Start block's, else the built-in defaults. Start's own are the run's, which a
-    run may override (`--message-level`): they are never Start's own as another block's are.
+    The run's levels are the Start block's, else the built-in defaults. What Start writes is the run's
+    level, not Start's own: a run's `--message-level` replaces it, for Start as for every block that
+    writes none.
     """
-    written_error, written_message = ERROR_LEVELS[start.impl.spec.error_level], MESSAGE_LEVELS[start.impl.spec.message_level]
+    written_error = ERROR_LEVELS[start.impl.spec.error_level]
+    written_message = MESSAGE_LEVELS[start.impl.spec.message_level]
     error_level = own_else_run(written_error, DEFAULT_ERROR_LEVEL)
     message_level = own_else_run(written_message, DEFAULT_MESSAGE_LEVEL)
     for block in blocks:

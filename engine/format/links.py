@@ -13,7 +13,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PortsOf", "WrittenLink", "written_ids", "written_links"]
+__all__ = ["LINK_KEYS", "PortsOf", "WrittenLink", "written_ids", "written_links"]
+
+NEXT, ON_ERROR = "next", "on_error"
+LINK_KEYS = (NEXT, ON_ERROR)
+"""The keys of every block that name other blocks: `next` (an id, or a list of {to, when} tried in order)
+and `on_error`. A block type's ports (Loop's `body`) name blocks too: `Block.ports()`."""
 
 PortsOf = Callable[[str], Iterable[str]]
 """ports_of(block type name): that type's ports (nothing for an unknown type); `BlockRegistry.ports_of`."""
@@ -67,20 +72,20 @@ def _block_links(index: int, raw: dict[Any, Any], ports_of: PortsOf) -> Iterator
     source = raw.get("id")
     source = source if isinstance(source, str) else None
     where: Where = ("blocks", index)
-    following = raw.get("next")
+    following = raw.get(NEXT)
     if isinstance(following, str):
-        yield WrittenLink(index, source, following, "next", (*where, "next"), "next")
+        yield WrittenLink(index, source, following, "next", (*where, NEXT), NEXT)
     elif isinstance(following, list):
         for position, link in enumerate(following):
             target = link.get("to") if isinstance(link, dict) else None
             if isinstance(target, str):
-                yield WrittenLink(index, source, target, "next", (*where, "next", position, "to"),
-                                  f"next[{position}].to", link.get("when"), position)
+                yield WrittenLink(index, source, target, "next", (*where, NEXT, position, "to"),
+                                  f"{NEXT}[{position}].to", link.get("when"), position)
     type_name = raw.get("type")
     for port in ports_of(type_name) if isinstance(type_name, str) else ():
         target = raw.get(port)
         if isinstance(target, str):
             yield WrittenLink(index, source, target, port, (*where, port), port)
-    handler = raw.get("on_error")
+    handler = raw.get(ON_ERROR)
     if isinstance(handler, str):
-        yield WrittenLink(index, source, handler, "error", (*where, "on_error"), "on_error")
+        yield WrittenLink(index, source, handler, "error", (*where, ON_ERROR), ON_ERROR)

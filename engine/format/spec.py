@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from engine.format.levels import DEFAULT, ERROR_LEVELS, MESSAGE_LEVELS, ErrorLevel, MessageLevel
+from engine.format.links import LINK_KEYS
 
 __all__ = [
     "BLOCK_ID_PATTERN",
@@ -89,10 +90,6 @@ class BlockSpec(BaseModel):
 
 COMMON_BLOCK_KEYS = frozenset(field.alias or name for name, field in BlockSpec.model_fields.items())
 """The keys every block may have, as a file writes them; a block type adds its ports and settings."""
-
-LINK_KEYS = ("next", "on_error")
-"""The keys of every block that name other blocks: `next` (an id, or a list of {to, when} tried in order)
-and `on_error`. A block type's ports (Loop's `body`) name blocks too: `Block.ports()`."""
 
 DEFAULTED_KEYS = frozenset({"label", "position", "error_level", "message_level"})
 """Keys that change neither links nor values: a wrong one is reported, and the block goes on with the default."""
