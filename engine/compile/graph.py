@@ -15,6 +15,8 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engine.format.links import ON_ERROR
+
 if TYPE_CHECKING:
     import networkx as nx
 
@@ -150,7 +152,7 @@ def _edge_label(data: dict[str, Any]) -> str:
     labels = []
     for link in data["links"]:
         if link["kind"] == "error":
-            labels.append("on_error")
+            labels.append(ON_ERROR)  # drawn as the key that writes it
         elif link["kind"] != "next":
             labels.append(link["kind"])
         elif link["when"] is not None:

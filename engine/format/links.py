@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LINK_KEYS", "PortsOf", "WrittenLink", "written_ids", "written_links"]
+__all__ = ["LINK_KEYS", "NEXT", "ON_ERROR", "PortsOf", "WrittenLink", "written_ids", "written_links"]
 
 NEXT, ON_ERROR = "next", "on_error"
 LINK_KEYS = (NEXT, ON_ERROR)
