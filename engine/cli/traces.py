@@ -104,7 +104,7 @@ def trace(
 
     from engine.errors import DiagramaError
     from engine.format.jsonout import dumps_plain
-    from engine.format.spec import MESSAGE_LEVELS
+    from engine.format.levels import MESSAGE_LEVELS
     from engine.runs.traces import INTERRUPTED, find_trace, keep_event, run_status
     from engine.runtime.trace import read_events
 

@@ -21,7 +21,7 @@ import orjson
 
 from engine.compile.graph import RunPath
 from engine.errors import UsageError
-from engine.format.spec import MessageLevel
+from engine.format.levels import MessageLevel
 from engine.runtime.trace import EVENT_LEVELS, Event, read_events
 
 __all__ = ["INTERRUPTED", "SCENARIO_SUFFIX", "RunSummary", "Step", "find_trace", "is_scenario_run", "keep_event",

@@ -25,13 +25,14 @@ from starlette.staticfiles import StaticFiles
 from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
 from engine.errors import DiagramInvalid, Problem
+from engine.format.spec import LINK_KEYS
 from engine.format.yamlfile import read_yaml_text
 from engine.runtime.context import Services
 from engine.web.files import Folder, FolderError
 from engine.web.guard import TOKEN_HEADER, Guard, allowed_hosts, new_token
 from engine.web.http import JSON, error, handle, json_body
 from engine.web.runs import RunRoutes
-from engine.web.view import compile_text, layered_layout, problem_json, raw_links, studio_document
+from engine.web.view import compile_text, problem_json, studio_document
 from engine.web.yaml_edit import EditError, apply_edit, content_hash, new_diagram_text
 
 __all__ = ["STUDIO_BUILD", "create_app", "palette"]
@@ -55,7 +56,7 @@ def palette(registry: BlockRegistry) -> list[dict[str, Any]]:
             "inputs_schema": inputs,
             "settings_schema": block.Settings.model_json_schema() if block.Settings is not None else None,
             "outputs": list(block.output_names()),
-            "ports": ["next", "on_error", *block.ports()],
+            "ports": [*LINK_KEYS, *block.ports()],
             "body_names": list(block.body_names),
             "table_fields": tables,
             "is_start": block.is_start,
@@ -104,7 +105,7 @@ class Studio:
         scope = template_scope(diagram) if diagram is not None else {}
         return {"problems": [problem_json(p, with_line=with_lines, own=path, folder=self.folder)
                              for p in problems],
-                "compiled": studio_document(data, diagram, scope), "valid": diagram is not None,
+                "compiled": studio_document(data, diagram, scope, self.registry), "valid": diagram is not None,
                 "registries": _registries(diagram)}
 
     async def get(self, request: Request) -> Response:
@@ -114,11 +115,10 @@ class Studio:
         data, unread = read_for_page(text, path)
         if unread:
             document = {"problems": [problem_json(p, own=path, folder=self.folder) for p in unread],
-                        "compiled": studio_document({}, None, {}), "valid": False, "registries": []}
+                        "compiled": studio_document({}, None, {}, self.registry), "valid": False, "registries": []}
         else:
             document = await run_in_threadpool(self.document, path, text, data)
-        legacy = _legacy_view(self.folder.relative(path), data, document)
-        return JSON(legacy | {"path": self.folder.relative(path), "hash": digest, "diagram": data, **document})
+        return JSON({"path": self.folder.relative(path), "hash": digest, "diagram": data, **document})
 
     async def hash(self, request: Request) -> Response:
         path = self.folder.diagram(request.path_params["path"])
@@ -225,35 +225,6 @@ def _registries(diagram: Diagram | None) -> list[dict[str, Any]]:
         group = groups.setdefault(tool.entry.group or "", {"group": tool.entry.group or "", "tools": []})
         group["tools"].append({"name": tool.name, "description": tool.entry.description, "enabled": tool.entry.enabled})
     return list(groups.values())
-
-
-def _legacy_view(relative: str, data: Any, document: dict[str, Any]) -> dict[str, Any]:
-    """The read-only view's fields (blocks with positions, links, bodies, levels), kept for scripts using them."""
-    data = data if isinstance(data, dict) else {}
-    raw_blocks = [b for b in data.get("blocks") or [] if isinstance(b, dict) and isinstance(b.get("id"), str)]
-    compiled = document["compiled"]
-    links = compiled["links"] or raw_links(data)
-    start = next((b["id"] for b in raw_blocks if b.get("type") == "Start"), None)
-    layout = layered_layout([b["id"] for b in raw_blocks], links, start)
-    by_block: dict[str, list[str]] = {}
-    for problem in document["problems"]:
-        if problem["block"]:
-            text = f"line {problem['line']}: {problem['message']}" if problem["line"] else problem["message"]
-            text += f" ({problem['hint']})" if problem["hint"] else ""
-            by_block.setdefault(problem["block"], []).append(f"{problem['field']}: {text}" if problem["field"] else text)
-    blocks = []
-    for raw in raw_blocks:
-        position = raw.get("position")
-        x, y = position if isinstance(position, list) and len(position) == 2 else layout[raw["id"]]
-        settings = {k: v for k, v in raw.items() if k not in ("id", "type", "label", "position", "with", "set", "next",
-                                                              "on_error", "body", "error_level", "message_level")}
-        blocks.append({"id": raw["id"], "type": raw.get("type"), "label": raw.get("label"), "x": x, "y": y,
-                       "with": raw.get("with") or {}, "set": raw.get("set") or {}, "settings": settings,
-                       "levels": compiled["levels"].get(raw["id"], {}), "problems": by_block.get(raw["id"], [])})
-    start_block = next((b for b in raw_blocks if b.get("type") == "Start"), {})
-    return {"name": data.get("diagram", Path(relative).stem), "description": data.get("description", ""),
-            "blocks": blocks, "links": links, "bodies": compiled["bodies"],
-            "inputs": start_block.get("inputs") or {}}
 
 
 def _index(token: str) -> Callable[[Request], Awaitable[Response]]:
