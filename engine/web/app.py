@@ -27,9 +27,25 @@ from engine.compile.diagram import Diagram
 from engine.runtime.context import Services
 from engine.web.files import Folder, FolderError
 from engine.web.guard import TOKEN_HEADER, Guard, allowed_hosts, new_token
-from engine.web.http import JSON, error, handle, json_body
+from engine.web.http import answer, handle, json_body
+from engine.web.models import (
+    BlockType,
+    Checked,
+    Compiled,
+    Conflict,
+    CsvPreview,
+    DiagramFile,
+    DiagramSummary,
+    Hash,
+    PathAnswer,
+    Problem,
+    Registry,
+    Saved,
+    Session,
+    format_facts,
+)
 from engine.web.runs import RunRoutes
-from engine.web.view import compile_text, layered_layout, problem_json, raw_links, studio_document
+from engine.web.view import compile_text, problem_json, studio_document
 from engine.web.yaml_edit import EditError, apply_edit, content_hash, new_diagram_text, to_json
 
 __all__ = ["STUDIO_BUILD", "create_app", "palette"]
@@ -37,7 +53,7 @@ __all__ = ["STUDIO_BUILD", "create_app", "palette"]
 STUDIO_BUILD = Path(__file__).parent / "ui" / "dist"
 
 
-def palette(registry: BlockRegistry) -> list[dict[str, Any]]:
+def palette(registry: BlockRegistry) -> list[BlockType]:
     """Each block type as the studio's palette and property panel need it, from its models."""
     found = []
     for name, block in sorted(registry.items()):
@@ -47,17 +63,17 @@ def palette(registry: BlockRegistry) -> list[dict[str, Any]]:
             options = schema.get("anyOf", [])
             if any(isinstance(o, dict) and "csv" in o.get("properties", {}) for o in options):
                 tables[field] = field if field in ("history", "tools") else "table"
-        found.append({
-            "type": name,
-            "description": (block.__doc__ or "").strip().splitlines()[0] if block.__doc__ else "",
-            "inputs_schema": inputs,
-            "settings_schema": block.Settings.model_json_schema() if block.Settings is not None else None,
-            "outputs": list(block.output_names()),
-            "ports": ["next", "on_error", *block.ports()],
-            "body_names": list(block.body_names),
-            "table_fields": tables,
-            "is_start": block.is_start,
-        })
+        found.append(BlockType(
+            type=name,
+            description=(block.__doc__ or "").strip().splitlines()[0] if block.__doc__ else "",
+            inputs_schema=inputs,
+            settings_schema=block.Settings.model_json_schema() if block.Settings is not None else None,
+            outputs=list(block.output_names()),
+            ports=list(block.ports()),
+            body_names=list(block.body_names),
+            table_fields=tables,
+            is_start=block.is_start,
+        ))
     return found
 
 
@@ -93,17 +109,17 @@ class Studio:
         if self.read_only:
             raise FolderError(403, "the studio was started with --read-only")
 
-    def document(self, path: Path, text: str, data: Any, *, with_lines: bool = True) -> dict[str, Any]:
+    def document(self, path: Path, text: str, data: Any, *, with_lines: bool = True) -> Checked:
         """Problems, the compiled picture and the registries' tools of a diagram's text (as if it were the file
         at `path`); `data` is that text as JSON, which the caller already has. One compilation serves all."""
         from engine.compile.validate import template_scope  # the same scope the static check uses
 
         diagram, problems = compile_text(text, path, self.registry, self.folder.data_roots)
         scope = template_scope(diagram) if diagram is not None else {}
-        return {"problems": [problem_json(p, with_line=with_lines, own=path, folder=self.folder)
-                             for p in problems],
-                "compiled": studio_document(data, diagram, scope), "valid": diagram is not None,
-                "registries": _registries(diagram)}
+        return Checked(problems=[Problem.model_validate(problem_json(p, with_line=with_lines, own=path, folder=self.folder))
+                                 for p in problems],
+                       compiled=Compiled.model_validate(studio_document(data, diagram, scope)), valid=diagram is not None,
+                       registries=_registries(diagram))
 
     async def get(self, request: Request) -> Response:
         path = self.folder.diagram(request.path_params["path"])
@@ -113,17 +129,20 @@ class Studio:
             data = to_json(text)
         except EditError as exc:
             data = {}
-            document = {"problems": [{"line": None, "column": None, "block": None, "field": None, "message": str(exc),
-                                      "hint": None, "code": "invalid_yaml", "severity": "error"}],
-                        "compiled": studio_document({}, None, {}), "valid": False, "registries": []}
+            unreadable = Problem(file=None, line=None, column=None, block=None, field=None, message=str(exc), hint=None,
+                                 code="invalid_yaml", severity="error")
+            document = Checked(problems=[unreadable], compiled=Compiled.model_validate(studio_document({}, None, {})),
+                               valid=False, registries=[])
         else:
             document = await run_in_threadpool(self.document, path, text, data)
-        legacy = _legacy_view(self.folder.relative(path), data, document)
-        return JSON(legacy | {"path": self.folder.relative(path), "hash": digest, "diagram": data, **document})
+        blocks = data.get("blocks")
+        drawable = isinstance(blocks, list) and all(isinstance(block, dict) for block in blocks)
+        return answer(DiagramFile(path=self.folder.relative(path), hash=digest, diagram=data if drawable else None,
+                                  **dict(document)))
 
     async def hash(self, request: Request) -> Response:
         path = self.folder.diagram(request.path_params["path"])
-        return JSON({"hash": content_hash(self.folder.read(path))})
+        return answer(Hash(hash=content_hash(self.folder.read(path))))
 
     async def put(self, request: Request) -> Response:
         self._writable()
@@ -138,7 +157,7 @@ class Studio:
             before = self.texts.get(base)
             diff = "".join(difflib.unified_diff(before.splitlines(True), current.splitlines(True), "loaded", "on disk")) \
                 if before is not None else ""
-            return error(409, "the file changed on disk since you loaded it", hash=digest, diff=diff)
+            return answer(Conflict(error="the file changed on disk since you loaded it", hash=digest, diff=diff), 409)
         try:
             text = await run_in_threadpool(apply_edit, current, diagram)
         except EditError as exc:
@@ -146,7 +165,7 @@ class Studio:
         if text != current:
             self.folder.write(path, text)
         digest = self.texts.remember(text)
-        return JSON({"hash": digest, **await run_in_threadpool(self.document, path, text, diagram)})
+        return answer(Saved(hash=digest, **dict(await run_in_threadpool(self.document, path, text, diagram))))
 
     async def validate(self, request: Request) -> Response:
         payload = await json_body(request)
@@ -158,7 +177,7 @@ class Studio:
         # A draft is checked as plain YAML (libyaml, fast): the same data the save would write, so the same
         # problems; only their line numbers would not be the file's, so they are left out until a save.
         text = _as_yaml(diagram)
-        return JSON(await run_in_threadpool(self.document, path, text, diagram, with_lines=False))
+        return answer(await run_in_threadpool(self.document, path, text, diagram, with_lines=False))
 
     async def create(self, request: Request) -> Response:
         self._writable()
@@ -170,14 +189,14 @@ class Studio:
         else:
             text = new_diagram_text(path.stem.replace(" ", "-"))
         self.folder.write(path, text)
-        return JSON({"path": self.folder.relative(path)}, status_code=201)
+        return answer(PathAnswer(path=self.folder.relative(path)), 201)
 
     async def rename(self, request: Request) -> Response:
         self._writable()
         source = self.folder.diagram(request.path_params["path"])
         target = self.folder.new_name((await json_body(request)).get("to"))
         source.rename(target)
-        return JSON({"path": self.folder.relative(target)})
+        return answer(PathAnswer(path=self.folder.relative(target)))
 
     async def delete(self, request: Request) -> Response:
         self._writable()
@@ -188,7 +207,7 @@ class Studio:
 
     async def csv(self, request: Request) -> Response:
         path = self.folder.diagram(request.path_params["path"])
-        return JSON(self.folder.csv_preview(path, request.query_params.get("file", "")))
+        return answer(CsvPreview.model_validate(self.folder.csv_preview(path, request.query_params.get("file", ""))))
 
 
 def _as_yaml(diagram: dict[str, Any]) -> str:
@@ -200,7 +219,7 @@ def _as_yaml(diagram: dict[str, Any]) -> str:
         raise FolderError(422, f"the diagram cannot be written: {exc}") from exc
 
 
-def _registries(diagram: Diagram | None) -> list[dict[str, Any]]:
+def _registries(diagram: Diagram | None) -> list[Registry]:
     """The diagram's tools by group, for the tools field's `tools('group')` choices."""
     if diagram is None or diagram.tools is None:
         return []
@@ -208,36 +227,7 @@ def _registries(diagram: Diagram | None) -> list[dict[str, Any]]:
     for tool in diagram.tools.tools.values():
         group = groups.setdefault(tool.entry.group or "", {"group": tool.entry.group or "", "tools": []})
         group["tools"].append({"name": tool.name, "description": tool.entry.description, "enabled": tool.entry.enabled})
-    return list(groups.values())
-
-
-def _legacy_view(relative: str, data: Any, document: dict[str, Any]) -> dict[str, Any]:
-    """The read-only view's fields (blocks with positions, links, bodies, levels), kept for scripts using them."""
-    data = data if isinstance(data, dict) else {}
-    raw_blocks = [b for b in data.get("blocks") or [] if isinstance(b, dict) and isinstance(b.get("id"), str)]
-    compiled = document["compiled"]
-    links = compiled["links"] or raw_links(data)
-    start = next((b["id"] for b in raw_blocks if b.get("type") == "Start"), None)
-    layout = layered_layout([b["id"] for b in raw_blocks], links, start)
-    by_block: dict[str, list[str]] = {}
-    for problem in document["problems"]:
-        if problem["block"]:
-            text = f"line {problem['line']}: {problem['message']}" if problem["line"] else problem["message"]
-            text += f" ({problem['hint']})" if problem["hint"] else ""
-            by_block.setdefault(problem["block"], []).append(f"{problem['field']}: {text}" if problem["field"] else text)
-    blocks = []
-    for raw in raw_blocks:
-        position = raw.get("position")
-        x, y = position if isinstance(position, list) and len(position) == 2 else layout[raw["id"]]
-        settings = {k: v for k, v in raw.items() if k not in ("id", "type", "label", "position", "with", "set", "next",
-                                                              "on_error", "body", "error_level", "message_level")}
-        blocks.append({"id": raw["id"], "type": raw.get("type"), "label": raw.get("label"), "x": x, "y": y,
-                       "with": raw.get("with") or {}, "set": raw.get("set") or {}, "settings": settings,
-                       "levels": compiled["levels"].get(raw["id"], {}), "problems": by_block.get(raw["id"], [])})
-    start_block = next((b for b in raw_blocks if b.get("type") == "Start"), {})
-    return {"name": data.get("diagram", Path(relative).stem), "description": data.get("description", ""),
-            "blocks": blocks, "links": links, "bodies": compiled["bodies"],
-            "inputs": start_block.get("inputs") or {}}
+    return [Registry.model_validate(group) for group in groups.values()]
 
 
 def _index(token: str) -> Callable[[Request], Awaitable[Response]]:
@@ -276,32 +266,39 @@ def create_app(
     studio = Studio(folder, registry, read_only)
     runs = RunRoutes(folder, runs_dir.resolve(), registry, services, allow_online=allow_online)
 
+    facts = format_facts()
+
     async def session(_: Request) -> Response:
-        return JSON({"read_only": read_only, "allow_online": allow_online, "root": folder.root.name,
-                     "token": token, "token_header": TOKEN_HEADER})
+        return answer(Session(read_only=read_only, allow_online=allow_online, root=folder.root.name, token=token,
+                              token_header=TOKEN_HEADER))
+
+    async def format_(_: Request) -> Response:
+        return answer(facts)
 
     async def blocks(_: Request) -> Response:
-        return JSON(palette(registry))
+        return answer(palette(registry))
 
     async def diagrams(_: Request) -> Response:
-        listed = []
+        listed: list[DiagramSummary] = []
         for path in folder.diagrams():
             try:
                 text = folder.read(path)
                 data = to_json(text)
             except (FolderError, EditError):
-                listed.append({"path": path.name, "name": path.stem, "description": "", "valid": False, "blocks": 0})
+                listed.append(DiagramSummary(path=path.name, name=path.stem, description="", valid=False, blocks=0))
                 continue
             compiled, _problems = compile_text(text, path.resolve(), registry, folder.data_roots)
             data = data if isinstance(data, dict) else {}
-            listed.append({"path": path.name, "name": str(data.get("diagram", path.stem)),
-                           "description": str(data.get("description", "")), "valid": compiled is not None,
-                           "blocks": len(data.get("blocks") or []) if isinstance(data.get("blocks"), list) else 0})
-        return JSON(listed)
+            listed.append(DiagramSummary(
+                path=path.name, name=str(data.get("diagram", path.stem)), description=str(data.get("description", "")),
+                valid=compiled is not None,
+                blocks=len(data.get("blocks") or []) if isinstance(data.get("blocks"), list) else 0))
+        return answer(listed)
 
     routes: list[BaseRoute] = [
         Route("/", _index(token)),
         Route("/api/session", session),
+        Route("/api/format", format_),
         Route("/api/blocks", blocks),
         Route("/api/diagrams", diagrams, methods=["GET"]),
         Route("/api/diagrams", handle(studio.create), methods=["POST"]),
