@@ -45,6 +45,8 @@ export interface UiSlice {
   fitRequest: number;
 
   select: (ids: string[], edge?: string | null) => void;
+  /** selects a block and shows its properties (from a problem, a step, a new block) */
+  focusBlock: (id: string) => void;
   selectEdge: (id: string | null) => void;
   dragTo: (positions: Record<string, XY>) => void;
   setLayout: (layout: LayoutResult | null, layoutFor?: string) => void;
@@ -80,8 +82,13 @@ export const createUiSlice: StateCreator<StudioState, [], [], UiSlice> = (set, g
       if (!same) set({ selection: ids, selectedEdge: edge });
     },
 
+    focusBlock(id) {
+      get().select([id], null);
+      if (get().panelTab !== 'properties') set({ panelTab: 'properties' });
+    },
+
     selectEdge(id) {
-      if (id !== get().selectedEdge || (id !== null && get().selection.length)) set({ selectedEdge: id, selection: id ? [] : get().selection });
+      if (id !== get().selectedEdge) set({ selectedEdge: id });
     },
 
     dragTo(positions) {
