@@ -1,11 +1,13 @@
 """Dragging a block on a large generated diagram in the studio, in headless Chromium: how smooth each frame is.
 
-Opens a generated diagram (300 blocks by default, laid out by ELK), then drags one block in view along a path of
-`--steps` mouse moves, `--drags` times. While the pointer moves, the page records the time between animation
-frames (requestAnimationFrame); a frame that took long to draw shows as a long interval. Prints one JSON line per
-figure: the frame interval's median and 95th percentile, and the time per pointer move (the page handles each move
-and draws before Playwright's next one is dispatched). The server is the real one on a free 127.0.0.1 port;
-Chromium is Debian's (/usr/bin/chromium), never downloaded.
+Opens a generated diagram (300 blocks by default, laid out by ELK), then drags one block in view `--drags` times
+over `--steps` pointer moves, two ways. Paced: one move a frame, as a 60 Hz mouse sends them, recording the time
+between animation frames (a move that took long to handle and draw shows as a long interval; 16.7 ms is smooth)
+and the page's own script time for each move (handlers, the store, React's render and commit: what this code
+decides, apart from style, layout and paint). Driven: Playwright's mouse, each move sent once the page handled the
+last (the time a move takes, Playwright's round trip included). Prints one JSON line per figure: median and 95th
+percentile. The server is the real one on a free 127.0.0.1 port; Chromium is Debian's (/usr/bin/chromium), never
+downloaded.
 
     python -m benchmarks.studio_drag [--blocks 300] [--drags 5] [--steps 60]
 """
@@ -25,18 +27,38 @@ from typing import Any
 
 from benchmarks.studio_open import ALL_PLACED, CHROMIUM_ARGS, IN_VIEW, generated_diagram, serve
 
-FRAMES_START = """() => {
-    window.__frames = [];
+PACED_DRAG = """async ({block, steps, sign}) => {
+    // one pointer move a frame, as a mouse at 60 Hz sends them, through the same handlers (d3-drag listens on the
+    // window); the time between frames shows how long handling a move and drawing it took
+    const node = document.querySelector(`.react-flow__node-block[data-id="${block}"]`);
+    const box = node.getBoundingClientRect();
+    const x = box.x + box.width / 2, y = box.y + box.height / 2;
+    const at = (dx, dy) => ({bubbles: true, cancelable: true, view: window, button: 0, buttons: 1,
+                             clientX: x + dx, clientY: y + dy});
+    const frame = () => new Promise((resolve) => requestAnimationFrame(resolve));
+    // after React's own scheduled work (its scheduler posts messages too, in order)
+    const settled = () => new Promise((resolve) => {
+        const channel = new MessageChannel();
+        channel.port1.onmessage = resolve;
+        channel.port2.postMessage(0);
+    });
+    node.dispatchEvent(new MouseEvent('mousedown', at(0, 0)));
+    await frame();
+    const intervals = [], scripts = [];
     let last = performance.now();
-    const tick = (now) => {
-        if (!window.__frames) return;
-        window.__frames.push(now - last);
+    for (let step = 1; step <= steps; step++) {
+        const began = performance.now();
+        window.dispatchEvent(new MouseEvent('mousemove', at(sign * 3 * step, sign * 2 * step)));
+        await settled();
+        scripts.push(performance.now() - began);
+        await frame();
+        const now = performance.now();
+        intervals.push(now - last);
         last = now;
-        requestAnimationFrame(tick);
-    };
-    requestAnimationFrame(tick);
+    }
+    window.dispatchEvent(new MouseEvent('mouseup', at(sign * 3 * steps, sign * 2 * steps)));
+    return {intervals, scripts};
 }"""
-FRAMES_STOP = "() => { const f = window.__frames; window.__frames = null; return f; }"
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -44,30 +66,36 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def drag(page: Any, block: str, steps: int, sign: int) -> tuple[list[float], float]:
-    """One drag of `block` over `steps` pointer moves; the frame intervals seen meanwhile, and ms per move."""
+def paced_drag(page: Any, block: str, steps: int, sign: int) -> tuple[list[float], list[float]]:
+    """One drag of `block`, a pointer move each frame: the time between frames meanwhile, and the page's own script
+    time for each move (handlers, the store, React's render and commit; not style, layout and paint)."""
+    seen: dict[str, list[float]] = page.evaluate(PACED_DRAG, {"block": block, "steps": steps, "sign": sign})
+    return seen["intervals"], seen["scripts"]
+
+
+def driven_drag(page: Any, block: str, steps: int, sign: int) -> float:
+    """One drag of `block` with Playwright's mouse, each move sent when the page has handled the last: ms a move."""
     box = page.locator(f'.react-flow__node-block[data-id="{block}"]').bounding_box()
     assert box is not None
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     page.mouse.move(x, y)
     page.mouse.down()
-    page.evaluate(FRAMES_START)
     began = time.perf_counter()
     for step in range(1, steps + 1):
         page.mouse.move(x + sign * 3 * step, y + sign * 2 * step)
     per_move = (time.perf_counter() - began) * 1000 / steps
-    frames: list[float] = page.evaluate(FRAMES_STOP)
     page.mouse.up()
-    return frames[1:], per_move
+    return per_move
 
 
-def in_browser(url: str, name: str, blocks: int, drags: int, steps: int) -> tuple[list[float], list[float]]:
+def in_browser(url: str, name: str, blocks: int, drags: int, steps: int) -> tuple[list[float], list[float], list[float]]:
     from playwright.sync_api import sync_playwright
 
     executable = "/usr/bin/chromium" if Path("/usr/bin/chromium").is_file() else shutil.which("chromium")
     if executable is None:
         raise SystemExit("Chromium is absent (apt-get install chromium)")
     frames: list[float] = []
+    scripts: list[float] = []
     moves: list[float] = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
@@ -78,12 +106,13 @@ def in_browser(url: str, name: str, blocks: int, drags: int, steps: int) -> tupl
         block = page.evaluate(IN_VIEW)
         assert block, "no block in view to drag"
         for index in range(drags):
-            seen, per_move = drag(page, block, steps, 1 if index % 2 == 0 else -1)
-            frames += seen
-            moves.append(per_move)
+            intervals, handled = paced_drag(page, block, steps, 1 if index % 2 == 0 else -1)
+            frames += intervals
+            scripts += handled
             page.locator(".pill--dirty").wait_for()
+            moves.append(driven_drag(page, block, steps, -1 if index % 2 == 0 else 1))
         browser.close()
-    return frames, moves
+    return frames, scripts, moves
 
 
 def main() -> None:
@@ -100,13 +129,15 @@ def main() -> None:
         file.write_text(generated_diagram(args.blocks), encoding="utf-8")
         url, _app, server, thread = serve(root, Path(folder) / "runs")
         try:
-            frames, moves = in_browser(url, file.name, args.blocks, args.drags, args.steps)
+            frames, scripts, moves = in_browser(url, file.name, args.blocks, args.drags, args.steps)
         finally:
             server.should_exit = True
             thread.join(timeout=5)
     common = {"blocks": args.blocks, **machine}
     print(json.dumps({"benchmark": "studio_drag_frame_interval", "ms_median": round(statistics.median(frames), 1),
                       "ms_p95": round(percentile(frames, 0.95), 1), "frames": len(frames), **common}))
+    print(json.dumps({"benchmark": "studio_drag_script_per_move", "ms_median": round(statistics.median(scripts), 1),
+                      "ms_p95": round(percentile(scripts, 0.95), 1), "moves": len(scripts), **common}))
     print(json.dumps({"benchmark": "studio_drag_per_pointer_move", "ms_median": round(statistics.median(moves), 1),
                       "ms_p95": round(percentile(moves, 0.95), 1), "drags": len(moves), "steps": args.steps,
                       **common}))

@@ -5,7 +5,7 @@
 import { useCallback, useEffect, useMemo, useRef, type DragEvent } from 'react';
 import {
   Background, BackgroundVariant, Controls, MiniMap, ReactFlow, useReactFlow,
-  type Connection, type EdgeChange, type NodeChange,
+  type Connection, type EdgeChange, type Node, type NodeChange,
 } from '@xyflow/react';
 import { kindOfKey } from '../../model/format';
 import { addBlock, addLink } from '../../model/ops';
@@ -67,6 +67,19 @@ function onEdgesChange(changes: EdgeChange<LinkEdgeType>[]): void {
 function toProperties(): void {
   if (useStudio.getState().panelTab !== 'properties') useStudio.getState().setPanelTab('properties');
 }
+
+function onPaneClick(): void {
+  useStudio.getState().select([], null);
+}
+
+// React Flow copies every prop that changes into its store, and each change there runs every node's and edge's
+// selectors: the props are made once, so that a frame of a drag changes only `nodes`
+const MULTI_SELECTION_KEYS = ['Meta', 'Control'];
+const SNAP_GRID: [number, number] = [4, 4];
+const PRO_OPTIONS = { hideAttribution: true };
+const DEFAULT_EDGE_OPTIONS = { type: 'link' };
+const miniMapColour = (n: Node) => (n.type === 'loopGroup' ? 'rgba(124,58,237,0.08)' : typeColour((n.data as { block?: { type: string } }).block?.type ?? ''));
+const miniMapStroke = (n: Node) => (n.type === 'loopGroup' ? '#c4b5fd' : 'transparent');
 
 export function Canvas() {
   const diagram = useStudio((s) => s.diagram);
@@ -143,27 +156,25 @@ export function Canvas() {
         onConnect={onConnect}
         onNodeClick={toProperties}
         onEdgeClick={toProperties}
-        onPaneClick={() => useStudio.getState().select([], null)}
+        onPaneClick={onPaneClick}
         nodesDraggable={!readOnly}
         nodesConnectable={!readOnly}
         elementsSelectable
         deleteKeyCode={null}
         selectionKeyCode="Shift"
-        multiSelectionKeyCode={['Meta', 'Control']}
+        multiSelectionKeyCode={MULTI_SELECTION_KEYS}
         selectionOnDrag={false}
         connectionRadius={28}
         minZoom={0.05}
         maxZoom={2}
         snapToGrid
-        snapGrid={[4, 4]}
-        proOptions={{ hideAttribution: true }}
-        defaultEdgeOptions={{ type: 'link' }}
+        snapGrid={SNAP_GRID}
+        proOptions={PRO_OPTIONS}
+        defaultEdgeOptions={DEFAULT_EDGE_OPTIONS}
         aria-label="Diagram canvas"
       >
         <Background variant={BackgroundVariant.Dots} gap={20} size={1.2} color="#cbd5e1" />
-        <MiniMap pannable zoomable ariaLabel="Overview"
-          nodeColor={(n) => (n.type === 'loopGroup' ? 'rgba(124,58,237,0.08)' : typeColour((n.data as { block?: { type: string } }).block?.type ?? ''))}
-          nodeStrokeColor={(n) => (n.type === 'loopGroup' ? '#c4b5fd' : 'transparent')} />
+        <MiniMap pannable zoomable ariaLabel="Overview" nodeColor={miniMapColour} nodeStrokeColor={miniMapStroke} />
         <Controls showInteractive={false} />
       </ReactFlow>
       {diagram && diagram.blocks.length === 0 && (

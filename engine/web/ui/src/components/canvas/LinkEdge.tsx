@@ -93,8 +93,10 @@ function LinkEdgeView(props: EdgeProps<LinkEdgeType>) {
   return (
     <>
       <BaseEdge id={id} path={path} markerEnd={markerEnd} className={classes.join(' ')} interactionWidth={16} />
-      <EdgeLabelRenderer>
-        {(chipText || (selected && data.look === 'next')) && (
+      {/* only a link with a label mounts the label layer: each one mounted looks the layer up at every change of
+          React Flow's store, a cost on every frame of a drag when a large diagram mounts one per link */}
+      {(chipText || (selected && data.look === 'next')) && (
+        <EdgeLabelRenderer>
           <div className={`edge-label edge-label--${data.look}${selected ? ' is-selected' : ''}${data.taken ? ' is-taken' : ''} nodrag nopan`}
             style={{ transform: `translate(-50%, -50%) translate(${label.x}px, ${label.y}px)` }}>
             {chipText && (
@@ -105,8 +107,8 @@ function LinkEdgeView(props: EdgeProps<LinkEdgeType>) {
             )}
             {selected && data.look === 'next' && <SelectedWhenEditor id={id} />}
           </div>
-        )}
-      </EdgeLabelRenderer>
+        </EdgeLabelRenderer>
+      )}
     </>
   );
 }

@@ -39,6 +39,7 @@ export interface CanvasPicture {
 }
 
 export const EDGE_COLOURS: Record<LinkLook, string> = { next: '#64748b', error: '#dc2626', port: '#7c3aed' };
+const MEASURED = { width: NODE_WIDTH, height: NODE_HEIGHT };
 const TAKEN_COLOUR = '#16a34a';
 const SELECTED_COLOUR = '#2563eb';
 
@@ -97,12 +98,22 @@ interface NodeFacts {
   ports: readonly string[];
 }
 
-function sameFacts(a: NodeFacts, b: NodeFacts): boolean {
-  for (const key of Object.keys(a) as Array<keyof NodeFacts>) if (a[key] !== b[key]) return false;
-  return true;
+/** The facts only React Flow reads (where the node is, its state); the others make its `data`. */
+const PLACEMENT: ReadonlySet<keyof NodeFacts> = new Set(['x', 'y', 'hidden', 'dragging', 'selected']);
+
+/** Which facts differ: none (the same node), placement only (the same `data`), or the look too. */
+function difference(a: NodeFacts, b: NodeFacts): 'none' | 'placement' | 'look' {
+  let found: 'none' | 'placement' = 'none';
+  for (const key of Object.keys(a) as Array<keyof NodeFacts>) {
+    if (a[key] === b[key]) continue;
+    if (!PLACEMENT.has(key)) return 'look';
+    found = 'placement';
+  }
+  return found;
 }
 
-function blockNode(f: NodeFacts): BlockNodeType {
+/** A block's node; `data` from the node it replaces when only its place or state changed, so BlockNode is skipped. */
+function blockNode(f: NodeFacts, data?: BlockNodeType['data']): BlockNodeType {
   const { block: b } = f;
   return {
     id: b.id,
@@ -113,8 +124,11 @@ function blockNode(f: NodeFacts): BlockNodeType {
     selected: f.selected,
     width: NODE_WIDTH,
     height: NODE_HEIGHT,
+    // its size is fixed (React Flow sets width and height on it): said here, so that React Flow does not measure
+    // again each node object it is given, as it would every frame of a drag
+    measured: MEASURED,
     ariaLabel: `${b.type} block ${b.id}${b.label ? ` (${b.label})` : ''}${f.errors ? `, ${f.errors} errors` : ''}`,
-    data: {
+    data: data ?? {
       block: b,
       typeInfo: f.typeInfo,
       unknownType: f.unknownType,
@@ -245,7 +259,8 @@ export function createCanvasMapping(): (input: CanvasInput) => CanvasPicture {
         ports: links ? portsOf(b, links) : [],
       };
       const old = cache.get(b.id);
-      const entry = old && sameFacts(old.facts, facts) ? old : { facts, node: blockNode(facts) };
+      const changed = old ? difference(old.facts, facts) : 'look';
+      const entry = changed === 'none' ? old! : { facts, node: blockNode(facts, changed === 'placement' ? old!.node.data : undefined) };
       next.set(b.id, entry);
       return entry.node;
     });
