@@ -32,9 +32,11 @@ export function linkKeys(format: Format, palette: BlockType[]): LinkKeys {
   };
 }
 
+const NO_PORTS: readonly string[] = Object.freeze([]);
+
 /** The type's own link keys of a block (none for a type the palette does not have). */
 export function portsOf(block: Pick<Block, 'type'>, keys: LinkKeys): readonly string[] {
-  return keys.ports.get(block.type) ?? [];
+  return keys.ports.get(block.type) ?? NO_PORTS;
 }
 
 /** The block key a link of `kind` is written under. */
