@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { cleanup, render, screen } from '@testing-library/react';
 import type { Step } from '../../api/types';
-import { keys, orderAgent } from '../../test/fixtures';
+import { format, keys, orderAgent, palette } from '../../test/fixtures';
+import { useStudio } from '../../store';
+import { BlockProperties } from './BlockProperties';
 import { LinksEditor } from './LinksEditor';
 import { where } from './ProblemsPanel';
 import { StepDetails } from './StepDetails';
@@ -56,5 +58,21 @@ describe('where a problem is', () => {
     expect(where({ ...base, file: null, line: 9, block: 'ask', field: 'with.temperature' }))
       .toBe('ask · with.temperature · line 9');
     expect(where({ ...base, file: null, line: null, block: null, field: null })).toBe('diagram');
+  });
+});
+
+describe('BlockProperties', () => {
+  it('offers the level names the server gives, and shows as "other keys" only what is not a key of every block', () => {
+    const diagram = orderAgent();
+    const levels = { ...format.levels, error_level: { default: 'Default', names: ['Default', 'Ignore', 'Handle', 'Retry'] } };
+    useStudio.setState({ diagram, saved: diagram, format: { ...format, levels }, palette, links: keys, problems: [], compiled: null });
+    const start = diagram.blocks[0];
+    const { container } = render(<BlockProperties block={start} type={palette[0]} diagram={diagram} />);
+    const errorLevel = screen.getByTestId('field-error_level') as HTMLSelectElement;
+    expect([...errorLevel.options].map((o) => o.value)).toEqual(['', 'Ignore', 'Handle', 'Retry']);
+    expect(errorLevel.value).toBe('Handle');
+    expect(screen.getByTestId('field-message_level')).toBeTruthy();
+    const other = [...container.querySelectorAll('.section')].find((s) => s.querySelector('h3')?.textContent?.startsWith('Other keys'))!;
+    expect([...other.querySelectorAll('.field__label')].map((l) => l.textContent)).toEqual(['max_steps', 'inputs', 'variables']);
   });
 });
