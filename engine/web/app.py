@@ -24,6 +24,8 @@ from starlette.staticfiles import StaticFiles
 
 from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
+from engine.errors import DiagramInvalid, Problem
+from engine.format.yamlfile import read_yaml_text
 from engine.runtime.context import Services
 from engine.web.files import Folder, FolderError
 from engine.web.guard import TOKEN_HEADER, Guard, allowed_hosts, new_token
@@ -38,15 +40,15 @@ from engine.web.models import (
     DiagramSummary,
     Hash,
     PathAnswer,
-    Problem,
     Registry,
     Saved,
     Session,
     format_facts,
 )
+from engine.web.models import Problem as ProblemAnswer
 from engine.web.runs import RunRoutes
 from engine.web.view import compile_text, problem_json, studio_document
-from engine.web.yaml_edit import EditError, apply_edit, content_hash, new_diagram_text, to_json
+from engine.web.yaml_edit import EditError, apply_edit, content_hash, new_diagram_text
 
 __all__ = ["STUDIO_BUILD", "create_app", "palette"]
 
@@ -116,7 +118,7 @@ class Studio:
 
         diagram, problems = compile_text(text, path, self.registry, self.folder.data_roots)
         scope = template_scope(diagram) if diagram is not None else {}
-        return Checked(problems=[Problem.model_validate(problem_json(p, with_line=with_lines, own=path, folder=self.folder))
+        return Checked(problems=[ProblemAnswer.model_validate(problem_json(p, with_line=with_lines, own=path, folder=self.folder))
                                  for p in problems],
                        compiled=Compiled.model_validate(studio_document(data, diagram, scope)), valid=diagram is not None,
                        registries=_registries(diagram))
@@ -125,14 +127,11 @@ class Studio:
         path = self.folder.diagram(request.path_params["path"])
         text = self.folder.read(path)
         digest = self.texts.remember(text)
-        try:
-            data = to_json(text)
-        except EditError as exc:
-            data = {}
-            unreadable = Problem(file=None, line=None, column=None, block=None, field=None, message=str(exc), hint=None,
-                                 code="invalid_yaml", severity="error")
-            document = Checked(problems=[unreadable], compiled=Compiled.model_validate(studio_document({}, None, {})),
-                               valid=False, registries=[])
+        data, unread = read_for_page(text, path)
+        if unread:
+            document = Checked(problems=[ProblemAnswer.model_validate(problem_json(p, own=path, folder=self.folder))
+                                         for p in unread],
+                               compiled=Compiled.model_validate(studio_document({}, None, {})), valid=False, registries=[])
         else:
             document = await run_in_threadpool(self.document, path, text, data)
         blocks = data.get("blocks")
@@ -210,6 +209,23 @@ class Studio:
         return answer(CsvPreview.model_validate(self.folder.csv_preview(path, request.query_params.get("file", ""))))
 
 
+def read_for_page(text: str, path: Path) -> tuple[dict[str, Any], list[Problem]]:
+    """The file's data as `diagrama run` reads it (engine.format.yamlfile, the one reader), or `{}` and why it cannot
+    be read: not YAML, or YAML that is not a mapping."""
+    try:
+        data, _ = read_yaml_text(text, str(path))
+    except DiagramInvalid as exc:
+        return {}, exc.problems
+    except RecursionError:
+        return {}, [Problem(str(path), None, "the file is nested too deeply to read", code="too_deep")]
+    if data is None:
+        return {}, []
+    if not isinstance(data, dict):
+        return {}, [Problem(str(path), 1, f"the file holds a YAML {type(data).__name__}, not a mapping",
+                            hint="a diagram starts with `diagram: name` and `blocks:`", code="invalid_yaml")]
+    return data, []
+
+
 def _as_yaml(diagram: dict[str, Any]) -> str:
     """The draft as YAML text for the loader: JSON is YAML, and orjson writes it a hundred times faster than a
     YAML dumper. (Lines would all be 1, which is why a draft's problems go without lines.)"""
@@ -283,8 +299,10 @@ def create_app(
         for path in folder.diagrams():
             try:
                 text = folder.read(path)
-                data = to_json(text)
-            except (FolderError, EditError):
+            except FolderError:
+                text = None
+            data, unread = read_for_page(text, path) if text is not None else ({}, [])
+            if text is None or unread:
                 listed.append(DiagramSummary(path=path.name, name=path.stem, description="", valid=False, blocks=0))
                 continue
             compiled, _problems = compile_text(text, path.resolve(), registry, folder.data_roots)

@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse, Response
 
 from engine.errors import DiagramaError
 from engine.format.redact import redact_text
-from engine.format.values import json_default
+from engine.format.values import dumps
 from engine.runtime.context import Services
 from engine.web.files import FolderError
 from engine.web.models import ErrorAnswer
@@ -25,7 +25,8 @@ _MAX_BODY = 8 * 1024 * 1024
 
 class JSON(JSONResponse):
     def render(self, content: Any) -> bytes:
-        return orjson.dumps(content, default=json_default, option=orjson.OPT_NON_STR_KEYS)
+        # dumps, not orjson alone: a file may hold an integer past 64 bits, which orjson refuses.
+        return dumps(content, option=orjson.OPT_NON_STR_KEYS)
 
 
 def answer(model: BaseModel | Sequence[BaseModel], status: int = 200) -> Response:

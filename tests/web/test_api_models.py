@@ -73,11 +73,15 @@ def test_reading_answers_match_the_schema(client) -> None:
                                                      params={"file": "data/customer_messages.csv"}))
 
 
-def test_a_file_that_is_not_yaml_answers_its_problem_with_every_field_and_no_diagram(client) -> None:
+def test_a_file_that_is_not_a_diagram_answers_its_problem_with_every_field_and_no_diagram(client, tmp_path: Path) -> None:
     view = conforms("GET /api/diagrams/{path}", client("GET", "/api/diagrams/broken.yaml"))
     assert view["diagram"] is None and view["valid"] is False
     [problem] = view["problems"]
-    assert problem["code"] == "invalid_yaml" and problem["file"] is None and problem["severity"] == "error"
+    assert problem["file"] is None and problem["line"] == 3 and problem["severity"] == "error" and "YAML" in problem["message"]
+    (tmp_path / "diagrams" / "list.yaml").write_text("- a\n- b\n", encoding="utf-8")
+    view = conforms("GET /api/diagrams/{path}", client("GET", "/api/diagrams/list.yaml"))
+    [problem] = view["problems"]
+    assert view["diagram"] is None and problem["code"] == "invalid_yaml" and problem["file"] is None
 
 
 def test_editing_answers_match_the_schema(client) -> None:
