@@ -15,7 +15,7 @@ describe('StepDetails', () => {
     const step = {
       number: 2, block: 'ask', block_type: 'ClaudeRequest', offset_ms: 0.2, duration_ms: 8.7338, status: 'succeeded',
       next: 'dispatch', via: 'next', inputs: { model: 'claude-sonnet-5-5' }, outputs: { result: '' }, set: {}, error: null,
-      model: 'claude-sonnet-5-5', tokens: [281, 10], called_tools: ['get_order_status'], payloads: [], scores: {}, failed_tools: [],
+      model: 'claude-sonnet-5-5', tokens: [281, 10], called_tools: ['get_order_status'], payloads: [], scores: {}, score_parts: {}, failed_tools: [],
     } satisfies Step;
     const { container } = render(<StepDetails steps={[step]} />);
     const facts = container.querySelector('.step__facts')!.textContent;
