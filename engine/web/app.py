@@ -25,12 +25,27 @@ from starlette.staticfiles import StaticFiles
 from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
 from engine.errors import DiagramInvalid, Problem
-from engine.format.spec import LINK_KEYS
 from engine.format.yamlfile import read_yaml_text
 from engine.runtime.context import Services
 from engine.web.files import Folder, FolderError
 from engine.web.guard import TOKEN_HEADER, Guard, allowed_hosts, new_token
-from engine.web.http import JSON, error, handle, json_body
+from engine.web.http import answer, handle, json_body
+from engine.web.models import (
+    BlockType,
+    Checked,
+    Compiled,
+    Conflict,
+    CsvPreview,
+    DiagramFile,
+    DiagramSummary,
+    Hash,
+    PathAnswer,
+    Registry,
+    Saved,
+    Session,
+    format_facts,
+)
+from engine.web.models import Problem as ProblemAnswer
 from engine.web.runs import RunRoutes
 from engine.web.view import compile_text, problem_json, studio_document
 from engine.web.yaml_edit import EditError, apply_edit, content_hash, new_diagram_text
@@ -40,7 +55,7 @@ __all__ = ["STUDIO_BUILD", "create_app", "palette"]
 STUDIO_BUILD = Path(__file__).parent / "ui" / "dist"
 
 
-def palette(registry: BlockRegistry) -> list[dict[str, Any]]:
+def palette(registry: BlockRegistry) -> list[BlockType]:
     """Each block type as the studio's palette and property panel need it, from its models."""
     found = []
     for name, block in sorted(registry.items()):
@@ -50,17 +65,17 @@ def palette(registry: BlockRegistry) -> list[dict[str, Any]]:
             options = schema.get("anyOf", [])
             if any(isinstance(o, dict) and "csv" in o.get("properties", {}) for o in options):
                 tables[field] = field if field in ("history", "tools") else "table"
-        found.append({
-            "type": name,
-            "description": (block.__doc__ or "").strip().splitlines()[0] if block.__doc__ else "",
-            "inputs_schema": inputs,
-            "settings_schema": block.Settings.model_json_schema() if block.Settings is not None else None,
-            "outputs": list(block.output_names()),
-            "ports": [*LINK_KEYS, *block.ports()],
-            "body_names": list(block.body_names),
-            "table_fields": tables,
-            "is_start": block.is_start,
-        })
+        found.append(BlockType(
+            type=name,
+            description=(block.__doc__ or "").strip().splitlines()[0] if block.__doc__ else "",
+            inputs_schema=inputs,
+            settings_schema=block.Settings.model_json_schema() if block.Settings is not None else None,
+            outputs=list(block.output_names()),
+            ports=list(block.ports()),
+            body_names=list(block.body_names),
+            table_fields=tables,
+            is_start=block.is_start,
+        ))
     return found
 
 
@@ -96,17 +111,18 @@ class Studio:
         if self.read_only:
             raise FolderError(403, "the studio was started with --read-only")
 
-    def document(self, path: Path, text: str, data: Any, *, with_lines: bool = True) -> dict[str, Any]:
+    def document(self, path: Path, text: str, data: Any, *, with_lines: bool = True) -> Checked:
         """Problems, the compiled picture and the registries' tools of a diagram's text (as if it were the file
         at `path`); `data` is that text as JSON, which the caller already has. One compilation serves all."""
         from engine.compile.validate import template_scope  # the same scope the static check uses
 
         diagram, problems = compile_text(text, path, self.registry, self.folder.data_roots)
         scope = template_scope(diagram) if diagram is not None else {}
-        return {"problems": [problem_json(p, with_line=with_lines, own=path, folder=self.folder)
-                             for p in problems],
-                "compiled": studio_document(data, diagram, scope, self.registry), "valid": diagram is not None,
-                "registries": _registries(diagram)}
+        return Checked(problems=[ProblemAnswer.model_validate(problem_json(p, with_line=with_lines, own=path, folder=self.folder))
+                                 for p in problems],
+                       compiled=Compiled.model_validate(studio_document(data, diagram, scope, self.registry)),
+                       valid=diagram is not None,
+                       registries=_registries(diagram))
 
     async def get(self, request: Request) -> Response:
         path = self.folder.diagram(request.path_params["path"])
@@ -114,15 +130,20 @@ class Studio:
         digest = self.texts.remember(text)
         data, unread = read_for_page(text, path)
         if unread:
-            document = {"problems": [problem_json(p, own=path, folder=self.folder) for p in unread],
-                        "compiled": studio_document({}, None, {}, self.registry), "valid": False, "registries": []}
+            document = Checked(problems=[ProblemAnswer.model_validate(problem_json(p, own=path, folder=self.folder))
+                                         for p in unread],
+                               compiled=Compiled.model_validate(studio_document({}, None, {}, self.registry)), valid=False,
+                               registries=[])
         else:
             document = await run_in_threadpool(self.document, path, text, data)
-        return JSON({"path": self.folder.relative(path), "hash": digest, "diagram": data, **document})
+        blocks = data.get("blocks")
+        drawable = isinstance(blocks, list) and all(isinstance(block, dict) for block in blocks)
+        return answer(DiagramFile(path=self.folder.relative(path), hash=digest, diagram=data if drawable else None,
+                                  **dict(document)))
 
     async def hash(self, request: Request) -> Response:
         path = self.folder.diagram(request.path_params["path"])
-        return JSON({"hash": content_hash(self.folder.read(path))})
+        return answer(Hash(hash=content_hash(self.folder.read(path))))
 
     async def put(self, request: Request) -> Response:
         self._writable()
@@ -137,7 +158,7 @@ class Studio:
             before = self.texts.get(base)
             diff = "".join(difflib.unified_diff(before.splitlines(True), current.splitlines(True), "loaded", "on disk")) \
                 if before is not None else ""
-            return error(409, "the file changed on disk since you loaded it", hash=digest, diff=diff)
+            return answer(Conflict(error="the file changed on disk since you loaded it", hash=digest, diff=diff), 409)
         try:
             text = await run_in_threadpool(apply_edit, current, diagram)
         except EditError as exc:
@@ -145,7 +166,7 @@ class Studio:
         if text != current:
             self.folder.write(path, text)
         digest = self.texts.remember(text)
-        return JSON({"hash": digest, **await run_in_threadpool(self.document, path, text, diagram)})
+        return answer(Saved(hash=digest, **dict(await run_in_threadpool(self.document, path, text, diagram))))
 
     async def validate(self, request: Request) -> Response:
         payload = await json_body(request)
@@ -157,7 +178,7 @@ class Studio:
         # A draft is checked as plain YAML (libyaml, fast): the same data the save would write, so the same
         # problems; only their line numbers would not be the file's, so they are left out until a save.
         text = _as_yaml(diagram)
-        return JSON(await run_in_threadpool(self.document, path, text, diagram, with_lines=False))
+        return answer(await run_in_threadpool(self.document, path, text, diagram, with_lines=False))
 
     async def create(self, request: Request) -> Response:
         self._writable()
@@ -169,14 +190,14 @@ class Studio:
         else:
             text = new_diagram_text(path.stem.replace(" ", "-"))
         self.folder.write(path, text)
-        return JSON({"path": self.folder.relative(path)}, status_code=201)
+        return answer(PathAnswer(path=self.folder.relative(path)), 201)
 
     async def rename(self, request: Request) -> Response:
         self._writable()
         source = self.folder.diagram(request.path_params["path"])
         target = self.folder.new_name((await json_body(request)).get("to"))
         source.rename(target)
-        return JSON({"path": self.folder.relative(target)})
+        return answer(PathAnswer(path=self.folder.relative(target)))
 
     async def delete(self, request: Request) -> Response:
         self._writable()
@@ -187,7 +208,7 @@ class Studio:
 
     async def csv(self, request: Request) -> Response:
         path = self.folder.diagram(request.path_params["path"])
-        return JSON(self.folder.csv_preview(path, request.query_params.get("file", "")))
+        return answer(CsvPreview.model_validate(self.folder.csv_preview(path, request.query_params.get("file", ""))))
 
 
 def read_for_page(text: str, path: Path) -> tuple[dict[str, Any], list[Problem]]:
@@ -216,7 +237,7 @@ def _as_yaml(diagram: dict[str, Any]) -> str:
         raise FolderError(422, f"the diagram cannot be written: {exc}") from exc
 
 
-def _registries(diagram: Diagram | None) -> list[dict[str, Any]]:
+def _registries(diagram: Diagram | None) -> list[Registry]:
     """The diagram's tools by group, for the tools field's `tools('group')` choices."""
     if diagram is None or diagram.tools is None:
         return []
@@ -224,7 +245,7 @@ def _registries(diagram: Diagram | None) -> list[dict[str, Any]]:
     for tool in diagram.tools.tools.values():
         group = groups.setdefault(tool.entry.group or "", {"group": tool.entry.group or "", "tools": []})
         group["tools"].append({"name": tool.name, "description": tool.entry.description, "enabled": tool.entry.enabled})
-    return list(groups.values())
+    return [Registry.model_validate(group) for group in groups.values()]
 
 
 def _index(token: str) -> Callable[[Request], Awaitable[Response]]:
@@ -263,15 +284,20 @@ def create_app(
     studio = Studio(folder, registry, read_only)
     runs = RunRoutes(folder, runs_dir.resolve(), registry, services, allow_online=allow_online)
 
+    facts = format_facts()
+
     async def session(_: Request) -> Response:
-        return JSON({"read_only": read_only, "allow_online": allow_online, "root": folder.root.name,
-                     "token": token, "token_header": TOKEN_HEADER})
+        return answer(Session(read_only=read_only, allow_online=allow_online, root=folder.root.name, token=token,
+                              token_header=TOKEN_HEADER))
+
+    async def format_(_: Request) -> Response:
+        return answer(facts)
 
     async def blocks(_: Request) -> Response:
-        return JSON(palette(registry))
+        return answer(palette(registry))
 
     async def diagrams(_: Request) -> Response:
-        listed = []
+        listed: list[DiagramSummary] = []
         for path in folder.diagrams():
             try:
                 text = folder.read(path)
@@ -279,18 +305,20 @@ def create_app(
                 text = None
             data, unread = read_for_page(text, path) if text is not None else ({}, [])
             if text is None or unread:
-                listed.append({"path": path.name, "name": path.stem, "description": "", "valid": False, "blocks": 0})
+                listed.append(DiagramSummary(path=path.name, name=path.stem, description="", valid=False, blocks=0))
                 continue
             compiled, _problems = compile_text(text, path.resolve(), registry, folder.data_roots)
             data = data if isinstance(data, dict) else {}
-            listed.append({"path": path.name, "name": str(data.get("diagram", path.stem)),
-                           "description": str(data.get("description", "")), "valid": compiled is not None,
-                           "blocks": len(data.get("blocks") or []) if isinstance(data.get("blocks"), list) else 0})
-        return JSON(listed)
+            listed.append(DiagramSummary(
+                path=path.name, name=str(data.get("diagram", path.stem)), description=str(data.get("description", "")),
+                valid=compiled is not None,
+                blocks=len(data.get("blocks") or []) if isinstance(data.get("blocks"), list) else 0))
+        return answer(listed)
 
     routes: list[BaseRoute] = [
         Route("/", _index(token)),
         Route("/api/session", session),
+        Route("/api/format", format_),
         Route("/api/blocks", blocks),
         Route("/api/diagrams", diagrams, methods=["GET"]),
         Route("/api/diagrams", handle(studio.create), methods=["POST"]),

@@ -1,11 +1,13 @@
-"""JSON in and out for the studio's endpoints, with refusals as JSON answers rather than 500s."""
+"""JSON in and out for the studio's endpoints: answers through their models (engine.web.models), refusals as
+JSON answers rather than 500s."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import orjson
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -14,8 +16,9 @@ from engine.format.redact import redact_text
 from engine.format.values import dumps
 from engine.runtime.context import Services
 from engine.web.files import FolderError
+from engine.web.models import ErrorAnswer
 
-__all__ = ["JSON", "error", "handle", "json_body"]
+__all__ = ["JSON", "answer", "error", "handle", "json_body"]
 
 _MAX_BODY = 8 * 1024 * 1024
 
@@ -26,8 +29,19 @@ class JSON(JSONResponse):
         return dumps(content, option=orjson.OPT_NON_STR_KEYS)
 
 
-def error(status: int, message: str, **extra: Any) -> Response:
-    return JSON({"error": message, **extra}, status_code=status)
+def answer(model: BaseModel | Sequence[BaseModel], status: int = 200) -> Response:
+    """A model (or a list of them) as the JSON answer, keys as the page reads them (`from`, `with`)."""
+    return JSON(dumped(model), status_code=status)
+
+
+def dumped(model: BaseModel | Sequence[BaseModel]) -> Any:
+    if isinstance(model, BaseModel):
+        return model.model_dump(by_alias=True)
+    return [item.model_dump(by_alias=True) for item in model]
+
+
+def error(status: int, message: str) -> Response:
+    return answer(ErrorAnswer(error=message), status)
 
 
 async def json_body(request: Request) -> dict[str, Any]:

@@ -35,7 +35,7 @@ def test_every_example_diagram_is_listed(client) -> None:
     assert all(d["valid"] for d in listed)
 
 
-def test_diagram_view_has_the_file_its_compiled_links_and_inherited_levels(client) -> None:
+def test_diagram_view_has_blocks_links_and_inherited_levels(client) -> None:
     view = client("GET", "/api/diagrams/order_agent.yaml").json()
     ids = [b["id"] for b in view["diagram"]["blocks"]]
     assert ids == ["start", "ask", "dispatch", "apologise", "done"]
