@@ -62,7 +62,7 @@ def not_outputs(block: CompiledBlock, value: object) -> TypeError:
 def kept_failure(block: CompiledBlock, outputs: Mapping[str, Any]) -> RunError | None:
     """The failure a block kept as data that its own error level makes the block's error.
 
-    DESIGN.md (Tools): a failed call is a row the model can read "unless the block's
+    The README (Tool registries): a failed call is a row the model can read "unless the block's
     error level says otherwise"; only the block's own Handle does, not an inherited one.
     """
     if isinstance(outputs, WithFailures) and outputs.failures and block.own_error_level is ErrorLevel.HANDLE:
