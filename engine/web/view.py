@@ -68,7 +68,8 @@ def raw_links(data: Any) -> list[dict[str, Any]]:
         for kind, key in (("error", "on_error"), ("body", "body")):
             if isinstance(raw.get(key), str):
                 links.append({"source": raw["id"], "target": raw[key], "kind": kind, "when": None, "order": None})
-    known = {raw.get("id") for raw in blocks} if isinstance(blocks, list) else set()
+    known = {raw["id"] for raw in blocks if isinstance(raw, dict) and isinstance(raw.get("id"), str)} \
+        if isinstance(blocks, list) else set()
     return [link for link in links if link["target"] in known]
 
 
