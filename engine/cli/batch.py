@@ -54,7 +54,7 @@ def batch(
     from engine.runs.store import open_store
 
     try:
-        loaded = load_diagram(diagram, blocks_registry(), data_roots=data_root or ())
+        loaded = load_diagram(diagram, blocks_registry(), data_roots=data_root or (), start_servers=True)
     except DiagramaError as exc:
         raise fail(exc) from None
     folder = runs_folder(runs_dir)

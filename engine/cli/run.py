@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 import typer
 
-from engine.cli import Level, blocks_registry, console, fail, has_module, load, require_extra, runs_folder
+from engine.cli import Level, blocks_registry, console, fail, has_module, load, redactor, require_extra, runs_folder
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -172,7 +172,7 @@ def run(
 
     export = otel_export(otel, "run")
     try:
-        loaded = load_diagram(diagram, blocks_registry(), data_roots=data_root or ())
+        loaded = load_diagram(diagram, blocks_registry(), data_roots=data_root or (), start_servers=True)
     except DiagramaError as exc:
         raise fail(exc) from None
     try:
@@ -296,14 +296,15 @@ def validate(
     data_root: Annotated[list[Path] | None, typer.Option(
         "--data-root", help="a folder besides each diagram's own that it may read files from (repeatable)")] = None,
     check_tools: Annotated[bool, typer.Option(
-        "--check-tools", help="connect to each MCP server afresh and list the tools it offers")] = False,
+        "--check-tools", help="start each MCP server (run its command, or connect to its URL) and list the tools it "
+                              "offers; without it, no server is started")] = False,
     strict: Annotated[bool, typer.Option(
         "--strict", help="fail on warnings too (an unreachable block), as on errors")] = False,
 ) -> None:
     """Check diagrams without running them; every problem of each file is listed.
 
     Warnings (an unreachable block) are listed but leave a diagram valid, unless --strict.
-    Loading a diagram lists its MCP servers' tools (a short session each, once per server per process).
+    MCP servers are checked as written and not started, unless --check-tools starts each one and lists its tools.
     """
     import dataclasses
 
@@ -312,14 +313,16 @@ def validate(
 
     # Plain lines, no rich: a check is a start-up-sized command, and rich alone costs a good part of it.
     registry = blocks_registry()
+    # A server's command, URL or stderr may hold a key (`${ANTHROPIC_API_KEY}` expanded): scrubbed when servers start.
+    scrub = redactor().text if check_tools else str
     bad = 0
     for path in diagrams:
         try:
-            loaded = load_diagram(path, registry, data_roots=data_root or ())
+            loaded = load_diagram(path, registry, data_roots=data_root or (), start_servers=check_tools)
         except DiagramInvalid as exc:
             bad += 1
             problems = [dataclasses.replace(p, severity="error") for p in exc.problems] if strict else exc.problems
-            sys.stderr.write("".join(f"{problem}\n" for problem in problems))
+            sys.stderr.write(scrub("".join(f"{problem}\n" for problem in problems)))
             continue
         if strict and loaded.warnings:
             bad += 1
@@ -329,15 +332,16 @@ def validate(
         count = len(loaded.warnings)
         noted = f", {count} warning{'s' if count != 1 else ''}" if count else ""
         sys.stdout.write(f"ok  {path} ({len(loaded.blocks)} blocks{noted})\n")
-        if check_tools and not _check_tools(loaded):
+        if check_tools and not _check_tools(loaded, scrub):
             bad += 1
     if bad:
         sys.stderr.write(f"{bad} of {len(diagrams)} diagram{'s' if len(diagrams) != 1 else ''} invalid\n")
         raise typer.Exit(2)
 
 
-def _check_tools(loaded: Diagram) -> bool:
-    """Connect to each of the diagram's MCP servers afresh and list what it offers; whether all answered."""
+def _check_tools(loaded: Diagram, scrub: Callable[[str], str]) -> bool:
+    """Start each of the diagram's MCP servers afresh and list what it offers; whether all answered. Every line goes
+    through `scrub` (the redactor)."""
     import time
 
     from engine.tools.mcp import McpUnavailable, list_server_tools
@@ -355,15 +359,16 @@ def _check_tools(loaded: Diagram) -> bool:
             offered = list_server_tools(server, fresh=True)
         except McpUnavailable as exc:
             answered = False
-            sys.stderr.write(f"{server.where}: MCP server '{server.name}' ({server.transport}) failed: {exc}\n")
+            sys.stderr.write(server.scrub(scrub(f"{server.where}: MCP server '{server.name}' ({server.transport}) failed: {exc}\n")))
             continue
         used = {name for name, tool in registry.tools.items() if tool.mcp_server == server} if registry else set()
-        sys.stdout.write(f"    mcp server {server.name} ({server.transport}), group {server.group}: {len(offered)} tool"
-                         f"{'s' if len(offered) != 1 else ''} in {(time.perf_counter() - began) * 1000:.0f} ms\n")
+        lines = [f"    mcp server {server.name} ({server.transport}), group {server.group}: {len(offered)} tool"
+                 f"{'s' if len(offered) != 1 else ''} in {(time.perf_counter() - began) * 1000:.0f} ms\n"]
         for tool in offered:
             mark = "+" if tool.name in used else "-"  # - : left out by include/exclude
             summary = (tool.title or tool.description).split("\n", 1)[0][:90]
-            sys.stdout.write(f"      {mark} {tool.name}: {summary}\n")
+            lines.append(f"      {mark} {tool.name}: {summary}\n")
+        sys.stdout.write(server.scrub(scrub("".join(lines))))
     return answered
 
 

@@ -3,7 +3,9 @@
 Reads the YAML (engine.format.yamlfile), hands it to engine.compile.validate, and wires in what a
 diagram names beside its blocks (tool registries, which must lie inside its folder or a data root;
 each registry tool a block may be offered is put to that block type's `check_offered_tool`).
-Knows nothing of what blocks do.
+A registry's MCP servers are started (to list their tools) only when the caller is about to run
+the diagram (`start_servers`); checking a diagram runs no command of theirs. Knows nothing of
+what blocks do.
 """
 
 from __future__ import annotations
@@ -38,17 +40,15 @@ DataRoots = Iterable[str | os.PathLike[str]]
 def _no_gc_pauses() -> Iterator[None]:
     # Loading builds tens of thousands of small objects and no cycles worth
     # collecting; the cyclic GC would otherwise run dozens of times mid-load.
+    # (No gc.freeze() after it: in a long-lived process, a studio or a worker, freezing
+    # moves every earlier piece of garbage into the permanent generation, never collected.)
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
-            # What loading built is long-lived: hand it to the oldest generation directly
-            # (freeze, then unfreeze) instead of making the next young collection walk it.
-            gc.freeze()
             gc.enable()
-            gc.unfreeze()
 
 
 def load_diagram_text(
@@ -58,12 +58,17 @@ def load_diagram_text(
     *,
     functions: Mapping[str, Any] | None = None,
     data_roots: DataRoots = (),
+    start_servers: bool = False,
 ) -> Diagram:
-    """Load and validate a diagram's text; `data_roots` are folders besides its own that its paths may reach."""
+    """Load and validate a diagram's text; `data_roots` are folders besides its own that its paths may reach.
+
+    `start_servers`: start its registries' MCP servers now and list their tools (to run it); otherwise they are
+    checked without starting, and the run starts them.
+    """
     roots = tuple(Path(root) for root in data_roots)
     with _no_gc_pauses():
         try:
-            return _load_text(text, path, registry, functions, roots)
+            return _load_text(text, path, registry, functions, roots, start_servers)
         except RecursionError:
             # The YAML reader and the template parser refuse deep nesting with a line; this is the net below them.
             raise DiagramInvalid([Problem(str(path), None, "the file nests too deeply to be read",
@@ -72,7 +77,7 @@ def load_diagram_text(
 
 
 def _load_text(text: str, path: Path, registry: BlockRegistry, functions: Mapping[str, Any] | None,
-               data_roots: tuple[Path, ...]) -> Diagram:
+               data_roots: tuple[Path, ...], start_servers: bool) -> Diagram:
     problems: list[Problem] = []
     ambiguous: list[Ambiguous] = []
     data, lines = read_yaml_text(text, str(path), problems, ambiguous)
@@ -93,6 +98,13 @@ def _load_text(text: str, path: Path, registry: BlockRegistry, functions: Mappin
             else:
                 extra["tools"] = tools.template_function()
                 problems.extend(_offered_tool_problems(data, registry, tools))
+                # The tools of its MCP servers, listed when a run starts them, meet the same check then.
+                tools.offered_check = lambda names: _offered_tool_problems(data, registry, tools, names)
+                if start_servers:
+                    try:
+                        tools.start_servers()
+                    except DiagramInvalid as exc:
+                        problems.extend(exc.problems)
     diagram = compile_diagram(data, lines, path, registry, source=text, functions=extra, extra_problems=problems,
                               data_roots=data_roots)
     diagram.tools = tools
@@ -120,9 +132,11 @@ def _ambiguity_warnings(found: list[Ambiguous], data: Any, file: str) -> list[Pr
     return problems
 
 
-def _offered_tool_problems(data: Any, blocks: BlockRegistry, tools: ToolRegistry) -> list[Problem]:
-    """A problem at a registry tool's entry for each block that may offer it (`tools('group', ...)` in the
-    block's `tools_input`: that group's tools, or every group's when none is written) and cannot."""
+def _offered_tool_problems(data: Any, blocks: BlockRegistry, tools: ToolRegistry,
+                           only: set[str] | None = None) -> list[Problem]:
+    """A problem at a registry tool's entry (of those named `only`, when given) for each block that may offer it
+    (`tools('group', ...)` in the block's `tools_input`: that group's tools, or every group's when none is
+    written) and cannot."""
     problems: list[Problem] = []
     written = data.get("blocks") if isinstance(data, dict) else None
     for raw in written if isinstance(written, list) else []:  # another shape is validate's to report
@@ -135,7 +149,8 @@ def _offered_tool_problems(data: Any, blocks: BlockRegistry, tools: ToolRegistry
         for group in _tool_groups(inputs.get(cls.tools_input)):
             call = f"tools('{group}')" if group is not None else "tools() (no group written: every tool)"
             for tool in tools.enabled(group):
-                offered.setdefault(tool.name, (tool, call))
+                if only is None or tool.name in only:
+                    offered.setdefault(tool.name, (tool, call))
         block_id = raw.get("id") if isinstance(raw.get("id"), str) else None
         for tool, call in offered.values():
             refusal = cls.check_offered_tool(tool.name, tool.entry.parameters, tool.entry.strict)
@@ -205,10 +220,11 @@ def _check_registry_path(name: str, folder: DataFolder) -> None:
 
 
 def load_diagram(path: str | Path, registry: BlockRegistry, *, functions: Mapping[str, Any] | None = None,
-                 data_roots: DataRoots = ()) -> Diagram:
+                 data_roots: DataRoots = (), start_servers: bool = False) -> Diagram:
     """Load and validate a diagram file; raise DiagramInvalid listing every problem.
 
     The files it names (CSV tables, tool registries) must lie in its folder or in one of `data_roots`.
+    `start_servers`: start its MCP servers now, to run it (see `load_diagram_text`).
     """
     path = Path(path)
     try:
@@ -219,4 +235,5 @@ def load_diagram(path: str | Path, registry: BlockRegistry, *, functions: Mappin
         raise DiagramInvalid([Problem(str(path), None, "is a folder, not a diagram file", code="no_file")]) from None
     except OSError as exc:
         raise DiagramInvalid([Problem(str(path), None, f"cannot read: {exc.strerror}", code="no_file")]) from None
-    return load_diagram_text(decode_text(data, str(path)), path, registry, functions=functions, data_roots=data_roots)
+    return load_diagram_text(decode_text(data, str(path)), path, registry, functions=functions, data_roots=data_roots,
+                             start_servers=start_servers)

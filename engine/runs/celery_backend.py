@@ -113,8 +113,8 @@ def _cached_store(url: str) -> RunStore:
 
 @functools.lru_cache(maxsize=32)
 def _cached_diagram(path: str, _mtime_ns: int, load: Any, registry: Any) -> Diagram:
-    # One load per diagram version per worker process, not one per row.
-    diagram: Diagram = load(Path(path), registry())
+    # One load per diagram version per worker process, not one per row; its MCP servers start: it is to run.
+    diagram: Diagram = load(Path(path), registry(), start_servers=True)
     return diagram
 
 

@@ -348,6 +348,9 @@ async def execute(
     environment (a scenario runs with an empty environment, yet its caller's keys stay out).
     """
     services = services or Services()
+    if diagram.tools is not None and diagram.tools.unlisted:
+        # Loaded to be checked, not run: its MCP servers start now (off the loop), and list their tools.
+        await asyncio.to_thread(diagram.tools.start_servers)
     run_id = run_id or new_run_id()
     trace_path = runs_dir / run_id / "trace.jsonl" if runs_dir is not None and trace_file is None else None
     run_level = message_level if message_level is not None else diagram.message_level

@@ -284,7 +284,9 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
     # stay out of its trace and its failure text (a key may be a scenario's input).
     secrets = Services().secrets()
     try:
-        diagram = load_diagram(scenario.diagram, registry, data_roots=data_roots)
+        # Off the loop (the studio runs scenarios in its own): loading to run starts the diagram's MCP servers.
+        diagram = await asyncio.to_thread(load_diagram, scenario.diagram, registry, data_roots=data_roots,
+                                          start_servers=True)
         inputs = check_inputs(diagram, scenario.spec.inputs)
     except DiagramaError as exc:
         return Verdict(scenario, None, [Redactor(secrets).text(f"the diagram cannot run: {exc}")])

@@ -90,6 +90,10 @@ class McpServer:
     group: str
     source: str = field(compare=False)
     line: int | None = field(compare=False)
+    written: str = field(default="", compare=False)
+    """The command or URL as the registry wrote it, `${VAR}`s unexpanded: what listings show."""
+    expanded: tuple[str, ...] = field(default=(), compare=False)
+    """The values its `${VAR}`s took in the command or URL: scrubbed like its environment's."""
 
     @property
     def where(self) -> str:
@@ -97,12 +101,15 @@ class McpServer:
 
     @property
     def transport(self) -> str:
-        """How it is reached, for listings: `stdio: python server.py` or the URL (never the environment)."""
+        """How it is reached, for listings: `stdio: python server.py` or the URL, as written (never a variable's
+        value, never the environment)."""
+        if self.written:
+            return f"stdio: {self.written}" if self.command is not None else f"http: {self.written}"
         return f"stdio: {' '.join(self.command)}" if self.command is not None else f"http: {self.url}"
 
     def scrub(self, text: str) -> str:
-        """`text` without the values of this server's environment (a server may echo them in an error)."""
-        for _, value in self.env:
+        """`text` without the values of this server's environment and `${VAR}`s (a server may echo them)."""
+        for value in sorted({*(value for _, value in self.env), *self.expanded}, key=len, reverse=True):
             if len(value) >= 4:
                 text = text.replace(value, REDACTED)
         return text
@@ -417,8 +424,10 @@ def resolve_server(entry: McpServerEntry, registry_file: Path, line: int | None,
     env = tuple(sorted((key, expand_env(value, environ)) for key, value in entry.env.items()))
     command = tuple(expand_env(part, environ) for part in entry.command) if entry.command is not None else None
     url = expand_env(entry.url, environ) if entry.url is not None else None
+    written = " ".join(entry.command) if entry.command is not None else entry.url or ""
+    expanded = tuple(environ[name] for name in _VARIABLE.findall(written))
     return McpServer(entry.name, command, url, env, str(registry_file.parent.resolve()), entry.timeout, entry.group,
-                     str(registry_file), line)
+                     str(registry_file), line, written, expanded)
 
 
 def environment(environ: Mapping[str, str] | None) -> Mapping[str, str]:

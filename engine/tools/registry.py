@@ -3,14 +3,16 @@
 A registry names the modules its handlers may come from; a diagram cannot name other
 code. `tools('group', query=..., top_k=..., min_score=...)` in a template yields a
 tools table of enabled tools, the best match for the query first when one is given
-(ranking.py: words and embeddings fused). Calling a model is not done here; ToolDispatch
-runs what a model called.
+(ranking.py: words and embeddings fused). A registry's MCP servers are declared when it loads
+and started (their tools listed) only by `start_servers`, which a run calls: checking a diagram
+runs no server's command. Calling a model is not done here; ToolDispatch runs what a model called.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from engine.tools.mcp import McpServer
+    from engine.tools.mcp_registry import DeclaredServer
 
 __all__ = ["STANDARD_MODULE", "Tool", "ToolRegistry", "ToolsTable", "load_registries"]
 
@@ -63,7 +66,8 @@ class RegistryFile(BaseModel):
 
     registry: str
     allowed_modules: list[str] = Field(default=[])
-    allowed_hosts: list[str] = Field(default=[], description="hosts the standard http_get may fetch")
+    allowed_hosts: list[str] = Field(default=[], description="hosts the standard http_get may fetch, and MCP servers' "
+                                                              "URLs may name besides loopback")
     groups: dict[str, str] = Field(default={})
     standard_tools: list[str] = Field(default=[], description="standard tools to include by name")
     embedder: dict[str, Any] | None = None
@@ -128,7 +132,52 @@ class ToolRegistry:
         self._queries: dict[str, np.ndarray] = {}
         self._cache_for: dict[str, EmbeddingCache] = {}
         self.mcp_servers: list[McpServer] = []
-        """The MCP servers its tools come from (each listed at load; called through a run's sessions)."""
+        """The MCP servers its tools come from (listed by `start_servers`; called through a run's sessions)."""
+        self._slots: list[Tool | DeclaredServer] = list(tools)
+        self._unlisted: list[DeclaredServer] = []
+        self._listing = threading.Lock()
+        self.offered_check: Callable[[set[str]], list[Problem]] | None = None
+        """Problems of newly listed tools with the blocks that may be offered them (set by the loader)."""
+
+    def declare_servers(self, slots: list[Tool | DeclaredServer]) -> None:
+        """The registries' tools and MCP servers in the order they were written; the servers not started yet."""
+        self._slots = slots
+        self._unlisted = [slot for slot in slots if not isinstance(slot, Tool)]
+        self.mcp_servers = [declared.server for declared in self._unlisted]
+
+    @property
+    def unlisted(self) -> bool:
+        """Whether some MCP servers have not been started and listed yet (the diagram was only checked)."""
+        return bool(self._unlisted)
+
+    def start_servers(self) -> None:
+        """Start the MCP servers not listed yet and add their tools where their entries stand; DiagramInvalid with every
+        problem when one cannot be started or listed (then nothing is added, and the next call tries again)."""
+        with self._listing:
+            if not self._unlisted:
+                return
+            from engine.tools.mcp_registry import listed_tools
+
+            problems: list[Problem] = []
+            found = listed_tools(self._unlisted, {name: tool.source for name, tool in self.tools.items()}, problems)
+            if problems:
+                raise DiagramInvalid(problems)
+            listed = {id(declared): found[position] for position, declared in enumerate(self._unlisted)}
+            ordered: list[Tool] = []
+            for slot in self._slots:
+                ordered += [slot] if isinstance(slot, Tool) else listed[id(slot)]
+            before, self.tools = self.tools, {tool.name: tool for tool in ordered}
+            if self.offered_check is not None:
+                problems = self.offered_check({tool.name for tools in found.values() for tool in tools})
+                if problems:
+                    self.tools = before
+                    raise DiagramInvalid(problems)
+            self.prepare(self._cache_for)
+            self._unlisted = []
+
+    def groups(self) -> set[str]:
+        """The tool groups: of its tools, and of its MCP servers not listed yet."""
+        return {t.entry.group for t in self.tools.values()} | {declared.entry.group for declared in self._unlisted}
 
     def enabled(self, group: str | None = None) -> list[Tool]:
         return [t for t in self.tools.values() if t.entry.enabled and (group is None or t.entry.group == group)]
@@ -205,8 +254,8 @@ class ToolRegistry:
     def select(self, group: str | None = None, query: str | None = None, top_k: int | None = None,
                min_score: float | None = None) -> list[tuple[Tool, ToolScore | None]]:
         """The enabled tools of `group`, best match for `query` first (ties by name), each with its scores."""
-        if group is not None and group not in {t.entry.group for t in self.tools.values()}:
-            groups = sorted({t.entry.group for t in self.tools.values()})
+        if group is not None and group not in self.groups():
+            groups = sorted(self.groups())
             raise ToolError(f"tools(): no tool group '{group}' (groups: {', '.join(groups)})", type="unknown_tool_group")
         if not query:
             chosen: list[tuple[Tool, ToolScore | None]] = [(t, None) for t in self.enabled(group)]
@@ -243,7 +292,7 @@ class ToolRegistry:
     def _check_literal_call(self, args: list[Any], kwargs: dict[str, Any]) -> tuple[str, str | None, str] | None:
         """Load time: (message, hint, code) when a `tools(...)` call's literal group cannot exist; None otherwise."""
         group = args[0] if args else kwargs.get("group")
-        groups = sorted({t.entry.group for t in self.tools.values()})
+        groups = sorted(self.groups())
         if isinstance(group, str) and group not in groups:
             return (f"tools(): no tool group '{group}'", suggest(group, groups) or f"groups: {', '.join(groups) or 'none'}",
                     "unknown_tool_group")
@@ -288,8 +337,11 @@ def _module_allowed(module: str, allowed: list[str]) -> bool:
 
 
 def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: LineMap,
-                    environ: Mapping[str, str] | None = None) -> ToolRegistry:
-    """Read the registries a diagram names (paths relative to it); raise DiagramInvalid with every problem found."""
+                    environ: Mapping[str, str] | None = None, *, start_servers: bool = False) -> ToolRegistry:
+    """Read the registries a diagram names (paths relative to it); raise DiagramInvalid with every problem found.
+
+    Their MCP servers are checked, not started, unless `start_servers` (a run): see `ToolRegistry.start_servers`.
+    """
     reading = _Reading(diagram_path, environ)
     names = [spec] if isinstance(spec, str) else list(spec)
     for position, name in enumerate(names):
@@ -308,8 +360,10 @@ def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: Li
         raise DiagramInvalid(reading.problems)
     registry_object = ToolRegistry(reading.tools, make_embedder(reading.embedder_spec, environ),
                                    list(reading.caches.values()))
-    registry_object.mcp_servers = reading.servers
+    registry_object.declare_servers(reading.slots)
     registry_object.prepare(reading.caches)
+    if start_servers:
+        registry_object.start_servers()
     return registry_object
 
 
@@ -329,7 +383,8 @@ class _Reading:
         self.caches: dict[str, EmbeddingCache] = {}
         self.embedder_spec: dict[str, Any] | None = None
         self.seen: dict[str, str] = {}
-        self.servers: list[McpServer] = []
+        self.slots: list[Tool | DeclaredServer] = []
+        """Tools and MCP servers (not started) in the order the files declare them."""
 
     def file(self, file: Path) -> None:
         """One registry file: its own tools, the standard tools it includes, its MCP servers."""
@@ -361,13 +416,11 @@ class _Reading:
         for index, raw in entries:
             self.entry(registry, source, lines, index, raw)
         if registry.mcp_servers:
-            from engine.tools.mcp_registry import registry_tools  # loaded only for a registry that lists servers
+            from engine.tools.mcp_registry import declared_servers  # loaded only for a registry that lists servers
 
-            served, listed = registry_tools(registry.mcp_servers, registry=registry.registry, groups=registry.groups,
-                                            file=file, lines=lines, environ=self.environ, seen=self.seen,
-                                            problems=self.problems)
-            self.tools += served
-            self.servers += listed
+            self.slots += declared_servers(registry.mcp_servers, registry=registry.registry, groups=registry.groups,
+                                           allowed_hosts=registry.allowed_hosts, file=file, lines=lines,
+                                           environ=self.environ, problems=self.problems)
 
     def entry(self, registry: RegistryFile, source: str, lines: LineMap, index: int, raw: Any) -> None:
         """One tool entry (index -1: a standard tool included by name), checked; kept when it names a function."""
@@ -398,8 +451,10 @@ class _Reading:
         if problem is not None:
             add(f"parameters is not a valid JSON Schema: {problem}", "parameters")
         if function is not None:
-            self.tools.append(Tool(entry, registry.registry, source, line, tuple(registry.allowed_hosts),
-                                   lines.line((*where, "handler")) or line, folder=self.folder))
+            tool = Tool(entry, registry.registry, source, line, tuple(registry.allowed_hosts),
+                        lines.line((*where, "handler")) or line, folder=self.folder)
+            self.tools.append(tool)
+            self.slots.append(tool)
 
     def check_handler(self, handler: str, allowed_modules: list[str], add: Callable[..., None]) -> None:
         """A handler path's form, and its module against allowed_modules (the standard module's own rule apart)."""

@@ -3,11 +3,14 @@
 The YAML files stay the source of truth: the page edits the diagram as JSON, and a save
 writes the smallest YAML change (engine.web.yaml_edit). Every request passes the Guard
 (own Host; state changes only from the page's origin, as JSON, with the server's token).
-Runs from the page are offline unless the server was started with `--allow-online`.
+Runs from the page are offline unless the server was started with `--allow-online`; under
+`--read-only` one guard refuses every route that writes. Compilations run off the event loop,
+bounded (engine.web.concurrency); a save's hash check and write hold the file's lock.
 """
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -27,7 +30,8 @@ from engine.compile.diagram import Diagram
 from engine.errors import DiagramInvalid, Problem
 from engine.format.yamlfile import read_yaml_text
 from engine.runtime.context import Services
-from engine.web.files import Folder, FolderError
+from engine.web.concurrency import Compilations, PathLocks
+from engine.web.files import Folder, FolderError, write_failure
 from engine.web.guard import TOKEN_HEADER, Guard, allowed_hosts, new_token
 from engine.web.http import answer, handle, json_body
 from engine.web.models import (
@@ -99,17 +103,14 @@ class _Texts:
 
 
 class Studio:
-    """The diagram endpoints: read, save, validate, create, rename, delete, CSV preview."""
+    """The diagram endpoints: read, save, validate, create, rename, delete, CSV preview, the listing."""
 
-    def __init__(self, folder: Folder, registry: BlockRegistry, read_only: bool) -> None:
+    def __init__(self, folder: Folder, registry: BlockRegistry, compilations: Compilations) -> None:
         self.folder = folder
         self.registry = registry
-        self.read_only = read_only
         self.texts = _Texts()
-
-    def _writable(self) -> None:
-        if self.read_only:
-            raise FolderError(403, "the studio was started with --read-only")
+        self.compilations = compilations
+        self.locks = PathLocks()
 
     def document(self, path: Path, text: str, data: Any, *, with_lines: bool = True) -> Checked:
         """Problems, the compiled picture and the registries' tools of a diagram's text (as if it were the file
@@ -124,6 +125,32 @@ class Studio:
                        valid=diagram is not None,
                        registries=_registries(diagram))
 
+    async def checked(self, path: Path, text: str, data: Any, *, with_lines: bool = True) -> Checked:
+        """`document` in a worker thread, bounded; a compilation past the bound is answered as a problem."""
+        found = await self.compilations.run(path, text, lambda: self.document(path, text, data, with_lines=with_lines))
+        return found if found is not None else _unchecked(path, data, self.compilations.timeout, self.registry)
+
+    async def summary(self, path: Path) -> DiagramSummary:
+        """A diagram as the listing shows it: name, description, whether it is valid, how many blocks."""
+        entry = DiagramSummary(path=path.name, name=path.stem, description="", valid=False, blocks=0)
+        try:
+            text = self.folder.read(path)
+        except (FolderError, OSError):
+            return entry
+
+        def work() -> DiagramSummary:
+            data, unread = read_for_page(text, path)
+            if unread:
+                return entry
+            compiled, _problems = compile_text(text, path, self.registry, self.folder.data_roots)
+            blocks = data.get("blocks")
+            return entry.model_copy(update={
+                "name": str(data.get("diagram", path.stem)), "description": str(data.get("description", "")),
+                "valid": compiled is not None, "blocks": len(blocks) if isinstance(blocks, list) else 0})
+
+        found = await self.compilations.run(path, text, work)
+        return found if found is not None else entry
+
     async def get(self, request: Request) -> Response:
         path = self.folder.diagram(request.path_params["path"])
         text = self.folder.read(path)
@@ -135,7 +162,7 @@ class Studio:
                                compiled=Compiled.model_validate(studio_document({}, None, {}, self.registry)), valid=False,
                                registries=[])
         else:
-            document = await run_in_threadpool(self.document, path, text, data)
+            document = await self.checked(path, text, data)
         blocks = data.get("blocks")
         drawable = isinstance(blocks, list) and all(isinstance(block, dict) for block in blocks)
         return answer(DiagramFile(path=self.folder.relative(path), hash=digest, diagram=data if drawable else None,
@@ -146,27 +173,35 @@ class Studio:
         return answer(Hash(hash=content_hash(self.folder.read(path))))
 
     async def put(self, request: Request) -> Response:
-        self._writable()
         path = self.folder.diagram(request.path_params["path"])
         payload = await json_body(request)
         base, diagram = payload.get("base_hash"), payload.get("diagram")
         if not isinstance(base, str) or not isinstance(diagram, dict):
             raise FolderError(422, "send {\"base_hash\": the hash you loaded, \"diagram\": the diagram as JSON}")
-        current = self.folder.read(path)
-        digest = self.texts.remember(current)
-        if digest != base:
-            before = self.texts.get(base)
-            diff = "".join(difflib.unified_diff(before.splitlines(True), current.splitlines(True), "loaded", "on disk")) \
-                if before is not None else ""
-            return answer(Conflict(error="the file changed on disk since you loaded it", hash=digest, diff=diff), 409)
-        try:
-            text = await run_in_threadpool(apply_edit, current, diagram)
-        except EditError as exc:
-            raise FolderError(422, str(exc)) from exc
-        if text != current:
-            self.folder.write(path, text)
+        # The hash check and the write are one critical section per file: of two saves from the same base, one
+        # writes and the other is told the file changed (the edit is made in a thread meanwhile).
+        async with self.locks.hold(path):
+            current = self.folder.read(path)
+            if self.texts.remember(current) != base:
+                return self._conflict(base, current)
+            try:
+                text = await run_in_threadpool(apply_edit, current, diagram)
+            except EditError as exc:
+                raise FolderError(422, str(exc)) from exc
+            if text != current:
+                now = self.folder.read(path)  # an editor outside the studio may have saved meanwhile
+                if now != current:
+                    return self._conflict(base, now)
+                self.folder.write(path, text)
         digest = self.texts.remember(text)
-        return answer(Saved(hash=digest, **dict(await run_in_threadpool(self.document, path, text, diagram))))
+        return answer(Saved(hash=digest, **dict(await self.checked(path, text, diagram))))
+
+    def _conflict(self, base: str, current: str) -> Response:
+        digest = self.texts.remember(current)
+        before = self.texts.get(base)
+        diff = "".join(difflib.unified_diff(before.splitlines(True), current.splitlines(True), "loaded", "on disk")) \
+            if before is not None else ""
+        return answer(Conflict(error="the file changed on disk since you loaded it", hash=digest, diff=diff), 409)
 
     async def validate(self, request: Request) -> Response:
         payload = await json_body(request)
@@ -178,32 +213,43 @@ class Studio:
         # A draft is checked as plain YAML (libyaml, fast): the same data the save would write, so the same
         # problems; only their line numbers would not be the file's, so they are left out until a save.
         text = _as_yaml(diagram)
-        return answer(await run_in_threadpool(self.document, path, text, diagram, with_lines=False))
+        return answer(await self.checked(path, text, diagram, with_lines=False))
 
     async def create(self, request: Request) -> Response:
-        self._writable()
         payload = await json_body(request)
-        path = self.folder.new_name(payload.get("path"))
+        name = payload.get("path")
+        path = self.folder.new_name(name)
         copy_of = payload.get("copy_of")
         if copy_of is not None:
             text = self.folder.read(self.folder.diagram(str(copy_of)))
         else:
             text = new_diagram_text(path.stem.replace(" ", "-"))
-        self.folder.write(path, text)
+        async with self.locks.hold(path):
+            self.folder.new_name(name)  # still free: a create of the same name may have come first
+            self.folder.write(path, text)
         return answer(PathAnswer(path=self.folder.relative(path)), 201)
 
     async def rename(self, request: Request) -> Response:
-        self._writable()
-        source = self.folder.diagram(request.path_params["path"])
-        target = self.folder.new_name((await json_body(request)).get("to"))
-        source.rename(target)
+        relative = request.path_params["path"]
+        source = self.folder.diagram(relative)
+        name = (await json_body(request)).get("to")
+        target = self.folder.new_name(name)
+        async with self.locks.hold(source, target):
+            self.folder.diagram(relative)  # still there, and the target still free, once both are held
+            self.folder.new_name(name)
+            try:
+                source.rename(target)
+            except OSError as exc:
+                raise write_failure(target.name, exc) from None
         return answer(PathAnswer(path=self.folder.relative(target)))
 
     async def delete(self, request: Request) -> Response:
-        self._writable()
         if request.headers.get("content-type", "").split(";")[0] != "application/json":
             raise FolderError(415, "send JSON with Content-Type: application/json")
-        self.folder.diagram(request.path_params["path"]).unlink()
+        relative = request.path_params["path"]
+        path = self.folder.diagram(relative)
+        async with self.locks.hold(path):
+            self.folder.diagram(relative).unlink()
         return Response(status_code=204)
 
     async def csv(self, request: Request) -> Response:
@@ -237,14 +283,26 @@ def _as_yaml(diagram: dict[str, Any]) -> str:
         raise FolderError(422, f"the diagram cannot be written: {exc}") from exc
 
 
+def _unchecked(path: Path, data: Any, seconds: float, registry: BlockRegistry) -> Checked:
+    """The answer for a diagram whose check ran past its bound: that, as its one problem."""
+    problem = Problem(str(path), None, f"checking this diagram took longer than {seconds:g} s, so it was not waited for",
+                      hint="a block type's check or a file the diagram reads is slow; an edit checks it again",
+                      code="compile_timeout")
+    return Checked(problems=[ProblemAnswer.model_validate(problem_json(problem, with_line=False))],
+                   compiled=Compiled.model_validate(studio_document(data, None, {}, registry)), valid=False, registries=[])
+
+
 def _registries(diagram: Diagram | None) -> list[Registry]:
-    """The diagram's tools by group, for the tools field's `tools('group')` choices."""
+    """The diagram's tools by group, for the tools field's `tools('group')` choices. An MCP server's group is there
+    without its tools: the studio does not start servers to list them."""
     if diagram is None or diagram.tools is None:
         return []
     groups: dict[str, dict[str, Any]] = {}
     for tool in diagram.tools.tools.values():
         group = groups.setdefault(tool.entry.group or "", {"group": tool.entry.group or "", "tools": []})
         group["tools"].append({"name": tool.name, "description": tool.entry.description, "enabled": tool.entry.enabled})
+    for name in sorted(diagram.tools.groups() - set(groups)):
+        groups[name] = {"group": name, "tools": []}
     return [Registry.model_validate(group) for group in groups.values()]
 
 
@@ -277,14 +335,25 @@ def create_app(
     extra_hosts: tuple[str, ...] = (),
     token: str | None = None,
     data_roots: tuple[Path, ...] = (),
+    compile_timeout: float = 10.0,
 ) -> Guard:
     """The studio as an ASGI app, guarded; `token` is made per server unless given (tests)."""
     folder = Folder(root, data_roots)
     token = token or new_token()
-    studio = Studio(folder, registry, read_only)
+    studio = Studio(folder, registry, Compilations(compile_timeout))
     runs = RunRoutes(folder, runs_dir.resolve(), registry, services, allow_online=allow_online)
 
     facts = format_facts()
+
+    def writes(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        """The one guard of every route that writes a file: under --read-only, refused before anything is read."""
+        async def guarded(request: Request) -> Response:
+            if read_only:
+                raise FolderError(403, "the studio was started with --read-only: it shows and runs diagrams, and "
+                                       "writes no file")
+            return await endpoint(request)
+
+        return handle(guarded)
 
     async def session(_: Request) -> Response:
         return answer(Session(read_only=read_only, allow_online=allow_online, root=folder.root.name, token=token,
@@ -297,23 +366,11 @@ def create_app(
         return answer(palette(registry))
 
     async def diagrams(_: Request) -> Response:
-        listed: list[DiagramSummary] = []
-        for path in folder.diagrams():
-            try:
-                text = folder.read(path)
-            except FolderError:
-                text = None
-            data, unread = read_for_page(text, path) if text is not None else ({}, [])
-            if text is None or unread:
-                listed.append(DiagramSummary(path=path.name, name=path.stem, description="", valid=False, blocks=0))
-                continue
-            compiled, _problems = compile_text(text, path.resolve(), registry, folder.data_roots)
-            data = data if isinstance(data, dict) else {}
-            listed.append(DiagramSummary(
-                path=path.name, name=str(data.get("diagram", path.stem)), description=str(data.get("description", "")),
-                valid=compiled is not None,
-                blocks=len(data.get("blocks") or []) if isinstance(data.get("blocks"), list) else 0))
-        return answer(listed)
+        paths = await asyncio.to_thread(folder.diagrams)
+        return answer(list(await asyncio.gather(*(studio.summary(path.resolve()) for path in paths))))
+
+    async def scenarios(_: Request) -> Response:
+        return answer([PathAnswer(path=folder.relative(path)) for path in await asyncio.to_thread(folder.scenarios)])
 
     routes: list[BaseRoute] = [
         Route("/", _index(token)),
@@ -321,18 +378,19 @@ def create_app(
         Route("/api/format", format_),
         Route("/api/blocks", blocks),
         Route("/api/diagrams", diagrams, methods=["GET"]),
-        Route("/api/diagrams", handle(studio.create), methods=["POST"]),
+        Route("/api/diagrams", writes(studio.create), methods=["POST"]),
+        Route("/api/scenarios", scenarios, methods=["GET"]),
         Route("/api/validate", handle(studio.validate), methods=["POST"]),
         Route("/api/diagrams/{path:path}/runs", handle(runs.listing), methods=["GET"]),
         Route("/api/diagrams/{path:path}/runs", handle(runs.start), methods=["POST"]),
         Route("/api/diagrams/{path:path}/hash", handle(studio.hash), methods=["GET"]),
         Route("/api/diagrams/{path:path}/csv", handle(studio.csv), methods=["GET"]),
-        Route("/api/diagrams/{path:path}/rename", handle(studio.rename), methods=["POST"]),
+        Route("/api/diagrams/{path:path}/rename", writes(studio.rename), methods=["POST"]),
         Route("/api/diagrams/{path:path}", handle(studio.get), methods=["GET"]),
-        Route("/api/diagrams/{path:path}", handle(studio.put), methods=["PUT"]),
-        Route("/api/diagrams/{path:path}", handle(studio.delete), methods=["DELETE"]),
+        Route("/api/diagrams/{path:path}", writes(studio.put), methods=["PUT"]),
+        Route("/api/diagrams/{path:path}", writes(studio.delete), methods=["DELETE"]),
         Route("/api/runs/{run_id}", handle(runs.get), methods=["GET"]),
-        Route("/api/runs/{run_id}/scenario", handle(runs.save_scenario), methods=["POST"]),
+        Route("/api/runs/{run_id}/scenario", writes(runs.save_scenario), methods=["POST"]),
         Route("/api/scenarios/run", handle(runs.run_scenarios), methods=["POST"]),
     ]
     if (STUDIO_BUILD / "assets").is_dir():

@@ -323,6 +323,7 @@ ANSWERS: dict[str, type[BaseModel] | None] = {
     "GET /api/blocks": BlockType,
     "GET /api/diagrams": DiagramSummary,
     "POST /api/diagrams": PathAnswer,
+    "GET /api/scenarios": PathAnswer,
     "POST /api/validate": Checked,
     "GET /api/diagrams/{path}/runs": RunListed,
     "POST /api/diagrams/{path}/runs": RunStarted,
@@ -338,7 +339,7 @@ ANSWERS: dict[str, type[BaseModel] | None] = {
 }
 """Each route's answer when it succeeds (a list of the model for the listings, None for no body); a refusal is
 an ErrorAnswer, a refused save a Conflict."""
-LISTS = frozenset({"GET /api/blocks", "GET /api/diagrams", "GET /api/diagrams/{path}/runs"})
+LISTS = frozenset({"GET /api/blocks", "GET /api/diagrams", "GET /api/scenarios", "GET /api/diagrams/{path}/runs"})
 
 
 class _Generator(GenerateJsonSchema):

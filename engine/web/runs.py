@@ -2,7 +2,8 @@
 diagram's runs, save a run as a scenario, and run a folder's scenarios.
 
 Runs started here record their vendor replies in memory, so "save as scenario" can write the same
-file `diagrama run --record` writes.
+file `diagrama run --record` writes. Only runs of the folder's own diagrams are shown, even when
+the runs directory is shared with other folders.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -54,7 +56,9 @@ class RunRoutes:
             raise FolderError(404, "not found")
         candidate = self.runs_dir / run_id / "trace.jsonl"
         if candidate.is_file():
-            return candidate
+            if run_id in self.recorded or self._of_this_folder(candidate):
+                return candidate
+            raise FolderError(404, "not found")  # a run of a diagram outside the folder, in a shared runs directory
         # A run of one of this folder's diagrams started elsewhere (another current folder): the run store knows.
         recorded = self._recorded(lambda store: store.run(run_id))
         if not recorded or not recorded[0].get("trace"):
@@ -63,6 +67,17 @@ class RunRoutes:
         if not trace.is_file() or not Path(recorded[0]["diagram"]).resolve().is_relative_to(self.folder.root):
             raise FolderError(404, "not found")  # only runs of this folder's diagrams are shown
         return trace
+
+    def _of_this_folder(self, trace: Path) -> bool:
+        """Whether the run's diagram (its trace's first event names it) lies inside the served folder."""
+        try:
+            with trace.open("rb") as file:
+                first = orjson.loads(file.readline(1 << 20) or b"{}")
+        except (OSError, orjson.JSONDecodeError):
+            return False
+        written = first.get("path") if isinstance(first, dict) else None
+        path = resolved_path(written if isinstance(written, str) else "", (Path.cwd(), self.runs_dir.resolve().parent))
+        return path is not None and path.is_relative_to(self.folder.root)
 
     def _recorded(self, ask: Callable[[Any], Any]) -> list[dict[str, Any]]:
         """What the run store (if there is one, and SQLAlchemy to read it) answers; [] without one."""
@@ -119,7 +134,9 @@ class RunRoutes:
             raise FolderError(422, "send {\"inputs\": {name: value}, \"offline\": true|false}")
         if not offline and not self.allow_online:
             raise FolderError(403, "online runs from the page are off; start `diagrama serve --allow-online` to allow them")
-        loaded = load_diagram(path, self.registry, data_roots=self.folder.data_roots)
+        # Off the event loop: loading a diagram to run it starts its MCP servers to list their tools.
+        loaded = await asyncio.to_thread(load_diagram, path, self.registry, data_roots=self.folder.data_roots,
+                                         start_servers=True)
         values = check_inputs(loaded, inputs)
         run_id = new_run_id()
         results: list[RunResult] = []

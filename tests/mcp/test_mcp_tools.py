@@ -37,7 +37,7 @@ def tool_rows(result: Any) -> list[dict[str, Any]]:
 
 
 def test_server_tools_join_the_registry_with_names_descriptions_schemas_and_group(tmp_path: Path) -> None:
-    diagram = load_diagram(write(tmp_path, stdio_registry(), agent()), block_registry())
+    diagram = load_diagram(write(tmp_path, stdio_registry(), agent()), block_registry(), start_servers=True)
     tools = diagram.tools
     assert tools is not None
     assert sorted(tools.tools) == ["environment_value", "get_order_status", "order_totals"]  # internal_admin excluded
@@ -107,7 +107,7 @@ def test_a_scenario_stub_replaces_an_mcp_tool(tmp_path: Path) -> None:
 
 
 def test_runs_sharing_a_pool_open_one_session_per_server(tmp_path: Path) -> None:
-    diagram = load_diagram(write(tmp_path, stdio_registry(), agent()), block_registry())
+    diagram = load_diagram(write(tmp_path, stdio_registry(), agent()), block_registry(), start_servers=True)
     pool = McpSessions()
 
     async def two_runs() -> list[str]:
@@ -131,7 +131,7 @@ mcp_servers:
     timeout: 10
 """
     with pytest.raises(DiagramInvalid) as caught:
-        load_diagram(write(tmp_path, registry, agent().replace("tools('shop', ", "tools(")), block_registry())
+        load_diagram(write(tmp_path, registry, agent().replace("tools('shop', ", "tools(")), block_registry(), start_servers=True)
     [problem] = [p for p in caught.value.problems if p.code == "mcp_server_failed"]
     assert problem.file == str(tmp_path / "registry.yaml") and problem.line == 3
     assert "MCP server 'shop'" in problem.message and "cannot open the shop database" in problem.message
@@ -155,19 +155,24 @@ mcp_servers:
     include: [no_such_tool]
 """
     with pytest.raises(DiagramInvalid) as caught:
-        load_diagram(write(tmp_path, registry, agent()), block_registry())
+        load_diagram(write(tmp_path, registry, agent()), block_registry(), start_servers=True)
     found = {(p.code, p.line) for p in caught.value.problems}
     assert ("missing_environment_variable", 6) in found
     assert ("invalid_mcp_server", 7) in found  # command and url both
     assert ("invalid_mcp_server", 12) in found  # an undeclared group
-    assert ("unknown_mcp_tool", 13) in found
+    # What a server offers is known once it is started: an include naming a tool it lacks, when the entries are right.
+    monkeypatch.setenv("MCP_TEST_SECRET", SECRET)
+    with pytest.raises(DiagramInvalid) as caught:
+        load_diagram(write(tmp_path, stdio_registry().replace("exclude: [internal_admin]", "include: [no_such_tool]"),
+                           agent()), block_registry(), start_servers=True)
+    assert [(p.code, p.line, p.field) for p in caught.value.problems] == [("unknown_mcp_tool", 7, "mcp_servers[0].include")]
 
 
 def test_without_the_mcp_extra_a_registry_says_which_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(__import__("sys").modules, "mcp", None)
     registry = stdio_registry().replace("timeout: 20", "timeout: 19")  # a configuration no test listed yet
     with pytest.raises(DiagramInvalid) as caught:
-        load_diagram(write(tmp_path, registry, agent()), block_registry())
+        load_diagram(write(tmp_path, registry, agent()), block_registry(), start_servers=True)
     assert any("pip install 'diagrama[mcp]'" in p.message for p in caught.value.problems)
 
 

@@ -78,10 +78,14 @@ def test_a_file_that_is_not_a_diagram_answers_its_problem_with_every_field_and_n
     assert view["diagram"] is None and view["valid"] is False
     [problem] = view["problems"]
     assert problem["file"] is None and problem["line"] == 3 and problem["severity"] == "error" and "YAML" in problem["message"]
+    # A mapping whose blocks the page cannot draw: no diagram, the problems saying why.
+    (tmp_path / "diagrams" / "five.yaml").write_text("diagram: d\nblocks: 5\n", encoding="utf-8")
+    view = conforms("GET /api/diagrams/{path}", client("GET", "/api/diagrams/five.yaml"))
+    assert view["diagram"] is None and any(p["line"] == 2 for p in view["problems"])
+    # A YAML list is not a diagram file at all (a data file): the diagram routes answer 404.
     (tmp_path / "diagrams" / "list.yaml").write_text("- a\n- b\n", encoding="utf-8")
-    view = conforms("GET /api/diagrams/{path}", client("GET", "/api/diagrams/list.yaml"))
-    [problem] = view["problems"]
-    assert view["diagram"] is None and problem["code"] == "invalid_yaml" and problem["file"] is None
+    gone = client("GET", "/api/diagrams/list.yaml")
+    assert gone.status_code == 404 and set(gone.json()) == {"error"}
 
 
 def test_editing_answers_match_the_schema(client) -> None:
