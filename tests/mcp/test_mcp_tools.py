@@ -187,3 +187,42 @@ def test_validate_check_tools_lists_what_each_server_offers(tmp_path: Path) -> N
     assert "mcp server shop (stdio: python" in outcome.output
     assert "+ get_order_status:" in outcome.output and "- internal_admin:" in outcome.output
     assert SECRET not in outcome.output
+
+
+BAD_SERVER = Path(__file__).with_name("bad_server.py")
+
+
+def bad_registry(*, noisy: bool = False, timeout: int = 20) -> str:
+    arguments = f"python, {BAD_SERVER.as_posix()}" + (", --noisy" if noisy else "")
+    return f"""\
+registry: bad
+groups: {{bad: A server that breaks the protocol}}
+mcp_servers:
+  - name: bad
+    command: [{arguments}]
+    group: bad
+    timeout: {timeout}
+"""
+
+
+@pytest.mark.parametrize("tool", ["garbage", "deep"])
+def test_a_server_that_answers_with_what_is_not_json_rpc_fails_the_call_at_once(tmp_path: Path, tool: str,
+                                                                                 capfd: pytest.CaptureFixture[str]) -> None:
+    calls = [{"id": "c1", "name": tool, "arguments": {}}]
+    began = asyncio.get_event_loop_policy().new_event_loop().time()
+    result, _ = run(write(tmp_path, bad_registry(timeout=20), dispatch(calls)), tmp_path / "runs")
+    took = asyncio.get_event_loop_policy().new_event_loop().time() - began
+    assert took < 15, took  # not the tool's 20 s timeout: the call fails as soon as the server's answer is unreadable
+    [failed] = result.variables["failed"]
+    assert failed["name"] == tool and "not a JSON-RPC message" in failed["error"], failed
+    printed = capfd.readouterr()
+    assert "Traceback" not in printed.out + printed.err
+
+
+def test_a_server_that_prints_before_it_starts_still_serves_its_tools(tmp_path: Path,
+                                                                      capfd: pytest.CaptureFixture[str]) -> None:
+    calls = [{"id": "c1", "name": "fine", "arguments": {}}]
+    result, _ = run(write(tmp_path, bad_registry(noisy=True), dispatch(calls)), tmp_path / "runs")
+    assert result.variables["results"] == {"c1": "fine"}, result.variables
+    printed = capfd.readouterr()
+    assert "Traceback" not in printed.out + printed.err
