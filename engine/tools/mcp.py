@@ -5,10 +5,6 @@ embeddings and the argument checks), through a short-lived session bounded by th
 `timeout` and cached per process by its configuration. Calls go through the run's own
 session per server (a batch's, when it shares one), opened on first use, closed at the end.
 The `mcp` SDK (the `mcp` extra) is imported here only, and only when a server is used.
-
-A server that writes what is not JSON-RPC (a stray line, a message nested too deeply to read)
-fails the requests in flight at once, with what it wrote in the error (`mcp_error`), instead
-of leaving them to their timeout; the SDK's own log of it (a traceback a line) is kept quiet.
 """
 
 from __future__ import annotations
@@ -17,7 +13,6 @@ import asyncio
 import contextlib
 import contextvars
 import hashlib
-import logging
 import os
 import re
 import sys
@@ -157,48 +152,6 @@ def _interpreter(command: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
     return first, rest
 
 
-class _Faults:
-    """What an open client's server wrote that is not JSON-RPC, and the calls waiting on it: a fault cancels them at
-    once (the SDK only logs such a line, and the call would wait out its whole timeout)."""
-
-    def __init__(self) -> None:
-        self.messages: list[str] = []
-        self.waiting: set[Any] = set()  # anyio cancel scopes of calls in flight
-
-    async def seen(self, message: Any) -> None:
-        """The client's message handler: a transport fault is noted and ends every call in flight."""
-        if isinstance(message, Exception):  # a line the transport could not read as JSON-RPC
-            self.messages.append(_fault(message))
-            for scope in list(self.waiting):
-                scope.cancel()
-
-
-_faults: dict[int, _Faults] = {}
-"""By id() of the open client (the SDK's Client is an unhashable dataclass): registered while it is open."""
-
-
-def _quiet_sdk_logs() -> None:
-    """The SDK logs each unreadable line with a traceback (its loggers `mcp.*` and `client`); the error that fails the
-    call says it once instead."""
-    for name in ("mcp", "client"):
-        logger = logging.getLogger(name)
-        if not any(isinstance(handler, logging.NullHandler) for handler in logger.handlers):
-            logger.addHandler(logging.NullHandler())
-        logger.propagate = False
-
-
-def _fault(exc: Exception) -> str:
-    """What a server wrote that is not a JSON-RPC message, in a line."""
-    errors = getattr(exc, "errors", None)
-    if callable(errors):  # pydantic's ValidationError: the first reason, and the start of the line
-        with contextlib.suppress(Exception):
-            first = errors(include_url=False)[0]
-            written = first.get("input")
-            shown = f": {written[:60]!r}" if isinstance(written, str) else ""
-            return f"the server wrote what is not a JSON-RPC message ({first.get('msg', 'unreadable')}{shown})"
-    return f"the server wrote what is not a JSON-RPC message ({type(exc).__name__}: {str(exc)[:200]})"
-
-
 @contextlib.asynccontextmanager
 async def _client(server: McpServer) -> AsyncIterator[Client]:
     """A connected, initialised client for `server`; a failure to start or connect is McpUnavailable."""
@@ -207,30 +160,23 @@ async def _client(server: McpServer) -> AsyncIterator[Client]:
         from mcp.client.stdio import stdio_client
     except ImportError as exc:
         raise McpUnavailable("MCP servers need the mcp extra: pip install 'diagrama[mcp]'") from exc
-    _quiet_sdk_logs()
-    faults = _Faults()
-
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
         if server.command is not None:
             executable, arguments = _interpreter(server.command)
             parameters = StdioServerParameters(command=executable, args=list(arguments), env=dict(server.env) or None,
                                                cwd=server.cwd)
-            client = Client(stdio_client(parameters, errlog=errlog), read_timeout_seconds=server.timeout,
-                            message_handler=faults.seen)
+            client = Client(stdio_client(parameters, errlog=errlog), read_timeout_seconds=server.timeout)
         else:
             assert server.url is not None
-            client = Client(server.url, read_timeout_seconds=server.timeout, message_handler=faults.seen)
+            client = Client(server.url, read_timeout_seconds=server.timeout)
         try:
             async with asyncio.timeout(server.timeout):  # not wait_for: the SDK's task groups must stay in this task
                 entered = await client.__aenter__()
         except Exception as exc:
-            reason = faults.messages[0] if faults.messages else _reason(exc, errlog, server.timeout)
-            raise McpUnavailable(server.scrub(reason)) from exc
+            raise McpUnavailable(server.scrub(_reason(exc, errlog, server.timeout))) from exc
         try:
-            _faults[id(entered)] = faults
             yield entered
         finally:
-            _faults.pop(id(entered), None)
             await client.__aexit__(None, None, None)
 
 
@@ -433,39 +379,16 @@ def _content(result: CallToolResult) -> Any:
     return text
 
 
-async def _call_tool(client: Client, server: McpServer, tool: str, arguments: Mapping[str, Any]) -> Any:
-    """The call, ended at once when the server writes what is not JSON-RPC while it waits (McpFault)."""
-    import anyio
-
-    faults = _faults.get(id(client))
-    if faults is None:
-        return await client.call_tool(tool, dict(arguments), read_timeout_seconds=server.timeout)
-    before = len(faults.messages)
-    with anyio.CancelScope() as scope:
-        faults.waiting.add(scope)
-        try:
-            return await client.call_tool(tool, dict(arguments), read_timeout_seconds=server.timeout)
-        finally:
-            faults.waiting.discard(scope)
-    raise _McpFault(faults.messages[before] if len(faults.messages) > before else "the server broke the protocol")
-
-
-class _McpFault(Exception):
-    """The server wrote what is not a JSON-RPC message while a call waited for its answer."""
-
-
 async def _call(server: McpServer, tool: str, arguments: Mapping[str, Any]) -> Any:
     pool = _current.get()
     began = time.perf_counter()
     try:
         if pool is None:  # outside a run (a direct call): a session for this call alone
             async with _client(server) as client:
-                result = await _call_tool(client, server, tool, arguments)
+                result = await client.call_tool(tool, dict(arguments), read_timeout_seconds=server.timeout)
         else:
-            result = await _call_tool(await pool.client(server), server, tool, arguments)
-    except _McpFault as exc:
-        raise ToolError(f"tool '{tool}' of MCP server '{server.name}' failed: {server.scrub(str(exc))}",
-                        type="mcp_error") from exc
+            client = await pool.client(server)
+            result = await client.call_tool(tool, dict(arguments), read_timeout_seconds=server.timeout)
     except McpUnavailable as exc:
         raise ToolError(f"MCP server '{server.name}' ({server.where}) could not be started: {exc}",
                         type="mcp_server_failed") from exc
