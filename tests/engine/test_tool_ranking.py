@@ -77,10 +77,11 @@ def test_a_tools_name_is_counted(tmp_path: Path) -> None:
 
 def test_scores_are_a_weighted_sum_on_a_zero_to_one_scale(tmp_path: Path) -> None:
     registry = registry_of(tmp_path, PLUGINS)
+    share = Ranking().lexical_weight
     for _, score in registry.select(query="will it rain tomorrow?"):
         assert score is not None
         assert 0 <= score.lexical <= 1 and 0 <= score.embedding <= 1
-        assert score.score == pytest.approx(0.8 * score.lexical + 0.2 * score.embedding, abs=1e-5)
+        assert score.score == pytest.approx(share * score.lexical + (1 - share) * score.embedding, abs=1e-5)
     assert [t.name for t, _ in registry.select(query="will it rain tomorrow?", min_score=0.5)] == ["weather_forecast"]
     assert registry.select(query="zzzz qqqq", min_score=0.1) == []  # no word of any tool, and no likeness
 
