@@ -223,7 +223,7 @@ class ToolRegistry:
     def template_function(self) -> Callable[..., ToolsTable]:
         def tools(group: str | None = None, query: str | None = None, top_k: int | None = None,
                   min_score: float | None = None) -> ToolsTable:
-            """tools('group', query=request, top_k=5, min_score=0.2): a tools table."""
+            """tools('group', query=request, top_k=5, min_score=0.05): a tools table."""
             return self.table(self.select(group, query, top_k, min_score))
 
         tools.check_literal_call = self._check_literal_call  # type: ignore[attr-defined]  # read by TemplateEnv
