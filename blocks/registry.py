@@ -9,12 +9,13 @@ from blocks.loop import Loop
 from blocks.set import Set
 from blocks.start import Start
 from blocks.tool_dispatch import ToolDispatch
+from blocks.wait import Wait
 from engine import Block, BlockRegistry, entry_point_blocks
 
 __all__ = ["BUILTIN_BLOCKS", "registry"]
 
 BUILTIN_BLOCKS: tuple[type[Block], ...] = (Start, Set, Loop, ClaudeRequest, GroqChatRequest, GeminiRequest,
-                                            ToolDispatch)
+                                            ToolDispatch, Wait)
 
 
 def registry(*, plugins: bool = True) -> BlockRegistry:

@@ -72,6 +72,7 @@ class CompiledBlock:
         "awaits",
         "body_region",
         "deferred",
+        "effects",
         "error_level",
         "error_level_from",
         "id",
@@ -99,6 +100,8 @@ class CompiledBlock:
         self.type_name: str = type(impl).type_name
         self.impl = impl
         self.awaits = _awaits(type(impl))
+        self.effects: bool = type(impl).effects
+        """Whether a durable run checkpoints after this block's steps (Block.effects)."""
         """Whether `run` is a coroutine (a request); a plain `run` (Set, Loop) steps without one."""
         self.line = line
         self.label: str | None = impl.spec.label

@@ -118,6 +118,10 @@ def _process_gone(pid: Any, host: Any, started: float) -> bool:
     return began is not None and began > started + 1.0
 
 
+process_gone = _process_gone
+"""Public name for the run store's statuses (engine.runs.checkpoints)."""
+
+
 def run_status(first: Mapping[str, Any], last: Mapping[str, Any]) -> str:
     """A run's status from its trace's first and last events: the finished status, `running`, or `interrupted`."""
     if last.get("event") == Event.RUN_FINISHED:

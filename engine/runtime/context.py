@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from engine.compile.diagram import CompiledBlock, Diagram
     from engine.format.redact import Redactor
+    from engine.runtime.durable import Answer, Checkpoints
     from engine.tools.mcp import McpSessions
 
 __all__ = ["PROCESS_RUN_OBSERVERS", "OfflineVendors", "ReplyObserver", "RunContext", "RunObserver", "RunObserverFactory",
@@ -87,6 +88,8 @@ class Services:
     """Each makes one observer per run that hears the run's trace events (`--otel`)."""
     mcp_sessions: McpSessions | None = None
     """MCP client sessions the runs share (a batch's, per process); None: each run opens its own, closed at its end."""
+    checkpoints: Checkpoints | None = None
+    """Where durable runs checkpoint (engine.runs.checkpoints); None: runs keep no checkpoints and cannot wait."""
 
     def share(self, source: Services) -> None:
         """Use `source`'s shared state (wire stand-ins, client pool, simulator, limits, observers, stubs, sessions)."""
@@ -98,6 +101,7 @@ class Services:
         self.tool_stubs = source.tool_stubs
         self.run_observers = source.run_observers
         self.mcp_sessions = source.mcp_sessions
+        self.checkpoints = source.checkpoints
 
     def secrets(self) -> list[str]:
         """Values of environment variables that hold keys, so the trace can scrub them."""
@@ -108,6 +112,7 @@ class RunContext:
     """One run's state as blocks see it. The executor sets `current` before each step."""
 
     __slots__ = (
+        "answer",
         "current",
         "diagram",
         "entered_from_body",
@@ -143,6 +148,8 @@ class RunContext:
         self.entered_from_body = False
         self.loop_states: dict[str, Any] = {}
         self.started = time.perf_counter()
+        self.answer: Answer | None = None
+        """A person's answer to the Wait this run resumes at (`diagrama resume --input`); the Wait takes it."""
 
     @property
     def message_level(self) -> MessageLevel:
@@ -179,7 +186,8 @@ class RunContext:
         return previous
 
     def restore(self, name: str, previous: Any) -> None:
-        if previous is _UNBOUND:
+        # A bare object() is "was unbound": `bind`'s own, or the one a block's `load_state` made after a resume.
+        if previous is _UNBOUND or type(previous) is object:
             self.scope.values.pop(name, None)
         else:
             self.scope.values[name] = previous

@@ -27,10 +27,13 @@ from pydantic import BaseModel, ValidationError
 from engine.compile.block import WithFailures
 from engine.compile.diagram import CompiledBlock, Diagram
 from engine.errors import (
+    BlockError,
+    CheckpointFailed,
     InputError,
     InternalError,
     RunError,
     RunFailed,
+    RunSuspended,
     RunTimeout,
     StepLimitReached,
     TableError,
@@ -42,6 +45,7 @@ from engine.format.tables import to_table
 from engine.format.validation import dotted, validation_message
 from engine.format.values import short_value
 from engine.runtime.context import RunContext, Services
+from engine.runtime.durable import Checkpoints, Resumed, SnapshotError, encode_state
 from engine.runtime.error_levels import ErrorLevels
 from engine.runtime.failures import block_raised, bug, kept_failure, not_outputs
 from engine.runtime.result import RunResult
@@ -73,23 +77,50 @@ class _Run(ErrorLevels):
         self.started = time.perf_counter()
         self.step_began = self.started
         self._base_dir = {"base_dir": diagram.directory}
+        self.checkpoints: Checkpoints | None = None
+        """Where this run checkpoints when it is durable (Services.checkpoints, Start's `durable`)."""
+        self.resume: Resumed | None = None
+        """The checkpoint this run continues from (`diagrama resume`), or None for a run from Start."""
+        self.seq = 0
+        """The number of the last checkpoint written."""
+        self.marked = 0
+        """How much of `path` the checkpoints so far cover (each holds the blocks run since the one before)."""
+        self.remembered: dict[str, Any] = {}
+        """A session's memory values, set over Start's variables (`diagrama run --session`)."""
+        self.waiting: dict[str, Any] | None = None
+        """What the Wait this run stopped at asks (block, prompt, form, timeout, asked_at); None unless waiting."""
 
     # -- the run as a whole ----------------------------------------------------------------
     async def run(self, inputs: Mapping[str, Any]) -> str:
         """Run from Start to the end; the status. Only an interruption (Ctrl-C, cancel) escapes."""
         status = "failed"
         try:
-            self._prepare_scope(inputs)
+            if self.resume is None:
+                self._prepare_scope(inputs)
+                if self.checkpoints is not None:  # checkpoint 0: the scope Start made (replay may begin there)
+                    self._checkpoint(self.diagram.start, None)
+            else:
+                self._restore(self.resume)
             await self._steps_within_deadline()
             status = "succeeded"
+            self._last_checkpoint()
         except RunFailed:
-            pass  # recorded where it happened
+            self._last_checkpoint()  # recorded where it happened; the last one lets a replay reach the failed block
+        except RunSuspended as request:
+            if self.checkpoints is not None:
+                status = "waiting"
+            else:
+                error = BlockError("a Wait needs a durable run: run it with `diagrama run` (a run store), or give "
+                                   "execute a checkpoint store (Services.checkpoints)", type="wait_not_durable",
+                                   block=self.ctx.current.id)
+                del request
+                self.errors.append(error.as_dict())
         except Exception as exc:  # a bug outside any block's step
             self._record_bug(self.ctx.current, bug(self.ctx.current, exc), exc)
         except BaseException as exc:
             self.errors.append({"block": self.ctx.current.id, "type": "run_interrupted",
                                 "message": f"the run was interrupted ({type(exc).__name__})"})
-            self._finish("failed")
+            self._finish("failed", stored="interrupted")
             raise
         return self._finish(status)
 
@@ -103,6 +134,7 @@ class _Run(ErrorLevels):
             values.update(inputs)
             for name, evaluator in diagram.variables:
                 values[name] = _fresh(evaluator.evaluate(self.ctx.scope), diagram)
+            values.update(self.remembered)
         except TemplateError as exc:
             self._end(TemplateError(f"variables: {exc.message}", type=exc.type, block=start), announce=True)
         except TableError as exc:
@@ -128,6 +160,8 @@ class _Run(ErrorLevels):
             raise RunFailed(error) from None  # the cancellation is how the deadline works, not a cause
 
     async def _steps_from_start(self) -> None:
+        if self.checkpoints is not None:
+            return await self._durable_steps()
         max_steps = self.diagram.settings.max_steps
         trace = self.trace
         block: CompiledBlock | None = self.diagram.start
@@ -153,6 +187,101 @@ class _Run(ErrorLevels):
             else:
                 came_from, block = block, step_now(block, came_from)
 
+    async def _durable_steps(self) -> None:
+        """`_steps_from_start`'s twin for a durable run: a checkpoint after each step of a block with effects, and a
+        Wait's request checkpointed as the run's stop. A run that resumes starts at its checkpoint's block."""
+        max_steps = self.diagram.settings.max_steps
+        trace = self.trace
+        resume = self.resume
+        blocks = self.diagram.blocks
+        block: CompiledBlock | None = self.diagram.start
+        came_from: CompiledBlock | None = None
+        if resume is not None:
+            block = blocks[resume.next] if resume.next is not None else None
+            came_from = blocks.get(resume.came_from) if resume.came_from is not None else None
+        clock, step_now = time.perf_counter, self.step_now
+        while block is not None:
+            now = clock()
+            if trace.pending and (now >= trace.flush_due_at or now - self.step_began >= SLOW_STEP_S):
+                trace.flush()
+            self.step_began = now
+            if trace.failure is not None:
+                self._end(TraceWriteFailed(trace.failure_message(), block=block.id), announce=False)
+            if self.steps >= max_steps:
+                self._end(StepLimitReached(
+                    f"the run reached max_steps ({max_steps}) at block '{block.id}'; a cycle may never end "
+                    "(raise max_steps on the Start block if the run is meant to be this long)",
+                    block=block.id,
+                ), announce=True)
+            try:
+                if block.awaits:
+                    came_from, block = block, await self.step(block, came_from)
+                else:
+                    came_from, block = block, step_now(block, came_from)
+            except RunSuspended as request:
+                self._suspend(block, came_from, request)
+                raise
+            if came_from.effects:
+                self._checkpoint(block, came_from)
+
+    def _checkpoint(self, following: CompiledBlock | None, came_from: CompiledBlock | None) -> None:
+        """Write the run's state, to continue at `following` (None: the run's end); committed before it returns."""
+        assert self.checkpoints is not None
+        path = self.path
+        header = {"next": following.id if following is not None else None,
+                  "from": came_from.id if came_from is not None else None, "steps": self.steps,
+                  "tokens": self.tokens, "errors": self.errors, "segment": path[self.marked:]}
+        functions = self.diagram.env.functions
+        values = {name: value for name, value in self.ctx.scope.values.items() if name not in functions}
+        blocks = self.diagram.blocks
+        loops = {block: blocks[block].impl.save_state(state) for block, state in self.ctx.loop_states.items()}
+        at = came_from.id if came_from is not None else self.diagram.start.id
+        try:
+            state = encode_state(header, values, loops)
+        except SnapshotError as exc:
+            self._end(CheckpointFailed(f"the run's state after '{at}' cannot be checkpointed: {exc} (a durable run "
+                                       "keeps only such values; or set `durable: false` on Start)", block=at),
+                      announce=True)
+        try:
+            self.checkpoints.save(self.ctx.run_id, self.seq + 1, bytes(self.trace.redactor.encoded(state)))
+        except OSError as exc:
+            self._end(CheckpointFailed(f"the checkpoint after '{at}' could not be written: {exc}", block=at),
+                      announce=True)
+        self.seq += 1
+        self.marked = len(path)
+
+    def _last_checkpoint(self) -> None:
+        """At the run's end: the blocks run since the last checkpoint, and the scope as it ended (for a replay)."""
+        if self.checkpoints is None:
+            return
+        try:
+            self._checkpoint(None, self.ctx.current)
+        except RunFailed:
+            self.errors.pop()  # the run has ended: a scope that cannot be checkpointed only limits replays
+
+    def _suspend(self, block: CompiledBlock, came_from: CompiledBlock | None, request: RunSuspended) -> None:
+        """A Wait asked for an answer: checkpoint the run to run the Wait again when one comes; the step is undone."""
+        self.steps -= 1
+        self.path.pop()
+        self._checkpoint(block, came_from)
+        redact = self.trace.redactor.value
+        self.waiting = {"block": block.id, "prompt": redact(request.prompt), "form": request.form,
+                        "timeout": request.timeout, "asked_at": time.time()}
+        self.trace.emit(Event.RUN_WAITING, block=block.id, prompt=self.waiting["prompt"], form=request.form,
+                        timeout=request.timeout)
+
+    def _restore(self, resume: Resumed) -> None:
+        """Take a checkpoint's state as this run's: the scope, the loops' positions, the counts so far."""
+        self.ctx.scope.values.update(resume.values)
+        blocks = self.diagram.blocks
+        self.ctx.loop_states.update({block: blocks[block].impl.load_state(data) for block, data in resume.loops.items()})
+        self.steps, self.tokens = resume.steps, resume.tokens
+        self.errors.extend(resume.errors)
+        self.path.extend(resume.path)
+        self.marked = len(self.path)
+        self.seq = resume.seq
+        self.ctx.answer = resume.answer
+
     def _end(self, error: RunError, *, announce: bool) -> NoReturn:
         """Fail the run with `error`, which no error level handles."""
         self.errors.append(error.as_dict())
@@ -161,7 +290,7 @@ class _Run(ErrorLevels):
                             duration_ms=since(self.step_began))
         raise RunFailed(error)
 
-    def _finish(self, status: str) -> str:
+    def _finish(self, status: str, *, stored: str | None = None) -> str:
         self.trace.emit(Event.RUN_FINISHED, status=status, steps=self.steps, path=self.path, errors=self.errors,
                         duration_ms=round((time.perf_counter() - self.started) * 1000, 3))  # once a run: as before
         self.trace.close()
@@ -170,6 +299,11 @@ class _Run(ErrorLevels):
             # The last lines (run_finished itself) did not fit: the run cannot claim success.
             self.errors.append(TraceWriteFailed(self.trace.failure_message(), block=self.ctx.current.id).as_dict())
             status = "failed"
+        if self.checkpoints is not None:
+            try:
+                self.checkpoints.end(self.ctx.run_id, stored or status, self.waiting)
+            except OSError:
+                pass  # the run stays `running` in the store, and shows as interrupted once its process is gone
         return status
 
     def result(self, status: str) -> RunResult:
@@ -180,7 +314,8 @@ class _Run(ErrorLevels):
         return RunResult(run_id=self.ctx.run_id, status=status, variables=variables, path=self.path,
                          errors=redact(self.errors), trace=self.trace.path,
                          duration=time.perf_counter() - self.started, steps=self.steps, diagram=self.diagram.name,
-                         outputs=redact(self.outputs), tokens=self.tokens, redactor=self.trace.redactor)
+                         outputs=redact(self.outputs), tokens=self.tokens, redactor=self.trace.redactor,
+                         waiting=self.waiting)
 
     # -- one step ----------------------------------------------------------------------------
     # The hot path of every run. A block whose `run` is a plain function (Set, Start, Loop) steps
@@ -213,7 +348,7 @@ class _Run(ErrorLevels):
                 outputs: dict[str, Any] = block.impl.run(inputs, ctx)  # type: ignore[assignment]  # `awaits` is False
                 if type(outputs) is not dict and not isinstance(outputs, Mapping):
                     raise not_outputs(block, outputs)
-            except (RunError, InternalError):
+            except (RunError, InternalError, RunSuspended):
                 raise
             except Exception as exc:
                 raise block_raised(block, exc) from exc
@@ -268,7 +403,7 @@ class _Run(ErrorLevels):
                 outputs: dict[str, Any] = await block.impl.run(inputs, ctx)  # type: ignore[misc]  # `awaits` is True
                 if type(outputs) is not dict and not isinstance(outputs, Mapping):
                     raise not_outputs(block, outputs)
-            except (RunError, InternalError):
+            except (RunError, InternalError, RunSuspended):
                 raise
             except Exception as exc:
                 raise block_raised(block, exc) from exc
@@ -340,12 +475,19 @@ async def execute(
     console: Console | None = None,
     trace_file: IO[bytes] | None = None,
     secrets: Iterable[str] = (),
+    resume: Resumed | None = None,
+    remembered: Mapping[str, Any] | None = None,
+    record: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Run `diagram` once. `runs_dir=None` keeps no trace file (events are still built).
 
     `trace_file` is written instead of a file under `runs_dir` (the caller closes it).
     `secrets` are scrubbed from the trace and the result besides the keys in the services'
     environment (a scenario runs with an empty environment, yet its caller's keys stay out).
+    A run is durable when the services have a checkpoint store and Start does not say `durable: false`:
+    `resume` continues one from a checkpoint (`run_id` is then the run's own); `remembered` are a session's
+    memory values, set over Start's after its variables; `record` adds fields to the run's record in the
+    store (its parent run, session, the run it replays).
     """
     services = services or Services()
     if diagram.tools is not None and diagram.tools.unlisted:
@@ -363,12 +505,27 @@ async def execute(
         trace.observe(make_observer(diagram, trace.redactor))
     scope = diagram.env.new_scope({})
     run = _Run(diagram, RunContext(run_id, diagram, scope, trace, services, levels), trace)
+    durable = services.checkpoints is not None and diagram.settings.durable
+    if durable:
+        run.checkpoints = services.checkpoints
+        run.resume = resume
+    elif resume is not None:
+        raise ValueError("a run resumes only with a checkpoint store, for a diagram that is durable")
+    if remembered:
+        run.remembered = dict(remembered)
     # pid and host let a reader tell a run still going from one whose process died (SIGKILL, power loss).
     start_fields: dict[str, Any] = {"diagram": diagram.name, "path": str(diagram.path.resolve()),
                                     "message_level": level_name(run_level), "pid": os.getpid(), "host": _host()}
     if run_level >= MessageLevel.DEBUG:
         start_fields["inputs"] = {k: short_value(v) for k, v in (inputs or {}).items()}
+    if resume is not None:
+        start_fields["resumed_at"] = resume.next
     trace.emit(Event.RUN_STARTED, **start_fields)
+    if run.checkpoints is not None:
+        # A store that cannot be written raises OSError here, before any block runs.
+        run.checkpoints.begin(run_id, {"diagram": start_fields["path"], "content_hash": diagram.content_hash,
+                                       "pid": start_fields["pid"], "host": start_fields["host"],
+                                       "trace": str(trace_path) if trace_path else None, **(record or {})})
     if diagram.tools is not None and diagram.tools.mcp_servers:
         from engine.tools.mcp import run_sessions  # the MCP client loads only for a diagram whose tools use it
 
