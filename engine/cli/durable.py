@@ -114,11 +114,11 @@ def resume(
     """
     import asyncio
 
-    from engine.cli.run import _print_result, console_printer, exit_code
-    from engine.errors import DiagramaError, UsageError
+    from engine.cli.run import _print_result, _store_run, console_printer, exit_code
+    from engine.errors import DiagramaError
     from engine.format.jsonout import dumps_plain
     from engine.runs.checkpoints import open_checkpoints
-    from engine.runs.resume import parse_answer_pairs, resume_run
+    from engine.runs.resume import parse_answer_pairs, prepare_resume, run_resumption
     from engine.runtime.context import Services
 
     folder = runs_folder(runs_dir)
@@ -133,21 +133,26 @@ def resume(
             form = (row or {}).get("waiting", {}).get("form") if row else None
             answer = _read_answer(inputs) if inputs else {}
             answer.update(parse_answer_pairs(form, input or []))
-        session = row.get("session") if row else None
-        if session and from_block is None:
+        resumption = prepare_resume(store, run_id, registry=blocks_registry(), answer=answer, from_block=from_block)
+        session = resumption.record.get("session") if from_block is None else None
+        if session:
             from engine.runs.sessions import claim_session
 
-            claim_session(store, session, str(row["diagram"]) if row else "", run_id)
-        result = asyncio.run(resume_run(store, run_id, registry=blocks_registry(), answer=answer,
-                                        from_block=from_block, services=Services(offline=offline), runs_dir=folder,
-                                        console=None if quiet else console_printer(sys.stderr)))
-        if session and from_block is None:
-            _end_session(store, session, run_id, result)
-    except DiagramaError as exc:
-        if isinstance(exc, UsageError) and row is not None and row.get("session") and from_block is None:
-            from engine.runs.sessions import release_session
+            claim_session(store, session, str(resumption.diagram.path.resolve()), run_id)
+        result: RunResult | None = None
+        try:
+            result = asyncio.run(run_resumption(store, resumption, services=Services(offline=offline),
+                                                runs_dir=folder, console=None if quiet else console_printer(sys.stderr)))
+        finally:
+            if session:
+                from engine.runs.sessions import release_session
 
-            release_session(store, str(row["session"]), run_id, None)
+                memory = resumption.diagram.settings.memory
+                kept = ({name: result.variables.get(name) for name in memory}
+                        if result is not None and result.succeeded else None)
+                release_session(store, session, run_id, kept)
+        _store_run(resumption.diagram, resumption.inputs, result, folder)
+    except DiagramaError as exc:
         raise fail(exc) from None
     finally:
         store.close()
@@ -156,18 +161,6 @@ def resume(
     else:
         _print_result(result)
     raise typer.Exit(exit_code(result))
-
-
-def _end_session(store: SqliteCheckpoints, session: str, run_id: str, result: RunResult) -> None:
-    from engine.compile.loader import load_diagram
-    from engine.runs.sessions import release_session
-
-    row = store.run(run_id) or {}
-    memory: list[str] = []
-    with contextlib.suppress(Exception):  # the diagram was loaded a moment ago by the resume itself
-        memory = list(load_diagram(Path(str(row.get("diagram"))), blocks_registry()).settings.memory)
-    values = {name: result.variables.get(name) for name in memory} if result.succeeded else None
-    release_session(store, session, run_id, values)
 
 
 def _read_answer(path: Path) -> dict[str, Any]:

@@ -150,7 +150,8 @@ def runs(
 ) -> None:
     """List recent runs: id, diagram, status, start, duration, steps, and the batch row or `scenario`.
 
-    A run that has not finished is `running` while its process lives and `interrupted` once it is gone.
+    A run that has not finished is `running` while its process lives and `interrupted` once it is gone; a
+    `waiting` run waits at a Wait block. Each interrupted or waiting run is listed again with its resume command.
     Runs the store never heard of (scenario runs, the studio's) come from their traces.
     """
     from rich.markup import escape
@@ -186,6 +187,12 @@ def runs(
               markup=False)
     for entry in entries:
         out.print(_runs_line(entry, width, named), markup=False)
+    # A durable run that stopped halfway continues with `diagrama resume` (README, "Durable runs").
+    for entry in entries:
+        if entry["status"] == "waiting":
+            out.print(f"waiting: diagrama resume {entry['run_id']} --input name=value", markup=False)
+        elif entry["status"] == "interrupted":
+            out.print(f"interrupted: diagrama resume {entry['run_id']}", markup=False)
 
 
 def _from_trace(summary: Any) -> dict[str, Any]:

@@ -69,6 +69,31 @@ def _to_json(value: Any, indent: bool = False) -> str:
     return dumps(value, option=orjson.OPT_INDENT_2 if indent else 0).decode()
 
 
+def last_turns(history: Any, n: int = 10) -> Any:
+    """The last `n` user turns of a conversation: from its n-th last `user` row to its end, as a list or a table.
+
+    A turn begins where the user speaks, and an assistant's tool calls and the tool rows with their results come
+    after it, so a cut made here never separates a call from its results (which vendors refuse with a 400), as a
+    plain `history[-10:]` can. Fewer turns than `n`: the whole history.
+    """
+    from engine.format.tables import DataTable
+
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ValueError(f"last_turns: n is a whole number of turns, got {n!r}")
+    if isinstance(history, DataTable):
+        roles = history.column("role") if "role" in history.columns else []
+    elif isinstance(history, list | tuple):
+        roles = [row.get("role") if isinstance(row, Mapping) else None for row in history]
+    else:
+        raise ValueError(f"last_turns: expected a history (a list of rows or a table), got {type(history).__name__}")
+    if n <= 0:
+        return history[:0]
+    users = [index for index, role in enumerate(roles) if role == "user"]
+    if len(users) <= n:
+        return history
+    return history[users[-n]:]
+
+
 def _from_json(text: Any) -> Any:
     try:
         return orjson.loads(text)
@@ -133,7 +158,7 @@ class TemplateEnv:
         self.native = NativeSandbox(**options, optimized=False)
         self.text = TextSandbox(**options)
         for env in (self.native, self.text):
-            env.bound_filters({"to_json": _to_json, "from_json": _from_json})
+            env.bound_filters({"to_json": _to_json, "from_json": _from_json, "last_turns": last_turns})
         self.functions: dict[str, Any] = dict(functions or {})
         self._parsed: dict[str, _Parsed] = {}
         self._compiled: dict[tuple[str, bool], tuple[Callable[[Context], Any], bool]] = {}
@@ -182,7 +207,7 @@ class TemplateEnv:
                 if node.name not in known:
                     raise TemplateSyntax(f"no {kind} named '{node.name}'", node.lineno, code=f"template_unknown_{kind}",
                                          hint=suggest(node.name, known) or f"the {kind}s are jinja2's built-in ones"
-                                         + (" and to_json, from_json" if kind == "filter" else ""))
+                                         + (" and to_json, from_json, last_turns" if kind == "filter" else ""))
         for call in tree.find_all(nodes.Call):
             check = getattr(self.functions.get(call.node.name), "check_literal_call", None) \
                 if isinstance(call.node, nodes.Name) else None

@@ -12,6 +12,7 @@ in between, run again in the diagram as it is now.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from engine.runtime.durable import Answer, Resumed, resumed_from
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.trace import Console, new_run_id
 
-__all__ = ["answer_problems", "parse_answer_pairs", "resume_run"]
+__all__ = ["Resumption", "answer_problems", "parse_answer_pairs", "prepare_resume", "resume_run", "run_resumption"]
 
 
 def answer_problems(form: Mapping[str, Any] | None, answer: Any) -> list[str]:
@@ -60,38 +61,37 @@ def parse_answer_pairs(form: Mapping[str, Any] | None, pairs: list[str]) -> dict
     return answer
 
 
-async def resume_run(
-    store: SqliteCheckpoints,
-    run_id: str,
-    *,
-    registry: BlockRegistry,
-    answer: Any = None,
-    from_block: str | None = None,
-    services: Services | None = None,
-    runs_dir: Path | None = Path("runs"),
-    console: Console | None = None,
-    new_id: str | None = None,
-) -> RunResult:
-    """Continue run `run_id` (interrupted, or waiting with `answer`), or replay it `from_block` as a new run.
+@dataclass
+class Resumption:
+    """A resume worked out and checked, ready to execute: the diagram, the state, the run's id and record."""
 
-    UsageError when that cannot be done: no such run, one still running or finished (without `from_block`), a
-    waiting run without an answer or with one its form refuses, a diagram that no longer has the block.
+    diagram: Diagram
+    resumed: Resumed
+    run_id: str
+    record: dict[str, Any]
+    inputs: dict[str, Any]
+
+
+def prepare_resume(store: SqliteCheckpoints, run_id: str, *, registry: BlockRegistry, answer: Any = None,
+                   from_block: str | None = None, new_id: str | None = None) -> Resumption:
+    """Work out how run `run_id` continues (interrupted, or waiting with `answer`), or its replay `from_block`.
+
+    UsageError when it cannot: no such run, one still running or finished (without `from_block`), a waiting run
+    without an answer or with one its form refuses (the run stays waiting), a diagram that no longer has the block.
     """
     row = store.run(run_id)
     if row is None:
         raise UsageError(f"no durable run '{run_id}' in the store {store.path} (`diagrama runs` lists them)")
-    services = services or Services()
-    services.checkpoints = store
     states = store.states(run_id)
     if not states:
         raise UsageError(f"run '{run_id}' has no checkpoint to resume from")
+    inputs = dict(row.get("inputs") or {})
     diagram = _load(row, registry)
     if from_block is not None:
         resumed = _replay_point(run_id, [state for _, state in states], from_block)
         _check_block(diagram, resumed.next, run_id)
-        replay_id = new_id or new_run_id()
-        return await execute(diagram, runs_dir=runs_dir, services=services, console=console, run_id=replay_id,
-                             resume=resumed, record={"replay_of": run_id, "session": row.get("session")})
+        return Resumption(diagram, resumed, new_id or new_run_id(),
+                          {"replay_of": run_id, "session": row.get("session"), "inputs": inputs}, inputs)
     status = row["status"]
     resumed = resumed_from([state for _, state in states], seq=states[-1][0])
     if status == "waiting":
@@ -111,8 +111,24 @@ async def resume_run(
     elif answer is not None:
         raise UsageError(f"run '{run_id}' is not waiting for an answer; resume it without --input")
     _check_block(diagram, resumed.next, run_id)
-    return await execute(diagram, runs_dir=runs_dir, services=services, console=console, run_id=run_id,
-                         resume=resumed, record={"session": row.get("session")})
+    return Resumption(diagram, resumed, run_id, {"session": row.get("session")}, inputs)
+
+
+async def run_resumption(store: SqliteCheckpoints, resumption: Resumption, *, services: Services | None = None,
+                         runs_dir: Path | None = Path("runs"), console: Console | None = None) -> RunResult:
+    """Execute a prepared resume: the run continues under its id (a replay: under its new one)."""
+    services = services or Services()
+    services.checkpoints = store
+    return await execute(resumption.diagram, runs_dir=runs_dir, services=services, console=console,
+                         run_id=resumption.run_id, resume=resumption.resumed, record=resumption.record)
+
+
+async def resume_run(store: SqliteCheckpoints, run_id: str, *, registry: BlockRegistry, answer: Any = None,
+                     from_block: str | None = None, services: Services | None = None,
+                     runs_dir: Path | None = Path("runs"), console: Console | None = None) -> RunResult:
+    """Resume run `run_id` (`prepare_resume`, then `run_resumption`): the HTTP API's `POST /v1/runs/{id}/resume`."""
+    resumption = prepare_resume(store, run_id, registry=registry, answer=answer, from_block=from_block)
+    return await run_resumption(store, resumption, services=services, runs_dir=runs_dir, console=console)
 
 
 def _load(row: Mapping[str, Any], registry: BlockRegistry) -> Diagram:
