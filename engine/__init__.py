@@ -67,7 +67,8 @@ _HOMES = {
     "engine.compile.diagram": ["CompiledBlock", "Diagram"],
     "engine.compile.templating": ["truthy"],
     "engine.errors": [
-        "BlockError", "BlockTimeout", "CheckpointFailed", "DiagramError", "DiagramInvalid", "DiagramaError", "InputError", "InternalError",
+        "BlockError", "BlockTimeout", "CheckpointFailed", "DiagramError", "DiagramInvalid", "DiagramaError", "InputError",
+        "InternalError",
         "LoopLimitReached", "OutputTruncated", "Problem", "ProviderBlocked", "ProviderError", "ProviderRefused", "RunError",
         "RunSuspended", "RunTimeout", "ScenarioFailed", "StepLimitReached", "TemplateError", "TemplateSyntax", "ToolError",
         "TraceWriteFailed", "UsageError", "WaitTimeout", "WireError",

@@ -76,6 +76,7 @@ def _enc(value: Any, where: str) -> Any:
 
 
 def _plain_of(value: Any) -> Any:
+    plain: type[Any]
     for plain in (bool, int, float, str, list, dict):
         if isinstance(value, plain):
             return plain(value)

@@ -22,7 +22,8 @@ from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
 from engine.compile.loader import load_diagram
 from engine.errors import UsageError
-from engine.runs.checkpoints import INTERRUPTED, SqliteCheckpoints
+from engine.runs.checkpoints import SqliteCheckpoints
+from engine.runs.traces import INTERRUPTED
 from engine.runtime.context import Services
 from engine.runtime.durable import Answer, Resumed, resumed_from
 from engine.runtime.execute import RunResult, execute

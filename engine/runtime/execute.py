@@ -213,13 +213,14 @@ class _Run(ErrorLevels):
                     "(raise max_steps on the Start block if the run is meant to be this long)",
                     block=block.id,
                 ), announce=True)
+            current = block
             try:
                 if block.awaits:
                     came_from, block = block, await self.step(block, came_from)
                 else:
                     came_from, block = block, step_now(block, came_from)
             except RunSuspended as request:
-                self._suspend(block, came_from, request)
+                self._suspend(current, came_from, request)
                 raise
             if came_from.effects:
                 self._checkpoint(block, came_from)
@@ -300,10 +301,9 @@ class _Run(ErrorLevels):
             self.errors.append(TraceWriteFailed(self.trace.failure_message(), block=self.ctx.current.id).as_dict())
             status = "failed"
         if self.checkpoints is not None:
-            try:
+            # A store that fails here leaves the run `running`: it shows as interrupted once its process is gone.
+            with contextlib.suppress(OSError):
                 self.checkpoints.end(self.ctx.run_id, stored or status, self.waiting)
-            except OSError:
-                pass  # the run stays `running` in the store, and shows as interrupted once its process is gone
         return status
 
     def result(self, status: str) -> RunResult:

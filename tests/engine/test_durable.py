@@ -7,7 +7,6 @@ import math
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
