@@ -34,6 +34,7 @@ from engine import (
 )
 from engine.providers import (
     Adapter,
+    Message,
     Part,
     PartsError,
     Refusal,
@@ -62,7 +63,7 @@ class RequestInputs(BaseModel):
 
     model: str = Field(min_length=1, description="the vendor's model id, e.g. claude-sonnet-5-5")
     role: str = Field(default="", description="system text: who the model is and how it answers")
-    request: str | list[Part] = Field(default="", description="the new user message: text, or a list of parts "
+    request: Message = Field(default="", description="the new user message: text, or a list of parts "
                                                                "({type: text, text}, {type: image, media_type, data | url}, "
                                                                "{type: document, media_type: application/pdf, data | url})")
     history: Table = Field(default_factory=lambda: DataTable(()), description="chat history table, oldest row first")

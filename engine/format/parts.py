@@ -15,17 +15,30 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 __all__ = [
     "DOCUMENT_TYPES",
     "IMAGE_TYPES",
     "DocumentPart",
     "ImagePart",
+    "Message",
     "Part",
     "PartsError",
     "TextPart",
     "base64_size",
+    "media_type_of",
     "part_text",
     "parts_of",
     "shown_part",
@@ -62,7 +75,8 @@ def base64_size(data: str) -> int:
     return len(data) * 3 // 4 - (2 if data.endswith("==") else 1 if data.endswith("=") else 0)
 
 
-def _sniffed(head: bytes) -> str | None:
+def media_type_of(head: bytes) -> str | None:
+    """The media type a file's first bytes say it is (PNG, JPEG, GIF, WebP, HEIC, PDF), or None."""
     for media_type, magic, at in _MAGIC:
         if head[at:at + len(magic)] == magic:
             return media_type
@@ -77,7 +91,7 @@ def _check_data(data: str, media_type: str) -> None:
         raise ValueError(f"data is not base64 text ({exc})") from None
     if not head:
         raise ValueError("data is empty")
-    sniffed = _sniffed(head)
+    sniffed = media_type_of(head)
     expected = "image/heic" if media_type == "image/heif" else media_type  # one box for both
     if sniffed != expected and not (sniffed == "image/heic" and media_type == "image/heif"):
         what = _NAMES.get(sniffed or "", "")
@@ -95,6 +109,10 @@ class TextPart(BaseModel):
 
 class _FilePart(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    # `type` and `media_type` are each subclass's (their own literals); declared here too, so that a part is
+    # written in the order people read it: type, media_type, then the data or url.
+    type: str
+    media_type: str
     data: str | None = Field(default=None, description="the file's bytes as base64 text")
     url: str | None = Field(default=None, description="or where the vendor fetches it (http or https)")
 
@@ -106,7 +124,7 @@ class _FilePart(BaseModel):
 
     @model_validator(mode="after")
     def _data_or_url(self) -> _FilePart:
-        media_type: str = getattr(self, "media_type")  # noqa: B009  # declared by each subclass, with its own types
+        media_type = self.media_type
         if (self.data is None) == (self.url is None):
             raise ValueError("give the file as data (base64) or as a url, one of them")
         if self.data is not None:
@@ -175,6 +193,20 @@ def parts_of(value: Any) -> tuple[Part, ...]:
         field = ".".join(loc[1:])
         message = str(first["msg"]).removeprefix("Value error, ")
         raise PartsError(f"{where}{' ' + field if field else ''}: {message}") from None
+
+
+def _message(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    # One error for a list of parts (which part, why), not one per member of the union as pydantic gives.
+    if isinstance(value, list):
+        try:
+            return list(parts_of(value))
+        except PartsError as exc:
+            raise PydanticCustomError("invalid_parts", str(exc)) from None
+    return handler(value)
+
+
+Message = Annotated[str | list[Part], WrapValidator(_message)]
+"""A pydantic field type: a user message as text, or as a list of parts."""
 
 
 def part_text(parts: tuple[Part, ...]) -> str:

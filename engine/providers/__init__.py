@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from engine.format.lazy import lazy_face
 
 if TYPE_CHECKING:
-    from engine.format.parts import Part, PartsError, parts_of
+    from engine.format.parts import Message, Part, PartsError, parts_of
     from engine.providers.anthropic import Anthropic, Sampling, sampling_version, thinking_refusal
     from engine.providers.anthropic_inputs import claude_output_refusal, claude_parts_refusal
     from engine.providers.ask import Answer, ask
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 # Names load on first use (PEP 562): a block module needs the adapters and wire types to be
 # defined, and only a run that sends needs `ask`, httpx and the simulator.
 _HOMES = {
-    "engine.format.parts": ["Part", "PartsError", "parts_of"],
+    "engine.format.parts": ["Message", "Part", "PartsError", "parts_of"],
     "engine.providers.anthropic": ["Anthropic", "Sampling", "sampling_version", "thinking_refusal"],
     "engine.providers.anthropic_inputs": ["claude_output_refusal", "claude_parts_refusal"],
     "engine.providers.ask": ["Answer", "ask"],
@@ -74,6 +74,7 @@ __all__ = [
     "Gemini",
     "Groq",
     "HttpCall",
+    "Message",
     "Part",
     "PartsError",
     "RecordedRequest",

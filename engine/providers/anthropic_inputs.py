@@ -80,7 +80,7 @@ def claude_parts_refusal(model: str | None, parts: Iterable[Part], field: str) -
 def schema_refusal(schema: dict[str, Any]) -> str | None:
     """Why Anthropic's structured output would refuse this schema (its path and what to do), or None."""
     for path, member in subschemas(schema):
-        where = f"response_schema{'.' + path if path else ''}"
+        where = path or "the top level"
         for keyword, hint in _NO_KEYWORD.items():
             if keyword in member:
                 return f"{where}.{keyword}: Anthropic's structured output has no '{keyword}' ({hint})"

@@ -74,7 +74,7 @@ def groq_parts_refusal(model: str | None, parts: Iterable[Part], field: str) -> 
 def strict_problem(schema: dict[str, Any]) -> str | None:
     """Why `strict: true` cannot be asked with this schema (Groq's strict rules), or None."""
     for path, member in subschemas(schema):
-        where = f"response_schema{'.' + path if path else ''}"
+        where = path or "the top level"
         properties = member.get("properties")
         if member.get("type") != "object" and properties is None:
             continue

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import jsonschema_rs
 import orjson
 from pydantic import BeforeValidator, ValidationInfo, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
 from engine.errors import ProviderError
 from engine.format.paths import DataFolder, PathRefused
@@ -83,21 +84,23 @@ def _validator(canonical: bytes) -> Any:
 def _read_file(value: Mapping[str, Any], info: ValidationInfo) -> Any:
     written = value["file"]
     if not isinstance(written, str) or not written:
-        raise ValueError("{file: …} names a JSON file beside the diagram")
+        raise PydanticCustomError("invalid_schema", "{file: …} names a JSON file beside the diagram")
     base = (info.context or {}).get("base_dir")
     folder = base if isinstance(base, DataFolder) else DataFolder(Path(base) if base is not None else Path())
     try:
         path = folder.resolve(written)
     except PathRefused as exc:
-        raise ValueError(f"schema file: {exc}") from None
+        raise PydanticCustomError("invalid_schema", "schema file: {reason}", {"reason": str(exc)}) from None
     try:
         text = path.read_bytes()
     except OSError as exc:
-        raise ValueError(f"cannot read the schema file '{written}': {(exc.strerror or 'unreadable').lower()}") from None
+        raise PydanticCustomError("invalid_schema", "cannot read the schema file '{file}': {reason}",
+                                  {"file": written, "reason": (exc.strerror or "unreadable").lower()}) from None
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        raise ValueError(f"the schema file '{written}' is not JSON ({exc.msg}, line {exc.lineno})") from None
+        raise PydanticCustomError("invalid_schema", "the schema file '{file}' is not JSON ({reason}, line {line})",
+                                  {"file": written, "reason": exc.msg, "line": exc.lineno}) from None
 
 
 def _schema_input(value: Any, info: ValidationInfo) -> Any:
@@ -105,7 +108,7 @@ def _schema_input(value: Any, info: ValidationInfo) -> Any:
         value = _read_file(value, info)
     problem = schema_problem(value)
     if problem:
-        raise ValueError(f"not a JSON Schema: {problem}")
+        raise PydanticCustomError("invalid_schema", "not a JSON Schema: {problem}", {"problem": problem})
     return value
 
 
