@@ -57,8 +57,8 @@ def full_value(value: Any) -> Any:
     """The whole value in JSON-ready form."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    if isinstance(value, DataTable):
-        return {"columns": list(value.columns), "rows": [list(row) for row in value.rows]}
+    if isinstance(value, DataTable):  # cells as any value (a history's parts are shown without their base64)
+        return {"columns": list(value.columns), "rows": [[full_value(cell) for cell in row] for row in value.rows]}
     if isinstance(value, BaseModel):
         return full_value(value.model_dump(mode="json"))
     if isinstance(value, dict):
