@@ -22,7 +22,6 @@ from tests.blocks.files import PDF, PDF_BYTES, PNG, PNG_BYTES
 from tests.blocks.test_request_blocks import ANTHROPIC_REPLY, GEMINI_REPLY, GROQ_REPLY, SYSTEM, diagram_text
 from tests.blocks.vendors import ORDER_TOOL, PARALLEL_HISTORY, FakeVendor
 
-
 BLOCKS = {"anthropic": "ClaudeRequest", "groq": "GroqChatRequest", "gemini": "GeminiRequest"}
 
 
