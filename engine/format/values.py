@@ -34,12 +34,13 @@ def short_value(value: Any, depth: int = 0) -> Any:
                 "last": short_value(value[-1], depth + 1) if len(value) else None}
     if isinstance(value, BaseModel):
         return short_value(value.model_dump(mode="json", exclude_defaults=True), depth)
+    if isinstance(value, dict) and "type" in value:  # a part is shown whole however deep: it is small that way
+        part = shown_part(value)
+        if part is not None:
+            return part
     if depth >= 3:
         return f"<{type(value).__name__}>"
     if isinstance(value, dict):
-        part = shown_part(value) if "type" in value else None
-        if part is not None:
-            return part
         items = list(value.items())
         shown = {str(k): short_value(v, depth + 1) for k, v in items[:10]}
         if len(items) > 10:

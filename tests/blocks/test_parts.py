@@ -186,3 +186,28 @@ def test_jpeg_and_urls_pass_the_simulators_checks_for_every_vendor(runner, write
         parts = [{"type": "text", "text": "Compare."}, {"type": "image", "media_type": "image/jpeg", "data": JPEG}, LINKED]
         requests = offline_requests(runner, write, diagram(vendor, parts))
         assert [r.status for r in requests] == [200], (vendor, requests[0].body if requests else None)
+
+
+def test_a_parts_base64_loses_only_real_secrets_to_the_redactor() -> None:
+    from engine.format.redact import REDACTED, Redactor
+
+    lookalike = PNG + "AIzaSyAbCdEfGhIjKlmn"  # a Google key's shape, as random base64 holds one now and then
+    part = {"type": "image", "media_type": "image/png", "data": lookalike}
+    redactor = Redactor(["sk-ant-api03-realsecret"])
+    assert redactor.value({"rows": [part]})["rows"][0] is part  # the image is left whole
+    assert redactor.value({"note": "key AIzaSyAbCdEfGhIjKlmn"})["note"] == f"key {REDACTED}"  # text is still scrubbed
+    leaked = {**part, "data": PNG + "sk-ant-api03-realsecret"[:20]}
+    assert Redactor(["sk-ant-api03-realsecre"[:20]]).value(leaked)["data"].endswith(REDACTED)
+
+
+def test_values_show_a_part_by_its_size_at_both_levels() -> None:
+    from engine.format.tables import DataTable
+    from engine.format.values import full_value, short_value
+
+    table = DataTable(["role", "content"], [["user", [{"type": "text", "text": "hi"}, PHOTO, LINKED]]])
+    shown = {"type": "image", "media_type": "image/png", "size": 69}
+    assert full_value(table)["rows"][0][1] == [{"type": "text", "text": "hi"}, shown,
+                                               {"type": "image", "media_type": "image/jpeg", "url": LINKED["url"]}]
+    assert short_value(table)["last"]["content"][1] == shown
+    assert short_value({"type": "image", "note": "not a part without data or url"}) == \
+        {"type": "image", "note": "not a part without data or url"}
