@@ -251,7 +251,8 @@ class RequestBlock(Block):
                     for field in ("request", "history")]
         schema = constants.get("response_schema")
         if isinstance(schema, dict) and set(schema) != {"file"}:  # a file is read, and its schema checked, when validated
-            refusals.append(self.output_refusal(model, schema, bool(tools) or "tools" in self.spec.with_))
+            has_tools = bool(tools) if "tools" in constants else "tools" in self.spec.with_  # templated: offered, surely
+            refusals.append(self.output_refusal(model, schema, has_tools))
         for refusal in refusals:
             if refusal is not None:
                 report(refusal.field, refusal.message, None)

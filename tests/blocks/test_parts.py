@@ -211,3 +211,10 @@ def test_values_show_a_part_by_its_size_at_both_levels() -> None:
     assert short_value(table)["last"]["content"][1] == shown
     assert short_value({"type": "image", "note": "not a part without data or url"}) == \
         {"type": "image", "note": "not a part without data or url"}
+
+
+def test_scenarios_see_the_text_parts_of_a_message_of_parts(runner, write) -> None:
+    for vendor in BLOCKS:
+        requests = offline_requests(runner, write, diagram(vendor, [{"type": "text", "text": "Read it."}, PHOTO]))
+        assert {"role": "user", "content": "Read it.", "name": None} in requests[0].messages(), vendor
+        assert PNG not in json.dumps(requests[0].messages())

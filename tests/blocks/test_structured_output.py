@@ -188,6 +188,7 @@ def test_gemini_2_takes_no_schema_with_tools_gemini_3_does(write, registry) -> N
         load_diagram(write(structured("gemini", model="gemini-2.5-flash", extra=tools)), registry)
     assert "together with tools" in caught.value.problems[0].message
     load_diagram(write(structured("gemini", model="gemini-3.5-flash", extra=tools)), registry)
+    load_diagram(write(structured("gemini", model="gemini-2.5-flash", extra="tools: []")), registry)  # none offered
 
 
 def test_a_templated_model_is_checked_when_the_block_runs(runner, write) -> None:

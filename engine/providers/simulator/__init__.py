@@ -305,8 +305,12 @@ def neutral_messages(vendor: str, body: Any) -> list[dict[str, Any]]:
             for call in message.get("tool_calls") or []:
                 found.append({"role": "assistant", "content": call["function"]["arguments"],
                               "name": call["function"]["name"]})
-            if message.get("content") is not None:
-                found.append({"role": message["role"], "content": message["content"], "name": message.get("name")})
+            content = message.get("content")
+            if isinstance(content, list):  # content parts: each text part (images carry no text to match)
+                found += [{"role": message["role"], "content": part.get("text"), "name": None} for part in content
+                          if isinstance(part, dict) and part.get("type") == "text"]
+            elif content is not None:
+                found.append({"role": message["role"], "content": content, "name": message.get("name")})
     else:
         body = camel_gemini(body)
         instruction = body.get("systemInstruction")
