@@ -19,6 +19,7 @@ from engine.errors import SimulatorRejected as Rejected
 from engine.providers.anthropic import SAMPLING_VERSION, VERSIONS, takes_temperature, thinking_refusal
 from engine.providers.gemini import gemini_thinking_refusal
 from engine.providers.groq import reasoning_refusal
+from engine.providers.simulator.gemini_names import camel_gemini
 from engine.providers.simulator.inputs import (
     check_anthropic_file,
     check_anthropic_output,
@@ -441,27 +442,3 @@ def _gemini_contents(contents: list[Any]) -> int:
                     raise _gemini(f"function response '{response.get('name')}' matches no call of the previous turn")
         previous = content
     return last_user_text
-
-
-_OPAQUE = {"args", "response", "parametersJsonSchema", "responseJsonSchema", "default", "example", "enum"}
-"""Free-form JSON inside a Gemini body: its keys are the user's, never renamed."""
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(word[:1].upper() + word[1:] for word in rest)
-
-
-def camel_gemini(value: Any, under: str = "") -> Any:
-    """A Gemini body with snake_case field names read as camelCase, as Google's JSON parser reads them."""
-    if isinstance(value, list):
-        return [camel_gemini(item, under) for item in value]
-    if not isinstance(value, dict):
-        return value
-    if under == "properties":  # a Schema's property names are the user's; their values are Schemas
-        return {key: camel_gemini(item) for key, item in value.items()}
-    renamed: dict[str, Any] = {}
-    for key, item in value.items():
-        name = _camel(key)
-        renamed[name] = item if name in _OPAQUE else camel_gemini(item, name)
-    return renamed
