@@ -1,7 +1,7 @@
 """The run store: every run, batch or single, in a SQL database (SQLite by default).
 
 One row per run (id, diagram (its resolved path) and its content hash, inputs, status, times, steps,
-errors, final variables, tokens, batch id, row and attempt). Writes are transactions; SQLite
+errors, final variables, tokens, batch id, row and attempt, the path of blocks taken). Writes are transactions; SQLite
 runs in WAL mode, so a crash leaves the store consistent. A (batch, row) is recorded
 once: a row that already succeeded is never overwritten. Inputs are stored scrubbed of
 keys, as the result's variables and errors already are.
@@ -63,6 +63,7 @@ runs = Table(
     Column("row", Integer),
     Column("trace", Text),
     Column("attempt", Integer),
+    Column("path", JSON),  # the blocks in the order they ran: `diagrama api` answers a recorded run with them
 )
 Index("runs_batch_row", runs.c.batch_id, runs.c.row, unique=True)
 batches = Table(
@@ -130,7 +131,7 @@ class RunStore:
             "finished": time.time(), "duration_ms": round(result.duration * 1000, 3), "steps": result.steps,
             "errors": plain(result.errors), "variables": plain(result.variables), "tokens": result.tokens,
             "batch_id": batch_id, "row": row, "trace": str(result.trace.resolve()) if result.trace else None,
-            "attempt": attempt,
+            "attempt": attempt, "path": list(result.path),
         }
         with self.engine.begin() as connection:
             if batch_id is not None:
