@@ -34,6 +34,8 @@ END_FIELD = b"end"
 """The field of the entry a worker adds after the run is recorded: the run's result as JSON (the wait is over)."""
 STREAM_MAXLEN = 10_000
 """Events a run's stream keeps; a client further behind is answered from the trace file (if it can read it)."""
+READ_BLOCK_MS = 5_000
+"""How long one XREAD waits for a run's next event before it asks again (a shutdown cancels it sooner)."""
 STREAM_TTL_S = 3600
 """How long a finished run's stream stays in Redis: reconnects and `GET /v1/runs/{id}` within the hour."""
 
@@ -143,7 +145,9 @@ class RedisEventReader:
     def __init__(self, url: str) -> None:
         import redis.asyncio
 
-        self.client: Any = redis.asyncio.Redis.from_url(url)  # Any: redis's own types say str or bytes by option
+        # Any: redis's own types say str or bytes by option. The socket waits longer than a blocking read may
+        # (redis-py's default, 5 s, would end a read that blocks its full length).
+        self.client: Any = redis.asyncio.Redis.from_url(url, socket_timeout=READ_BLOCK_MS / 1000 + 10)
 
     async def read(self, run_id: str, after: int, block_ms: int | None) -> list[tuple[int, bytes, bytes]]:
         """Entries after event `after`: (number, field, value), field EVENT_FIELD or END_FIELD; waits up to

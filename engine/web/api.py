@@ -14,10 +14,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Literal
 
+import structlog
 from starlette.applications import Starlette
 
 from engine.compile.block import BlockRegistry
 from engine.errors import UsageError
+from engine.runs.service_logs import configure as configure_logs
 from engine.runtime.context import Services
 from engine.web.service.app import OPERATIONS, Backend, RobotsApi
 from engine.web.service.gate import Gate, RateLimits, RequestLog
@@ -68,6 +70,8 @@ def create_app(
         raise UsageError(f"no API keys: set {KEYS_VARIABLE} or give --keys-file (make one with `diagrama api-key ID`), "
                          "or, on a loopback address only, --no-auth")
     ring = None if no_auth and not keys else KeyRing(keys)
+    if not structlog.is_configured():  # served by another ASGI server (uvicorn --factory): logs as `diagrama api`'s
+        configure_logs(None, "info", plain)
     runs = Path(runs_dir if runs_dir is not None else os.environ.get("DIAGRAMA_RUNS_DIR", "runs"))
     limits: RateLimits = LocalRateLimits()
     chosen: Backend

@@ -23,7 +23,7 @@ from engine.compile.diagram import Diagram
 from engine.format.jsonout import plain
 from engine.format.levels import MessageLevel, level_name
 from engine.runs.celery_backend import API_TASK, DEFAULT_BROKER, make_app
-from engine.runs.event_relay import END_FIELD, EVENT_FIELD, RedisEventReader, event_name, run_key
+from engine.runs.event_relay import END_FIELD, EVENT_FIELD, READ_BLOCK_MS, RedisEventReader, event_name, run_key
 from engine.runs.service_logs import log
 from engine.runs.store import RunStore
 from engine.runtime.trace import Event, new_run_id
@@ -32,8 +32,6 @@ from engine.web.service.runs import RunEvent, recorded_answer, trace_events
 
 __all__ = ["CeleryBackend", "RedisRateLimits"]
 
-_BLOCK_MS = 10_000
-"""How long one XREAD waits for a run's next event before asking again (a shutdown cancels it sooner)."""
 _KEY_BUCKET = """
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local rate, capacity, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -94,7 +92,7 @@ class CeleryBackend:
         robot = await self._robot(run_id) or ""
         after = 0
         while True:
-            for number, field, value in await self.reader.read(run_id, after, _BLOCK_MS):
+            for number, field, value in await self.reader.read(run_id, after, READ_BLOCK_MS):
                 after = number
                 if field == END_FIELD:
                     found = orjson.loads(value)
@@ -135,7 +133,7 @@ class CeleryBackend:
             if first is None:
                 return
         while True:
-            for number, field, value in await self.reader.read(run_id, after, _BLOCK_MS):
+            for number, field, value in await self.reader.read(run_id, after, READ_BLOCK_MS):
                 if field == END_FIELD:
                     return
                 if field != EVENT_FIELD:

@@ -30,6 +30,8 @@ class Answer:
     description: str
     model: type[BaseModel] | None = None
     media: str = "application/json"
+    schema: dict[str, Any] | None = None
+    """The body's schema where no model gives it (an event stream's text, this document)."""
     headers: dict[str, str] = field(default_factory=dict)
     """Header name → its description (a 202's Location, a 429's Retry-After)."""
 
@@ -57,7 +59,7 @@ _REFUSALS = {
 
 def _content(answer: Answer, refs: Mapping[Any, Any]) -> dict[str, Any]:
     if answer.model is None:
-        return {answer.media: {"schema": {"type": "string"}}}
+        return {answer.media: {"schema": answer.schema or {"type": "string"}}}
     return {answer.media: {"schema": refs[(answer.model, "serialization")]}}
 
 
