@@ -68,7 +68,7 @@ class Hold(Block):
 
     async def run(self, inputs: HoldInputs, context: RunContext) -> dict[str, Any]:
         gate = GATES.setdefault(inputs.gate, threading.Event())
-        while not gate.is_set():
+        while not gate.is_set():  # noqa: ASYNC110  (a threading.Event: the test sets it from another thread)
             await asyncio.sleep(0.005)
         return {}
 
@@ -251,11 +251,11 @@ class SentEvent:
     data: str
 
 
-def read_events(response: httpx.Response, stop_after: int | None = None) -> list[SentEvent]:
-    """Server-Sent Events from a streamed response, until it ends (or `stop_after` events were read)."""
+def read_events(response: httpx.Response | Iterator[str], stop_after: int | None = None) -> list[SentEvent]:
+    """Server-Sent Events from a streamed response (or its lines), until it ends (or `stop_after` events were read)."""
     found: list[SentEvent] = []
     fields: dict[str, str] = {}
-    for line in response.iter_lines():
+    for line in response.iter_lines() if isinstance(response, httpx.Response) else response:
         if line == "":
             if "data" in fields:
                 found.append(SentEvent(int(fields.get("id", "0")), fields.get("event", "message"), fields["data"]))

@@ -88,7 +88,8 @@ OPERATIONS: tuple[Operation, ...] = (
                            "carries a piece of a model's text)", media="text/event-stream"),
                400: Answer("Last-Event-ID is not a number", ErrorAnswer), 404: _NOT_FOUND},
               headers={"Last-Event-ID": "the last event's number the client has: the stream goes on after it"}),
-    Operation("GET", "/openapi.json", "openapi", "This document", {200: Answer("the OpenAPI document", schema={"type": "object"})}, public=True),
+    Operation("GET", "/openapi.json", "openapi", "This document",
+              {200: Answer("the OpenAPI document", schema={"type": "object"})}, public=True),
 )
 
 
