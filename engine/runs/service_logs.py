@@ -82,8 +82,10 @@ def configure(format: LogFormat | None = None, level: str = "info", secrets: Ite
     handler._diagrama_service = True  # type: ignore[attr-defined]  # marks ours, so a second configure replaces it
     root.addHandler(handler)
     root.setLevel(number)
-    # uvicorn's access lines repeat our request lines without the key id or duration: ours stand for them.
+    # uvicorn's access lines repeat our request lines without the key id or duration: ours stand for them; httpx's
+    # line per vendor call (a run's own requests are in its trace) only below info.
     logging.getLogger("uvicorn.access").disabled = True
+    logging.getLogger("httpx").setLevel(max(number, logging.WARNING) if number > logging.DEBUG else number)
 
 
 def log(name: str) -> Any:

@@ -21,9 +21,10 @@ import orjson
 
 from engine.compile.diagram import Diagram
 from engine.format.levels import MessageLevel
-from engine.runs.event_relay import event_name, relay_observer, result_fields
+from engine.format.redact import Redactor
+from engine.runs.event_relay import event_name, render_event, result_fields
 from engine.runs.service_logs import log
-from engine.runtime.context import Services
+from engine.runtime.context import RunObserver, Services
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.trace import Event, new_run_id
 from engine.web.service.models import RunAnswer, RunStatus
@@ -141,7 +142,10 @@ class LocalBackend:
     def __init__(self, folder: Path, runs_dir: Path, services: Services, *, store: Any = None) -> None:
         self.folder = folder.resolve()
         self.runs_dir = runs_dir
+        # One Services for every run, as a batch shares one: one client pool, one simulator. The relay is its last
+        # observer, after any that adds fields the trace's line then has (--otel's).
         self.services = services
+        services.run_observers = [*services.run_observers, self._relay]
         self.store = store
         """A RunStore each run is recorded in (off the loop, after its answer), or None without the batch extra."""
         self.runs: OrderedDict[str, RunRecord] = OrderedDict()
@@ -151,12 +155,21 @@ class LocalBackend:
     def active(self) -> int:
         return sum(1 for record in self.runs.values() if not record.done.done())
 
-    def _services(self, record: RunRecord) -> Services:
-        services = Services(offline=self.services.offline, environ=self.services.environ)
-        services.share(self.services)
-        # The relay last: an observer before it (--otel's) may add fields the trace's line then has.
-        services.run_observers = [*self.services.run_observers, relay_observer(record.add)]
-        return services
+    def _relay(self, _diagram: Diagram, redactor: Redactor) -> RunObserver:
+        """The run observer that hands each event to its run's record, numbered as the trace's lines."""
+        record: RunRecord | None = None
+        number = 0
+
+        def observe(fields: dict[str, Any]) -> None:
+            nonlocal record, number
+            if record is None:
+                record = self.runs.get(str(fields.get("run_id")))
+                if record is None:
+                    return  # not a run of this backend's (cannot happen: its record is made before it starts)
+            number += 1
+            record.add(number, str(fields.get("event", "")), render_event(fields, redactor))
+
+        return observe
 
     async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
                     key_id: str | None, secrets: list[str]) -> str:
@@ -170,7 +183,7 @@ class LocalBackend:
             status: RunStatus = "interrupted"
             try:
                 result = await execute(diagram, inputs, runs_dir=self.runs_dir, message_level=level,
-                                       services=self._services(record), run_id=run_id, secrets=secrets)
+                                       services=self.services, run_id=run_id, secrets=secrets)
                 status = "succeeded" if result.succeeded else "failed"
                 record.finish(result_fields(result), status)
                 if self.store is not None:
@@ -196,9 +209,16 @@ class LocalBackend:
         task.add_done_callback(self.tasks.discard)
 
     def _forget_old(self) -> None:
-        finished = [run_id for run_id, record in self.runs.items() if record.done.done()]
-        for run_id in finished[:max(0, len(finished) - _KEPT_FINISHED)]:
-            del self.runs[run_id]
+        """Drop the oldest finished runs past _KEPT_FINISHED; a look at the oldest few, not a pass over all."""
+        extra = len(self.runs) - _KEPT_FINISHED
+        if extra <= 0:
+            return
+        for run_id in [run_id for run_id, _ in zip(self.runs, range(extra + 8), strict=False)]:
+            if extra <= 0:
+                break
+            if self.runs[run_id].done.done():  # one still running stays, however old
+                del self.runs[run_id]
+                extra -= 1
 
     async def result(self, run_id: str) -> RunAnswer:
         """The run's answer once it ends; a caller that goes away leaves it running (shielded)."""
