@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Iterable, MutableMapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import structlog
 
@@ -46,9 +46,10 @@ class _Scrubbed:
         return self._redactor.text(str(self._render(logger, method, event)))
 
 
-def configure(format: LogFormat | None = None, level: str = "info", secrets: Iterable[str] = ()) -> None:
-    """Send structlog's and the standard library's records to stderr as `format` (default: `default_format()`),
-    at `level` and above; `secrets` (an API's keys) are scrubbed besides the environment's keys."""
+def configure(format: LogFormat | None = None, level: str = "info", secrets: Iterable[str] = (),
+              stream: TextIO | None = None) -> None:
+    """Send structlog's and the standard library's records to `stream` (stderr) as `format` (default:
+    `default_format()`), at `level` and above; `secrets` (an API's keys) are scrubbed besides the environment's."""
     chosen = format or default_format()
     number = logging.getLevelNamesMapping()[level.upper()]
     redactor = Redactor([*Services().secrets(), *secrets])
@@ -73,7 +74,7 @@ def configure(format: LogFormat | None = None, level: str = "info", secrets: Ite
         foreign_pre_chain=shared,  # uvicorn's and Celery's records get the same fields
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, _Scrubbed(renderer, redactor)],
     )
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(formatter)
     root = logging.getLogger()
     for old in list(root.handlers):
