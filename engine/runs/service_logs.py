@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
+import orjson
 import structlog
 
 from engine.format.redact import Redactor
@@ -52,29 +53,28 @@ def configure(format: LogFormat | None = None, level: str = "info", secrets: Ite
     `default_format()`), at `level` and above; `secrets` (an API's keys) are scrubbed besides the environment's."""
     chosen = format or default_format()
     number = logging.getLevelNamesMapping()[level.upper()]
+    out = stream or sys.stderr
     redactor = Redactor([*Services().secrets(), *secrets])
-    shared: list[Any] = [
-        structlog.contextvars.merge_contextvars,
-        structlog.stdlib.add_log_level,
-        structlog.stdlib.add_logger_name,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-    ]
+    shared: list[Any] = [structlog.processors.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True)]
     if chosen == "json":
         shared.append(structlog.processors.format_exc_info)
-        renderer: Any = structlog.processors.JSONRenderer()
+        renderer: Any = structlog.processors.JSONRenderer(serializer=_json)
     else:
-        renderer = structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        renderer = structlog.dev.ConsoleRenderer(colors=out.isatty())
+    scrubbed = _Scrubbed(renderer, redactor)
+    # Our own lines go straight to the stream (a line per request must cost microseconds, not the standard library's
+    # handler chain); other libraries' records come through the root logger's handler, rendered the same way.
     structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
-        logger_factory=structlog.stdlib.LoggerFactory(),
+        processors=[structlog.contextvars.merge_contextvars, *shared, scrubbed],
+        logger_factory=structlog.WriteLoggerFactory(file=out),
         wrapper_class=structlog.make_filtering_bound_logger(number),
         cache_logger_on_first_use=False,  # configure may run again (tests, a second command in one process)
     )
     formatter = structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=shared,  # uvicorn's and Celery's records get the same fields
-        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, _Scrubbed(renderer, redactor)],
+        foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, scrubbed],
     )
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler = logging.StreamHandler(out)
     handler.setFormatter(formatter)
     root = logging.getLogger()
     for old in list(root.handlers):
@@ -89,9 +89,13 @@ def configure(format: LogFormat | None = None, level: str = "info", secrets: Ite
     logging.getLogger("httpx").setLevel(max(number, logging.WARNING) if number > logging.DEBUG else number)
 
 
+def _json(event: Any, **_: Any) -> str:
+    return orjson.dumps(event, default=str).decode()
+
+
 def log(name: str) -> Any:
-    """A structlog logger for one service (`diagrama.api`, `diagrama.studio`, `diagrama.worker`)."""
-    return structlog.get_logger(name)
+    """A structlog logger for one service (`diagrama.api`, `diagrama.studio`, `diagrama.runs`), its name in each line."""
+    return structlog.get_logger().bind(logger=name)
 
 
 def run_log_observer(diagram: Diagram, redactor: Redactor) -> RunObserver:

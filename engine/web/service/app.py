@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+import orjson
 from pydantic import ValidationError
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
@@ -24,7 +25,7 @@ from engine.format.levels import MessageLevel
 from engine.format.redact import Redactor
 from engine.format.validation import dotted, validation_message
 from engine.web.files import FolderError
-from engine.web.http import JSON, answer, read_body
+from engine.web.http import answer, read_body
 from engine.web.service.models import (
     ErrorAnswer,
     RobotInfo,
@@ -100,6 +101,7 @@ class RobotsApi:
         self.backend = backend
         self.secrets = secrets
         self.document = openapi_document(OPERATIONS, title="diagrama robots", version="1", secured=secured)
+        self._document = orjson.dumps(self.document)  # rendered once: it never changes while the server runs
         self._redactor = Redactor(secrets)
 
     def routes(self) -> list[Route]:
@@ -129,7 +131,7 @@ class RobotsApi:
         return answer(ErrorAnswer(error=scrub(message), problems=[scrub(p) for p in problems]), status)
 
     async def openapi(self, _request: Request) -> Response:
-        return JSON(self.document)
+        return Response(self._document, media_type="application/json")
 
     async def list_robots(self, _request: Request) -> Response:
         listed = [RobotInfo(name=name, description=diagram.spec.description, inputs=input_schema(diagram),

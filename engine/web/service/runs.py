@@ -37,6 +37,9 @@ RunEvent = tuple[int, str, bytes]
 _RUN_ID = re.compile(r"^[0-9A-Za-z_-]{1,80}$")
 _BUFFER = 4096
 """Events a run keeps in memory for its clients; an older one is read back from the trace file."""
+_RECORD_AFTER_S = 0.05
+"""Runs that end within this long of each other are written to the store in one transaction, off the loop: a commit
+and a thread's turn for each run cost more CPU than the run itself (a three-block one)."""
 _KEPT_FINISHED = 256
 """Finished runs kept in memory with their buffers (reconnects, GET); older ones are read from the store or trace."""
 
@@ -148,8 +151,11 @@ class LocalBackend:
         services.run_observers = [*services.run_observers, self._relay]
         self.store = store
         """A RunStore each run is recorded in (off the loop, after its answer), or None without the batch extra."""
+        self._to_record: list[tuple[RunResult, Diagram, dict[str, Any]]] = []
         self.runs: OrderedDict[str, RunRecord] = OrderedDict()
         self.tasks: set[asyncio.Task[Any]] = set()
+        self._recording: set[asyncio.Task[Any]] = set()
+        """The tasks among `tasks` that write finished runs to the store."""
         self._log = log("diagrama.api")
 
     def active(self) -> int:
@@ -187,7 +193,9 @@ class LocalBackend:
                 status = "succeeded" if result.succeeded else "failed"
                 record.finish(result_fields(result), status)
                 if self.store is not None:
-                    self._spawn(asyncio.to_thread(self._record, result, diagram, inputs))
+                    self._to_record.append((result, diagram, inputs))
+                    if len(self._to_record) == 1:  # the first of a batch: the rest join it for one commit
+                        asyncio.get_running_loop().call_later(_RECORD_AFTER_S, self._record_now)
             finally:
                 if not record.done.done():
                     record.finish(None, status)  # cancelled (the server stops): the trace says interrupted
@@ -197,16 +205,30 @@ class LocalBackend:
         self._spawn(go())
         return run_id
 
-    def _record(self, result: RunResult, diagram: Diagram, inputs: dict[str, Any]) -> None:
-        try:
-            self.store.record(result, diagram, inputs)
-        except Exception as exc:  # a store that cannot be written (locked, full): the trace still holds the run
-            self._log.warning("run_not_recorded", run_id=result.run_id, error=type(exc).__name__)
+    def _record_now(self) -> None:
+        batch, self._to_record = self._to_record, []
+        if batch:
+            task = self._spawn(asyncio.to_thread(self._record, batch))
+            self._recording.add(task)
+            task.add_done_callback(self._recording.discard)
 
-    def _spawn(self, work: Any) -> None:
-        task = asyncio.ensure_future(work)
+    def _record(self, batch: list[tuple[RunResult, Diagram, dict[str, Any]]]) -> None:
+        try:
+            self.store.record_runs(batch)
+        except Exception as exc:  # a store that cannot be written (locked, full): the traces still hold the runs
+            self._log.warning("runs_not_recorded", run_ids=[result.run_id for result, _, _ in batch],
+                              error=type(exc).__name__)
+
+    async def recorded(self) -> None:
+        """Every finished run written to the store (at shutdown; tests)."""
+        self._record_now()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    def _spawn(self, work: Any) -> asyncio.Task[Any]:
+        task: asyncio.Task[Any] = asyncio.ensure_future(work)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        return task
 
     def _forget_old(self) -> None:
         """Drop the oldest finished runs past _KEPT_FINISHED; a look at the oldest few, not a pass over all."""
@@ -260,9 +282,14 @@ class LocalBackend:
         return _replay(self.runs_dir / run_id / "trace.jsonl", after)
 
     async def close(self) -> None:
-        for task in list(self.tasks):
+        # Runs still going are interrupted (their traces say so); the store's writes are let finish, not cancelled
+        # (a cancelled thread's write goes on anyway, past the store's closing), and the runs that ended before the
+        # shutdown are written with them.
+        running = [task for task in self.tasks if task not in self._recording]
+        for task in running:
             task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
+        await asyncio.gather(*running, return_exceptions=True)
+        await self.recorded()
 
 
 def recorded_answer(row: dict[str, Any]) -> RunAnswer:
