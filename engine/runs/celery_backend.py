@@ -106,7 +106,9 @@ def make_app(broker: str | None = None) -> Celery:
 
     @app.task(name=API_TASK, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
     def run_api(run_id: str, diagram_path: str, inputs: dict[str, Any], store_url: str, runs_dir: str, offline: bool,
-                message_level: str | None = None) -> str:
+                message_level: str | None = None, key_id: str | None = None) -> str:
+        import structlog
+
         from blocks.registry import registry
         from engine.compile.loader import load_diagram
         from engine.format.levels import MessageLevel
@@ -120,8 +122,9 @@ def make_app(broker: str | None = None) -> Celery:
         services = Services(offline=offline)
         services.run_observers.append(relay_observer(writer.sink, writer.first))  # last: it sees the written fields
         level = MessageLevel[message_level.upper()] if message_level else None
-        result = asyncio.run(execute(diagram, inputs, runs_dir=Path(runs_dir), services=services, run_id=run_id,
-                                     message_level=level))
+        with structlog.contextvars.bound_contextvars(key_id=key_id):  # in the worker's `run` line (never the key)
+            result = asyncio.run(execute(diagram, inputs, runs_dir=Path(runs_dir), services=services, run_id=run_id,
+                                         message_level=level))
         store.record(result, diagram, inputs)
         writer.end(result_fields(result))
         return result.status

@@ -100,12 +100,13 @@ def log(name: str) -> Any:
 
 def run_log_observer(diagram: Diagram, redactor: Redactor) -> RunObserver:
     """A run observer (Services.run_observers) that logs one line when the run finishes: its id, diagram, status,
-    steps and duration. The studio's and the worker's runs are logged with it."""
+    steps and duration. The studio's and the worker's runs are logged with it; `robot` is the file's stem, as
+    `diagrama api` names its robots."""
     logger = log("diagrama.runs")
 
     def observe(event: dict[str, Any]) -> None:
         if event.get("event") == Event.RUN_FINISHED:
-            logger.info("run", run_id=event.get("run_id"), robot=diagram.name, status=event.get("status"),
+            logger.info("run", run_id=event.get("run_id"), robot=diagram.path.stem, status=event.get("status"),
                         steps=event.get("steps"), duration_ms=event.get("duration_ms"))
 
     return observe

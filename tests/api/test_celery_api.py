@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -55,20 +56,29 @@ def test_runs_go_to_the_workers_and_answer_from_the_store(celery_app: Callable[.
     assert queued.status_code == 202 and queued.json()["status"] == "queued"
     run_id = queued.json()["run_id"]
     assert httpx.get(f"{served.url}/v1/runs/{run_id}", headers=AUTH).json()["status"] == "queued"
+    # The store is held locked until the test has seen run_finished: the worker records the run only after that.
+    lock = sqlite3.connect(tmp_path / "shared.db", isolation_level=None)
+    lock.execute("BEGIN IMMEDIATE")
     worker = start_worker(broker, tmp_path)
     try:
         with httpx.stream("GET", f"{served.url}/v1/runs/{run_id}/events", headers=AUTH, timeout=60) as response:
-            events = read_events(response)
+            lines = response.iter_lines()
+            events = []
+            while not events or events[-1].event != "run_finished":
+                events += read_events(lines, stop_after=1)
+            lock.execute("COMMIT")
+            assert read_events(lines) == []  # the stream ends after run_finished once the run is recorded...
+        found = httpx.get(f"{served.url}/v1/runs/{run_id}", headers=AUTH).json()  # ...so a read then finds it
         waited = httpx.post(f"{served.url}/v1/robots/counter/runs", json={"inputs": {"times": "2"}}, headers=AUTH,
                             timeout=60)
     finally:
+        lock.close()
         stop(worker)
     assert [e.id for e in events] == list(range(1, len(events) + 1))
     assert events[0].event == "run_started" and events[-1].event == "run_finished"
     assert "provider_called" in [e.event for e in events]
     # The stream's events are the trace's lines, written by the worker.
     assert [orjson.loads(e.data) for e in events] == read_trace(tmp_path / "runs" / run_id / "trace.jsonl")
-    found = httpx.get(f"{served.url}/v1/runs/{run_id}", headers=AUTH).json()
     assert found["status"] == "succeeded" and found["robot"] == "qa" and found["path"] == ["start", "ask"]
     assert found["variables"]["answer"].startswith("(simulated claude-haiku-5-5)")
     assert waited.status_code == 200

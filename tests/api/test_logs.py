@@ -56,14 +56,14 @@ def test_console_lines_for_a_person(stderr: io.StringIO) -> None:
 
 
 def test_each_run_of_the_studio_or_a_worker_logs_one_run_line(tmp_path: Path, registry: BlockRegistry) -> None:
-    (tmp_path / "counter.yaml").write_text(COUNTER.lstrip())
-    diagram = load_diagram(tmp_path / "counter.yaml", registry)
+    (tmp_path / "count_robot.yaml").write_text(COUNTER.lstrip())  # a robot is named by its file (the API's name)
+    diagram = load_diagram(tmp_path / "count_robot.yaml", registry)
     services = Services(environ={})
     services.run_observers.append(run_log_observer)
     with capture_logs() as logs:
         result = asyncio.run(execute(diagram, {"times": 2}, runs_dir=tmp_path / "runs", services=services))
     assert [(line["event"], line["run_id"], line["robot"], line["status"], line["steps"]) for line in logs] == [
-        ("run", result.run_id, "counter", "succeeded", 4)]
+        ("run", result.run_id, "count_robot", "succeeded", 4)]
 
 
 def test_the_studio_logs_one_line_per_request(tmp_path: Path, registry: BlockRegistry) -> None:

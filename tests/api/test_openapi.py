@@ -13,6 +13,8 @@ import pytest
 from jsonschema import Draft202012Validator
 from starlette.routing import Route
 
+from engine.web.service.app import DURABLE_OPERATIONS, OPERATIONS
+from engine.web.service.openapi import openapi_document
 from tests.api.conftest import AUTH, inner
 
 
@@ -54,6 +56,22 @@ def test_the_document_is_valid_openapi_and_names_every_route(make_app: Callable[
               for method in route.methods or () if method != "HEAD"}
     documented = {(path, method) for path, item in document["paths"].items() for method in item}
     assert served == documented
+
+
+def test_the_routes_that_wait_for_durable_runs_are_described_but_not_served(
+        client: Callable[..., httpx.AsyncClient]) -> None:
+    validator = pytest.importorskip("openapi_spec_validator")
+    ready = openapi_document((*OPERATIONS, *DURABLE_OPERATIONS), title="t", version="1", secured=True)
+    validator.validate(ready)  # their models and answers make a valid document the day they are mounted
+    assert {"/v1/runs/{run_id}/resume", "/v1/sessions/{session_id}"} <= set(ready["paths"])
+    assert "content" not in ready["paths"]["/v1/sessions/{session_id}"]["delete"]["responses"]["204"]
+
+    async def go() -> list[int]:
+        async with client() as caller:
+            return [(await caller.post("/v1/runs/r1/resume", json={"answer": {}})).status_code,
+                    (await caller.get("/v1/sessions/s1")).status_code]
+
+    assert asyncio.run(go()) == [404, 404]
 
 
 def test_every_operation_answers_as_documented(make_app: Callable[..., Any], serve: Callable[..., Any]) -> None:

@@ -1,8 +1,9 @@
 """The robots API's routes: list robots, start a run (wait for it or not), read a run, follow its events (SSE), and
 the OpenAPI document; each answers through its model, each refusal as `{error, problems}`.
 
-The routes are the `OPERATIONS` table (engine.web.service.openapi), mounted from it. `resume` and `sessions` join
-the table when durable runs land; `RunRequest.session` is already in the model and refused (501) until then.
+The routes are the `OPERATIONS` table (engine.web.service.openapi), mounted from it. `resume` and `sessions` are
+described in `DURABLE_OPERATIONS`, with their models, and join the table (a handler each, a Backend method each)
+when durable runs land; `RunRequest.session` is already in the model and refused (501) until then.
 """
 
 from __future__ import annotations
@@ -28,17 +29,19 @@ from engine.web.files import FolderError
 from engine.web.http import answer, read_body
 from engine.web.service.models import (
     ErrorAnswer,
+    ResumeRequest,
     RobotInfo,
     RobotList,
     RunAccepted,
     RunAnswer,
     RunRequest,
+    SessionAnswer,
 )
 from engine.web.service.openapi import Answer, Operation, openapi_document
 from engine.web.service.robots import InputProblems, Robots, can_wait, input_schema, memory, typed_inputs
 from engine.web.service.runs import RunEvent
 
-__all__ = ["OPERATIONS", "Backend", "RobotsApi"]
+__all__ = ["DURABLE_OPERATIONS", "OPERATIONS", "Backend", "RobotsApi"]
 
 _PING_S = 15
 """A comment line this often keeps an idle event stream open through proxies."""
@@ -92,6 +95,22 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("GET", "/openapi.json", "openapi", "This document",
               {200: Answer("the OpenAPI document", schema={"type": "object"})}, public=True),
 )
+
+DURABLE_OPERATIONS: tuple[Operation, ...] = (
+    Operation("POST", "/v1/runs/{run_id}/resume", "resumeRun",
+              "Answer the `Wait` a run stopped at: it goes on (`wait` as for startRun)",
+              {200: Answer("the run ended, or stopped at its next Wait", RunAnswer),
+               202: Answer("the run goes on", RunAccepted, headers={"Location": "the run's URL"}),
+               400: Answer("the answer does not fit the Wait's form: every problem", ErrorAnswer), 404: _NOT_FOUND,
+               409: Answer("the run is not waiting", ErrorAnswer)},
+              body=ResumeRequest),
+    Operation("GET", "/v1/sessions/{session_id}", "getSession", "A conversation: its robot and its memory",
+              {200: Answer("the session", SessionAnswer), 404: Answer("no such session", ErrorAnswer)}),
+    Operation("DELETE", "/v1/sessions/{session_id}", "forgetSession", "Forget a conversation's memory",
+              {204: Answer("forgotten", media=""), 404: Answer("no such session", ErrorAnswer)}),
+)
+"""Served once durable runs (issue 27) land: moved into OPERATIONS with their handlers; until then not mounted, and
+not in /openapi.json."""
 
 
 class RobotsApi:

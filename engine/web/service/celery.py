@@ -84,7 +84,7 @@ class CeleryBackend:
         await client.expire(run_key(run_id), 24 * 3600)  # a run left queued that long is forgotten
         await asyncio.to_thread(self.app.send_task, API_TASK, args=[
             run_id, str(diagram.path.resolve()), plain(inputs), self.store.url, str(self.runs_dir), self.offline,
-            level_name(level) if level is not None else None])
+            level_name(level) if level is not None else None], kwargs={"key_id": key_id})
         self._log.info("run_queued", run_id=run_id, robot=robot, key_id=key_id, backend="celery")
         return run_id
 
@@ -132,8 +132,10 @@ class CeleryBackend:
                 after = event[0]
             if first is None:
                 return
+        finished = False
         while True:
-            for number, field, value in await self.reader.read(run_id, after, READ_BLOCK_MS):
+            entries = await self.reader.read(run_id, after, READ_BLOCK_MS)
+            for number, field, value in entries:
                 if field == END_FIELD:
                     return
                 if field != EVENT_FIELD:
@@ -141,8 +143,11 @@ class CeleryBackend:
                 name = event_name(value)
                 yield number, name, value
                 after = number
-                if name == Event.RUN_FINISHED:
-                    return
+                finished = finished or name == Event.RUN_FINISHED
+            # After run_finished the stream stays open until the worker has recorded the run (its end entry): a
+            # client that reads the run as soon as its stream closes finds the result, not `running`.
+            if finished and not entries and await asyncio.to_thread(self.store.run, run_id) is not None:
+                return  # recorded, but the end entry never came (its worker died just after)
 
     async def close(self) -> None:
         await self.reader.close()

@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ErrorAnswer", "RobotInfo", "RobotList", "RunAccepted", "RunAnswer", "RunRequest", "RunStatus"]
+__all__ = ["ErrorAnswer", "ResumeRequest", "RobotInfo", "RobotList", "RunAccepted", "RunAnswer", "RunRequest",
+           "RunStatus", "SessionAnswer"]
 
 RunStatus = Literal["queued", "running", "succeeded", "failed", "interrupted"]
 """`queued`: waiting for a worker (the Celery backend); `interrupted`: its process died before the run finished."""
@@ -73,3 +74,21 @@ class ErrorAnswer(_Model):
 
     error: str
     problems: list[str] = Field(default_factory=list)
+
+
+# Durable runs (issue 27) bring these two: the routes that answer with them wait in app.DURABLE_OPERATIONS.
+
+
+class ResumeRequest(_Model):
+    """`POST /v1/runs/{run_id}/resume`: the answer to the `Wait` a run stopped at, checked against the Wait's form."""
+
+    answer: dict[str, Any] = Field(description="the Wait's form filled in (its `form` is the JSON Schema)")
+    wait: bool = Field(default=True, description="true: answer when the run ends or waits again; false: 202 at once")
+
+
+class SessionAnswer(_Model):
+    """`GET /v1/sessions/{session_id}`: a conversation, with its robot's Start `memory` as its last run left it."""
+
+    session_id: str
+    robot: str
+    memory: dict[str, Any] = Field(description="memory variable → its value after the session's last run")

@@ -30,6 +30,7 @@ class Answer:
     description: str
     model: type[BaseModel] | None = None
     media: str = "application/json"
+    """The body's media type; "" for an answer without a body."""
     schema: dict[str, Any] | None = None
     """The body's schema where no model gives it (an event stream's text, this document)."""
     headers: dict[str, str] = field(default_factory=dict)
@@ -58,6 +59,8 @@ _REFUSALS = {
 
 
 def _content(answer: Answer, refs: Mapping[Any, Any]) -> dict[str, Any]:
+    if not answer.media:  # no body (a 204)
+        return {}
     if answer.model is None:
         return {answer.media: {"schema": answer.schema or {"type": "string"}}}
     return {answer.media: {"schema": refs[(answer.model, "serialization")]}}
@@ -88,7 +91,7 @@ def openapi_document(operations: Sequence[Operation], *, title: str, version: st
             "responses": {
                 str(status): {
                     "description": answer.description,
-                    "content": _content(answer, refs),
+                    **({"content": _content(answer, refs)} if answer.media else {}),
                     **({"headers": {name: {"description": text, "schema": {"type": "string"}}
                                     for name, text in answer.headers.items()}} if answer.headers else {}),
                 }

@@ -98,6 +98,7 @@ class RunRecord:
                     yield event
                     after = event[0]
                     if event[1] == Event.RUN_FINISHED:
+                        await asyncio.shield(self.done)  # closed once the result is set: a GET then reads it
                         return
                 if self.done.done() and after >= self.last:
                     return  # ended without a run_finished event it could send (its trace could not be written)
