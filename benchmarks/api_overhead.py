@@ -8,6 +8,8 @@ ClaudeRequest answered by the simulator, a Set.
 1. overhead: the same robot run in this process (`execute`, writing its trace as the API's runs do) and through
    `POST /v1/robots/three/runs` (waiting for the result), one at a time on a kept-alive connection, in turn with
    a bare request (`GET /openapi.json`: the HTTP round trip alone); the median of the paired differences.
+   The same pairing with the app in this process (httpx's ASGI transport): the API's own code, without the HTTP
+   server and the socket, whose cost a loaded machine's scheduling makes most of the first figure.
 2. concurrency: 200 runs through the API, 20 at a time; p50, p99 and runs a second.
 3. first text_delta: a fake event source (a block that waits 20 ms, then emits `text_delta` pieces, as a streaming
    request block will) while a client follows the run's events; the time from the event's trace timestamp to the
@@ -131,6 +133,49 @@ def paired(folder: Path, runs: Path, base: str, count: int) -> tuple[list[float]
     return local, served, http
 
 
+def asgi_paired(folder: Path, runs: Path, count: int) -> tuple[list[float], list[float], float]:
+    """Milliseconds of each run here and through the API's app in this same process and event loop (httpx's ASGI
+    transport: no socket, no second process): what the API's own code adds (key, routing, inputs, the run's task,
+    its relay, the answer), apart from the HTTP server and the network, which a loaded machine's scheduling swamps.
+    Also the CPU time (this process's, its threads' included) the API adds per run: the least noisy of the figures on
+    a shared machine (it includes httpx's client side, which a real caller spends in its own process)."""
+    from blocks.registry import registry
+    from engine import Services, execute
+    from engine.compile.loader import load_diagram
+    from engine.runs.service_logs import configure
+    from engine.web.api import create_app
+
+    diagram = load_diagram(folder / "three.yaml", registry())
+    services = Services(offline=True, environ={})
+    configure("json", "info", stream=open(os.devnull, "w"))  # noqa: SIM115  (as the served one's: lines written, unread)
+    app = create_app(folder, runs_dir=runs / "asgi", offline=True, rpm=None,
+                     services=Services(offline=True, environ={"DIAGRAMA_API_KEYS": f"bench={KEY}"}))
+    local: list[float] = []
+    served: list[float] = []
+    cpu = [0.0, 0.0]
+
+    async def go() -> None:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://api", headers=AUTH) as client:
+            for _ in range(count):
+                began, spent = time.perf_counter(), time.process_time()
+                result = await execute(diagram, {}, runs_dir=runs, services=services)
+                local.append((time.perf_counter() - began) * 1000)
+                cpu[0] += time.process_time() - spent
+                assert result.succeeded
+                began, spent = time.perf_counter(), time.process_time()
+                answered = await client.post("/v1/robots/three/runs", json={})
+                served.append((time.perf_counter() - began) * 1000)
+                cpu[1] += time.process_time() - spent
+                assert answered.status_code == 200 and answered.json()["status"] == "succeeded", answered.text
+            spent = time.process_time()
+            await app.app.app.state.backend.recorded()  # the store's batched writes are the API's work too
+            cpu[1] += time.process_time() - spent
+
+    asyncio.run(go())
+    return local, served, (cpu[1] - cpu[0]) * 1000 / count
+
+
 async def concurrent(base: str, count: int, at_once: int) -> tuple[list[float], float]:
     gate = asyncio.Semaphore(at_once)
     limits = httpx.Limits(max_connections=at_once, max_keepalive_connections=at_once)
@@ -194,6 +239,15 @@ def main() -> None:
                               "http_round_trip_p50_ms": round(statistics.median(http), 3),
                               "in_process_p99_ms": round(percentile(local, 0.99), 3),
                               "api_p99_ms": round(percentile(served, 0.99), 3), "warm_up_runs": len(warm[0]),
+                              "load_average_1m": os.getloadavg()[0], **machine}))
+            asgi_paired(folder, runs, 30)  # warm-up
+            local, served, cpu = asgi_paired(folder, runs, args.runs)
+            differences = [api - here for here, api in zip(local, served, strict=True)]
+            print(json.dumps({"benchmark": "api_overhead_in_process_app", "runs": args.runs,
+                              "in_process_p50_ms": round(statistics.median(local), 3),
+                              "api_app_p50_ms": round(statistics.median(served), 3),
+                              "overhead_p50_ms": round(statistics.median(differences), 3),
+                              "overhead_cpu_ms_per_run": round(cpu, 3),
                               "load_average_1m": os.getloadavg()[0], **machine}))
             took, wall = asyncio.run(concurrent(base, 200, 20))
             print(json.dumps({"benchmark": "api_concurrency", "runs": 200, "concurrency": 20,
