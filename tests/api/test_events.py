@@ -3,7 +3,7 @@ source, resumed with Last-Event-ID without gaps, replayed from the trace, and a 
 
 from __future__ import annotations
 
-import contextlib
+import socket
 import time
 from collections.abc import Callable
 from typing import Any
@@ -99,9 +99,14 @@ def test_a_waiting_client_that_leaves_does_not_stop_the_run(serve: Callable[...,
     served = serve()
     backend = inner(served.app).state.backend
     GATES.pop("wait", None)
-    with contextlib.suppress(httpx.ReadTimeout):  # the client gives up waiting
-        httpx.post(f"{served.url}/v1/robots/holder/runs", json={"inputs": {"gate": "wait"}}, headers=AUTH, timeout=0.5)
+    body = orjson.dumps({"inputs": {"gate": "wait"}})
+    host, port = served.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as caller:  # a client that waits, then gives up mid-wait
+        caller.sendall(b"POST /v1/robots/holder/runs HTTP/1.1\r\nHost: api\r\nContent-Type: application/json\r\n"
+                       + f"Authorization: Bearer {KEY}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        wait_for(lambda: any(r.robot == "holder" for r in backend.runs.values()))
     [record] = [r for r in backend.runs.values() if r.robot == "holder"]
+    assert not record.done.done()
     GATES["wait"].set()
     wait_for(lambda: record.done.done())
     assert record.status == "succeeded"
