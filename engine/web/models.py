@@ -292,6 +292,9 @@ class RunData(Answer):
     steps: list[Step]
     events: list[dict[str, Any]] = Field(description="the trace's events after `after`")
     count: int
+    variables: dict[str, Any] | None = Field(
+        description="the run's variables when it ended (scrubbed as its trace is); null while it runs, or for a run "
+                    "this studio session did not start")
 
 
 class ScenarioResult(Answer):

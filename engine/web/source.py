@@ -118,13 +118,14 @@ class SourceRoutes:
         return answer(Parsed(diagram=data if drawable else None, blocks=block_lines(text), **dict(checked)))
 
     async def preview(self, request: Request) -> Response:
-        """The text a save of `diagram` over the file as it was at `base_hash` would write; nothing is written."""
+        """The text a save of `diagram` over the file as it was at `base_hash` would write (or over `text`, the pane's
+        own text with what was typed in it); nothing is written."""
         path = self.folder.diagram(request.path_params["path"])
         payload = await json_body(request)
         base, diagram = payload.get("base_hash"), payload.get("diagram")
         if not isinstance(base, str) or not isinstance(diagram, dict):
             raise FolderError(422, "send {\"base_hash\": the hash you loaded, \"diagram\": the diagram as JSON}")
-        current = self.studio.texts.get(base)
+        current = _text(payload) if "text" in payload else self.studio.texts.get(base)
         if current is None:
             current = self.folder.read(path)
             if content_hash(current) != base:

@@ -89,5 +89,19 @@ export const api = {
     request('GET /api/runs/{run_id}', `/api/runs/${encodeURIComponent(runId)}?after=${after}`),
   saveScenario: (runId: string, path: string) =>
     request('POST /api/runs/{run_id}/scenario', `/api/runs/${encodeURIComponent(runId)}/scenario`, { path }),
-  runScenarios: (folder: string) => request('POST /api/scenarios/run', '/api/scenarios/run', { folder }),
+  runScenarios: (folder: string, file?: string) =>
+    request('POST /api/scenarios/run', '/api/scenarios/run', file ? { file } : { folder }),
+  /** the file's text now, or as it was at `hash` (a conflict's base) */
+  source: (path: string, hash?: string) =>
+    request('GET /api/diagrams/{path}/source', `${d(path)}/source${hash ? `?hash=${encodeURIComponent(hash)}` : ''}`),
+  saveSource: (path: string, baseHash: string, text: string) =>
+    request('PUT /api/diagrams/{path}/source', `${d(path)}/source`, { base_hash: baseHash, text }),
+  /** the text a save of `diagram` would write over `text` (the pane's), or over the file at `baseHash` */
+  preview: (path: string, baseHash: string, diagram: Diagram, text?: string) =>
+    request('POST /api/diagrams/{path}/preview', `${d(path)}/preview`,
+      text === undefined ? { base_hash: baseHash, diagram } : { base_hash: baseHash, diagram, text }),
+  parse: (path: string, text: string) => request('POST /api/parse', '/api/parse', { path, text }),
+  registries: () => request('GET /api/registries', '/api/registries'),
+  schema: () => request('GET /api/schema', '/api/schema'),
+  scenarios: () => request('GET /api/scenarios', '/api/scenarios'),
 };

@@ -4,6 +4,8 @@ import { counts } from '../model/problems';
 import { isDirty, useStudio } from '../store';
 import { Icon } from './Icon';
 
+const NEXT_THEME = { system: 'dark', dark: 'light', light: 'system' } as const;
+
 export function Toolbar() {
   const path = useStudio((s) => s.path);
   const diagram = useStudio((s) => s.diagram);
@@ -14,6 +16,9 @@ export function Toolbar() {
   const validating = useStudio((s) => s.validating);
   const problems = useStudio((s) => s.problems);
   const readOnly = useStudio((s) => !!s.session?.read_only);
+  const paneOpen = useStudio((s) => s.paneOpen);
+  const theme = useStudio((s) => s.theme);
+  const hasText = useStudio((s) => s.sourceText !== null);
   const rf = useReactFlow();
   const { undo, redo, save, apply, setHelp } = useStudio.getState();
   const c = counts(problems);
@@ -63,12 +68,17 @@ export function Toolbar() {
         <button type="button" className="tool-btn" onClick={() => void rf.fitView({ padding: 0.15, duration: 200 })} disabled={!diagram} aria-label="Fit to view" title="Fit to view (F)">
           <Icon name="fit" />
         </button>
+        <button type="button" className={`tool-btn${paneOpen ? ' is-on' : ''}`} onClick={() => useStudio.getState().setPaneOpen(!paneOpen)}
+          aria-pressed={paneOpen} title="Show the YAML beside the canvas"><Icon name="code" /><span>YAML</span></button>
+        <button type="button" className="tool-btn" onClick={() => useStudio.getState().setTheme(NEXT_THEME[theme])}
+          aria-label={`Theme: ${theme} (switch to ${NEXT_THEME[theme]})`} title={`Theme: ${theme === 'system' ? 'as the system' : theme}`}>
+          <Icon name="moon" /></button>
         <button type="button" className="tool-btn" onClick={() => setHelp(true)} aria-label="Keyboard shortcuts" title="Keyboard shortcuts (?)"><Icon name="help" /></button>
         <span className="toolbar__sep" />
         <button type="button" className="tool-btn" onClick={() => useStudio.getState().setPanelTab('run')} disabled={!diagram} title="Run panel" aria-label="Open the run panel">
           <Icon name="play" /><span>Run</span>
         </button>
-        <button type="button" className="btn btn--primary" onClick={() => void save()} disabled={!diagram || readOnly || saving || !dirty}
+        <button type="button" className="btn btn--primary" onClick={() => void save()} disabled={(!diagram && !hasText) || readOnly || saving || !dirty}
           title={c.errors ? 'Save (Ctrl+S) — the diagram has problems' : 'Save (Ctrl+S)'}>
           <Icon name="save" /> {saving ? 'Saving…' : 'Save'}
         </button>

@@ -24,6 +24,16 @@ export interface Dialog {
   onConfirm: (value: string) => void | Promise<void>;
 }
 
+export type Theme = 'system' | 'light' | 'dark';
+
+/** A context menu open on a block or a link, at a point of the page. */
+export interface ContextMenu {
+  kind: 'block' | 'link';
+  id: string;
+  x: number;
+  y: number;
+}
+
 export interface XY {
   x: number;
   y: number;
@@ -43,10 +53,16 @@ export interface UiSlice {
   helpOpen: boolean;
   panelTab: PanelTab;
   fitRequest: number;
+  /** the field of the selected block to show (a problem's, an error's): the form scrolls to it once */
+  focusField: string | null;
+  theme: Theme;
+  contextMenu: ContextMenu | null;
 
   select: (ids: string[], edge?: string | null) => void;
   /** selects a block and shows its properties (from a problem, a step, a new block) */
-  focusBlock: (id: string) => void;
+  focusBlock: (id: string, field?: string | null) => void;
+  setTheme: (theme: Theme) => void;
+  setContextMenu: (menu: ContextMenu | null) => void;
   selectEdge: (id: string | null) => void;
   dragTo: (positions: Record<string, XY>) => void;
   setLayout: (layout: LayoutResult | null, layoutFor?: string) => void;
@@ -60,6 +76,16 @@ export interface UiSlice {
 }
 
 const TOASTS_SHOWN = 5;
+const THEME_KEY = 'diagrama:theme';
+
+function storedTheme(): Theme {
+  try {
+    const t = localStorage.getItem(THEME_KEY);
+    return t === 'light' || t === 'dark' ? t : 'system';
+  } catch {
+    return 'system';
+  }
+}
 
 export const createUiSlice: StateCreator<StudioState, [], [], UiSlice> = (set, get) => {
   let toastSeq = 0;
@@ -75,6 +101,9 @@ export const createUiSlice: StateCreator<StudioState, [], [], UiSlice> = (set, g
     helpOpen: false,
     panelTab: 'properties',
     fitRequest: 0,
+    focusField: null,
+    theme: storedTheme(),
+    contextMenu: null,
 
     select(ids, edge = null) {
       const { selection, selectedEdge } = get();
@@ -82,9 +111,22 @@ export const createUiSlice: StateCreator<StudioState, [], [], UiSlice> = (set, g
       if (!same) set({ selection: ids, selectedEdge: edge });
     },
 
-    focusBlock(id) {
+    focusBlock(id, field = null) {
       get().select([id], null);
-      if (get().panelTab !== 'properties') set({ panelTab: 'properties' });
+      set({ focusField: field, ...(get().panelTab !== 'properties' ? { panelTab: 'properties' as const } : {}) });
+    },
+
+    setTheme(theme) {
+      set({ theme });
+      try {
+        localStorage.setItem(THEME_KEY, theme);
+      } catch {
+        // remembering the theme is optional
+      }
+    },
+
+    setContextMenu(menu) {
+      set({ contextMenu: menu });
     },
 
     selectEdge(id) {

@@ -2,7 +2,7 @@
  * The canvas: the open diagram in React Flow. What it draws comes from the store through the canvas mapping
  * (mapping.ts), with no copy of its own; what the user does on it goes back to the store as edits.
  */
-import { useCallback, useEffect, useMemo, useRef, type DragEvent } from 'react';
+import { useCallback, useEffect, useMemo, useRef, type DragEvent, type MouseEvent as ReactMouseEvent } from 'react';
 import {
   Background, BackgroundVariant, Controls, MiniMap, ReactFlow, useReactFlow,
   type Connection, type EdgeChange, type Node, type NodeChange,
@@ -70,6 +70,21 @@ function toProperties(): void {
 
 function onPaneClick(): void {
   useStudio.getState().select([], null);
+  useStudio.getState().setContextMenu(null);
+}
+
+function onNodeContextMenu(e: ReactMouseEvent, n: Node): void {
+  if (n.id.startsWith('group:')) return;
+  e.preventDefault();
+  const s = useStudio.getState();
+  if (!s.selection.includes(n.id)) s.select([n.id], null);
+  s.setContextMenu({ kind: 'block', id: n.id, x: e.clientX, y: e.clientY });
+}
+
+function onEdgeContextMenu(e: ReactMouseEvent, edge: LinkEdgeType): void {
+  e.preventDefault();
+  useStudio.getState().select([], edge.id);
+  useStudio.getState().setContextMenu({ kind: 'link', id: edge.id, x: e.clientX, y: e.clientY });
 }
 
 // React Flow copies every prop that changes into its store, and each change there runs every node's and edge's
@@ -96,6 +111,7 @@ export function Canvas() {
   const path = useStudio((s) => s.path);
   const readOnly = useStudio((s) => !!s.session?.read_only);
   const apply = useStudio((s) => s.apply);
+  const colorMode = useStudio((s) => (s.theme === 'system' ? 'system' : s.theme));
   const rf = useReactFlow();
   const needsLayout = useAutoLayout();
 
@@ -157,6 +173,9 @@ export function Canvas() {
         onNodeClick={toProperties}
         onEdgeClick={toProperties}
         onPaneClick={onPaneClick}
+        onNodeContextMenu={onNodeContextMenu}
+        onEdgeContextMenu={onEdgeContextMenu}
+        colorMode={colorMode}
         nodesDraggable={!readOnly}
         nodesConnectable={!readOnly}
         elementsSelectable
@@ -173,7 +192,7 @@ export function Canvas() {
         defaultEdgeOptions={DEFAULT_EDGE_OPTIONS}
         aria-label="Diagram canvas"
       >
-        <Background variant={BackgroundVariant.Dots} gap={20} size={1.2} color="#cbd5e1" />
+        <Background variant={BackgroundVariant.Dots} gap={20} size={1.2} color="var(--dots, #cbd5e1)" />
         <MiniMap pannable zoomable ariaLabel="Overview" nodeColor={miniMapColour} nodeStrokeColor={miniMapStroke} />
         <Controls showInteractive={false} />
       </ReactFlow>
@@ -181,7 +200,7 @@ export function Canvas() {
         <div className="canvas__empty">Drag a block from the palette to start.</div>
       )}
       {path && !diagram && (
-        <div className="canvas__empty">This file cannot be drawn: its problems say why. Fix it in an editor; it reloads here.</div>
+        <div className="canvas__empty canvas__empty--broken">This file cannot be drawn: its problems say why. Repair it in the YAML beside; the canvas draws it as soon as it reads.</div>
       )}
     </div>
   );

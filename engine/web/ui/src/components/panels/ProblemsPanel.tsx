@@ -21,8 +21,12 @@ export function ProblemsPanel() {
     <ul className="problems" aria-label="Problems">
       {problems.map((p, i) => (
         <li key={i} className={`problem-row problem--${p.severity}`}>
-          <button type="button" className="problem-row__btn" disabled={!p.block}
-            onClick={() => p.block && useStudio.getState().focusBlock(p.block)}>
+          <button type="button" className="problem-row__btn" disabled={!p.block && p.line === null}
+            onClick={() => {
+              const s = useStudio.getState();
+              if (p.block) s.focusBlock(p.block, p.field);
+              else if (p.line !== null) s.setPaneOpen(true);
+            }}>
             <span className={`sev sev--${p.severity}`}>{p.severity}</span>
             <span className="problem-row__where">
               {where(p)}
