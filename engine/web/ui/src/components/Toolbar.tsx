@@ -69,7 +69,7 @@ export function Toolbar() {
           <Icon name="fit" />
         </button>
         <button type="button" className={`tool-btn${paneOpen ? ' is-on' : ''}`} onClick={() => useStudio.getState().setPaneOpen(!paneOpen)}
-          aria-pressed={paneOpen} title="Show the YAML beside the canvas"><Icon name="code" /><span>YAML</span></button>
+          aria-pressed={paneOpen} aria-label="YAML source" title="Show the YAML beside the canvas"><Icon name="code" /><span>YAML</span></button>
         <button type="button" className="tool-btn" onClick={() => useStudio.getState().setTheme(NEXT_THEME[theme])}
           aria-label={`Theme: ${theme} (switch to ${NEXT_THEME[theme]})`} title={`Theme: ${theme === 'system' ? 'as the system' : theme}`}>
           <Icon name="moon" /></button>

@@ -106,8 +106,13 @@ export function routeAround(s: Point, down: boolean, t: Point, from: Rect, to: R
     if (i < points.length - 1 && crosses(a, p, to)) return false;
     return true;
   });
-  const ranked = candidates.map(simplify).sort((a, b) => length(a) - length(b));
-  const points = ranked.find(clear) ?? ranked[0] ?? [s, t];
+  const ranked = candidates.map(simplify).sort((a, b) => length(a) - length(b)).filter(clear);
+  // the shortest clear route with room for its label beside no block; else the shortest clear one
+  for (const points of labelWidth ? ranked : ranked.slice(0, 1)) {
+    const label = labelWidth ? placeLabel(points, labelWidth, blocks) : undefined;
+    if (!label || !blocks.some((b) => overlaps(label, b))) return { points, label };
+  }
+  const points = ranked[0] ?? simplify(candidates[0] ?? [s, t]);
   return { points, label: labelWidth ? placeLabel(points, labelWidth, blocks) : undefined };
 }
 

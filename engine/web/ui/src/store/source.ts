@@ -114,7 +114,9 @@ export const createSourceSlice: StateCreator<StudioState, [], [], SourceSlice> =
     },
 
     setPaneOpen(open) {
+      if (open === get().paneOpen) return;
       set({ paneOpen: open });
+      get().requestFit(); // the canvas is another width now
       try {
         localStorage.setItem(PANE_KEY, open ? 'open' : 'closed');
       } catch {

@@ -176,7 +176,7 @@ function RunResult({ data }: { data: RunData }) {
         <table className="grid run-result__vars" aria-label="Final variables">
           <caption className="muted small">Variables at the end</caption>
           <tbody>
-            {Object.entries(variables).map(([k, v]) => (
+            {Object.entries(variables).sort(([a], [b]) => Number(b === 'answer') - Number(a === 'answer')).map(([k, v]) => (
               <tr key={k}><th scope="row"><code>{k}</code></th><td><pre className="run-result__value">{valueText(v)}</pre></td></tr>
             ))}
           </tbody>

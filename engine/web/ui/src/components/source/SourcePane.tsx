@@ -12,7 +12,7 @@ import { bracketMatching, HighlightStyle, indentOnInput, syntaxHighlighting } fr
 import { lintGutter, setDiagnostics, type Diagnostic } from '@codemirror/lint';
 import { Annotation, EditorSelection, EditorState, type Text } from '@codemirror/state';
 import {
-  EditorView, highlightActiveLine, highlightActiveLineGutter, hoverTooltip, keymap, lineNumbers,
+  drawSelection, EditorView, highlightActiveLine, highlightActiveLineGutter, hoverTooltip, keymap, lineNumbers,
 } from '@codemirror/view';
 import { tags } from '@lezer/highlight';
 import type { Problem } from '../../api/types';
@@ -123,6 +123,7 @@ export function SourcePane() {
         lineNumbers(),
         highlightActiveLineGutter(),
         highlightActiveLine(),
+        drawSelection(),
         history(),
         indentOnInput(),
         bracketMatching(),
