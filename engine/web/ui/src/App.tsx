@@ -9,6 +9,7 @@ import { Canvas } from './components/canvas/Canvas';
 import { SidePanel } from './components/panels/SidePanel';
 import { ConflictBanner, DialogHost, DraftBanner, HelpPanel, MergeView, Toasts } from './components/Overlays';
 import { SourcePanel } from './components/source/SourcePanel';
+import { fitOptions } from './model/sizes';
 import { ContextMenu } from './components/canvas/ContextMenu';
 
 /** The page's theme: the system's (prefers-color-scheme, followed live), or the one chosen in the toolbar. */
@@ -32,7 +33,7 @@ function Studio() {
   // a file that cannot be drawn opens in its YAML, to be repaired here
   const broken = useStudio((s) => !!s.path && !s.diagram);
   const rf = useReactFlow();
-  const fit = useCallback(() => void rf.fitView({ padding: 0.15, duration: 200 }), [rf]);
+  const fit = useCallback(() => void rf.fitView(fitOptions(useStudio.getState().diagram?.blocks.length ?? 0)), [rf]);
   useShortcuts(fit);
   useTheme();
 

@@ -1,6 +1,7 @@
 /** Top bar: file name and state, undo/redo, layout, fit, save, help. */
 import { useReactFlow } from '@xyflow/react';
 import { counts } from '../model/problems';
+import { fitOptions } from '../model/sizes';
 import { isDirty, useStudio } from '../store';
 import { Icon } from './Icon';
 
@@ -65,7 +66,7 @@ export function Toolbar() {
         <button type="button" className="tool-btn" onClick={autoLayout} disabled={!diagram || readOnly} title="Clear written positions and lay out automatically">
           <Icon name="layout" /><span>Auto-layout</span>
         </button>
-        <button type="button" className="tool-btn" onClick={() => void rf.fitView({ padding: 0.15, duration: 200 })} disabled={!diagram} aria-label="Fit to view" title="Fit to view (F)">
+        <button type="button" className="tool-btn" onClick={() => void rf.fitView(fitOptions(diagram?.blocks.length ?? 0))} disabled={!diagram} aria-label="Fit to view" title="Fit to view (F)">
           <Icon name="fit" />
         </button>
         <button type="button" className={`tool-btn${paneOpen ? ' is-on' : ''}`} onClick={() => useStudio.getState().setPaneOpen(!paneOpen)}

@@ -9,7 +9,7 @@ import {
 } from '@xyflow/react';
 import { kindOfKey } from '../../model/format';
 import { addBlock, addLink } from '../../model/ops';
-import { NODE_HEIGHT, NODE_WIDTH } from '../../model/sizes';
+import { fitOptions, NODE_HEIGHT, NODE_WIDTH } from '../../model/sizes';
 import { useStudio, type XY } from '../../store';
 import { mark } from '../../timing';
 import { typeColour } from '../TypeIcon';
@@ -132,7 +132,7 @@ export function Canvas() {
   useEffect(() => {
     if (fitted.current === fitRequest || needsLayout || !shown) return;
     fitted.current = fitRequest;
-    requestAnimationFrame(() => void rf.fitView({ padding: 0.15, maxZoom: 1.1, duration: 200 }));
+    requestAnimationFrame(() => void rf.fitView(fitOptions(useStudio.getState().diagram?.blocks.length ?? 0)));
   }, [fitRequest, shown, rf, needsLayout]);
 
   const onConnect = useCallback((c: Connection) => {
