@@ -20,6 +20,7 @@ function useTheme() {
     const apply = () => {
       const dark = theme === 'dark' || (theme === 'system' && !!media?.matches);
       document.documentElement.dataset.theme = dark ? 'dark' : 'light';
+      if (useStudio.getState().dark !== dark) useStudio.setState({ dark });
     };
     apply();
     media?.addEventListener?.('change', apply);

@@ -64,7 +64,9 @@ export function readDraft(root: string, path: string): Draft | null {
 
 export const createDraftsSlice: StateCreator<StudioState, [], [], DraftsSlice> = (set, get) => {
   let timer: ReturnType<typeof setTimeout> | null = null;
-  const root = () => get().session?.root ?? '';
+  // drafts are kept per studio server (its address) and file: the session, which names the folder, may not have
+  // come yet when a file opens
+  const root = () => (typeof window === 'undefined' ? '' : window.location.host);
 
   return {
     draftOffer: null,

@@ -197,7 +197,7 @@ export const createSyncSlice: StateCreator<StudioState, [], [], SyncSlice> = (se
     async open(path, opts = {}) {
       const seq = ++loadSeq;
       // another file: this one's unsaved edits stay in the browser's storage, offered back when it opens again
-      if (get().path && get().path !== path && isDirty(get())) get().keepDraft(true);
+      if (get().path && get().path !== path) get().keepDraft(true);
       try {
         const file = await api.diagram(path);
         if (seq !== loadSeq) return false;

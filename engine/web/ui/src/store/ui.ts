@@ -56,6 +56,8 @@ export interface UiSlice {
   /** the field of the selected block to show (a problem's, an error's): the form scrolls to it once */
   focusField: string | null;
   theme: Theme;
+  /** the theme in effect: the chosen one, or the system's */
+  dark: boolean;
   contextMenu: ContextMenu | null;
 
   select: (ids: string[], edge?: string | null) => void;
@@ -103,6 +105,7 @@ export const createUiSlice: StateCreator<StudioState, [], [], UiSlice> = (set, g
     fitRequest: 0,
     focusField: null,
     theme: storedTheme(),
+    dark: false,
     contextMenu: null,
 
     select(ids, edge = null) {

@@ -111,7 +111,7 @@ export function Canvas() {
   const path = useStudio((s) => s.path);
   const readOnly = useStudio((s) => !!s.session?.read_only);
   const apply = useStudio((s) => s.apply);
-  const colorMode = useStudio((s) => (s.theme === 'system' ? 'system' : s.theme));
+  const colorMode = useStudio((s) => (s.dark ? 'dark' : 'light'));
   const rf = useReactFlow();
   const needsLayout = useAutoLayout();
 
