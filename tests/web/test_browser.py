@@ -287,6 +287,36 @@ def test_build_the_order_agent_from_an_empty_folder(page: Any, studio: Any, arti
     moved = {b["id"]: b["position"] for b in yaml.safe_load(file.read_text(encoding="utf-8"))["blocks"]}
     assert [b for b in blocks if moved[b] != blocks[b]["position"]] == ["done"]
 
+    # the same agent typed in the YAML pane, in a new file: it validates and runs as the drawn one does
+    from tests.web.test_browser_source import PANE_TEXT, TYPED_AGENT, open_pane, replace_text
+
+    page.locator(".files").get_by_role("button", name="+ New").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_label("File name").fill("typed_agent.yaml")
+    dialog.get_by_role("button", name="Create").click()
+    page.wait_for_function("() => window.__diagramaStudio.getState().path === 'typed_agent.yaml'")
+    open_pane(page)
+    page.wait_for_function(PANE_TEXT + " !== null")
+    replace_text(page, TYPED_AGENT)
+    page.wait_for_function(f"document.querySelectorAll('{BLOCKS_SELECTOR}').length === 5")
+    settle(page)
+    assert page.locator(".toolbar__file .pill--ok").inner_text() == "valid", page.locator(".problems").all_inner_texts()
+    shot(page, artifacts, "build-6-typed")
+    save(page)
+    typed = served.root / "typed_agent.yaml"
+    assert typed.read_text(encoding="utf-8") == TYPED_AGENT  # written as typed, comment and all
+    typed_blocks = {b["id"]: {k: v for k, v in b.items() if k != "position"} for b in yaml.safe_load(TYPED_AGENT)["blocks"]}
+    drawn_blocks = {b["id"]: {k: v for k, v in b.items() if k != "position"}
+                    for b in yaml.safe_load(file.read_text(encoding="utf-8"))["blocks"]}
+    assert typed_blocks == drawn_blocks
+    checked = cli("validate", str(typed), cwd=served.root)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    ran_typed = cli("run", str(typed), "--offline", "--runs-dir", str(tmp_path / "cli-runs"), "--output", "json",
+                    cwd=served.root)
+    assert ran_typed.returncode == 0, ran_typed.stdout + ran_typed.stderr
+    typed_result = json.loads(ran_typed.stdout)
+    assert (typed_result["status"], typed_result["path"]) == (result["status"], result["path"])
+
 
 # ---------------------------------------------------------------- a folder of examples, shared by the tests below
 

@@ -6,7 +6,6 @@ context menu, dark mode, the files tree and the address. Screenshots go to tests
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from pathlib import Path
@@ -17,7 +16,17 @@ import yaml
 
 from tests.web.conftest import Served
 from tests.web.test_browser import (
-    BLOCKS_SELECTOR, DIAGRAMS, ORDER_AGENT, cli, node, open_diagram, save, select_block, settle, shot, still_view,
+    BLOCKS_SELECTOR,
+    DIAGRAMS,
+    ORDER_AGENT,
+    cli,
+    node,
+    open_diagram,
+    save,
+    select_block,
+    settle,
+    shot,
+    still_view,
 )
 
 PANE_TEXT = "() => window.__diagramaStudio.getState().sourceText"
@@ -348,38 +357,8 @@ def test_text_on_the_canvas_is_readable_at_fit_zoom(page: Any, folder: Served) -
     assert smallest >= 11, smallest
 
 
-def test_the_typed_and_the_drawn_order_agent_validate_and_run_the_same(page: Any, folder: Served, tmp_path: Path) -> None:
-    """The order agent typed in the YAML pane from a new file; it validates and runs as the example drawn on the
-    canvas does (the canvas-built one: test_browser's first test, which saves the same blocks)."""
-    page.goto(folder.url + "/")
-    page.locator(".files").get_by_role("button", name="+ New").click()
-    dialog = page.get_by_role("dialog")
-    dialog.get_by_label("File name").fill("typed_agent.yaml")
-    dialog.get_by_role("button", name="Create").click()
-    page.wait_for_selector('[data-testid="node-start"]')
-    open_pane(page)
-    page.wait_for_function(PANE_TEXT + " !== null")
-    replace_text(page, TYPED_AGENT)
-    page.wait_for_function(f"document.querySelectorAll('{BLOCKS_SELECTOR}').length === 5")
-    settle(page)
-    assert page.locator(".toolbar__file .pill--ok").inner_text() == "valid"
-    save(page)
-    typed = folder.root / "typed_agent.yaml"
-    assert typed.read_text(encoding="utf-8") == TYPED_AGENT
-    drawn = folder.root / "drawn_agent.yaml"
-    drawn.write_text(DRAWN_AGENT, encoding="utf-8")
-    results = []
-    for file in (typed, drawn):
-        checked = cli("validate", str(file), cwd=folder.root)
-        assert checked.returncode == 0, checked.stdout + checked.stderr
-        ran = cli("run", str(file), "--offline", "--runs-dir", str(tmp_path / "runs"), "--output", "json", cwd=folder.root)
-        assert ran.returncode == 0, ran.stdout + ran.stderr
-        result = json.loads(ran.stdout)
-        results.append((result["status"], result["path"]))
-    assert results[0] == results[1]
-    assert results[0][0] == "succeeded" and "dispatch" in results[0][1]
-
-
+# The order agent as test_browser.test_build_the_order_agent_from_an_empty_folder draws it on the canvas (the same
+# blocks, keys and values), typed in the YAML pane there instead.
 TYPED_AGENT = """# typed in the studio's YAML pane
 diagram: typed-agent
 tools: registry/orders.yaml
@@ -423,8 +402,3 @@ blocks:
     set:
       answer: "Sorry ({{ error.type }})"
 """
-
-# What the canvas test (test_browser.test_build_the_order_agent_from_an_empty_folder) saves, positions included.
-DRAWN_AGENT = TYPED_AGENT.replace("# typed in the studio's YAML pane\n", "").replace("typed-agent", "order_agent") \
-    .replace("    type: Start\n", "    type: Start\n    position: [40, 40]\n") \
-    .replace("    type: ClaudeRequest\n", "    type: ClaudeRequest\n    position: [300, 40]\n")

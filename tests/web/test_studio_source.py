@@ -5,6 +5,7 @@ their groups while the diagram has problems, subfolders, new files' mode, a dupl
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from pathlib import Path
 
@@ -13,13 +14,20 @@ import pytest
 from blocks.registry import registry
 from engine.compile.loader import load_diagram_text
 from engine.errors import DiagramInvalid
-from tests.web.test_studio_api import HEADERS, folder, loaded, make_client  # noqa: F401 - the fixture
+from tests.web.test_studio_api import HEADERS, ROOT, loaded, make_client
 
 ORDER = "order_agent.yaml"
 
 
 @pytest.fixture
-def client(folder: Path, tmp_path: Path):  # noqa: F811 - this module's client over the same folder fixture
+def folder(tmp_path: Path) -> Path:
+    target = tmp_path / "diagrams"
+    shutil.copytree(ROOT / "diagrams", target, ignore=shutil.ignore_patterns("*.embeddings.json"))
+    return target
+
+
+@pytest.fixture
+def client(folder: Path, tmp_path: Path):
     return make_client(folder, tmp_path / "runs")
 
 

@@ -5,15 +5,13 @@ export const GROUP_PADDING = { top: 34, left: 24, bottom: 24, right: 24 };
 export const LABEL_HEIGHT = 20;
 export const LABEL_CHAR_WIDTH = 6.6;
 export const LABEL_MAX_CHARS = 42;
-/** The smallest text drawn on the canvas (px at zoom 1), and the zoom that shows it at 11 px. */
-export const SMALLEST_CANVAS_TEXT = 12;
-export const READABLE_ZOOM = 11 / SMALLEST_CANVAS_TEXT;
-/** Up to this many blocks, fitting the view never zooms out past READABLE_ZOOM: a small diagram stays readable. */
-export const SMALL_DIAGRAM = 12;
-
-/** React Flow's fitView options for a diagram of `blocks` blocks. */
-export function fitOptions(blocks: number, duration = 200) {
-  return { padding: 0.15, maxZoom: 1.1, minZoom: blocks <= SMALL_DIAGRAM ? READABLE_ZOOM : 0.05, duration };
+/**
+ * React Flow's fitView options for a diagram of `blocks` blocks: never zoomed in past 1.1 (a small diagram is not
+ * blown up). Text stays readable when the view zooms out to fit: the canvas's text grows as the zoom shrinks (its
+ * CSS reads `--zoom`, see ZoomVariable), to 11 px on screen down to a zoom of about 0.5.
+ */
+export function fitOptions(_blocks: number, duration = 200) {
+  return { padding: 0.15, maxZoom: 1.1, duration };
 }
 
 export function edgeLabelText(when: string | null, index: number, count: number): string {

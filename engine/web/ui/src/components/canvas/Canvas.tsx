@@ -4,7 +4,7 @@
  */
 import { useCallback, useEffect, useMemo, useRef, type DragEvent, type MouseEvent as ReactMouseEvent } from 'react';
 import {
-  Background, BackgroundVariant, Controls, MiniMap, ReactFlow, useReactFlow,
+  Background, BackgroundVariant, Controls, MiniMap, ReactFlow, useReactFlow, useStore,
   type Connection, type EdgeChange, type Node, type NodeChange,
 } from '@xyflow/react';
 import { kindOfKey } from '../../model/format';
@@ -95,6 +95,18 @@ const PRO_OPTIONS = { hideAttribution: true };
 const DEFAULT_EDGE_OPTIONS = { type: 'link' };
 const miniMapColour = (n: Node) => (n.type === 'loopGroup' ? 'rgba(124,58,237,0.08)' : typeColour((n.data as { block?: { type: string } }).block?.type ?? ''));
 const miniMapStroke = (n: Node) => (n.type === 'loopGroup' ? '#c4b5fd' : 'transparent');
+
+/**
+ * The view's zoom as the CSS variable `--zoom` on the canvas, for text that stays readable when zoomed out
+ * (styles.css); set on the element, so a zoom re-renders nothing.
+ */
+function ZoomVariable() {
+  const zoom = useStore((s) => Math.round(s.transform[2] * 50) / 50);
+  useEffect(() => {
+    document.querySelector<HTMLElement>('.canvas')?.style.setProperty('--zoom', String(zoom));
+  }, [zoom]);
+  return null;
+}
 
 export function Canvas() {
   const diagram = useStudio((s) => s.diagram);
@@ -195,6 +207,7 @@ export function Canvas() {
         <Background variant={BackgroundVariant.Dots} gap={20} size={1.2} color="var(--dots, #cbd5e1)" />
         <MiniMap pannable zoomable ariaLabel="Overview" nodeColor={miniMapColour} nodeStrokeColor={miniMapStroke} />
         <Controls showInteractive={false} />
+        <ZoomVariable />
       </ReactFlow>
       {diagram && diagram.blocks.length === 0 && (
         <div className="canvas__empty">Drag a block from the palette to start.</div>
