@@ -33,6 +33,7 @@ from engine.web.concurrency import Compilations, PathLocks
 from engine.web.files import Folder, FolderError, write_failure
 from engine.web.guard import TOKEN_HEADER, Guard, allowed_hosts, new_token
 from engine.web.http import answer, handle, json_body
+from engine.web.layouts import LayoutCache
 from engine.web.models import (
     BlockType,
     Checked,
@@ -345,6 +346,7 @@ def create_app(
     studio = Studio(folder, registry, Compilations(compile_timeout))
     runs = RunRoutes(folder, runs_dir.resolve(), registry, services, allow_online=allow_online)
     source = SourceRoutes(studio, registry)
+    layouts = LayoutCache()
 
     facts = format_facts()
 
@@ -387,6 +389,8 @@ def create_app(
         Route("/api/parse", handle(source.parse), methods=["POST"]),
         Route("/api/registries", handle(source.registries), methods=["GET"]),
         Route("/api/schema", handle(source.schema), methods=["GET"]),
+        Route("/api/layouts/{key}", handle(layouts.get), methods=["GET"]),
+        Route("/api/layouts/{key}", handle(layouts.put), methods=["PUT"]),
         Route("/api/diagrams/{path:path}/source", handle(source.source), methods=["GET"]),
         Route("/api/diagrams/{path:path}/source", writes(source.save), methods=["PUT"]),
         Route("/api/diagrams/{path:path}/preview", handle(source.preview), methods=["POST"]),

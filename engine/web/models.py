@@ -350,6 +350,12 @@ class DiagramSchemaAnswer(Answer):
     schema_: JsonSchemaData = Field(alias="schema")
 
 
+class LayoutAnswer(Answer):
+    """`GET /api/layouts/{key}`: an automatic layout a page stored for the layout graph whose SHA-256 is `key`."""
+
+    layout: dict[str, Any] = Field(description="{nodes: {id: {x, y}}, edges: {id: {points, label}}}, as the page stored it")
+
+
 class RegistryFile(Answer):
     """A tool registry file of the folder, for the diagram's `tools:` picker."""
 
@@ -396,6 +402,8 @@ ANSWERS: dict[str, type[BaseModel] | None] = {
     "POST /api/parse": Parsed,
     "GET /api/registries": RegistryFile,
     "GET /api/schema": DiagramSchemaAnswer,
+    "GET /api/layouts/{key}": LayoutAnswer,
+    "PUT /api/layouts/{key}": None,
 }
 """Each route's answer when it succeeds (a list of the model for the listings, None for no body); a refusal is
 an ErrorAnswer, a refused save a Conflict."""

@@ -105,6 +105,7 @@ READ_ONLY_ALLOWED = [
     ("POST", "/api/scenarios/run"),
     ("POST", "/api/parse"),
     ("POST", "/api/diagrams/{path}/preview"),
+    ("PUT", "/api/layouts/{key}"),
 ]
 
 

@@ -104,4 +104,7 @@ export const api = {
   registries: () => request('GET /api/registries', '/api/registries'),
   schema: () => request('GET /api/schema', '/api/schema'),
   scenarios: () => request('GET /api/scenarios', '/api/scenarios'),
+  /** an automatic layout a page stored for the layout graph with this SHA-256 (404 when none) */
+  layout: (key: string) => request('GET /api/layouts/{key}', `/api/layouts/${key}`),
+  storeLayout: (key: string, layout: unknown) => request('PUT /api/layouts/{key}', `/api/layouts/${key}`, { layout }),
 };

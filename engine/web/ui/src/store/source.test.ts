@@ -10,6 +10,7 @@ let studio: ReturnType<typeof createStudio>;
 beforeEach(() => {
   vi.useFakeTimers();
   localStorage.clear();
+  localStorage.setItem('diagrama:yaml-pane', 'open');
   studio = createStudio();
   history.replaceState(null, '', '#');
 });

@@ -117,6 +117,8 @@ export const createSourceSlice: StateCreator<StudioState, [], [], SourceSlice> =
       if (open === get().paneOpen) return;
       set({ paneOpen: open });
       get().requestFit(); // the canvas is another width now
+      const { path, sourceText } = get();
+      if (open && path && sourceText === null) void get().loadSource(path);
       try {
         localStorage.setItem(PANE_KEY, open ? 'open' : 'closed');
       } catch {

@@ -221,7 +221,8 @@ export const createSyncSlice: StateCreator<StudioState, [], [], SyncSlice> = (se
           conflict: null,
           layout: samePath ? get().layout : null,
         });
-        void get().loadSource(file.path);
+        // the text is read when the YAML pane shows it (a broken file opens in it): not on the way to the canvas
+        if (!diagram || get().paneOpen) void get().loadSource(file.path);
         if (!opts.silent) get().offerDraft(file.path);
         if (!diagram) set({ panelTab: 'problems' });
         if (!samePath) {
@@ -284,7 +285,7 @@ export const createSyncSlice: StateCreator<StudioState, [], [], SyncSlice> = (se
         set({ hash: result.hash, saved: diagram, problems: result.problems, compiled: result.compiled, saving: false,
           registries: result.registries, ...(asText ? { savedText: sourceText } : {}) });
         get().forgetDraft(path);
-        if (!asText) void get().loadSource(path);
+        if (!asText && get().sourceText !== null) void get().loadSource(path);
         else if (!diagram) void get().open(path, { silent: true, keepSelection: true });
         const errors = result.problems.filter((p) => p.severity === 'error').length;
         if (errors) get().toast(`saved ${path} — with ${errors} problem${errors > 1 ? 's' : ''}: it will not run until fixed`, 'warning');

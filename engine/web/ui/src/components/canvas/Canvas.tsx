@@ -103,10 +103,13 @@ const miniMapStroke = (n: Node) => (n.type === 'loopGroup' ? '#c4b5fd' : 'transp
 function ZoomVariable() {
   const zoom = useStore((s) => Math.round(s.transform[2] * 50) / 50);
   useEffect(() => {
-    document.querySelector<HTMLElement>('.canvas')?.style.setProperty('--zoom', String(zoom));
+    // once the zoom settles: a new size for every text of a large diagram is costly, never done frame by frame
+    const timer = setTimeout(() => document.querySelector<HTMLElement>('.canvas')?.style.setProperty('--zoom', String(zoom)), ZOOM_SETTLE_MS);
+    return () => clearTimeout(timer);
   }, [zoom]);
   return null;
 }
+const ZOOM_SETTLE_MS = 160;
 
 export function Canvas() {
   const diagram = useStudio((s) => s.diagram);

@@ -18,12 +18,15 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
       return copy;
     }, { coalesce: `diagram:${key}` });
   const path = useStudio((s) => s.path);
-  const [files, setFiles] = useState<RegistryFile[]>([]);
+  // the folder's registry files, listed when the field is first used (the server reads every YAML file for them)
+  const [files, setFiles] = useState<RegistryFile[] | null>(null);
+  const [wanted, setWanted] = useState(false);
   useEffect(() => {
+    if (!wanted) return;
     let live = true;
-    api.registries().then((r) => { if (live) setFiles(r); }, () => undefined);
+    api.registries().then((r) => { if (live) setFiles(r); }, () => { if (live) setFiles([]); });
     return () => { live = false; };
-  }, []);
+  }, [wanted]);
   // the registry files as the diagram names them: relative to its own folder
   const folder = path?.includes('/') ? path.slice(0, path.lastIndexOf('/') + 1) : '';
   const relative = (p: string) => (folder && p.startsWith(folder) ? p.slice(folder.length) : folder ? `${'../'.repeat(folder.split('/').length - 1)}${p}` : p);
@@ -47,9 +50,10 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
               : (
                 <>
                   <input id="diagram-tools" data-testid="field-tools" list="registry-files" value={diagram.tools ?? ''}
-                    placeholder={files.length ? 'choose a registry file' : 'no registry file in this folder'} onChange={(e) => setKey('tools', e.target.value)} />
+                    onFocus={() => setWanted(true)} onMouseEnter={() => setWanted(true)}
+                    placeholder={files?.length === 0 ? 'no registry file in this folder' : 'choose a registry file'} onChange={(e) => setKey('tools', e.target.value)} />
                   <datalist id="registry-files">
-                    {files.map((f) => <option key={f.path} value={relative(f.path)}>{f.registry}: {Object.keys(f.groups).join(', ')}</option>)}
+                    {(files ?? []).map((f) => <option key={f.path} value={relative(f.path)}>{f.registry}: {Object.keys(f.groups).join(', ')}</option>)}
                   </datalist>
                 </>
               )}
