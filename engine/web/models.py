@@ -334,6 +334,8 @@ class Parsed(Checked):
 
     diagram: DiagramData | None
     blocks: dict[str, BlockLines]
+    checked: bool = Field(description="false when asked for the reading only (`check: false`): then `problems` are the "
+                                      "reader's alone and `compiled` is drawn from the file's links")
 
 
 class Preview(Answer):

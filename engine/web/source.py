@@ -20,7 +20,18 @@ from engine.compile.block import BlockRegistry
 from engine.errors import DiagramInvalid
 from engine.web.files import Folder, FolderError
 from engine.web.http import answer, json_body
-from engine.web.models import BlockLines, DiagramSchemaAnswer, Parsed, Preview, RegistryFile, Saved, SourceText
+from engine.web.models import (
+    BlockLines,
+    Checked,
+    Compiled,
+    DiagramSchemaAnswer,
+    Parsed,
+    Preview,
+    RegistryFile,
+    Saved,
+    SourceText,
+)
+from engine.web.view import studio_document
 from engine.web.yaml_edit import MAX_TEXT_BYTES, EditError, apply_edit, content_hash
 from engine.web.yaml_edit.tree import compose
 
@@ -108,14 +119,19 @@ class SourceRoutes:
         relative = payload.get("path")
         path = self.folder.inside(relative) if isinstance(relative, str) else None
         path = path if path is not None else self.folder.root / "draft.yaml"
+        check = payload.get("check", True) is not False
         data, unread = read_for_page(text, path)
         if unread:
             checked = self.studio.unreadable(path, unread)
-        else:
+        elif check:
             checked = await self.studio.checked(path, text, data)
+        else:  # the reading alone, for the canvas to follow the typing at once; the check comes with the next call
+            checked = Checked(problems=[], compiled=Compiled.model_validate(studio_document(data, None, {}, self.registry)),
+                              valid=False, registries=[])
         blocks = data.get("blocks")
         drawable = isinstance(blocks, list) and all(isinstance(block, dict) for block in blocks)
-        return answer(Parsed(diagram=data if drawable else None, blocks=block_lines(text), **dict(checked)))
+        return answer(Parsed(diagram=data if drawable else None, blocks=block_lines(text), checked=check or bool(unread),
+                             **dict(checked)))
 
     async def preview(self, request: Request) -> Response:
         """The text a save of `diagram` over the file as it was at `base_hash` would write (or over `text`, the pane's

@@ -100,7 +100,9 @@ export const api = {
   preview: (path: string, baseHash: string, diagram: Diagram, text?: string) =>
     request('POST /api/diagrams/{path}/preview', `${d(path)}/preview`,
       text === undefined ? { base_hash: baseHash, diagram } : { base_hash: baseHash, diagram, text }),
-  parse: (path: string, text: string) => request('POST /api/parse', '/api/parse', { path, text }),
+  /** a typed text read (and checked, unless `check` is false: the reading alone answers at once) */
+  parse: (path: string, text: string, check = true) =>
+    request('POST /api/parse', '/api/parse', check ? { path, text } : { path, text, check }),
   registries: () => request('GET /api/registries', '/api/registries'),
   schema: () => request('GET /api/schema', '/api/schema'),
   scenarios: () => request('GET /api/scenarios', '/api/scenarios'),

@@ -41,6 +41,25 @@ export interface DocumentSlice {
 }
 
 const HISTORY_LIMIT = 200;
+
+/**
+ * `next` with the blocks (and the whole) of `before` where they are equal: a text read again after one keystroke
+ * changes one block, so the canvas redraws that block's node only.
+ */
+export function sharing(before: Diagram, next: Diagram): Diagram {
+  const old = new Map(before.blocks.map((b) => [b.id, b]));
+  let same = before.blocks.length === next.blocks.length;
+  const blocks = next.blocks.map((b, i) => {
+    const was = old.get(b.id);
+    const kept = was && JSON.stringify(was) === JSON.stringify(b) ? was : b;
+    if (kept !== before.blocks[i]) same = false;
+    return kept;
+  });
+  const { blocks: _a, ...restBefore } = before;
+  const { blocks: _b, ...restNext } = next;
+  if (same && JSON.stringify(restBefore) === JSON.stringify(restNext)) return before;
+  return { ...next, blocks };
+}
 const COALESCE_MS = 1500;
 
 function message(e: unknown): string {
@@ -107,8 +126,13 @@ export const createDocumentSlice: StateCreator<StudioState, [], [], DocumentSlic
       set({ diagram, past: opts.keepHistory ? get().past : [], future: opts.keepHistory ? get().future : [], pasteCount: 0 });
     },
 
-    adoptDiagram(next) {
+    adoptDiagram(read) {
       const { diagram, past } = get();
+      const next = diagram ? sharing(diagram, read) : read;
+      if (next === diagram) {
+        set({ sourceFor: diagram });
+        return;
+      }
       const merge = coalesceKey === 'source' && Date.now() - coalesceAt < COALESCE_MS && past.length > 0;
       coalesceKey = 'source';
       coalesceAt = Date.now();

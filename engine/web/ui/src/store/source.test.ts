@@ -23,7 +23,7 @@ afterEach(() => {
 
 const TEXT = 'diagram: order-agent\nblocks: []\n';
 const parsed = (diagram: Parsed['diagram'], extra: Partial<Parsed> = {}): Parsed => ({
-  problems: [], compiled: emptyCompiled, valid: true, registries: [], diagram, blocks: {}, ...extra,
+  problems: [], compiled: emptyCompiled, valid: true, registries: [], diagram, blocks: {}, checked: true, ...extra,
 });
 
 function server(extra: Record<string, (r: Request) => unknown> = {}) {
@@ -63,7 +63,7 @@ describe('the source slice: the YAML beside the canvas', () => {
     studio.getState().typeSource(`${TEXT}# typed\n`);
     expect(isDirty(studio.getState())).toBe(true);
     await vi.waitFor(() => expect(studio.getState().diagram?.blocks[1].label).toBe('Typed'));
-    expect(s.requests.find((r) => r.path === '/api/parse')?.body).toEqual({ path: 'order_agent.yaml', text: `${TEXT}# typed\n` });
+    expect(s.requests.find((r) => r.path === '/api/parse')?.body).toEqual({ path: 'order_agent.yaml', text: `${TEXT}# typed\n`, check: false });
     expect(studio.getState().problems[0].line).toBe(4);
     expect(studio.getState().sourceFor).toBe(studio.getState().diagram); // the pane holds the document: no preview asked
     expect(s.requests.some((r) => r.path.endsWith('/preview'))).toBe(false);

@@ -36,7 +36,7 @@ export interface SourceSlice {
 }
 
 /** How long typing pauses before the server reads the text. */
-export const PARSE_DELAY_MS = 60;
+export const PARSE_DELAY_MS = 30;
 /** How long canvas edits pause before the pane asks for their text. */
 const PREVIEW_DELAY_MS = 80;
 const PANE_KEY = 'diagrama:yaml-pane';
@@ -59,12 +59,20 @@ export const createSourceSlice: StateCreator<StudioState, [], [], SourceSlice> =
     const { path } = get();
     if (!path) return;
     const seq = ++parseSeq;
+    const current = () => seq === parseSeq && get().sourceText === text;
     try {
+      // the reading first (the canvas follows the typing at once), then the check (problems, the compiled picture)
+      const read = await api.parse(path, text, false);
+      if (!current()) return;
+      set({ blockLines: read.blocks, parsing: false });
+      if (read.diagram) get().adoptDiagram(read.diagram);
+      if (read.checked) {
+        set({ problems: read.problems, compiled: keptLevels(read.compiled, get().compiled), registries: read.registries, validating: false });
+        return;
+      }
       const r = await api.parse(path, text);
-      if (seq !== parseSeq || get().sourceText !== text) return;
-      set({ blockLines: r.blocks, parsing: false, problems: r.problems, compiled: keptLevels(r.compiled, get().compiled), registries: r.registries,
-        validating: false });
-      if (r.diagram) get().adoptDiagram(r.diagram);
+      if (!current()) return;
+      set({ problems: r.problems, compiled: keptLevels(r.compiled, get().compiled), registries: r.registries, validating: false });
     } catch (e) {
       if (seq === parseSeq) set({ parsing: false });
       get().toast(`reading the YAML: ${e instanceof Error ? e.message : String(e)}`, 'error');

@@ -252,6 +252,25 @@ export function createCanvasMapping(): (input: CanvasInput) => CanvasPicture {
   const bodies = memo((diagram: Diagram | null, compiled: Compiled | null, links: LinkKeys | null) =>
     (diagram && links ? loopBodies(diagram, compiled, links) : []));
   const edges = memo(linkEdges);
+  // an edge whose look did not change keeps its object (an edit of one block, typed in the YAML pane, rebuilds the
+  // list): React Flow and the memoised LinkEdge skip it
+  let edgeCache = new Map<string, { key: string; edge: LinkEdgeType }>();
+  let lastEdges: LinkEdgeType[] = [];
+  const stableEdges = (list: LinkEdgeType[]): LinkEdgeType[] => {
+    const next = new Map<string, { key: string; edge: LinkEdgeType }>();
+    const out = list.map((e) => {
+      const d = e.data!;
+      const key = [e.source, e.target, e.sourceHandle, e.selected, e.animated, e.zIndex, d.label, d.when, d.index, d.count, d.taken,
+        d.dimmed, d.self, (e.markerEnd as { color?: string }).color].join('\u0000');
+      const old = edgeCache.get(e.id);
+      const kept = old && old.key === key && old.edge.data!.route === d.route ? old.edge : e;
+      next.set(e.id, { key, edge: kept });
+      return kept;
+    });
+    edgeCache = next;
+    if (out.length !== lastEdges.length || out.some((e, i) => e !== lastEdges[i])) lastEdges = out;
+    return lastEdges;
+  };
   const routes = memo(linkRoutes);
   const groups = memo(groupNodes);
   let cache = new Map<string, { facts: NodeFacts; node: BlockNodeType }>();
@@ -311,7 +330,7 @@ export function createCanvasMapping(): (input: CanvasInput) => CanvasPicture {
     return {
       nodes: lastNodes,
       blocks: lastBlocks,
-      edges: edges(diagram, links, routes(diagram, links, layout), input.selectedEdge, run),
+      edges: stableEdges(edges(diagram, links, routes(diagram, links, layout), input.selectedEdge, run)),
       placed: !lastBlocks.some((n) => n.hidden),
     };
   };
