@@ -290,6 +290,10 @@ def test_palette_context_menu_dark_mode_files_and_the_address(page: Any, folder:
     shutil.copy(folder.root / "greeting_counter.yaml", folder.root / "team" / "inner.yaml")
     (folder.root / "team" / "one.yaml").write_text("diagram: one\nblocks:\n  - id: start\n    type: Start\n",
                                                    encoding="utf-8")
+    (folder.root / "tests").mkdir()
+    (folder.root / "tests" / "greeting.scenario.yaml").write_text(
+        "- scenario: counts twice\n  diagram: ../greeting_counter.yaml\n  inputs: {name: Giulia, times: 2}\n"
+        "  expect:\n    status: succeeded\n    path: [start, count, count, greet]\n", encoding="utf-8")
     open_diagram(page, folder, ORDER_AGENT, blocks=5)
 
     # palette: a click adds a block; typing filters, Enter adds the first match
@@ -320,6 +324,9 @@ def test_palette_context_menu_dark_mode_files_and_the_address(page: Any, folder:
     page.get_by_role("list", name="team files").get_by_role("button", name=re.compile("inner.yaml")).wait_for()
     files = page.locator(".files").inner_text()
     assert "one.yaml · 1 block" in files and "1 blocks" not in files
+    page.locator(".files__scenarios > summary").click()
+    page.get_by_role("button", name="Run scenario tests/greeting.scenario.yaml").click()
+    page.locator(".scenarios .is-pass").filter(has_text="counts twice").wait_for(timeout=30_000)
 
     # the address opens files, and Back returns
     page.keyboard.press("Control+z")

@@ -129,6 +129,19 @@ describe('drafts and merges', () => {
   });
 });
 
+describe('the registry\'s groups while building (issue 29, item 4)', () => {
+  it('come with every check, so the picker is there while the diagram has problems and follows a new registry', async () => {
+    history.replaceState(null, '', '#order_agent.yaml');
+    const groups = [{ group: 'orders', description: 'Orders', tools: [] }];
+    server({ 'POST /api/validate': () => ({ problems: [{ file: null, line: null, column: null, block: 'ask', field: 'with.request',
+      message: 'm', hint: null, code: 'c', severity: 'error' }], compiled: emptyCompiled, valid: false, registries: groups }) });
+    await opened();
+    expect(studio.getState().registries).toEqual([]);
+    studio.getState().apply((d) => ({ ...d, tools: 'registry/orders.yaml' }));
+    await vi.waitFor(() => expect(studio.getState().registries).toEqual(groups));
+  });
+});
+
 describe('effective levels', () => {
   it('are kept from the last compiled picture while the diagram has problems (issue 29)', () => {
     const before = { ...emptyCompiled, levels: { ask: { error_level: { value: 'Handle', inherited: true, from: "Start 'start'" },

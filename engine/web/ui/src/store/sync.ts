@@ -282,7 +282,7 @@ export const createSyncSlice: StateCreator<StudioState, [], [], SyncSlice> = (se
         // else the document, written as its smallest edit
         const asText = sourceText !== null && (!diagram || sourceFor === diagram);
         const result = asText ? await api.saveSource(path, hash, sourceText) : await api.save(path, hash, diagram!);
-        set({ hash: result.hash, saved: diagram, problems: result.problems, compiled: result.compiled, saving: false,
+        set({ hash: result.hash, saved: diagram, problems: result.problems, compiled: keptLevels(result.compiled, get().compiled), saving: false,
           registries: result.registries, ...(asText ? { savedText: sourceText } : {}) });
         get().forgetDraft(path);
         if (!asText && get().sourceText !== null) void get().loadSource(path);
