@@ -95,6 +95,9 @@ def test_a_broken_file_opens_in_its_yaml_and_is_repaired_there(page: Any, folder
     assert "never closed" in problems.inner_text() or "expected" in problems.inner_text()
     page.locator(".cm-lintRange-error").first.wait_for()
     assert pane_text(page) == BROKEN["aaa_unclosed.yaml"]
+    # its problem leads to its line
+    problems.locator(".problem-row__btn").first.click()
+    page.locator(".cm-activeLine").filter(has_text="max_tokens: [512").wait_for()
     shot(page, artifacts, "broken-file")
 
     # repaired by typing: the canvas draws it as soon as it reads, and the save writes the text as typed

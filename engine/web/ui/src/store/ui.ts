@@ -55,6 +55,8 @@ export interface UiSlice {
   fitRequest: number;
   /** the field of the selected block to show (a problem's, an error's): the form scrolls to it once */
   focusField: string | null;
+  /** a line of the YAML for the pane to show and put the cursor on, once (a problem's) */
+  revealLine: number | null;
   theme: Theme;
   /** the theme in effect: the chosen one, or the system's */
   dark: boolean;
@@ -104,6 +106,7 @@ export const createUiSlice: StateCreator<StudioState, [], [], UiSlice> = (set, g
     panelTab: 'properties',
     fitRequest: 0,
     focusField: null,
+    revealLine: null,
     theme: storedTheme(),
     dark: false,
     contextMenu: null,

@@ -161,6 +161,14 @@ export function SourcePane() {
       if (!before || s.problems !== before.problems || s.sourceText !== before.sourceText) {
         v.dispatch(setDiagnostics(v.state, diagnostics(v.state.doc, s.problems)));
       }
+      if (s.revealLine !== null && s.revealLine <= v.state.doc.lines && (!before || s.revealLine !== before.revealLine || text !== current)) {
+        const line = v.state.doc.line(s.revealLine);
+        v.dispatch({ selection: { anchor: line.from, head: line.to }, effects: EditorView.scrollIntoView(line.from, { y: 'center' }),
+          annotations: fromStore.of(true) });
+        v.focus();
+        useStudio.setState({ revealLine: null });
+        return;
+      }
       if (before && (s.selection !== before.selection || s.blockLines !== before.blockLines) && s.selection.length === 1) {
         if (s.selectionFromPane) {
           useStudio.setState({ selectionFromPane: false });
