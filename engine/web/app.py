@@ -52,6 +52,7 @@ from engine.web.models import Problem as ProblemAnswer
 from engine.web.runs import RunRoutes
 from engine.web.source import SourceRoutes
 from engine.web.tool_groups import tool_groups
+from engine.web.versions import Versions
 from engine.web.view import compile_text, problem_json, studio_document
 from engine.web.yaml_edit import EditError, apply_edit, content_hash, new_diagram_text
 
@@ -106,8 +107,9 @@ class _Texts:
 class Studio:
     """The diagram endpoints: read, save, validate, create, rename, delete, CSV preview, the listing."""
 
-    def __init__(self, folder: Folder, registry: BlockRegistry, compilations: Compilations) -> None:
+    def __init__(self, folder: Folder, registry: BlockRegistry, compilations: Compilations, versions: Versions) -> None:
         self.folder = folder
+        self.versions = versions
         self.registry = registry
         self.texts = _Texts()
         self.compilations = compilations
@@ -198,6 +200,7 @@ class Studio:
                 if now != current:
                     return self.conflict(base, now)
                 self.folder.write(path, text)
+                self.versions.saved(path, current, text)
         digest = self.texts.remember(text)
         return answer(Saved(hash=digest, **dict(await self.checked(path, text, diagram))))
 
@@ -232,6 +235,7 @@ class Studio:
         async with self.locks.hold(path):
             self.folder.new_name(name)  # still free: a create of the same name may have come first
             self.folder.write(path, text)
+            self.versions.saved(path, None, text)
         return answer(PathAnswer(path=self.folder.relative(path)), 201)
 
     async def rename(self, request: Request) -> Response:
@@ -343,7 +347,7 @@ def create_app(
     """The studio as an ASGI app, guarded; `token` is made per server unless given (tests)."""
     folder = Folder(root, data_roots)
     token = token or new_token()
-    studio = Studio(folder, registry, Compilations(compile_timeout))
+    studio = Studio(folder, registry, Compilations(compile_timeout), Versions(folder, runs_dir.resolve() / ".versions"))
     runs = RunRoutes(folder, runs_dir.resolve(), registry, services, allow_online=allow_online)
     source = SourceRoutes(studio, registry)
     layouts = LayoutCache()
@@ -394,6 +398,8 @@ def create_app(
         Route("/api/diagrams/{path:path}/source", handle(source.source), methods=["GET"]),
         Route("/api/diagrams/{path:path}/source", writes(source.save), methods=["PUT"]),
         Route("/api/diagrams/{path:path}/preview", handle(source.preview), methods=["POST"]),
+        Route("/api/diagrams/{path:path}/versions", handle(studio.versions.list_route), methods=["GET"]),
+        Route("/api/diagrams/{path:path}/versions/{version}", handle(studio.versions.text_route), methods=["GET"]),
         Route("/api/diagrams/{path:path}/runs", handle(runs.listing), methods=["GET"]),
         Route("/api/diagrams/{path:path}/runs", handle(runs.start), methods=["POST"]),
         Route("/api/diagrams/{path:path}/hash", handle(studio.hash), methods=["GET"]),

@@ -366,6 +366,23 @@ class RegistryFile(Answer):
     groups: dict[str, str]
 
 
+class Version(Answer):
+    """A version of a file the studio saved (engine.web.versions): `saved` in seconds since the epoch."""
+
+    id: str
+    saved: float
+    hash: str
+    lines: int
+
+
+class VersionText(Answer):
+    """`GET /api/diagrams/{path}/versions/{version}`: that version's whole text."""
+
+    id: str
+    hash: str
+    text: str
+
+
 class ErrorAnswer(Answer):
     """Any refusal: 4xx with what to do instead."""
 
@@ -406,11 +423,13 @@ ANSWERS: dict[str, type[BaseModel] | None] = {
     "GET /api/schema": DiagramSchemaAnswer,
     "GET /api/layouts/{key}": LayoutAnswer,
     "PUT /api/layouts/{key}": None,
+    "GET /api/diagrams/{path}/versions": Version,
+    "GET /api/diagrams/{path}/versions/{version}": VersionText,
 }
 """Each route's answer when it succeeds (a list of the model for the listings, None for no body); a refusal is
 an ErrorAnswer, a refused save a Conflict."""
 LISTS = frozenset({"GET /api/blocks", "GET /api/diagrams", "GET /api/scenarios", "GET /api/diagrams/{path}/runs",
-                   "GET /api/registries"})
+                   "GET /api/registries", "GET /api/diagrams/{path}/versions"})
 
 
 class _Generator(GenerateJsonSchema):

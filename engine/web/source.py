@@ -169,6 +169,7 @@ class SourceRoutes:
                 return self.studio.conflict(base, current)
             if text != current:
                 self.folder.write(path, text)
+                self.studio.versions.saved(path, current, text)
         digest = self.studio.texts.remember(text)
         data, unread = read_for_page(text, path)
         checked = self.studio.unreadable(path, unread) if unread else await self.studio.checked(path, text, data)

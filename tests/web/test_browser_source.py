@@ -1,7 +1,8 @@
 """The studio's second round in headless Chromium, as its first users worked it (issue 29): a broken file opens in
 its YAML and is repaired there; the YAML beside the canvas follows the canvas and drives it; drafts survive a
 reload and two tabs merge; problems and a run's errors lead to their field; the run's result; the palette, the
-context menu, dark mode, the files tree and the address. Screenshots go to tests/artifacts/ (git-ignored).
+context menu on blocks and links, dark mode and its toggle, the files tree, the address, the version history.
+Screenshots go to tests/artifacts/ (git-ignored).
 """
 
 from __future__ import annotations
@@ -229,7 +230,12 @@ def test_a_problem_and_a_run_error_lead_to_their_field_and_the_run_shows_its_res
     # the ✓ ×2 badge is not clipped
     badge = node(page, "ask").locator(".run-badge")
     assert badge.inner_text() == "✓ ×2"
-    assert badge.evaluate("b => b.scrollWidth <= b.clientWidth + 1")
+    assert badge.evaluate("b => b.scrollWidth <= b.clientWidth + 1 && b.scrollHeight <= b.clientHeight + 1")
+    inside = badge.evaluate("""b => {
+        const r = b.getBoundingClientRect(), n = b.closest('.block-node').getBoundingClientRect();
+        return r.left >= n.left && r.right <= n.right && r.top >= n.top && r.bottom <= n.bottom;
+    }""")
+    assert inside
 
 
 def test_a_failed_run_error_selects_its_block(page: Any, folder: Served) -> None:
@@ -305,8 +311,14 @@ def test_palette_context_menu_dark_mode_files_and_the_address(page: Any, folder:
     search = page.get_by_role("searchbox", name="Search blocks")
     search.fill("dispatch")
     assert page.locator('[data-testid^="palette-"]').count() == 1
+    ids = set(page.locator(BLOCKS_SELECTOR).evaluate_all("ns => ns.map(n => n.dataset.id)"))
     search.press("Enter")
     page.wait_for_function(f"document.querySelectorAll('{BLOCKS_SELECTOR}').length === 7")
+    (added,) = set(page.locator(BLOCKS_SELECTOR).evaluate_all("ns => ns.map(n => n.dataset.id)")) - ids
+    canvas, box = page.get_by_test_id("canvas").bounding_box(), node(page, added).bounding_box()
+    assert canvas is not None and box is not None  # added at the viewport's centre
+    assert abs(box["x"] + box["width"] / 2 - (canvas["x"] + canvas["width"] / 2)) < box["width"]
+    assert abs(box["y"] + box["height"] / 2 - (canvas["y"] + canvas["height"] / 2)) < box["height"] * 2
 
     # the context menu on a block: duplicate, and the items that wait for other work say why
     node(page, "done").locator(".block-node__title").click(button="right")
@@ -349,6 +361,83 @@ def test_palette_context_menu_dark_mode_files_and_the_address(page: Any, folder:
     shot(page, artifacts, "dark-mode")
     page.emulate_media(color_scheme="light")
     page.wait_for_function("() => document.documentElement.dataset.theme === 'light'")
+
+
+EDGE_POINT = """id => {
+    const path = document.querySelector(`.react-flow__edge[data-id="${id}"] .react-flow__edge-interaction`);
+    const point = path.getPointAtLength(path.getTotalLength() / 4).matrixTransform(path.getScreenCTM());
+    return [point.x, point.y];
+}"""
+
+
+def test_a_link_s_context_menu_and_the_theme_toggle(page: Any, folder: Served) -> None:
+    page.emulate_media(color_scheme="light")
+    open_diagram(page, folder, ORDER_AGENT, blocks=5)
+    edges = page.locator(".react-flow__edge").count()
+    x, y = page.evaluate(EDGE_POINT, "next:start:0")
+    page.mouse.click(x, y, button="right")
+    menu = page.get_by_role("menu", name="Link")
+    menu.wait_for()
+    assert menu.get_by_role("menuitem", name="Go to start").is_enabled()
+    menu.get_by_role("menuitem", name="Delete link").click()
+    page.wait_for_function(f"document.querySelectorAll('.react-flow__edge').length === {edges - 1}")
+    assert not page.locator('.react-flow__edge[data-id="next:start:0"]').count()
+
+    # the toolbar's toggle: dark whatever the system says, then light, then the system's again
+    assert page.evaluate("() => document.documentElement.dataset.theme") == "light"
+    page.get_by_role("button", name=re.compile("^Theme: system")).click()
+    page.wait_for_function("() => document.documentElement.dataset.theme === 'dark'")
+    page.get_by_role("button", name=re.compile("^Theme: dark")).click()
+    page.wait_for_function("() => document.documentElement.dataset.theme === 'light'")
+    page.get_by_role("button", name=re.compile("^Theme: light")).click()
+    page.emulate_media(color_scheme="dark")
+    page.wait_for_function("() => document.documentElement.dataset.theme === 'dark'")
+    page.reload()  # the choice is remembered
+    page.get_by_role("button", name=re.compile("^Theme: system")).wait_for()
+
+
+def test_the_registry_is_picked_from_the_folder_and_its_groups_stay_while_building(page: Any, folder: Served) -> None:
+    open_diagram(page, folder, ORDER_AGENT, blocks=5)
+    select_block(page, "ask")
+    page.get_by_test_id("field-max_tokens").fill("-3")  # a problem: the groups used to vanish until a valid save
+    page.locator(".toolbar__file .pill--error").wait_for()
+    page.get_by_test_id("canvas").click(position={"x": 20, "y": 20})
+    page.locator(".registry-group").filter(has_text="orders").first.wait_for()
+    page.get_by_test_id("field-tools").focus()
+    page.wait_for_function("() => [...document.querySelectorAll('#registry-files option')]"
+                           ".some((o) => o.value === 'registry/orders.yaml')")
+
+
+# ---------------------------------------------------------------- version history
+
+
+def test_version_history_lists_the_saves_and_restores_an_older_text(page: Any, folder: Served) -> None:
+    original = (folder.root / ORDER_AGENT).read_text(encoding="utf-8")
+    open_diagram(page, folder, ORDER_AGENT, blocks=5)
+    select_block(page, "done")
+    page.get_by_test_id("field-label").fill("Finished")
+    save(page)
+    page.get_by_test_id("field-label").fill("Finished twice")
+    save(page)
+
+    page.get_by_role("button", name="Version history").click()
+    dialog = page.get_by_role("dialog", name=re.compile("Version history"))
+    versions = dialog.get_by_role("list", name="Saved versions").get_by_role("button")
+    versions.nth(2).wait_for()
+    assert versions.count() == 3  # the text the first save replaced, and each save's
+    assert "the file now" in versions.first.inner_text()
+    versions.last.click()
+    changes = dialog.get_by_label("What restoring it changes")
+    changes.wait_for()
+    assert "-    label: Finished twice" in changes.inner_text()
+
+    # restored as an unsaved edit: the canvas shows it, the save writes it
+    dialog.get_by_role("button", name="Restore this version").click()
+    node(page, "done").get_by_text("Finished twice").wait_for(state="detached")
+    page.locator(".pill--dirty").wait_for()
+    page.wait_for_function("() => !window.__diagramaStudio.getState().parsing")
+    save(page)
+    assert (folder.root / ORDER_AGENT).read_text(encoding="utf-8") == original
 
 
 def test_text_on_the_canvas_is_readable_at_fit_zoom(page: Any, folder: Served) -> None:

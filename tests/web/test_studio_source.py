@@ -1,6 +1,7 @@
 """The YAML pane's API (engine.web.source) and the second round's server fixes: broken files read, typed text
 parsed by the run's reader with lines, the exact text a save would write, a text saved as typed, registries and
-their groups while the diagram has problems, subfolders, new files' mode, a duplicate's name, the self-link."""
+their groups while the diagram has problems, subfolders, new files' mode, a duplicate's name, the self-link, the
+version history of saved files."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import stat
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from blocks.registry import registry
+from engine.cli import app as cli_app
 from engine.compile.loader import load_diagram_text
 from engine.errors import DiagramInvalid
 from tests.web.test_studio_api import HEADERS, ROOT, loaded, make_client
@@ -144,3 +147,36 @@ def test_an_unconditional_self_link_is_a_problem_in_the_engine(tmp_path: Path) -
     # a loop that can end is not
     counted = SELF_LINK.format(next="[{to: start, when: '{{ a > 3 }}'}, {to: done}]")
     load_diagram_text(counted, tmp_path / "d.yaml", registry())
+    # the CLI says so too, from the same check
+    (tmp_path / "d.yaml").write_text(SELF_LINK.format(next="done"), encoding="utf-8")
+    checked = CliRunner().invoke(cli_app, ["validate", str(tmp_path / "d.yaml")])
+    assert checked.exit_code != 0
+    assert "links to itself" in checked.output and "done" in checked.output, checked.output
+
+
+def test_saved_versions_are_listed_newest_first_and_read_again(client, folder: Path, tmp_path: Path) -> None:
+    original = (folder / ORDER).read_text(encoding="utf-8")
+    assert client("GET", f"/api/diagrams/{ORDER}/versions").json() == []  # nothing saved by the studio yet
+    file = loaded(client, ORDER)
+    diagram = file["diagram"]
+    diagram["blocks"][-1]["set"] = {"answer": "Sorry!"}
+    first = client("PUT", f"/api/diagrams/{ORDER}", json={"base_hash": file["hash"], "diagram": diagram}, headers=HEADERS)
+    assert first.status_code == 200, first.text
+    typed = (folder / ORDER).read_text(encoding="utf-8") + "# typed\n"
+    second = client("PUT", f"/api/diagrams/{ORDER}/source", json={"base_hash": first.json()["hash"], "text": typed},
+                    headers=HEADERS)
+    assert second.status_code == 200, second.text
+
+    versions = client("GET", f"/api/diagrams/{ORDER}/versions").json()
+    # the text the first save replaced, the first save's, the second's: newest first, each with its file's hash
+    assert [v["hash"] for v in versions] == [second.json()["hash"], first.json()["hash"], file["hash"]]
+    assert versions[0]["saved"] >= versions[1]["saved"] >= versions[2]["saved"] > 1_600_000_000  # seconds
+    oldest = client("GET", f"/api/diagrams/{ORDER}/versions/{versions[-1]['id']}").json()
+    assert oldest["text"] == original and oldest["hash"] == file["hash"]
+    assert versions[0]["lines"] == typed.count("\n")
+    # kept beside the runs, not in the served folder
+    assert not [p for p in folder.rglob("*") if "version" in p.name.lower()]
+    assert list((tmp_path / "runs" / ".versions").iterdir())
+    for wrong in ("nope", "1-zz", "..%2F..%2Fx"):
+        assert client("GET", f"/api/diagrams/{ORDER}/versions/{wrong}").status_code == 404, wrong
+    assert client("GET", "/api/diagrams/absent.yaml/versions").status_code == 404

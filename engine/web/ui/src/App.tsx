@@ -11,6 +11,7 @@ import { ConflictBanner, DialogHost, DraftBanner, HelpPanel, MergeView, Toasts }
 import { SourcePanel } from './components/source/SourcePanel';
 import { fitOptions } from './model/sizes';
 import { ContextMenu } from './components/canvas/ContextMenu';
+import { VersionHistory } from './components/VersionHistory';
 
 /** The page's theme: the system's (prefers-color-scheme, followed live), or the one chosen in the toolbar. */
 function useTheme() {
@@ -82,6 +83,7 @@ function Studio() {
       </div>
       <DialogHost />
       <HelpPanel />
+      <VersionHistory />
       <MergeView />
       <ContextMenu />
       <Toasts />

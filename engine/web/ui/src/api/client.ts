@@ -104,6 +104,9 @@ export const api = {
   parse: (path: string, text: string, check = true) =>
     request('POST /api/parse', '/api/parse', check ? { path, text } : { path, text, check }),
   registries: () => request('GET /api/registries', '/api/registries'),
+  versions: (path: string) => request('GET /api/diagrams/{path}/versions', `${d(path)}/versions`),
+  version: (path: string, id: string) =>
+    request('GET /api/diagrams/{path}/versions/{version}', `${d(path)}/versions/${encodeURIComponent(id)}`),
   schema: () => request('GET /api/schema', '/api/schema'),
   scenarios: () => request('GET /api/scenarios', '/api/scenarios'),
   /** an automatic layout a page stored for the layout graph with this SHA-256 (404 when none) */

@@ -48,9 +48,9 @@ export function DialogHost() {
   );
 }
 
-export function DiffView({ diff }: { diff: string }) {
+export function DiffView({ diff, label = 'Changes on disk' }: { diff: string; label?: string }) {
   return (
-    <pre className="diff" aria-label="Changes on disk">
+    <pre className="diff" aria-label={label}>
       {diff.split('\n').map((line, i) => {
         const cls = line.startsWith('+++') || line.startsWith('---') ? 'diff__file' : line.startsWith('@@') ? 'diff__hunk'
           : line.startsWith('+') ? 'diff__add' : line.startsWith('-') ? 'diff__del' : '';

@@ -71,6 +71,8 @@ export function Toolbar() {
         </button>
         <button type="button" className={`tool-btn${paneOpen ? ' is-on' : ''}`} onClick={() => useStudio.getState().setPaneOpen(!paneOpen)}
           aria-pressed={paneOpen} aria-label="YAML source" title="Show the YAML beside the canvas"><Icon name="code" /><span>YAML</span></button>
+        <button type="button" className="tool-btn" onClick={() => useStudio.getState().setHistoryOpen(true)} disabled={!path}
+          aria-label="Version history" title="Version history: the texts the studio saved"><Icon name="history" /></button>
         <button type="button" className="tool-btn" onClick={() => useStudio.getState().setTheme(NEXT_THEME[theme])}
           aria-label={`Theme: ${theme} (switch to ${NEXT_THEME[theme]})`} title={`Theme: ${theme === 'system' ? 'as the system' : theme}`}>
           <Icon name="moon" /></button>

@@ -33,6 +33,8 @@ export interface SourceSlice {
   setPaneOpen: (open: boolean) => void;
   /** the pane's cursor is in block `id` (or in none) */
   cursorInBlock: (id: string | null) => void;
+  /** a whole text (an older version) becomes the pane's, as if typed: an unsaved edit until saved */
+  restoreText: (text: string) => Promise<void>;
 }
 
 /** How long typing pauses before the server reads the text. */
@@ -132,6 +134,16 @@ export const createSourceSlice: StateCreator<StudioState, [], [], SourceSlice> =
       } catch {
         // remembering the pane is optional
       }
+    },
+
+    async restoreText(text) {
+      const { path } = get();
+      if (!path) return;
+      // the file's text must be known first: the restored text is an edit of it (unsaved until saved)
+      if (get().savedText === null) await get().loadSource(path);
+      if (get().path !== path || get().savedText === null) return;
+      get().setPaneOpen(true);
+      get().typeSource(text);
     },
 
     cursorInBlock(id) {

@@ -66,7 +66,6 @@ export interface SyncSlice {
   deleteFile: (path: string) => Promise<void>;
 }
 
-/** Unsaved edits: on the canvas and forms (another document), or in the YAML pane (another text). */
 /**
  * The compiled picture, with the effective levels of the last one that had them while this one has none (a
  * diagram with problems does not compile, so its levels are not known again until it does): the form keeps
@@ -86,6 +85,7 @@ export function decodeHash(hash: string): string {
   }
 }
 
+/** Unsaved edits: on the canvas and forms (another document), or in the YAML pane (another text). */
 export const isDirty = (s: Pick<StudioState, 'diagram' | 'saved' | 'sourceText' | 'savedText'>) =>
   s.diagram !== s.saved || (s.sourceText !== null && s.savedText !== null && s.sourceText !== s.savedText);
 

@@ -51,6 +51,8 @@ export interface UiSlice {
   toasts: Toast[];
   dialog: Dialog | null;
   helpOpen: boolean;
+  /** the open file's version history is shown */
+  historyOpen: boolean;
   panelTab: PanelTab;
   fitRequest: number;
   /** the field of the selected block to show (a problem's, an error's): the form scrolls to it once */
@@ -75,6 +77,7 @@ export interface UiSlice {
   dismissToast: (id: number) => void;
   setDialog: (dialog: Dialog | null) => void;
   setHelp: (open: boolean) => void;
+  setHistoryOpen: (open: boolean) => void;
   setPanelTab: (tab: PanelTab) => void;
   requestFit: () => void;
 }
@@ -103,6 +106,7 @@ export const createUiSlice: StateCreator<StudioState, [], [], UiSlice> = (set, g
     toasts: [],
     dialog: null,
     helpOpen: false,
+    historyOpen: false,
     panelTab: 'properties',
     fitRequest: 0,
     focusField: null,
@@ -166,6 +170,10 @@ export const createUiSlice: StateCreator<StudioState, [], [], UiSlice> = (set, g
     },
     setHelp(open) {
       set({ helpOpen: open });
+    },
+
+    setHistoryOpen(open) {
+      set({ historyOpen: open });
     },
     setPanelTab(tab) {
       set({ panelTab: tab });
