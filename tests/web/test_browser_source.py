@@ -28,6 +28,7 @@ from tests.web.test_browser import (
     settle,
     shot,
     still_view,
+    valid,
 )
 
 PANE_TEXT = "() => window.__diagramaStudio.getState().sourceText"
@@ -188,6 +189,10 @@ def test_the_yaml_pane_follows_the_canvas_and_drives_it(page: Any, folder: Serve
     assert "temperature" in completions.all_inner_texts()
     page.keyboard.press("Escape")
     page.keyboard.press("Control+z")
+    valid(page)  # the completion typed is undone: the text is the valid one again
+    # the page itself never scrolls (the editor's scrolling into view once moved the toolbar off the top)
+    assert page.evaluate("() => [document.documentElement.scrollTop, "
+                         "document.querySelector('.toolbar').getBoundingClientRect().top]") == [0, 0]
     shot(page, artifacts, "yaml-pane")
 
     # hovering a key shows its documentation
