@@ -61,6 +61,8 @@ class Block:
     """A port whose chain runs inside this block and links back to it (Loop's `body`)."""
     body_names: ClassVar[tuple[str, ...]] = ()
     """Names this block binds for the blocks of its body (Loop's `item`, `index`)."""
+    body_exit: ClassVar[str | None] = None
+    """The input that ends this block's body early (Loop's `break_when`), named in the hints for leaving it."""
     deferred_inputs: ClassVar[tuple[str, ...]] = ()
     """Inputs the block evaluates itself, when it needs them (`context.evaluate_input`)."""
     is_start: ClassVar[bool] = False

@@ -1,14 +1,40 @@
-"""Rules about names in a diagram: which tool names the vendors take, and 'did you mean' for a misspelt one."""
+"""Rules about names in a diagram: which variable names a template can read back, which tool names the vendors
+take, and 'did you mean' for a misspelt one."""
 
 from __future__ import annotations
 
 import difflib
+import keyword
 import re
 from collections.abc import Iterable
 
-__all__ = ["suggest", "valid_tool_name"]
+__all__ = ["suggest", "valid_tool_name", "variable_name_problem"]
+
+_TEMPLATE_CONSTANTS = {"true": "the boolean true", "false": "the boolean false", "none": "null", "True": "the boolean true",
+                       "False": "the boolean false", "None": "null"}
+"""Names jinja2 reads as constants wherever they are written: a variable of such a name could never be read."""
+_JINJA_RESERVED = frozenset({"self"})
+"""Names jinja2 binds itself in every template (`self` is the template): a variable of that name is hidden."""
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def variable_name_problem(name: str) -> tuple[str, str] | None:
+    """(message, hint) when `name` cannot be a variable a template reads back (a Start input or variable, a `set`
+    key); None when it can."""
+    if name in _TEMPLATE_CONSTANTS:
+        return (f"'{name}' is a constant in templates ({_TEMPLATE_CONSTANTS[name]}), so a variable of that name could "
+                "never be read", f"choose another name, such as '{name.lower()}_value'")
+    if keyword.iskeyword(name):  # not the soft ones (`match`, `case`): Python reads those as names too
+        return (f"'{name}' is a Python keyword, which templates cannot use as a variable name",
+                f"choose another name, such as '{name}_'")
+    if name in _JINJA_RESERVED:
+        return (f"'{name}' is reserved by jinja2 (a template reads it as the template itself)",
+                f"choose another name, such as '{name}_'")
+    if not name.isidentifier():
+        return (f"'{name}' is not a usable variable name",
+                "use letters, digits and '_', not starting with a digit")
+    return None
 
 
 def valid_tool_name(name: str, limit: int = 64) -> bool:
