@@ -106,6 +106,10 @@ def test_palette_lists_every_registered_type_with_its_input_schema(client) -> No
     # a type's own link keys; the ones every block has (next, on_error) are the format's (GET /api/format)
     assert "called_tools" in claude["outputs"] and palette["Loop"]["ports"] == ["body"] and claude["ports"] == []
     assert palette["Loop"]["body_names"] == ["item", "index"]
+    # The Function block's form comes from its Inputs model, like every other type's.
+    function = palette["Function"]
+    assert set(function["inputs_schema"]["properties"]) == {"function", "arguments", "timeout"}
+    assert function["inputs_schema"]["required"] == ["function"] and function["outputs"] == ["result"]
 
 
 # -- saving with minimal diffs ------------------------------------------------------------------------------
