@@ -49,9 +49,11 @@ class Function(Block):
     code_input = "function"
     _code: Callable[..., Any] | None = None
     """The function, imported when the diagram loaded (`bind_code`)."""
+    _is_async = False
 
     def bind_code(self, code: Callable[..., Any]) -> None:
         self._code = code
+        self._is_async = inspect.iscoroutinefunction(code)  # asked once, not at every call
 
     def check(self, constants: Mapping[str, Any], report: Report) -> None:
         """The arguments' names against the function's signature: those written literally (the values may be
@@ -76,8 +78,9 @@ class Function(Block):
         name = inputs.function
         scripted = context.services.scripted
         reply = scripted.call(self.id, name, inputs.arguments) if scripted is not None else None
-        event: dict[str, Any] = {"function": name, "arguments": context.shown(inputs.arguments)}
-        if reply is not None:
+        traced = context.message_level >= MessageLevel.DEBUG  # what an event would hold, made only when kept
+        event: dict[str, Any] = {"function": name, "arguments": context.shown(inputs.arguments)} if traced else {}
+        if reply is not None and traced:
             event["scripted"] = True
         began = time.perf_counter()
         notes: list[str] = []
@@ -96,29 +99,43 @@ class Function(Block):
             context.emit(Event.FUNCTION_CALLED, **event, ok=False, duration_ms=_since(began), error=exc.message,
                          error_type=exc.type)
             raise
-        shown: dict[str, Any] = {"notes": notes} if notes else {}
-        if context.message_level >= MessageLevel.DETAILED:
-            shown["result"] = result
-        context.emit(Event.FUNCTION_CALLED, **event, ok=True, duration_ms=_since(began), **shown)
+        if traced:
+            shown: dict[str, Any] = {"notes": notes} if notes else {}
+            if context.message_level >= MessageLevel.DETAILED:
+                shown["result"] = result
+            context.emit(Event.FUNCTION_CALLED, **event, ok=True, duration_ms=_since(began), **shown)
         return {"result": result}
 
     async def _call(self, inputs: FunctionInputs, context: RunContext) -> Any:
         """What the function returned; its failure as the block's error (a timeout, or `function_error`)."""
-        from engine.tools import HandlerTimeout, call_handler
-
+        tools = _tools()
         code, name = self._code, inputs.function
         assert code is not None, "the loader binds the code of every Function it compiles"
         try:
-            return await call_handler(code, inputs.arguments, timeout=inputs.timeout, name=name)
+            return await tools.call_handler(code, inputs.arguments, timeout=inputs.timeout, name=name,
+                                            is_async=self._is_async)
         except RunError:
             raise  # raised on purpose (an engine.BlockError with a type of its own), or too many calls stuck
-        except HandlerTimeout as exc:
+        except tools.HandlerTimeout as exc:
             still = ", still running" if exc.left_running else ""
             raise BlockTimeout(f"function '{name}' took longer than its timeout of {inputs.timeout:g} s; "
                                f"it was abandoned{still}") from None
         except Exception as exc:  # user code: its failure is the block's error, named by type, without a traceback
             message = context.trace.redactor.text(f"function '{name}' raised {type(exc).__name__}: {exc}")
             raise BlockError(message, type="function_error") from None
+
+
+def _tools() -> Any:
+    """engine.tools, imported on the first call: loading the block for `validate` needs no event loop."""
+    global _TOOLS
+    if _TOOLS is None:
+        import engine.tools
+
+        _TOOLS = engine.tools
+    return _TOOLS
+
+
+_TOOLS: Any = None
 
 
 def _scripted(name: str, reply: Mapping[str, Any]) -> Any:

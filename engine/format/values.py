@@ -144,7 +144,17 @@ def json_result(value: Any, notes: list[str] | None = None, *, where: str = "res
     → its value; a data table → its rows. Anything else is a BlockError of type `unserializable_result`
     naming the type and where it is (`result.items[2]`), never its `repr`.
     """
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is dict and _flat(value):
+        return dict(value)  # the common result, a flat record: a copy, without a converter
     return _Converter(notes).convert(value, where, 0)
+
+
+def _flat(record: dict[Any, Any]) -> bool:
+    """Whether every key is text and every value a plain JSON scalar."""
+    return all(type(key) is str and type(item) in _PLAIN for key, item in record.items())
 
 
 def _decimal_text(value: Decimal) -> bytes:
@@ -173,6 +183,8 @@ class _Converter:
         kind = type(value)
         if kind in _PLAIN:
             return value
+        if kind is dict and _flat(value):
+            return dict(value)  # a flat record: one pass, no recursion
         if depth > _MAX_DEPTH:
             raise _unserializable(where, f"nests more than {_MAX_DEPTH} levels deep")
         if isinstance(value, Decimal):

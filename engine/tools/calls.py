@@ -14,7 +14,7 @@ import contextlib
 import contextvars
 import inspect
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Generator, Mapping
 from typing import Any
 
 from engine.errors import ToolError
@@ -112,15 +112,59 @@ async def _wait(work: asyncio.Future[Any], deadline: float) -> bool:
     return bool(done)
 
 
+class _Started:
+    """The rest of a coroutine whose first step already ran (`coroutine.send(None)` yielded `first`), as an
+    awaitable a task can drive: what the coroutine yields goes to the task, what the task sends or throws in
+    (a wake-up, a cancellation) goes to the coroutine, as `yield from` would pass them."""
+
+    __slots__ = ("_coroutine", "_first")
+
+    def __init__(self, coroutine: Coroutine[Any, Any, Any], first: Any) -> None:
+        self._coroutine = coroutine
+        self._first = first
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coroutine, value = self._coroutine, self._first
+        while True:
+            try:
+                sent = yield value
+            except BaseException as thrown:  # the task's cancellation (or a wake-up error) is the coroutine's
+                try:
+                    value = coroutine.throw(thrown)
+                except StopIteration as done:
+                    return done.value
+            else:
+                try:
+                    value = coroutine.send(sent)
+                except StopIteration as done:
+                    return done.value
+
+
+async def _resume(started: _Started) -> Any:
+    return await started
+
+
 async def call_handler(handler: Callable[..., Any], arguments: Mapping[str, Any], *,
-                       timeout: float, name: str = "") -> Any:  # noqa: ASYNC109 -- enforced here, without cancelling-and-waiting
+                       timeout: float,  # noqa: ASYNC109 -- enforced here, without cancelling-and-waiting
+                       name: str = "", is_async: bool | None = None) -> Any:
     """The handler's result, or its own exception; `HandlerTimeout` after `timeout` seconds.
 
-    Cancelling the caller (the run's deadline) stops the wait at once and abandons the call.
+    Cancelling the caller (the run's deadline) stops the wait at once and abandons the call. An async
+    handler's first step runs at once, as Python 3.12's eager tasks do: one that returns without waiting
+    (a lookup in memory) costs no task and no timer; one that waits goes on as a task under the deadline.
+    `is_async`: whether the handler is a coroutine function, when the caller knows it already.
     """
+    thread = not (inspect.iscoroutinefunction(handler) if is_async is None else is_async)
+    if thread:
+        work = _start_thread(handler, arguments, name)
+    else:
+        coroutine = handler(**arguments)
+        try:
+            first = coroutine.send(None)
+        except StopIteration as done:
+            return done.value
+        work = asyncio.ensure_future(_resume(_Started(coroutine, first)))
     deadline = asyncio.get_running_loop().time() + timeout
-    thread = not inspect.iscoroutinefunction(handler)
-    work = _start_thread(handler, arguments, name) if thread else asyncio.ensure_future(handler(**arguments))
     if not await _wait(work, deadline):
         raise HandlerTimeout(timeout, left_running=thread)
     result = work.result()
