@@ -163,3 +163,36 @@ def test_event_loop_keeps_running_while_tools_work(runner, write, tmp_path, hand
     assert len(gaps) >= 3  # the ticker ran while the half-second sync handler did
     assert max(gaps) < 1  # the calculator never held the loop (it did for seconds)
 
+
+
+def test_async_handlers_run_eagerly_and_the_deadline_still_holds_once_they_wait() -> None:
+    from engine.tools import HandlerTimeout, call_handler
+
+    async def at_once(x: int) -> int:
+        return x + 1
+
+    async def waits(x: int) -> int:
+        await asyncio.sleep(0)
+        await asyncio.sleep(0.01)
+        return x * 2
+
+    async def fails_later() -> None:
+        await asyncio.sleep(0)
+        raise LookupError("no order")
+
+    async def ignores_cancellation() -> str:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.2)  # a handler slow to stop: abandoned, not waited for
+        return "late"
+
+    async def check() -> None:
+        assert await call_handler(at_once, {"x": 1}, timeout=1) == 2
+        assert await call_handler(waits, {"x": 4}, timeout=5) == 8
+        with pytest.raises(LookupError, match="no order"):
+            await call_handler(fails_later, {}, timeout=5)
+        with pytest.raises(HandlerTimeout):
+            await call_handler(ignores_cancellation, {}, timeout=0.05)
+
+    asyncio.run(check())
