@@ -9,7 +9,10 @@ a temporary folder, as in a real run. Prints one JSON line per figure: µs per s
 the repeats) and the difference from the Set cycle (the median of the paired rounds' differences, and the
 difference of the fastest), with the Python version and machine.
 
-    python -m benchmarks.function_steps [--repeat 15] [--steps 10000]
+`--instructions` counts instead, under valgrind (benchmarks.instructions): instructions per step of
+the Set and the async Function cycles, the figure a shared machine's noise does not move.
+
+    python -m benchmarks.function_steps [--repeat 15] [--steps 10000] [--instructions]
 """
 
 from __future__ import annotations
@@ -84,12 +87,48 @@ def paired(names: tuple[str, ...], steps: int, repeat: int, runs: Path) -> tuple
     return samples, taken
 
 
+_IN_PROCESS = """
+import asyncio, sys
+from pathlib import Path
+from blocks.registry import registry
+from engine import MessageLevel, execute
+from engine.compile.loader import load_diagram
+diagram = load_diagram(Path(sys.argv[1]), registry())
+asyncio.run(execute(diagram, runs_dir=Path(sys.argv[1]).parent / "runs", message_level=MessageLevel.RELEASE))
+"""
+
+
+def count_instructions(machine: dict[str, str]) -> None:
+    """Instructions per step of the Set and the async Function cycles (valgrind; start-up cancels out)."""
+    from benchmarks.instructions import per_step
+
+    with tempfile.TemporaryDirectory() as folder:
+        runs = Path(folder)
+        (runs / "bench_functions.py").write_text(MODULE)
+        counts = {}
+        for name in ("set", "function_async"):
+            def command(steps: int, name: str = name) -> list[str]:
+                path = runs / f"{name}_{steps}.yaml"
+                path.write_text(counter_yaml(steps, BLOCKS[name]))
+                return [sys.executable, "-c", _IN_PROCESS, str(path)]
+
+            counts[name] = per_step(command, (1_000, 6_000))
+        print(json.dumps({"benchmark": "function_steps_instructions", "level": "Release",
+                          "set_instructions_per_step": counts["set"],
+                          "function_async_instructions_per_step": counts["function_async"],
+                          "over_set": counts["function_async"] - counts["set"], **machine}), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--steps", type=int, default=10_000)
+    parser.add_argument("--instructions", action="store_true", help="count instructions under valgrind instead")
     args = parser.parse_args()
     machine = {"python": sys.version.split()[0], "machine": platform.machine(), "system": platform.system()}
+    if args.instructions:
+        count_instructions(machine)
+        return
     with tempfile.TemporaryDirectory() as folder:
         runs = Path(folder)
         (runs / "bench_functions.py").write_text(MODULE)

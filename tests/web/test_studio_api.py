@@ -320,3 +320,16 @@ def test_no_key_reaches_the_studio(client, monkeypatch) -> None:
     assert "sk-ant-secret-value-123456" not in str(started.extensions["run"])
     for url in ("/api/diagrams/claude_qa.yaml", "/api/session", "/api/blocks", "/api/diagrams"):
         assert "sk-ant-secret-value-123456" not in client("GET", url).text
+
+
+def test_a_function_diagram_opens_valid_and_a_save_keeps_its_allowed_modules(client, folder: Path) -> None:
+    view = loaded(client, "order_quote.yaml")
+    assert view["valid"], view["problems"]
+    assert view["diagram"]["allowed_modules"] == ["shop.pricing"]
+    diagram = view["diagram"]
+    diagram["blocks"][1]["position"] = [300, 40]
+    response = put(client, "order_quote.yaml", view["hash"], diagram)
+    assert response.status_code == 200, response.text
+    text = (folder / "order_quote.yaml").read_text()
+    assert "allowed_modules: [shop.pricing]" in text and "position: [300, 40]" in text
+    assert loaded(client, "order_quote.yaml")["valid"]
