@@ -4,7 +4,6 @@ take, and 'did you mean' for a misspelt one."""
 from __future__ import annotations
 
 import difflib
-import keyword
 import re
 from collections.abc import Iterable
 
@@ -13,6 +12,10 @@ __all__ = ["suggest", "valid_tool_name", "variable_name_problem"]
 _TEMPLATE_CONSTANTS = {"true": "the boolean true", "false": "the boolean false", "none": "null", "True": "the boolean true",
                        "False": "the boolean false", "None": "null"}
 """Names jinja2 reads as constants wherever they are written: a variable of such a name could never be read."""
+_JINJA_OPERATORS = frozenset({"not"})
+"""jinja2 keywords it never reads as a name (`{{ not }}` is a syntax error). Its other operator words (`and`, `or`,
+`in`, `is`, `if`, `else`) and every other Python keyword (`from`, `class`, `import`) read back as names wherever they
+stand (`{{ from }}`, `{{ if + 1 }}`, `{% for x in in %}`): a template's names never become Python identifiers."""
 _JINJA_RESERVED = frozenset({"self"})
 """Names jinja2 binds itself in every template (`self` is the template): a variable of that name is hidden."""
 
@@ -21,12 +24,12 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
 def variable_name_problem(name: str) -> tuple[str, str] | None:
     """(message, hint) when `name` cannot be a variable a template reads back (a Start input or variable, a `set`
-    key); None when it can."""
+    key); None when it can. Python keywords can (`inputs: {from: ...}` is read as `{{ from }}`)."""
     if name in _TEMPLATE_CONSTANTS:
         return (f"'{name}' is a constant in templates ({_TEMPLATE_CONSTANTS[name]}), so a variable of that name could "
                 "never be read", f"choose another name, such as '{name.lower()}_value'")
-    if keyword.iskeyword(name):  # not the soft ones (`match`, `case`): Python reads those as names too
-        return (f"'{name}' is a Python keyword, which templates cannot use as a variable name",
+    if name in _JINJA_OPERATORS:
+        return (f"'{name}' is a jinja2 keyword (the operator `not`), which templates cannot read as a variable",
                 f"choose another name, such as '{name}_'")
     if name in _JINJA_RESERVED:
         return (f"'{name}' is reserved by jinja2 (a template reads it as the template itself)",

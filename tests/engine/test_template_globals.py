@@ -101,7 +101,7 @@ def test_a_replacement_past_the_size_limit_is_refused_before_it_is_built(runner,
 
 
 @pytest.mark.parametrize(("name", "words"), [
-    ("from", "'from' is a Python keyword"), ("if", "'if' is a Python keyword"), ("class", "'class' is a Python keyword"),
+    ("not", "'not' is a jinja2 keyword (the operator `not`)"), ("None", "'None' is a constant in templates (null)"),
     ("none", "'none' is a constant in templates (null)"), ("true", "'true' is a constant in templates"),
     ("false", "'false' is a constant in templates"), ("self", "'self' is reserved by jinja2"),
 ])
@@ -123,11 +123,29 @@ def test_names_a_template_cannot_read_back_are_refused_saying_why(write, registr
     assert all("letters, digits" not in (p.hint or "") for p in caught.value.problems)
 
 
-def test_soft_keywords_stay_usable_names(runner, write) -> None:
+def test_python_keywords_are_names_a_template_reads_back(runner, write) -> None:
+    # The defect: `inputs: {from: x}` (an e-mail's sender), `if`, `class` were refused as "not letters, digits and
+    # '_'"; jinja2 reads them as names wherever they stand, and so does the engine's compiled fast path.
     path = write("""
         diagram: d
         blocks:
-          - {id: start, type: Start, inputs: {match: 1, case: 2}, next: s}
-          - {id: s, type: Set, set: {total: "{{ match + case }}"}}
+          - id: start
+            type: Start
+            inputs: {from: ann@example.com, if: 2, class: 3, in: [1, 2], match: 1, case: 2}
+            next: s
+          - id: s
+            type: Set
+            set:
+              import: "{{ if + class + match + case }}"
+              sender: "{{ from | upper }}"
+              text: "{% for x in in %}{{ x }}{% endfor %} {{ 2 in in }}"
+            next: [{to: loop, when: "{{ if == 2 and from != '' }}"}, {to: done}]
+          - {id: loop, type: Loop, with: {for_each: "{{ in }}", collect: "{{ item + import }}"}, body: inner,
+             set: {lambda: "{{ collected }}"}, next: done}
+          - {id: inner, type: Set, set: {def: "{{ item }}"}, next: loop}
+          - {id: done, type: Set}
     """)
-    assert runner.run(path).variables["total"] == 3
+    result = runner.run(path)
+    assert result.status == "succeeded", result.errors
+    assert {k: result.variables[k] for k in ("import", "sender", "text", "def", "lambda")} == {
+        "import": 8, "sender": "ANN@EXAMPLE.COM", "text": "12 True", "def": 2, "lambda": [9, 10]}
