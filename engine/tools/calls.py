@@ -14,7 +14,7 @@ import contextlib
 import contextvars
 import inspect
 import threading
-from collections.abc import Callable, Coroutine, Generator, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from engine.errors import ToolError
@@ -112,36 +112,16 @@ async def _wait(work: asyncio.Future[Any], deadline: float) -> bool:
     return bool(done)
 
 
-class _Started:
-    """The rest of a coroutine whose first step already ran (`coroutine.send(None)` yielded `first`), as an
-    awaitable a task can drive: what the coroutine yields goes to the task, what the task sends or throws in
-    (a wake-up, a cancellation) goes to the coroutine, as `yield from` would pass them."""
-
-    __slots__ = ("_coroutine", "_first")
-
-    def __init__(self, coroutine: Coroutine[Any, Any, Any], first: Any) -> None:
-        self._coroutine = coroutine
-        self._first = first
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        coroutine, value = self._coroutine, self._first
-        while True:
-            try:
-                sent = yield value
-            except BaseException as thrown:  # the task's cancellation (or a wake-up error) is the coroutine's
-                try:
-                    value = coroutine.throw(thrown)
-                except StopIteration as done:
-                    return done.value
-            else:
-                try:
-                    value = coroutine.send(sent)
-                except StopIteration as done:
-                    return done.value
+_EAGER: Callable[..., asyncio.Future[Any]] | None = getattr(asyncio, "eager_task_factory", None)
+"""Python 3.12's factory of tasks whose first step runs at once; None before 3.12."""
 
 
-async def _resume(started: _Started) -> Any:
-    return await started
+def _start_task(coroutine: Coroutine[Any, Any, Any]) -> asyncio.Future[Any]:
+    """The handler's coroutine as a task of its own: started eagerly where Python can (3.12's eager tasks, whose
+    first step runs at once as that task: one that returns without waiting is done before any scheduling), else
+    scheduled. Its steps always run as its own task, never the caller's: an `asyncio.timeout` or an anyio cancel
+    scope it enters belongs to it, so its expiry cancels the handler, never the run."""
+    return _EAGER(asyncio.get_running_loop(), coroutine) if _EAGER is not None else asyncio.ensure_future(coroutine)
 
 
 async def call_handler(handler: Callable[..., Any], arguments: Mapping[str, Any], *,
@@ -150,20 +130,14 @@ async def call_handler(handler: Callable[..., Any], arguments: Mapping[str, Any]
     """The handler's result, or its own exception; `HandlerTimeout` after `timeout` seconds.
 
     Cancelling the caller (the run's deadline) stops the wait at once and abandons the call. An async
-    handler's first step runs at once, as Python 3.12's eager tasks do: one that returns without waiting
-    (a lookup in memory) costs no task and no timer; one that waits goes on as a task under the deadline.
-    `is_async`: whether the handler is a coroutine function, when the caller knows it already.
+    handler runs as a task of its own (`_start_task`: eagerly on Python 3.12+, so one that returns without
+    waiting costs no scheduling and no timer). `is_async`: whether the handler is a coroutine function, when
+    the caller knows it already.
     """
     thread = not (inspect.iscoroutinefunction(handler) if is_async is None else is_async)
-    if thread:
-        work = _start_thread(handler, arguments, name)
-    else:
-        coroutine = handler(**arguments)
-        try:
-            first = coroutine.send(None)
-        except StopIteration as done:
-            return done.value
-        work = asyncio.ensure_future(_resume(_Started(coroutine, first)))
+    work = _start_thread(handler, arguments, name) if thread else _start_task(handler(**arguments))
+    if not thread and work.done() and not inspect.isawaitable(work.result()):
+        return work.result()  # finished in its eager first step: no timer to set
     deadline = asyncio.get_running_loop().time() + timeout
     if not await _wait(work, deadline):
         raise HandlerTimeout(timeout, left_running=thread)

@@ -164,8 +164,7 @@ def test_event_loop_keeps_running_while_tools_work(runner, write, tmp_path, hand
     assert max(gaps) < 1  # the calculator never held the loop (it did for seconds)
 
 
-
-def test_async_handlers_run_eagerly_and_the_deadline_still_holds_once_they_wait() -> None:
+def test_async_handlers_return_at_once_wait_fail_and_are_abandoned_past_their_timeout() -> None:
     from engine.tools import HandlerTimeout, call_handler
 
     async def at_once(x: int) -> int:
@@ -196,3 +195,33 @@ def test_async_handlers_run_eagerly_and_the_deadline_still_holds_once_they_wait(
             await call_handler(ignores_cancellation, {}, timeout=0.05)
 
     asyncio.run(check())
+
+
+def test_a_timeout_a_handler_sets_itself_cancels_the_handler_never_the_run() -> None:
+    # The defect (an eager first step run as the caller's task): the handler's own asyncio.timeout or anyio
+    # fail_after belonged to the caller, so its expiry cancelled the run (anyio's crashed it) instead of raising
+    # TimeoutError in the handler.
+    import anyio
+
+    from engine.tools import call_handler
+
+    async def own_timeout() -> str:
+        async with asyncio.timeout(0.01):
+            await asyncio.sleep(5)
+        return "not reached"
+
+    async def own_anyio_deadline() -> str:
+        with anyio.fail_after(0.01):
+            await anyio.sleep(5)
+        return "not reached"
+
+    async def check() -> list[str]:
+        seen = []
+        for handler in (own_timeout, own_anyio_deadline):
+            with pytest.raises(TimeoutError):
+                await call_handler(handler, {}, timeout=5)
+            await asyncio.sleep(0.05)  # the caller goes on: it was not cancelled
+            seen.append(handler.__name__)
+        return seen
+
+    assert asyncio.run(check()) == ["own_timeout", "own_anyio_deadline"]
