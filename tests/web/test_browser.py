@@ -354,6 +354,7 @@ def examples(studio: Any, tmp_path_factory: pytest.TempPathFactory) -> Served:
     shutil.copytree(DIAGRAMS, root, ignore=shutil.ignore_patterns("*.embeddings.json", "__pycache__"))
     for copy in ("history_table.yaml", "undo.yaml"):
         shutil.copy(root / ORDER_AGENT, root / copy)
+    shutil.copy(root / "order_quote.yaml", root / "function.yaml")
     shutil.copy(root / "claude_qa.yaml", root / "problems.yaml")
     (root / "big.yaml").write_text(generated_diagram(200), encoding="utf-8")
     return studio(root)
@@ -575,6 +576,49 @@ def test_cross_site_requests_from_a_real_browser_are_refused(page: Any, studio: 
     time.sleep(0.5)  # a run, had one started, would be writing its trace by now
     assert not served.runs.exists() or not any(served.runs.iterdir()), list(served.runs.rglob("*"))
     assert (root / ORDER_AGENT).read_bytes() == before
+
+
+# ---------------------------------------------------------------- 6b. a Function block from the palette
+
+
+def test_a_function_block_from_the_palette_with_its_form_and_allowed_modules(page: Any, examples: Served,
+                                                                             artifacts: Path) -> None:
+    open_diagram(page, examples, "function.yaml", blocks=4)
+    drag_from_palette(page, "Function", 300, 560)
+    page.get_by_test_id("field-id").fill("tax")
+    page.get_by_test_id("field-id").press("Enter")
+    node(page, "tax").wait_for()
+    # the form comes from the block's Inputs model: function, arguments (name → value), timeout
+    fill_template(page, "field-function", "shop.pricing:quote")
+    arguments = field_row(page, "field-arguments")
+    # the signature is checked at load, so the studio shows a missing argument on the field
+    arguments.locator(".field-problems").get_by_text("missing argument 'order_id' of shop.pricing:quote").wait_for()
+    add_row(page, "field-arguments", "+ Add arguments", "order_id", "57", template=True)
+    arguments.locator(".field-problems").wait_for(state="detached")
+    page.get_by_test_id("field-timeout").fill("2")
+    shot(page, artifacts, "function-form")
+
+    # the module must be in the diagram's allowed_modules, edited with nothing selected
+    deselect(page)
+    modules = page.get_by_test_id("field-allowed_modules")
+    assert modules.input_value() == "shop.pricing"
+    modules.fill("shop.tools")
+    select_block(page, "tax")
+    field_row(page, "field-function").locator(".field-problems").get_by_text(
+        "module 'shop.pricing' is not in allowed_modules").wait_for()
+    deselect(page)
+    page.get_by_test_id("field-allowed_modules").fill("shop.tools, shop.pricing")
+    node(page, "tax").locator(".problem-badge--error").wait_for(state="detached")
+    save(page)
+
+    file = examples.root / "function.yaml"
+    saved = yaml.safe_load(file.read_text(encoding="utf-8"))
+    assert saved["allowed_modules"] == ["shop.tools", "shop.pricing"]
+    tax = next(b for b in saved["blocks"] if b["id"] == "tax")
+    assert tax["type"] == "Function"
+    assert tax["with"] == {"function": "shop.pricing:quote", "arguments": {"order_id": 57}, "timeout": 2}
+    checked = cli("validate", str(file), cwd=examples.root)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 # ---------------------------------------------------------------- 7. read-only mode

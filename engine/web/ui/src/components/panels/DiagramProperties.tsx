@@ -11,10 +11,10 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
   const registries = useStudio((s) => s.registries);
   const problems = useStudio((s) => s.problems);
   const readOnly = useStudio((s) => !!s.session?.read_only);
-  const setKey = (key: string, value: string) =>
+  const setKey = (key: string, value: string | string[]) =>
     apply((d) => {
       const copy: Diagram = { ...d };
-      if (value === '') delete copy[key]; else copy[key] = value;
+      if (value === '' || (Array.isArray(value) && value.length === 0)) delete copy[key]; else copy[key] = value;
       return copy;
     }, { coalesce: `diagram:${key}` });
   const path = useStudio((s) => s.path);
@@ -58,6 +58,10 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
                 </>
               )}
           </FieldRow>
+          <FieldRow htmlFor="diagram-allowed_modules" label="Allowed modules" problems={top('allowed_modules')}
+            description="modules Function blocks may call, separated by commas: e.g. shop.pricing">
+            <ModuleList value={diagram.allowed_modules} onChange={(modules) => setKey('allowed_modules', modules)} />
+          </FieldRow>
         </section>
       </fieldset>
       {registries.length > 0 && (
@@ -72,5 +76,18 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
         </section>
       )}
     </div>
+  );
+}
+
+/** A list of module names edited as one line, `a.b, c`: the text as typed is kept while it means the same list. */
+function ModuleList({ value, onChange }: { value: string[] | undefined; onChange: (modules: string[]) => void }) {
+  const joined = (value ?? []).join(', ');
+  const [draft, setDraft] = useState(joined);
+  const parse = (text: string) => text.split(',').map((m) => m.trim()).filter((m) => m !== '');
+  // An undo, or another edit of the list, shows the diagram's list; a trailing ", " being typed stays.
+  const shown = parse(draft).join(', ') === joined ? draft : joined;
+  return (
+    <input id="diagram-allowed_modules" data-testid="field-allowed_modules" value={shown} spellCheck={false}
+      onChange={(e) => { setDraft(e.target.value); onChange(parse(e.target.value)); }} />
   );
 }
