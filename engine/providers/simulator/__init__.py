@@ -123,6 +123,9 @@ class Simulator:
         except orjson.JSONDecodeError:
             body = None
         read = camel_gemini(body) if vendor == "gemini" else body
+        if isinstance(read, dict) and read.get("stream") is True:  # the same request streamed: the same reply
+            read = {key: value for key, value in read.items() if key != "stream"}
+            headers = {**headers, _STREAM: "1"}
         status, reply, extra = self._answer(vendor, path, dict(headers), read, block)
         if isinstance(reply, _Delayed):
             await asyncio.sleep(reply.seconds)
@@ -163,7 +166,7 @@ class Simulator:
             status, answer, headers_out = self._render(vendor, body, model, text, calls, reply)
             made = [{"name": c["name"], "arguments": c["arguments"]} for c in calls] if status == 200 else []
             headers_out = {**headers_out, _CALLS: made}
-            if status == 200 and _streaming(vendor, path, body):
+            if status == 200 and _streaming(vendor, path, headers):
                 headers_out[_STREAM] = {"pieces": reply.get("pieces"), "break_after": reply.get("break_after")}
             result = status, answer, headers_out
         if delay > 0:
@@ -222,11 +225,12 @@ class Simulator:
         return render(vendor, Outcome(model, digest, text, calls, input_tokens, output_tokens, reply, thinking_on))
 
 
-def _streaming(vendor: str, path: str, body: Any) -> bool:
-    """Whether the request asks for a stream: `stream: true` (Anthropic, Groq), the streaming method (Gemini)."""
+def _streaming(vendor: str, path: str, headers: Mapping[str, str]) -> bool:
+    """Whether the request asks for a stream: `stream: true` (Anthropic, Groq: `answer` noted it and took it out of
+    the body the reply is made from), the streaming method (Gemini)."""
     if vendor == "gemini":
         return path.endswith(":streamGenerateContent")
-    return isinstance(body, dict) and body.get("stream") is True
+    return _STREAM in headers
 
 
 @dataclass

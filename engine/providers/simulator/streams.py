@@ -156,10 +156,12 @@ def _gemini(body: dict[str, Any], pieces: list[str] | None, counter: _Counted) -
             yield chunk([part])
             continue
         signature = part.get("thoughtSignature")
-        said = list(_text(counter, str(part["text"]), pieces))
+        said = text_pieces(str(part["text"]), pieces)
         if not said and signature:
             yield chunk([part])
         for number, piece in enumerate(said):
+            if not counter.spend():
+                raise _Broken
             sent: dict[str, Any] = {"text": piece}
             if signature and number == len(said) - 1:
                 sent["thoughtSignature"] = signature
