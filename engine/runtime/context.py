@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from engine.tools.mcp import McpSessions
 
 __all__ = ["PROCESS_RUN_OBSERVERS", "OfflineVendors", "ReplyObserver", "RunContext", "RunObserver", "RunObserverFactory",
-           "Services", "VendorSlots"]
+           "Services", "TextObserver", "VendorSlots"]
 
 
 class OfflineVendors(Protocol):
@@ -49,6 +49,8 @@ class VendorSlots(Protocol):
 
 
 ReplyObserver = Callable[[str, dict[str, Any]], None]
+TextObserver = Callable[[str, str], None]
+"""text_observer(block id, piece): one piece of a streamed answer's text."""
 """observer(block id, {"text": ..., "calls": [{id, name, arguments}]}): hears each vendor reply a run reads."""
 
 RunObserver = Callable[[dict[str, Any]], None]
@@ -89,6 +91,10 @@ class Services:
     """Each makes one observer per run that hears the run's trace events (`--otel`)."""
     mcp_sessions: McpSessions | None = None
     """MCP client sessions the runs share (a batch's, per process); None: each run opens its own, closed at its end."""
+    stream: bool = False
+    """Request blocks ask for a stream unless their `stream` input says otherwise (`diagrama run --stream`)."""
+    text_observers: list[TextObserver] = field(default_factory=list)
+    """Called with (block id, piece) for each piece of a streamed answer as it arrives, whatever the message level."""
     scripted: ScriptedBlocks | None = None
     """A scenario's replies for blocks it scripts itself (a Function's), and the calls they make; None outside one."""
 
@@ -103,6 +109,8 @@ class Services:
         self.run_observers = source.run_observers
         self.mcp_sessions = source.mcp_sessions
         self.scripted = source.scripted
+        self.stream = source.stream
+        self.text_observers = source.text_observers
 
     def secrets(self) -> list[str]:
         """Values of environment variables that hold keys, so the trace can scrub them."""

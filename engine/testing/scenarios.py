@@ -78,6 +78,10 @@ class Reply(BaseModel):
     thinking: str | None = Field(default=None, description="the model's reasoning, in the vendor's form")
     citations: list[CitationReply] | None = None
     usage: dict[str, int] | None = None
+    pieces: list[str] | None = Field(default=None, description="when the block streams, its text in these pieces "
+                                                                 "(the text is their join; without them, a word each)")
+    break_after: int | None = Field(default=None, ge=0, description="when the block streams, the stream breaks after "
+                                                                    "this many pieces of text (0: before the first)")
     output: Any = Field(default=None, description="a structured answer (for a block with response_schema), sent as the "
                                                   "vendor's JSON answer text; it is checked against the schema as a "
                                                   "real answer is")
@@ -86,6 +90,8 @@ class Reply(BaseModel):
     def _output_alone(self) -> Reply:
         if self.output is not None and (self.text is not None or self.tool_calls):
             raise ValueError("a reply gives output (the structured answer) or text and tool_calls, not both")
+        if self.pieces is not None and self.text is not None and "".join(self.pieces) != self.text:
+            raise ValueError("a reply's pieces must make up its text (or give pieces alone)")
         return self
 
 
