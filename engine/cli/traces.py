@@ -105,7 +105,7 @@ def trace(
     from engine.errors import DiagramaError
     from engine.format.jsonout import dumps_plain
     from engine.format.levels import MESSAGE_LEVELS
-    from engine.runs.traces import INTERRUPTED, find_trace, keep_event, run_status
+    from engine.runs.traces import INTERRUPTED, find_trace, keep_event, latest_start, run_status
     from engine.runtime.trace import read_events
 
     try:
@@ -137,7 +137,7 @@ def trace(
             sys.stdout.flush()
         if not follow or (events and events[-1].get("event") == "run_finished"):
             break
-        if events and run_status(events[0], events[-1]) == INTERRUPTED:
+        if events and run_status(latest_start(events), events[-1]) == INTERRUPTED:
             # Its process is gone: no run_finished will ever come.
             console(stderr=True).print("the run was interrupted: its process is gone without finishing it", markup=False)
             raise typer.Exit(1)

@@ -114,6 +114,13 @@ class SqliteCheckpoints:
             rows = [row for row in rows if row["status"] in statuses]
         return rows[:limit]
 
+    def attempts(self, run_id: str) -> list[dict[str, Any]]:
+        """The durable runs of a batch row: `run_id` (its first attempt) and its later attempts (`run_id-aN`)."""
+        found = self._db.execute("SELECT * FROM run_states WHERE run_id = ? OR run_id LIKE ? ESCAPE '\\'",
+                                 (run_id, run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+                                  + "-a%")).fetchall()
+        return [_row(row) for row in found]
+
     def states(self, run_id: str) -> list[tuple[int, bytes]]:
         """Every checkpoint of a run, oldest first: (seq, state)."""
         return [(int(seq), bytes(state)) for seq, state in

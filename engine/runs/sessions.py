@@ -22,43 +22,73 @@ from engine.format.snapshot import decode, encode
 from engine.runs.checkpoints import SqliteCheckpoints
 from engine.runs.traces import process_gone
 
-__all__ = ["claim_session", "forget_session", "list_sessions", "read_session", "release_session"]
+__all__ = ["claim_session", "claim_session_async", "forget_session", "list_sessions", "read_session", "release_session",
+           "try_claim_session"]
 
 _POLL_S = 0.02
+
+
+def try_claim_session(store: SqliteCheckpoints, session: str, diagram: str, run_id: str) -> tuple[bool, Any]:
+    """One attempt at holding `session` for run `run_id`: (True, its stored values or None for a new session), or
+    (False, the run that holds it) while another live run does. A run takes back a session it held before (a
+    resumed run)."""
+    db = store.db
+    pid, host = os.getpid(), socket.gethostname()
+    db.execute("BEGIN IMMEDIATE")  # one writer decides: no two runs take the session at once
+    try:
+        row = db.execute("SELECT state, holder, holder_pid, holder_host, held_since FROM sessions "
+                         "WHERE session = ?", (session,)).fetchone()
+        free = (row is None or row["holder"] is None or row["holder"] == run_id
+                or process_gone(row["holder_pid"], row["holder_host"], float(row["held_since"] or 0)))
+        if free:
+            now = time.time()
+            db.execute("INSERT INTO sessions (session, diagram, holder, holder_pid, holder_host, held_since, "
+                       "updated) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session) DO UPDATE SET "
+                       "holder = excluded.holder, holder_pid = excluded.holder_pid, "
+                       "holder_host = excluded.holder_host, held_since = excluded.held_since",
+                       (session, diagram, run_id, pid, host, now, now))
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    if not free:
+        return False, row["holder"]
+    state = row["state"] if row is not None else None
+    return True, (dict(decode(state)) if state else None)
 
 
 def claim_session(store: SqliteCheckpoints, session: str, diagram: str, run_id: str, *,
                   wait_s: float = 600.0) -> dict[str, Any] | None:
     """Hold `session` for run `run_id`: its stored values (None for a new session). Waits while another live run
     holds it; UsageError after `wait_s`."""
-    db = store.db
     deadline = time.monotonic() + wait_s
-    pid, host = os.getpid(), socket.gethostname()
     while True:
-        db.execute("BEGIN IMMEDIATE")  # one writer decides: no two runs take the session at once
-        try:
-            row = db.execute("SELECT state, holder, holder_pid, holder_host, held_since FROM sessions "
-                             "WHERE session = ?", (session,)).fetchone()
-            free = (row is None or row["holder"] is None
-                    or process_gone(row["holder_pid"], row["holder_host"], float(row["held_since"] or 0)))
-            if free:
-                now = time.time()
-                db.execute("INSERT INTO sessions (session, diagram, holder, holder_pid, holder_host, held_since, "
-                           "updated) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session) DO UPDATE SET "
-                           "holder = excluded.holder, holder_pid = excluded.holder_pid, "
-                           "holder_host = excluded.holder_host, held_since = excluded.held_since",
-                           (session, diagram, run_id, pid, host, now, now))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        if free:
-            state = row["state"] if row is not None else None
-            return dict(decode(state)) if state else None
+        claimed, found = try_claim_session(store, session, diagram, run_id)
+        if claimed:
+            return found  # type: ignore[no-any-return]
         if time.monotonic() > deadline:
-            raise UsageError(f"session '{session}' is held by run {row['holder']}, still running after "
-                             f"{wait_s:g} s")
+            raise _still_held(session, found, wait_s)
         time.sleep(_POLL_S)
+
+
+async def claim_session_async(store: SqliteCheckpoints, session: str, diagram: str, run_id: str, *,
+                              wait_s: float = 600.0) -> dict[str, Any] | None:
+    """`claim_session` for a run on an event loop (a batch row): it waits without holding up the loop's other
+    runs, among them the one that holds the session."""
+    import asyncio
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        claimed, found = try_claim_session(store, session, diagram, run_id)
+        if claimed:
+            return found  # type: ignore[no-any-return]
+        if time.monotonic() > deadline:
+            raise _still_held(session, found, wait_s)
+        await asyncio.sleep(_POLL_S)
+
+
+def _still_held(session: str, holder: Any, wait_s: float) -> UsageError:
+    return UsageError(f"session '{session}' is held by run {holder}, still running after {wait_s:g} s")
 
 
 def release_session(store: SqliteCheckpoints, session: str, run_id: str, values: Mapping[str, Any] | None) -> None:
