@@ -335,7 +335,6 @@ def test_rows_in_flight_when_the_batch_is_killed_resume_from_their_checkpoints(t
     batch_id = store.recent(1)[0]["batch_id"]
     killed = [s for s in list_runs(runs, limit=1000) if s.status == "interrupted"]
     assert killed, "rows were in flight when the batch was killed"
-    killed_rows = {int(s.run_id.split("-r")[-1]) for s in killed}
     # A row killed after taking its run folder but before its trace's first line is in flight too, unlisted.
     in_flight = {int(folder.name.split("-r")[-1]) for folder in runs.iterdir() if folder.is_dir()
                  and (not (folder / "trace.jsonl").is_file() or b"run_finished" not in (folder / "trace.jsonl").read_bytes())}
