@@ -129,7 +129,7 @@ def test_celery_and_local_backends_write_the_same_results(broker: str, project, 
     assert len(celery_store.batch_runs("same")) == 12
 
 
-def test_a_killed_workers_row_is_run_by_another(broker: str, project, tmp_path: Path) -> None:
+def test_a_killed_workers_row_is_resumed_by_another_from_its_checkpoint(broker: str, project, tmp_path: Path) -> None:
     from engine.runs.celery_backend import run_batch_on_celery
 
     diagram = load_diagram(project["diagram"], registry())
@@ -162,6 +162,17 @@ def test_a_killed_workers_row_is_run_by_another(broker: str, project, tmp_path: 
     assert outcome.succeeded == 1  # type: ignore[attr-defined]
     runs = store.batch_runs("k")
     assert len(runs) == 1 and runs[1]["status"] == "succeeded" and runs[1]["variables"]["slept"] == 4.0
+    # The second worker continued the row from its checkpoint after `ask`: the same run and trace, attempt 1, the
+    # request not sent again; only the tool call that was in flight ran twice.
+    assert runs[1]["run_id"] == "k-r000001" and runs[1]["attempt"] == 1
+    import orjson
+
+    events = [orjson.loads(line) for line in trace.read_bytes().splitlines()]
+    starts = [e for e in events if e["event"] == "run_started"]
+    assert len(starts) == 2 and starts[1]["resumed_at"] == "wait" and starts[0]["pid"] != starts[1]["pid"]
+    assert [e["block"] for e in events if e["event"] == "block_started"] == ["start", "ask", "wait", "wait"]
+    assert events[-1]["event"] == "run_finished" and events[-1]["status"] == "succeeded"
+    assert not (project["runs"] / "k-r000001-a2").exists()
 
 
 def test_redis_token_bucket_is_shared_and_refills(broker: str) -> None:
