@@ -5,7 +5,9 @@ the executor checkpoints the run and ends it as `waiting`, keeping nothing in me
 comes with `diagrama resume RUN_ID --input name=value` (or the studio, or the HTTP API), checked
 against `form` (a JSON Schema) before the run goes on; the Wait then runs again and outputs it as
 `answer`. An answer later than `timeout` seconds after the question fails the Wait with
-`wait_timeout`, under the block's error level.
+`wait_timeout`, under the block's error level. A scenario answers it by block id (`replies:
+{approve: [{answer: {approved: true}, waited: 60}]}`): the answer is checked against the form
+as a person's is, and `waited` pretends that many seconds passed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine import Block, Report, RunSuspended, WaitTimeout
+from engine import Block, BlockError, Report, RunSuspended, WaitTimeout
 
 if TYPE_CHECKING:
     from engine import RunContext  # annotations only: importing the run context loads asyncio
@@ -44,6 +46,7 @@ class Wait(Block):
     Inputs = WaitInputs
     Outputs = WaitOutputs
     effects: ClassVar[bool] = True
+    asks_person: ClassVar[bool] = True
 
     def check(self, constants: Mapping[str, Any], report: Report) -> None:
         form = constants.get("form")
@@ -60,10 +63,26 @@ class Wait(Block):
     def run(self, inputs: WaitInputs, context: RunContext) -> dict[str, Any]:
         answer = context.answer
         if answer is None or answer.block != self.id:
-            raise RunSuspended(inputs.prompt, inputs.form, inputs.timeout)
+            scripted = context.services.scripted
+            reply = scripted.answer(self.id) if scripted is not None else None
+            if reply is None:
+                raise RunSuspended(inputs.prompt, inputs.form, inputs.timeout)
+            return self._answered(inputs, reply.get("answer"), float(reply.get("waited") or 0.0), checked=False)
         context.answer = None
-        waited = max(0.0, time.time() - answer.asked_at)
+        return self._answered(inputs, answer.value, max(0.0, time.time() - answer.asked_at), checked=True)
+
+    def _answered(self, inputs: WaitInputs, value: Any, waited: float, *, checked: bool) -> dict[str, Any]:
+        """The Wait's outputs for an answer given `waited` seconds after the question; a scenario's (`checked` False)
+        is held to the form here, as `diagrama resume` holds a person's."""
+        if not checked and inputs.form:
+            from jsonschema import Draft202012Validator
+
+            problems = [f"{'.'.join(map(str, e.absolute_path)) or 'answer'}: {e.message}"
+                        for e in Draft202012Validator(inputs.form).iter_errors(value)]
+            if problems:
+                raise BlockError("the scenario's answer does not fit the form: " + "; ".join(problems),
+                                 type="answer_invalid")
         if inputs.timeout is not None and waited > inputs.timeout:
             raise WaitTimeout(f"the answer came {waited:.0f} s after the question, past the timeout of "
                               f"{inputs.timeout:g} s")
-        return {"answer": answer.value, "waited": round(waited, 3)}
+        return {"answer": value, "waited": round(waited, 3)}

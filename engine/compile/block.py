@@ -70,6 +70,9 @@ class Block:
     effects: ClassVar[bool] = False
     """Whether a step of this type acts outside the run (calls a vendor, a tool, a function, a server, a person).
     A durable run checkpoints after each such step; a step without effects is simply recomputed on resume."""
+    asks_person: ClassVar[bool] = False
+    """Whether a step of this type may stop the run for a person's answer (Wait); a scenario scripts its answers by
+    block id (`{answer: ...}`), taken through `services.scripted.answer`."""
     code_input: ClassVar[str | None] = None
     """An input naming Python code the block calls (Function's `function`: `module:function` or
     `module:Class.method`). It must be written literally; loading imports it as a tool handler is imported (the

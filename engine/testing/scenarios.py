@@ -109,6 +109,15 @@ class FunctionReply(BaseModel):
         return self
 
 
+class WaitReply(BaseModel):
+    """A person's scripted answer to a Wait block: checked against its form, as `diagrama resume` checks one."""
+
+    model_config = ConfigDict(extra="forbid")
+    answer: Any = Field(description="the answer, as the Wait's form describes it (the block's `answer`)")
+    waited: float = Field(default=0.0, ge=0, description="seconds the person pretends to have taken (past the Wait's "
+                                                         "timeout: wait_timeout)")
+
+
 class ExpectedFunctionCall(BaseModel):
     model_config = ConfigDict(extra="forbid")
     block: str | None = None
@@ -156,9 +165,9 @@ class Scenario(BaseModel):
     scenario: str = Field(description="what the robot should do, in words")
     diagram: str | None = Field(default=None, description="the diagram file, relative to this file")
     inputs: dict[str, Any] = Field(default_factory=dict)
-    replies: dict[str, list[Reply | FunctionReply]] = Field(
+    replies: dict[str, list[Reply | FunctionReply | WaitReply]] = Field(
         default_factory=dict, description="per block id, used in order: a request block's vendor replies, a Function "
-                                          "block's {result} or {error}")
+                                          "block's {result} or {error}, a Wait's {answer, waited}")
     tools: dict[str, Any] = Field(default_factory=dict, description="tool stubs: name → result, replacing handlers")
     tags: list[str] = Field(default_factory=list)
     expect: Expect = Field(default_factory=Expect)
@@ -282,7 +291,7 @@ def _check(scenario: Scenario, result: RunResult, simulator: Simulator, scripted
         for block in dict.fromkeys(simulator.exhausted):
             yield f"block '{block}' asked the model more times than the scenario scripted replies for it"
     for block in dict.fromkeys(scripted.exhausted):
-        yield f"block '{block}' ran its function more times than the scenario scripted replies for it"
+        yield f"block '{block}' ran more times than the scenario scripted replies (or answers) for it"
     if expect.status and result.status != expect.status:
         errors = "; ".join(f"{e['block']}: {e['type']}: {e['message']}" for e in result.errors)
         yield f"status: expected {expect.status}, got {result.status}" + (f" ({errors})" if errors else "")
@@ -342,18 +351,22 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
     unknown = [block for block in scenario.spec.replies if block not in diagram.blocks]
     if unknown:
         return Verdict(scenario, None, [f"replies name blocks the diagram does not have: {', '.join(unknown)}"])
-    # A block that calls code (a Function) is scripted by its outcomes; request blocks by their vendor's replies.
-    calls_code = {block for block, compiled in diagram.blocks.items() if type(compiled.impl).code_input is not None}
-    misfits = [f"replies for block '{block}' ({diagram.blocks[block].type_name}) must be "
-               + ("{result: ...} or {error: \"...\"}" if block in calls_code else "vendor replies (text, tool_calls, ...)")
+    # A block that calls code (a Function) is scripted by its outcomes, a Wait by a person's answers; request blocks
+    # by their vendor's replies.
+    kinds = {block: FunctionReply if type(compiled.impl).code_input is not None
+             else WaitReply if type(compiled.impl).asks_person else Reply
+             for block, compiled in diagram.blocks.items()}
+    shapes = {FunctionReply: "{result: ...} or {error: \"...\"}", WaitReply: "answers ({answer: ..., waited: seconds})",
+              Reply: "vendor replies (text, tool_calls, ...)"}
+    misfits = [f"replies for block '{block}' ({diagram.blocks[block].type_name}) must be {shapes[kinds[block]]}"
                for block, replies in scenario.spec.replies.items()
-               if any(isinstance(reply, FunctionReply) != (block in calls_code) for reply in replies)]
+               if any(type(reply) is not kinds[block] for reply in replies)]
     if misfits:
         return Verdict(scenario, None, misfits)
     scripts = {block: [reply.model_dump(exclude_none=True) for reply in replies]
-               for block, replies in scenario.spec.replies.items() if block not in calls_code}
+               for block, replies in scenario.spec.replies.items() if kinds[block] is Reply}
     scripted = ScriptedBlocks({block: [reply.model_dump(exclude_unset=True) for reply in replies]
-                               for block, replies in scenario.spec.replies.items() if block in calls_code})
+                               for block, replies in scenario.spec.replies.items() if kinds[block] is not Reply})
     stubbed = _unknown_stubs(scenario.spec, diagram)
     if stubbed:
         return Verdict(scenario, None, stubbed)  # before running: a misspelt stub would let the real handler run
