@@ -427,9 +427,11 @@ async def execute(
     trace.emit(Event.RUN_STARTED, **start_fields)
     if run.checkpoints is not None:
         # A store that cannot be written raises OSError here, before any block runs.
-        run.checkpoints.begin(run_id, {"diagram": start_fields["path"], "content_hash": diagram.content_hash,
-                                       "pid": start_fields["pid"], "host": start_fields["host"],
-                                       "trace": str(trace_path) if trace_path else None, **(record or {})})
+        fields = {"diagram": start_fields["path"], "content_hash": diagram.content_hash, "pid": start_fields["pid"],
+                  "host": start_fields["host"], "trace": str(trace_path) if trace_path else None, **(record or {})}
+        if fields.get("inputs"):
+            fields["inputs"] = trace.redactor.value(fields["inputs"])  # a key given as an input stays out of the store
+        run.checkpoints.begin(run_id, fields)
     if diagram.tools is not None and diagram.tools.mcp_servers:
         from engine.tools.mcp import run_sessions  # the MCP client loads only for a diagram whose tools use it
 

@@ -172,9 +172,12 @@ def test_a_key_in_the_scope_never_reaches_the_store(tmp_path: Path, blocks: Bloc
     secret = "sk-ant-api03-" + "k" * 40
     text = COUNTER.replace("huge: 0}", f"huge: 0, key: '{secret}'}}")
     services = Services(checkpoints=store, environ={"ANTHROPIC_API_KEY": secret})
-    result = asyncio.run(execute(load_diagram(_write(tmp_path, text), blocks), {}, runs_dir=tmp_path / "runs",
-                                 services=services))
+    # The key also comes as an input, which the run's record keeps (`diagrama run --input`, a batch row).
+    result = asyncio.run(execute(load_diagram(_write(tmp_path, text), blocks), {"token": secret},
+                                 runs_dir=tmp_path / "runs", services=services, record={"inputs": {"token": secret}}))
     assert result.succeeded
+    assert store.run(result.run_id)["inputs"] == {"token": "[REDACTED]"}  # type: ignore[index]
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything written into the file read below
     assert secret.encode() not in (tmp_path / "runs" / "diagrama.db").read_bytes()
     assert all(secret.encode() not in state for _, state in store.states(result.run_id))
 
