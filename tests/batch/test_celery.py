@@ -192,3 +192,40 @@ def test_redis_token_bucket_is_shared_and_refills(broker: str) -> None:
         return time.monotonic() - began
 
     assert 1.5 <= asyncio.run(go()) <= 4
+
+
+def test_rows_of_one_session_take_turns_across_worker_processes(broker: str, tmp_path: Path) -> None:
+    from engine.runs.celery_backend import run_batch_on_celery
+    from engine.runs.checkpoints import SqliteCheckpoints
+    from engine.runs.sessions import read_session
+
+    (tmp_path / "chat.yaml").write_text("""
+diagram: chat
+blocks:
+  - id: start
+    type: Start
+    memory: [history]
+    inputs: {message: ""}
+    variables: {history: []}
+    next: think
+  - id: think
+    type: Set
+    set: {history: "{{ history + [message] }}"}
+""")
+    (tmp_path / "rows.csv").write_text("session,message\n" + "".join(f"{'ab'[i % 2]},m{i}\n" for i in range(8)))
+    diagram = load_diagram(tmp_path / "chat.yaml", registry())
+    rows = read_rows(tmp_path / "rows.csv", diagram)
+    store = RunStore(f"sqlite:///{tmp_path / 'runs' / 'diagrama.db'}")
+    worker = start_worker(broker, tmp_path)  # two processes: rows of one session may reach both at once
+    try:
+        outcome = run_batch_on_celery(diagram, rows, batch_id="s", store=store, broker=broker,
+                                      runs_dir=tmp_path / "runs", offline=True, console=None, timeout=60)
+    finally:
+        stop(worker)
+    assert outcome.succeeded == 8
+    checkpoints = SqliteCheckpoints(tmp_path / "runs" / "diagrama.db")
+    for session, numbers in (("a", range(0, 8, 2)), ("b", range(1, 8, 2))):
+        kept = read_session(checkpoints, session)
+        assert kept is not None and kept["turns"] == 4 and kept["held_by"] is None
+        # One turn at a time, none lost: every message once (in the order the workers took the session).
+        assert sorted(kept["memory"]["history"]) == sorted(f"m{n}" for n in numbers)
