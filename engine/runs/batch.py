@@ -3,9 +3,10 @@
 Rows come from CSV, JSON Lines or a YAML/JSON list, typed by the Start inputs'
 defaults. A stop request (Ctrl-C) starts nothing new, lets running runs finish within
 a grace period (a second Ctrl-C ends it at once), then cancels them; rows that did not finish stay unrecorded, so
-`--resume` runs exactly those (and any that failed), never one that succeeded. Each
-attempt at a row is a run of its own (its own run id, trace and attempt number), so a
-retried row never appends to the trace of the attempt that was killed or failed.
+`--resume` runs exactly those (and any that failed), never one that succeeded. A durable
+diagram's row left in flight continues from its last checkpoint, as the same run (its trace
+goes on); any other retry is an attempt of its own (its own run id, trace and attempt number),
+so it never appends to the trace of the attempt that was killed or failed (engine.runs.batch_rows).
 """
 
 from __future__ import annotations
