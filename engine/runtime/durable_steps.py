@@ -62,30 +62,30 @@ class DurableSteps:
             block = blocks[resume.next] if resume.next is not None else None
             came_from = blocks.get(resume.came_from) if resume.came_from is not None else None
         clock, step_now = time.perf_counter, self.step_now
-        while block is not None:
-            now = clock()
-            if trace.pending and (now >= trace.flush_due_at or now - self.step_began >= SLOW_STEP_S):
-                trace.flush()
-            self.step_began = now
-            if trace.failure is not None:
-                self._end(TraceWriteFailed(trace.failure_message(), block=block.id), announce=False)
-            if self.steps >= max_steps:
-                self._end(StepLimitReached(
-                    f"the run reached max_steps ({max_steps}) at block '{block.id}'; a cycle may never end "
-                    "(raise max_steps on the Start block if the run is meant to be this long)",
-                    block=block.id,
-                ), announce=True)
-            current = block
-            try:
+        try:  # around the loop, not in it: a Wait's request is rare, the steps are not
+            while block is not None:
+                now = clock()
+                if trace.pending and (now >= trace.flush_due_at or now - self.step_began >= SLOW_STEP_S):
+                    trace.flush()
+                self.step_began = now
+                if trace.failure is not None:
+                    self._end(TraceWriteFailed(trace.failure_message(), block=block.id), announce=False)
+                if self.steps >= max_steps:
+                    self._end(StepLimitReached(
+                        f"the run reached max_steps ({max_steps}) at block '{block.id}'; a cycle may never end "
+                        "(raise max_steps on the Start block if the run is meant to be this long)",
+                        block=block.id,
+                    ), announce=True)
                 if block.awaits:
                     came_from, block = block, await self.step(block, came_from)
                 else:
                     came_from, block = block, step_now(block, came_from)
-            except RunSuspended as request:
-                self._suspend(current, came_from, request)
-                raise
-            if came_from.effects:
-                self._checkpoint(block, came_from)
+                if came_from.effects:
+                    self._checkpoint(block, came_from)
+        except RunSuspended as request:
+            # The Wait is the step that raised (`ctx.current`); `came_from` is still the block before it.
+            self._suspend(self.ctx.current, came_from, request)
+            raise
 
     def _state(self, following: CompiledBlock | None, came_from: CompiledBlock | None) -> bytes:
         """The run's state as a checkpoint holds it, scrubbed of its secrets; SnapshotError for a value it cannot hold."""
