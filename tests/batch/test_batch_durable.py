@@ -128,3 +128,45 @@ def test_a_waiting_row_is_left_to_its_person_and_stays_the_batch_row_once_answer
     assert recorded[1]["run_id"] == "w1-r000001" and recorded[2]["status"] == "waiting"
     last = batch()
     assert (last.skipped, last.waiting, last.succeeded) == (1, 1, 0)  # type: ignore[attr-defined]
+
+
+ASK = """
+diagram: ask
+blocks:
+  - {id: start, type: Start, inputs: {n: 0}, next: ask}
+  - id: ask
+    type: ClaudeRequest
+    with: {model: claude-haiku-4-5, request: "row {{ n }}", max_tokens: 20}
+    set: {answer: "{{ result }}"}
+    next: done
+  - {id: done, type: Set, set: {finished: true}}
+"""
+
+
+@pytest.mark.parametrize("taken_over", [False, True])
+def test_a_row_still_running_on_another_host_is_taken_over_only_when_its_task_came_again(
+        tmp_path: Path, registry: BlockRegistry, taken_over: bool) -> None:
+    """Celery delivers a lost worker's row again (`taken_over`): its attempt, `running` on a host no one here can
+    look at, continues from its checkpoint. Without that sign it is left alone and the row runs as a new attempt."""
+    from engine.runs.batch_rows import run_row
+
+    diagram, rows = _batch(tmp_path, ASK, "n\n1\n", registry)
+    runs = tmp_path / "runs"
+    checkpoints = SqliteCheckpoints(runs / "diagrama.db")
+    services = Services(environ={}, offline=True, checkpoints=checkpoints)
+    first = asyncio.run(run_row(diagram, rows[0], 1, batch_id="h", previous=0, services=services, runs_dir=runs,
+                                checkpoints=checkpoints))
+    assert first is not None and first.result.succeeded and first.attempt == 1
+    # As if its worker on another machine died just after `ask`'s checkpoint.
+    checkpoints.db.execute("DELETE FROM checkpoints WHERE run_id = 'h-r000001' AND seq > 2")
+    checkpoints.db.execute("UPDATE run_states SET status = 'running', host = 'another-host' WHERE run_id = 'h-r000001'")
+    again = asyncio.run(run_row(diagram, rows[0], 1, batch_id="h", previous=0, services=services, runs_dir=runs,
+                                checkpoints=checkpoints, taken_over=taken_over))
+    assert again is not None and again.result.succeeded and again.result.variables["finished"] is True
+    if taken_over:
+        assert (again.resumed, again.attempt, again.result.run_id) == (True, 1, "h-r000001")
+        assert again.result.path == ["start", "ask", "done"]  # the path so far, from the checkpoints
+        assert again.result.steps == 3 and again.result.outputs.keys() == {"done"}  # only `done` ran this time
+    else:
+        assert (again.resumed, again.attempt, again.result.run_id) == (False, 2, "h-r000001-a2")
+        assert again.result.outputs.keys() == {"start", "ask", "done"}
