@@ -2,7 +2,8 @@
 
 `__all__` is the face request blocks use (blocks import nothing else from here):
 the neutral types, one adapter per vendor, Anthropic's temperature rule, each vendor's
-thinking / reasoning_effort rule, `ask` (the run's request path) and the simulator. Sending, the client pool and the simulator's
+thinking / reasoning_effort rule, `ask` (the run's request path) and the simulator; and
+HttpRequest's: its URL checks against `allowed_hosts` and `send_web`. Sending, the client pool and the simulator's
 checks are this package's own (`engine.providers.http`, `.clients`, `.simulator`).
 """
 
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 from engine.format.lazy import lazy_face
 
 if TYPE_CHECKING:
+    from engine.format.hosts import literal_url_refusal
     from engine.providers.anthropic import Anthropic, Sampling, sampling_version, thinking_refusal
     from engine.providers.ask import Answer, ask
     from engine.providers.gemini import Gemini, gemini_thinking_refusal
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from engine.providers.groq import Groq, reasoning_refusal
     from engine.providers.http import Exchanges, Retried
     from engine.providers.simulator import RecordedRequest, Simulator
+    from engine.providers.web import Fetched, Outgoing, checked_url, send_web, status_error, web_outputs
     from engine.providers.wire import (
         FINISHES,
         Adapter,
@@ -37,6 +40,8 @@ if TYPE_CHECKING:
 # Names load on first use (PEP 562): a block module needs the adapters and wire types to be
 # defined, and only a run that sends needs `ask`, httpx and the simulator.
 _HOMES = {
+    # Checked at load, with the standard library's URL parser: `validate` loads no HTTP client.
+    "engine.format.hosts": ["literal_url_refusal"],
     "engine.providers.anthropic": ["Anthropic", "Sampling", "sampling_version", "thinking_refusal"],
     "engine.providers.ask": ["Answer", "ask"],
     "engine.providers.gemini": ["Gemini", "gemini_thinking_refusal"],
@@ -44,6 +49,7 @@ _HOMES = {
     "engine.providers.groq": ["Groq", "reasoning_refusal"],
     "engine.providers.http": ["Exchanges", "Retried"],
     "engine.providers.simulator": ["RecordedRequest", "Simulator"],
+    "engine.providers.web": ["Fetched", "Outgoing", "checked_url", "send_web", "status_error", "web_outputs"],
     "engine.providers.wire": ["FINISHES", "Adapter", "HttpCall", "Refusal", "Reply", "Request", "ToolCall",
                               "ToolSpec", "WireError", "system_text", "valid_tool_name"],
 }
@@ -58,9 +64,11 @@ __all__ = [
     "Answer",
     "Anthropic",
     "Exchanges",
+    "Fetched",
     "Gemini",
     "Groq",
     "HttpCall",
+    "Outgoing",
     "RecordedRequest",
     "Refusal",
     "Reply",
@@ -73,11 +81,16 @@ __all__ = [
     "ToolSpec",
     "WireError",
     "ask",
+    "checked_url",
     "gemini_schema",
     "gemini_thinking_refusal",
+    "literal_url_refusal",
     "reasoning_refusal",
     "sampling_version",
+    "send_web",
+    "status_error",
     "system_text",
     "thinking_refusal",
     "valid_tool_name",
+    "web_outputs",
 ]

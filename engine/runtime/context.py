@@ -13,7 +13,7 @@ import asyncio
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -99,9 +99,11 @@ class Services:
         self.run_observers = source.run_observers
         self.mcp_sessions = source.mcp_sessions
 
-    def secrets(self) -> list[str]:
-        """Values of environment variables that hold keys, so the trace can scrub them."""
-        return [value for name, value in self.environ.items() if value and _SECRET_NAME.search(name.upper())]
+    def secrets(self, names: Iterable[str] = ()) -> list[str]:
+        """Values of environment variables that hold keys, and of those `names` (a diagram's `secrets:`), so that the
+        trace can scrub them."""
+        found = [value for name, value in self.environ.items() if value and _SECRET_NAME.search(name.upper())]
+        return found + [self.environ[name] for name in names if self.environ.get(name)]
 
 
 class RunContext:

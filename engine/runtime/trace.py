@@ -57,6 +57,8 @@ class Event:
     PROVIDER_RETRIED = "provider_retried"
     HTTP_REQUEST = "http_request"
     HTTP_RESPONSE = "http_response"
+    HTTP_CALLED = "http_called"
+    HTTP_RETRIED = "http_retried"
     TOOLS_SELECTED = "tools_selected"
     TOOL_CALLED = "tool_called"
 
@@ -72,6 +74,8 @@ EVENT_LEVELS: dict[str, MessageLevel] = {
     Event.PROVIDER_RETRIED: MessageLevel.DEBUG,
     Event.TOOLS_SELECTED: MessageLevel.DEBUG,
     Event.TOOL_CALLED: MessageLevel.DEBUG,
+    Event.HTTP_CALLED: MessageLevel.DEBUG,
+    Event.HTTP_RETRIED: MessageLevel.DEBUG,
     Event.HTTP_REQUEST: MessageLevel.DETAILED,
     Event.HTTP_RESPONSE: MessageLevel.DETAILED,
 }

@@ -23,10 +23,10 @@ import orjson
 
 from engine.providers.simulator.checks import Rejected, camel_gemini, check_anthropic, check_gemini, check_groq
 from engine.providers.simulator.replies import Outcome, render, vendor_error
+from engine.providers.simulator.web import BLOCK_HEADER, HTTP, ScriptedWeb
 
 __all__ = ["BLOCK_HEADER", "RecordedRequest", "Simulator", "neutral_messages"]
 
-BLOCK_HEADER = "x-diagrama-block"
 _CALLS = "x-diagrama-calls"  # carried beside a reply inside the simulator; never sent
 _GEMINI_PATH = re.compile(r"^/(v1|v1beta)/models/([^/:]+):generateContent$")
 ASGIApp = Callable[[MutableMapping[str, Any], Callable[[], Awaitable[MutableMapping[str, Any]]],
@@ -66,12 +66,19 @@ class Simulator:
     exhausted: list[str] = field(default_factory=list)
     _count: int = 0
     _transports: dict[str, httpx.AsyncBaseTransport] = field(default_factory=dict, init=False, repr=False)
+    web: ScriptedWeb = field(init=False, repr=False)
+    """HttpRequest blocks' scripted far side (`transport("http")`), over the same scripts."""
+
+    def __post_init__(self) -> None:
+        self.web = ScriptedWeb(self.scripts, self.exhausted)
 
     def transport(self, vendor: str) -> httpx.AsyncBaseTransport:
-        """The vendor's in-process transport, made once per simulator (the client pool is keyed by it)."""
+        """The vendor's in-process transport (HTTP's: the scripted replies), made once per simulator (the client pool
+        is keyed by it)."""
         transport = self._transports.get(vendor)
         if transport is None:
-            transport = self._transports[vendor] = httpx.ASGITransport(app=self.app(vendor))
+            transport = self._transports[vendor] = (self.web.transport() if vendor == HTTP
+                                                    else httpx.ASGITransport(app=self.app(vendor)))
         return transport
 
     def app(self, vendor: str) -> ASGIApp:
