@@ -1,9 +1,10 @@
 """Robot scenario tests: scenario files, their run against scripted vendors, the verdict.
 
 A scenario runs its diagram offline: every request block is answered by the simulator
-in its vendor's wire format (scripted replies per block id, in order), tools may be
-stubbed, and the expectations are checked against the run, its trace and the requests
-the robot sent. `diagrama test` and the pytest plugin both use `run_scenario`.
+in its vendor's wire format (scripted replies per block id, in order), an HttpRequest block by
+its scripted HTTP answers, tools may be stubbed, `secrets` are the only environment it sees,
+and the expectations are checked against the run, its trace and the requests the robot sent.
+`diagrama test` and the pytest plugin both use `run_scenario`.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
 
 from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
@@ -33,6 +34,7 @@ from engine.runs.traces import SCENARIO_SUFFIX
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.trace import new_run_id
+from engine.testing.web_scenarios import ExpectedHttpRequest, HttpReply, http_expectations, reply_kind
 
 __all__ = ["Scenario", "ScenarioFile", "Verdict", "load_scenarios", "record_scenario", "run_scenario", "scenario_files"]
 
@@ -79,6 +81,10 @@ class Reply(BaseModel):
     usage: dict[str, int] | None = None
 
 
+AnyReply = Annotated[Annotated[Reply, Tag("vendor")] | Annotated[HttpReply, Tag("http")], Discriminator(reply_kind)]
+"""A block's scripted reply: a vendor's (text, tool calls, an error status) or an HttpRequest's (`HttpReply`)."""
+
+
 class ExpectedCall(BaseModel):
     model_config = ConfigDict(extra="forbid")
     block: str | None = None
@@ -106,6 +112,7 @@ class Expect(BaseModel):
     path_contains: list[str] | None = None
     variables: dict[str, Any] | None = None
     called_tools: list[ExpectedCall] | None = None
+    http_requests: list[ExpectedHttpRequest] | None = None
     requests: list[ExpectedRequest] | None = None
     errors: list[ExpectedError] | None = None
 
@@ -117,8 +124,11 @@ class Scenario(BaseModel):
     scenario: str = Field(description="what the robot should do, in words")
     diagram: str | None = Field(default=None, description="the diagram file, relative to this file")
     inputs: dict[str, Any] = Field(default_factory=dict)
-    replies: dict[str, list[Reply]] = Field(default_factory=dict, description="per request block id, used in order")
+    replies: dict[str, list[AnyReply]] = Field(default_factory=dict,
+                                               description="per request or HttpRequest block id, used in order")
     tools: dict[str, Any] = Field(default_factory=dict, description="tool stubs: name → result, replacing handlers")
+    secrets: dict[str, str] = Field(default_factory=dict, description="the environment secret('NAME') reads here "
+                                                                      "(a scenario sees no other)")
     tags: list[str] = Field(default_factory=list)
     expect: Expect = Field(default_factory=Expect)
 
@@ -127,6 +137,7 @@ class Setup(BaseModel):
     model_config = ConfigDict(extra="forbid")
     diagram: str | None = None
     inputs: dict[str, Any] = Field(default_factory=dict)
+    secrets: dict[str, str] = Field(default_factory=dict)
     tags: list[str] = Field(default_factory=list)
 
 
@@ -181,6 +192,7 @@ def load_scenarios(path: Path) -> list[LoadedScenario]:
             raise DiagramInvalid([Problem(str(path), lines.line(where), f"scenario '{scenario.scenario}' names no diagram",
                                           field="diagram", hint="add 'diagram: path/to/diagram.yaml'")])
         merged = scenario.model_copy(update={"inputs": {**parsed.setup.inputs, **scenario.inputs},
+                                             "secrets": {**parsed.setup.secrets, **scenario.secrets},
                                              "tags": [*parsed.setup.tags, *scenario.tags]})
         loaded.append(LoadedScenario(merged, path, lines.line(where), (path.parent / diagram).resolve()))
     return loaded
@@ -239,7 +251,7 @@ def _check(scenario: Scenario, result: RunResult, simulator: Simulator) -> Itera
     expect = scenario.expect
     if simulator.exhausted:
         for block in dict.fromkeys(simulator.exhausted):
-            yield f"block '{block}' asked the model more times than the scenario scripted replies for it"
+            yield f"block '{block}' asked more times than the scenario scripted replies for it"
     if expect.status and result.status != expect.status:
         errors = "; ".join(f"{e['block']}: {e['type']}: {e['message']}" for e in result.errors)
         yield f"status: expected {expect.status}, got {result.status}" + (f" ({errors})" if errors else "")
@@ -258,6 +270,11 @@ def _check(scenario: Scenario, result: RunResult, simulator: Simulator) -> Itera
         wanted_calls = [c.model_dump(exclude_none=True) for c in expect.called_tools]
         if len(wanted_calls) != len(actual) or not all(_matches(w, a) for w, a in zip(wanted_calls, actual, strict=False)):
             yield f"called_tools: expected {_dumps(wanted_calls)}\n                  got {_dumps(actual)}"
+    if expect.http_requests is not None:
+        wanted_http, sent_http = http_expectations(expect.http_requests, simulator.web.requests)
+        if len(wanted_http) != len(sent_http) or not all(
+                _matches(w, a) for w, a in zip(wanted_http, sent_http, strict=False)):
+            yield f"http_requests: expected {_dumps(wanted_http)}\n                   got {_dumps(sent_http)}"
     for wanted_request in expect.requests or []:
         sent = [r for r in simulator.requests if r.block == wanted_request.block]
         if not sent:
@@ -286,11 +303,11 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
     try:
         # Off the loop (the studio runs scenarios in its own): loading to run starts the diagram's MCP servers.
         diagram = await asyncio.to_thread(load_diagram, scenario.diagram, registry, data_roots=data_roots,
-                                          start_servers=True)
+                                          start_servers=True, environ=scenario.spec.secrets)
         inputs = check_inputs(diagram, scenario.spec.inputs)
     except DiagramaError as exc:
         return Verdict(scenario, None, [Redactor(secrets).text(f"the diagram cannot run: {exc}")])
-    scripts = {block: [reply.model_dump(exclude_none=True) for reply in replies]
+    scripts = {block: [reply.model_dump(exclude_none=True, by_alias=True) for reply in replies]
                for block, replies in scenario.spec.replies.items()}
     unknown = [block for block in scripts if block not in diagram.blocks]
     if unknown:
@@ -307,7 +324,7 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
     async def no_wait(_seconds: float) -> None:
         await asyncio.sleep(0)  # retries happen at once: scenarios test behaviour, not clocks
 
-    services = Services(environ={}, offline=True, sleep=no_wait,
+    services = Services(environ=dict(scenario.spec.secrets), offline=True, sleep=no_wait,
                         simulator=simulator, tool_stubs=dict(scenario.spec.tools))
     result = await execute(diagram, inputs, runs_dir=runs_dir, services=services, secrets=secrets,
                            run_id=new_run_id() + SCENARIO_SUFFIX)  # `diagrama runs` marks it a scenario run

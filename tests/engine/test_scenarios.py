@@ -67,7 +67,7 @@ replies:
   ask: [{{tool_calls: [{{name: get_order_status, arguments: {{order_id: 42}}}}]}}]
 """)
     verdict = run_scenario(load_scenarios(path)[0], real_registry(), None)
-    assert any("block 'ask' asked the model more times" in f for f in verdict.failures)
+    assert any("block 'ask' asked more times" in f for f in verdict.failures)
 
 
 def test_scenario_file_errors_name_file_and_line(tmp_path: Path) -> None:
