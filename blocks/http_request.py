@@ -65,8 +65,12 @@ class HttpRequestInputs(BaseModel):
         for name, value in headers.items():
             if not _TOKEN.match(name):
                 raise ValueError(f"'{name}' is not a header name (letters, digits and !#$%&'*+.^_`|~-)")
-            if any(c in _text(value) for c in "\r\n\0"):
+            text = _text(value)
+            if any(c in text for c in "\r\n\0"):
                 raise ValueError(f"the header '{name}' holds a line break")
+            if not text.isascii():
+                raise ValueError(f"the header '{name}' holds characters beyond ASCII, which a header cannot carry as "
+                                 "text: send it in the body, or encode it (base64, percent-encoding)")
         return headers
 
     @model_validator(mode="after")

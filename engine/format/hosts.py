@@ -17,11 +17,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-__all__ = ["HOST_ENTRY_PATTERN", "HostEntry", "host_allowed", "literal_url_refusal", "read_host_entry", "url_refusal"]
+__all__ = ["HostEntry", "host_allowed", "literal_url_refusal", "read_host_entry", "url_refusal"]
 
 _LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]*[A-Za-z0-9_])?"
-HOST_ENTRY_PATTERN = r"^[^\s/@?#]+$"
-"""What an editor is told an entry looks like (the published schema's pattern); `read_host_entry` checks the rest."""
 _PORT = re.compile(r":([0-9]{1,5})$")
 
 

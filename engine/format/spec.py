@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from engine.format.hosts import HOST_ENTRY_PATTERN, read_host_entry
+from engine.format.hosts import read_host_entry
 from engine.format.levels import DEFAULT, ERROR_LEVELS, MESSAGE_LEVELS, ErrorLevel, MessageLevel
 from engine.format.links import LINK_KEYS
 
@@ -43,7 +43,7 @@ def _host_entry(value: str) -> str:
     return value
 
 
-HostEntryText = Annotated[str, Field(pattern=HOST_ENTRY_PATTERN), AfterValidator(_host_entry)]
+HostEntryText = Annotated[str, AfterValidator(_host_entry)]
 SecretName = Annotated[str, Field(pattern=SECRET_NAME_PATTERN)]
 
 

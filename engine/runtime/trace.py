@@ -41,7 +41,8 @@ __all__ = [
     "read_events",
 ]
 
-SECRET_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key", "proxy-authorization"})
+SECRET_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key", "proxy-authorization", "cookie",
+                            "set-cookie", "x-auth-token"})
 
 
 class Event:
