@@ -180,9 +180,9 @@ def run(
 
     export = otel_export(otel, "run")
     try:
-        # The environment it runs with: a secret('NAME') written out must be set in it before anything runs.
+        # The environment it runs with: online, a secret('NAME') written out must be set in it before anything runs.
         loaded = load_diagram(diagram, blocks_registry(), data_roots=data_root or (), start_servers=True,
-                              environ=os.environ)
+                              environ=None if offline else os.environ)
     except DiagramaError as exc:
         raise fail(exc) from None
     try:

@@ -1,22 +1,24 @@
 """`secret('NAME')` in a template: the value of an environment variable the diagram lists in `secrets:`.
 
 At load, a literal name the diagram does not list is a problem; so is one unset in the environment the caller is
-about to run with (`load_diagram(environ=...)`: `diagrama run`, `diagrama batch`, a scenario's `secrets`), while
-`validate` and the studio, which run nothing and may not hold the values, check the listing only. Each run's scope
-gets the function bound to that run's environment (`TemplateEnv.new_scope`); there an unlisted or unset name is a
-RunError. The function is a closure, not an object: a template can read an object's public attributes, and the
-environment must stay out of its reach. Values are redacted by the run (`Services.secrets` takes the listed names).
+about to run with online (`load_diagram(environ=...)`: `diagrama run`, `diagrama batch`), while `validate` and the
+studio, which run nothing and may not hold the values, check the listing only. Each run's scope gets the function
+bound to that run's environment (`TemplateEnv.new_scope`, `run_environ`); there an unlisted or unset name is a
+RunError, except offline, where a listed secret that is unset reads as a stand-in (`offline-secret-NAME`), as a
+request block sends a stand-in key: nothing offline reaches a server that would need the real one. The function
+is a closure, not an object: a template can read an object's public attributes, and the environment must stay
+out of its reach. Values are redacted by the run (`Services.secrets` takes the listed names).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from engine.errors import RunError
 from engine.format.names import suggest
 
-__all__ = ["SECRET_FUNCTION", "secret_function"]
+__all__ = ["SECRET_FUNCTION", "run_environ", "secret_function"]
 
 SECRET_FUNCTION = "secret"
 """The template function's name."""
@@ -55,7 +57,7 @@ def secret_function(names: Iterable[str], environ: Mapping[str, str] | None = No
                     "secret_not_listed")
         if environ is not None and not environ.get(name):
             return (f"secret('{name}'): the environment variable {name} is not set",
-                    f"export {name}=... before running (a scenario gives it under 'secrets:')", "secret_unset")
+                    f"export {name}=... before running, or run it --offline", "secret_unset")
         return None
 
     def for_run(run_environ: Mapping[str, str]) -> Callable[[str], str]:
@@ -65,3 +67,26 @@ def secret_function(names: Iterable[str], environ: Mapping[str, str] | None = No
     secret.check_literal_call = check_literal_call  # type: ignore[attr-defined]  # read by TemplateEnv at compile
     secret.for_run = for_run  # type: ignore[attr-defined]  # read by TemplateEnv.new_scope
     return secret
+
+
+class _Offline(Mapping[str, str]):
+    """An environment in which every unset name reads as a stand-in (an offline run's)."""
+
+    __slots__ = ("_environ",)
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+
+    def __getitem__(self, name: str) -> str:
+        return self._environ.get(name) or f"offline-secret-{name}"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._environ)
+
+    def __len__(self) -> int:
+        return len(self._environ)
+
+
+def run_environ(environ: Mapping[str, str], *, offline: bool) -> Mapping[str, str]:
+    """The environment `secret()` reads in a run: its own, where offline an unset secret reads as a stand-in."""
+    return _Offline(environ) if offline else environ

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from engine.compile.block import WithFailures
 from engine.compile.diagram import CompiledBlock, Diagram
+from engine.compile.secrets import run_environ
 from engine.errors import (
     InputError,
     InternalError,
@@ -361,7 +362,7 @@ async def execute(
                   file=trace_file, level=highest)
     for make_observer in services.run_observers:
         trace.observe(make_observer(diagram, trace.redactor))
-    scope = diagram.env.new_scope({}, services.environ)  # `secret()` reads this run's environment
+    scope = diagram.env.new_scope({}, run_environ(services.environ, offline=services.offline))  # read by `secret()`
     run = _Run(diagram, RunContext(run_id, diagram, scope, trace, services, levels), trace)
     # pid and host let a reader tell a run still going from one whose process died (SIGKILL, power loss).
     start_fields: dict[str, Any] = {"diagram": diagram.name, "path": str(diagram.path.resolve()),

@@ -34,7 +34,13 @@ from engine.runs.traces import SCENARIO_SUFFIX
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.trace import new_run_id
-from engine.testing.web_scenarios import ExpectedHttpRequest, HttpReply, http_expectations, reply_kind
+from engine.testing.web_scenarios import (
+    ExpectedHttpRequest,
+    HttpReply,
+    http_expectations,
+    misplaced_replies,
+    reply_kind,
+)
 
 __all__ = ["Scenario", "ScenarioFile", "Verdict", "load_scenarios", "record_scenario", "run_scenario", "scenario_files"]
 
@@ -128,7 +134,8 @@ class Scenario(BaseModel):
                                                description="per request or HttpRequest block id, used in order")
     tools: dict[str, Any] = Field(default_factory=dict, description="tool stubs: name → result, replacing handlers")
     secrets: dict[str, str] = Field(default_factory=dict, description="the environment secret('NAME') reads here "
-                                                                      "(a scenario sees no other)")
+                                                                      "(a scenario sees no other; a secret not given "
+                                                                      "reads as offline-secret-NAME)")
     tags: list[str] = Field(default_factory=list)
     expect: Expect = Field(default_factory=Expect)
 
@@ -303,7 +310,7 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
     try:
         # Off the loop (the studio runs scenarios in its own): loading to run starts the diagram's MCP servers.
         diagram = await asyncio.to_thread(load_diagram, scenario.diagram, registry, data_roots=data_roots,
-                                          start_servers=True, environ=scenario.spec.secrets)
+                                          start_servers=True)
         inputs = check_inputs(diagram, scenario.spec.inputs)
     except DiagramaError as exc:
         return Verdict(scenario, None, [Redactor(secrets).text(f"the diagram cannot run: {exc}")])
@@ -312,6 +319,9 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
     unknown = [block for block in scripts if block not in diagram.blocks]
     if unknown:
         return Verdict(scenario, None, [f"replies name blocks the diagram does not have: {', '.join(unknown)}"])
+    misplaced = misplaced_replies(scenario.spec.replies, {id_: b.type_name for id_, b in diagram.blocks.items()})
+    if misplaced:
+        return Verdict(scenario, None, misplaced)
     stubbed = _unknown_stubs(scenario.spec, diagram)
     if stubbed:
         return Verdict(scenario, None, stubbed)  # before running: a misspelt stub would let the real handler run

@@ -11,7 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine.providers.simulator.web import WebRequest
 
-__all__ = ["ExpectedHttpRequest", "HttpReply", "http_expectations", "reply_kind"]
+__all__ = ["HTTP_BLOCK", "ExpectedHttpRequest", "HttpReply", "http_expectations", "misplaced_replies", "reply_kind"]
+
+HTTP_BLOCK = "HttpRequest"
+"""The block type whose replies are HTTP answers."""
 
 
 class HttpReply(BaseModel):
@@ -53,6 +56,7 @@ class ExpectedHttpRequest(BaseModel):
     method: str | None = None
     url: str | None = Field(default=None, description="the URL without its query")
     query: dict[str, Any] | None = Field(default=None, description="query parameters (a repeated one as a list)")
+    headers: dict[str, str] | None = Field(default=None, description="headers sent (names in lower case)")
     json_: Any = Field(default=None, alias="json", description="the JSON body")
     body: Any = Field(default=None, description="the body as text, or a form as a mapping")
 
@@ -66,9 +70,25 @@ def _sent(request: WebRequest) -> dict[str, Any]:
     if isinstance(body, str) and "form-urlencoded" in request.headers.get("content-type", ""):
         body = {name: values[0] if len(values) == 1 else values for name, values in parse_qs(body).items()}
     sent: dict[str, Any] = {"block": request.block, "method": request.method,
-                            "url": parts._replace(query="", fragment="").geturl(), "query": query}
+                            "url": parts._replace(query="", fragment="").geturl(), "query": query,
+                            "headers": request.headers}
     sent["json" if isinstance(body, (dict, list)) and "json" in request.headers.get("content-type", "") else "body"] = body
     return sent
+
+
+def misplaced_replies(replies: dict[str, list[Any]], types: dict[str, str]) -> list[str]:
+    """A failure for each block scripted with the other kind of reply (an HTTP answer for a model, or the reverse):
+    `types` is block id → type."""
+    failures = []
+    for block, scripted in replies.items():
+        http = types.get(block) == HTTP_BLOCK
+        wrong = [number for number, reply in enumerate(scripted, start=1) if isinstance(reply, HttpReply) != http]
+        if not wrong:
+            continue
+        what = ("an HTTP answer ({status: 200, json: ...}, or {error: timeout})" if http
+                else "a model's reply ({text: ...}, {tool_calls: [...]}, or {error: {status: 529}})")
+        failures.append(f"replies: block '{block}' ({types[block]}): reply {', '.join(map(str, wrong))} must be {what}")
+    return failures
 
 
 def http_expectations(wanted: list[ExpectedHttpRequest],
@@ -78,4 +98,6 @@ def http_expectations(wanted: list[ExpectedHttpRequest],
     for each in expected:
         if "method" in each:
             each["method"] = str(each["method"]).upper()
+        if "headers" in each:
+            each["headers"] = {name.lower(): value for name, value in each["headers"].items()}
     return expected, [_sent(request) for request in requests]
