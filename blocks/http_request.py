@@ -16,10 +16,9 @@ import time
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlencode
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from engine import Block, Event, MessageLevel, Report
+from engine import Block, Event, MessageLevel, Report, dumps
 
 if TYPE_CHECKING:
     from engine import RunContext  # annotations only: importing the run context loads asyncio
@@ -92,7 +91,8 @@ class HttpRequestOutputs(BaseModel):
 def _body(inputs: HttpRequestInputs) -> tuple[bytes | None, Any, str | None]:
     """The body's bytes, what a Detailed trace shows of it, and its default content type."""
     if inputs.json_ is not None:
-        return orjson.dumps(inputs.json_), inputs.json_, "application/json"
+        # engine's writer: a data table as its rows, an integer past 64 bits as written
+        return dumps(inputs.json_), inputs.json_, "application/json"
     if isinstance(inputs.body, dict):
         form = {name: _text(value) for name, value in inputs.body.items()}
         return urlencode(form).encode(), form, "application/x-www-form-urlencoded"

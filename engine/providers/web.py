@@ -43,7 +43,7 @@ def checked_url(url: str, query: Mapping[str, Any], allowed: Sequence[str]) -> h
     """The URL to send, `query` merged into its own; InputError for one that is no http(s) URL, HttpError
     (`host_not_allowed`) for a host `allowed` does not admit."""
     try:
-        parsed = httpx.URL(url)
+        parsed = httpx.URL(url.strip())  # a YAML block scalar ends with a line break
         if query:
             parsed = parsed.copy_merge_params({k: v for k, v in query.items() if v is not None})
     except (httpx.InvalidURL, TypeError, ValueError) as exc:
