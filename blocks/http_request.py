@@ -136,7 +136,7 @@ class HttpRequest(Block):
     async def run(self, inputs: HttpRequestInputs, context: RunContext) -> dict[str, Any]:
         from engine.providers import Outgoing, checked_url, send_web, status_error, web_outputs  # httpx loads here
 
-        url = str(checked_url(inputs.url, inputs.query, context.diagram.spec.allowed_hosts))
+        url = checked_url(inputs.url, inputs.query, context.diagram.spec.allowed_hosts)
         headers = {name: _text(value) for name, value in inputs.headers.items()}
         content, shown, content_type = _body(inputs)
         if content_type is not None and not any(name.lower() == "content-type" for name in headers):
@@ -149,7 +149,7 @@ class HttpRequest(Block):
         fetched = await send_web(services, Outgoing(inputs.method, url, headers, content, shown), block=self.id,
                                  timeout=inputs.timeout, retries=inputs.retries, exchanges=exchanges,
                                  retried=traced.retried)
-        context.emit(Event.HTTP_CALLED, method=inputs.method, url=url, status=fetched.status,
+        context.emit(Event.HTTP_CALLED, method=inputs.method, url=str(url), status=fetched.status,
                      attempts=fetched.attempts, duration_ms=round((time.perf_counter() - began) * 1000, 3),
                      offline=services.offline)
         if inputs.fail_on_status and fetched.status >= 400:

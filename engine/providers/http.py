@@ -58,7 +58,8 @@ class Outgoing:
     """One request as it is sent: method, URL, headers, body bytes, and the body as a Detailed trace shows it."""
 
     method: str
-    url: str
+    url: str | httpx.URL
+    """Text, or the URL already parsed (HttpRequest's, as its host was checked): parsed once, not again."""
     headers: dict[str, str]
     content: bytes | None = None
     shown: Any = None
@@ -71,7 +72,7 @@ class Fetched:
     status: int
     headers: dict[str, str]
     raw: bytes
-    url: str
+    url: httpx.URL
     attempts: int
 
 
@@ -322,7 +323,7 @@ class _WebReading:
         return following
 
     def judge(self, response: httpx.Response, raw: bytes, attempt: int) -> Fetched:
-        fetched = Fetched(response.status_code, dict(response.headers), raw, str(response.request.url), attempt)
+        fetched = Fetched(response.status_code, dict(response.headers), raw, response.request.url, attempt)
         if retryable(response):
             error = HttpError(f"{self.label} answered {response.status_code}", block=self.block,
                               status=response.status_code)

@@ -11,6 +11,7 @@ checked at load (engine.format.hosts.literal_url_refusal).
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -69,9 +70,16 @@ async def send_web(services: Services, outgoing: Outgoing, *, block: str, timeou
     return await fetch(client, outgoing, block=block, timeout=timeout, hooks=hooks, max_retries=retries)
 
 
+_CHARSET = re.compile(r"charset\s*=\s*[\"']?([^\"';\s]+)", re.IGNORECASE)
+
+
 def _text(fetched: Fetched) -> str:
-    # httpx's own reading: the charset the headers name, else UTF-8 (undecodable bytes replaced).
-    return httpx.Response(fetched.status, headers=fetched.headers, content=fetched.raw).text
+    """The body as text: in the charset its content type names, else UTF-8; undecodable bytes replaced."""
+    named = _CHARSET.search(fetched.headers.get("content-type", ""))
+    try:
+        return fetched.raw.decode(named.group(1) if named else "utf-8", "replace")
+    except LookupError:  # a charset Python does not know
+        return fetched.raw.decode("utf-8", "replace")
 
 
 def web_outputs(fetched: Fetched) -> dict[str, Any]:
@@ -85,7 +93,7 @@ def web_outputs(fetched: Fetched) -> dict[str, Any]:
 
 def status_error(fetched: Fetched, method: str) -> HttpError:
     """`http_error` for a 4xx or 5xx: the status and reason, after how many attempts, and a short body preview."""
-    url = httpx.URL(fetched.url)
+    url = fetched.url
     preview = " ".join(_text(fetched).split())
     preview = preview if len(preview) <= _PREVIEW else preview[: _PREVIEW - 1] + "…"
     reason = httpx.codes.get_reason_phrase(fetched.status)

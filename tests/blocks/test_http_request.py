@@ -300,3 +300,22 @@ def test_a_templated_header_with_a_line_break_fails_the_run(runner, write) -> No
     """)
     result = runner.run(path, services=shop.services())
     assert [e["type"] for e in result.errors] == ["invalid_input"] and not shop.seen
+
+
+def test_a_cookie_one_run_was_given_is_never_sent_by_another(runner, write) -> None:
+    # Runs in one process share the services' pooled client (a batch, the studio): a server's session must not
+    # pass from one run to the next, nor from one block to another.
+    from engine import execute
+
+    shop = Shop({"/login": [httpx.Response(200, headers={"set-cookie": "session=customer-a; Path=/"})]})
+    services = shop.services()
+    login = runner.load(http_diagram(write, "{url: 'https://api.shop.test/login'}", top="allowed_hosts: [api.shop.test]"))
+    orders = runner.load(http_diagram(write, "{url: 'https://api.shop.test/orders'}"))
+
+    async def one_after_the_other() -> None:
+        await execute(login, runs_dir=None, services=services)
+        await execute(orders, runs_dir=None, services=services)
+
+    asyncio.run(one_after_the_other())
+    assert [r.url.path for r in shop.seen] == ["/login", "/orders"]
+    assert [r.headers.get("cookie") for r in shop.seen] == [None, None]
