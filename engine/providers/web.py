@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import orjson
 
-from engine.errors import HttpError, InputError
+from engine.errors import BlockTimeout, HttpError, InputError
 from engine.format.hosts import url_refusal
 from engine.providers.clients import client_for, simulator_for
 from engine.providers.http import Exchanges, Fetched, Outgoing, SendHooks, fetch
@@ -60,14 +60,27 @@ def checked_url(url: str, query: Mapping[str, Any], allowed: Sequence[str]) -> h
 
 async def send_web(services: Services, outgoing: Outgoing, *, block: str, timeout: float,  # noqa: ASYNC109  # see fetch
                    retries: int, exchanges: Exchanges | None = None, retried: Retried | None = None) -> Fetched:
-    """Send `outgoing` for `block`: to its host, or offline to the scripted replies (the services' simulator)."""
+    """Send `outgoing` for `block`: to its host, or offline to the scripted replies (the services' simulator); the
+    services' reply observers hear the answer (or the timeout)."""
     if services.offline:
         client = client_for(services, f"simulated-{HTTP}", simulator_for(services).transport(HTTP))
         outgoing = dataclasses.replace(outgoing, headers={**outgoing.headers, BLOCK_HEADER: block})
     else:
         client = client_for(services, HTTP)
     hooks = SendHooks(services.clock, services.sleep, None, exchanges, retried)
-    return await fetch(client, outgoing, block=block, timeout=timeout, hooks=hooks, max_retries=retries)
+    observers = services.reply_observers
+    try:
+        fetched = await fetch(client, outgoing, block=block, timeout=timeout, hooks=hooks, max_retries=retries)
+    except BlockTimeout:
+        for observer in observers:
+            observer(block, {"error": "timeout"})
+        raise
+    if observers:  # `diagrama run --record`: each answer, as a scenario scripts it
+        read = web_outputs(fetched)
+        body = {"json": read["json"]} if read["json"] is not None else {"text": read["text"]} if read["text"] else {}
+        for observer in observers:
+            observer(block, {"status": fetched.status, **body})
+    return fetched
 
 
 _CHARSET = re.compile(r"charset\s*=\s*[\"']?([^\"';\s]+)", re.IGNORECASE)

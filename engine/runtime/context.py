@@ -47,7 +47,8 @@ class VendorSlots(Protocol):
 
 
 ReplyObserver = Callable[[str, dict[str, Any]], None]
-"""observer(block id, {"text": ..., "calls": [{id, name, arguments}]}): hears each vendor reply a run reads."""
+"""observer(block id, {"text": ..., "calls": [{id, name, arguments}]}): hears each vendor reply a run reads; an
+HttpRequest's answer is {"status", "json" or "text"}, or {"error": "timeout"}, as a scenario scripts it."""
 
 RunObserver = Callable[[dict[str, Any]], None]
 """observer(event): hears each event the run's trace keeps, before it is written; it may add fields to it."""

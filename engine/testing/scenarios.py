@@ -375,6 +375,9 @@ def record_scenario(path: Path, diagram_path: Path, inputs: Mapping[str, Any], r
     calls = []
     for entry in recorded:
         reply: dict[str, Any] = {}
+        if "status" in entry or "error" in entry:  # an HttpRequest's answer, as its scenario reply
+            replies.setdefault(entry["block"], []).append({k: v for k, v in entry.items() if k != "block"})
+            continue
         if entry.get("text"):
             reply["text"] = entry["text"]
         if entry.get("calls"):

@@ -104,3 +104,28 @@ def test_a_bad_http_reply_is_a_problem_at_its_line(tmp_path: Path) -> None:
         load_scenarios(path)
     problem = caught.value.problems[0]
     assert problem.line == 5 and "json and text are both given" in problem.message
+
+
+def test_a_recorded_run_replays_its_http_answers_offline(runner, tmp_path: Path) -> None:
+    import httpx
+    import yaml
+
+    from engine.providers import Simulator
+    from engine.testing.scenarios import record_scenario
+
+    def shop(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"id": 42, "status": "shipped", "token_seen": request.headers["authorization"]})
+
+    recorded: list[dict[str, object]] = []
+    services = Services(environ={"SHOP_API_TOKEN": "recorded-token-55aa", "ANTHROPIC_API_KEY": "sk-ant-test-0123456789"},
+                        transports={"http": httpx.MockTransport(shop), "anthropic": Simulator().transport("anthropic")},
+                        reply_observers=[lambda block, reply: recorded.append({"block": block, **reply})])
+    inputs = {"order_id": 42, "question": "Where is it?"}
+    result = runner.run(DIAGRAM, inputs, services=services)
+    assert result.status == "succeeded", result.errors
+    path = tmp_path / "recorded.scenario.yaml"
+    record_scenario(path, DIAGRAM, inputs, result, recorded)
+    written = yaml.safe_load(path.read_text())["scenarios"][0]
+    assert written["replies"]["fetch"] == [{"status": 200, "json": {"id": 42, "status": "shipped",
+                                                                    "token_seen": "Bearer [REDACTED]"}}]
+    assert run_scenario(load_scenarios(path)[0], real_registry(), tmp_path / "runs").failures == []
