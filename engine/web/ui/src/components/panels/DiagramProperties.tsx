@@ -1,4 +1,5 @@
 /** With nothing selected: the diagram's own keys and its tool registries. */
+import { useState } from 'react';
 import type { Diagram } from '../../api/types';
 import { useStudio } from '../../store';
 import { FieldRow } from '../fields/FieldRow';
@@ -14,7 +15,14 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
       if (value === '') delete copy[key]; else copy[key] = value;
       return copy;
     }, { coalesce: `diagram:${key}` });
-  const top = (key: string) => problems.filter((p) => !p.block && p.field === key);
+  const setList = (key: string, items: string[]) =>
+    apply((d) => {
+      const copy: Diagram = { ...d };
+      if (items.length === 0) delete copy[key]; else copy[key] = items;
+      return copy;
+    }, { coalesce: `diagram:${key}` });
+  // A list's problems name their entry (`allowed_hosts.1`): each shows at the list's field.
+  const top = (key: string) => problems.filter((p) => !p.block && (p.field === key || !!p.field?.startsWith(`${key}.`)));
   return (
     <div className="props">
       <header className="props__head"><div><h2 className="props__title">Diagram</h2>
@@ -33,6 +41,14 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
               ? <div className="muted small" data-testid="field-tools">{diagram.tools.join(', ')} <span>(a list: edit it in the file)</span></div>
               : <input id="diagram-tools" data-testid="field-tools" value={diagram.tools ?? ''} onChange={(e) => setKey('tools', e.target.value)} />}
           </FieldRow>
+          <FieldRow htmlFor="diagram-allowed_hosts" label="Allowed hosts" problems={top('allowed_hosts')}
+            description="hosts HttpRequest blocks may call, separated by commas: api.example.com, *.example.com, localhost:8080">
+            <ListInput id="diagram-allowed_hosts" value={diagram.allowed_hosts} onChange={(items) => setList('allowed_hosts', items)} />
+          </FieldRow>
+          <FieldRow htmlFor="diagram-secrets" label="Secrets" problems={top('secrets')}
+            description="environment variables secret('NAME') may read; their values are redacted everywhere">
+            <ListInput id="diagram-secrets" value={diagram.secrets} onChange={(items) => setList('secrets', items)} />
+          </FieldRow>
         </section>
       </fieldset>
       {registries.length > 0 && (
@@ -47,5 +63,16 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
         </section>
       )}
     </div>
+  );
+}
+
+/** A list of names as one line of text, split at commas and spaces; what is typed is kept until the field is left,
+ * so that a separator just typed is not taken away by the list it makes. */
+function ListInput({ id, value, onChange }: { id: string; value: string[] | undefined; onChange: (items: string[]) => void }) {
+  const [draft, setDraft] = useState<string | null>(null);
+  return (
+    <input id={id} data-testid={`field-${id.replace('diagram-', '')}`} value={draft ?? (value ?? []).join(', ')}
+      onChange={(e) => { setDraft(e.target.value); onChange(e.target.value.split(/[\s,]+/).filter(Boolean)); }}
+      onBlur={() => setDraft(null)} />
   );
 }

@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanup, render, screen } from '@testing-library/react';
+import { cleanup, fireEvent, render, screen } from '@testing-library/react';
 import type { Step } from '../../api/types';
 import { format, keys, orderAgent, palette } from '../../test/fixtures';
 import { useStudio } from '../../store';
 import { BlockProperties } from './BlockProperties';
+import { DiagramProperties } from './DiagramProperties';
 import { LinksEditor } from './LinksEditor';
 import { where } from './ProblemsPanel';
 import { StepDetails } from './StepDetails';
@@ -74,5 +75,37 @@ describe('BlockProperties', () => {
     expect(screen.getByTestId('field-message_level')).toBeTruthy();
     const other = [...container.querySelectorAll('.section')].find((s) => s.querySelector('h3')?.textContent?.startsWith('Other keys'))!;
     expect([...other.querySelectorAll('.field__label')].map((l) => l.textContent)).toEqual(['max_steps', 'inputs', 'variables']);
+  });
+});
+
+describe('DiagramProperties', () => {
+  it('edits allowed_hosts and secrets as lists, keeping what is typed, and drops an emptied one', () => {
+    const diagram = { ...orderAgent(), allowed_hosts: ['api.shop.example'] };
+    useStudio.setState({ diagram, saved: diagram, format, palette, links: keys, problems: [], compiled: null });
+    const { rerender } = render(<DiagramProperties diagram={diagram} />);
+    const hosts = screen.getByTestId('field-allowed_hosts') as HTMLInputElement;
+    expect(hosts.value).toBe('api.shop.example');
+    fireEvent.change(hosts, { target: { value: 'api.shop.example, ' } });
+    expect(useStudio.getState().diagram?.allowed_hosts).toEqual(['api.shop.example']);
+    expect(hosts.value).toBe('api.shop.example, ');  // the comma just typed stays
+    fireEvent.change(hosts, { target: { value: 'api.shop.example, *.cdn.example localhost:8080' } });
+    expect(useStudio.getState().diagram?.allowed_hosts).toEqual(['api.shop.example', '*.cdn.example', 'localhost:8080']);
+    const secrets = screen.getByTestId('field-secrets') as HTMLInputElement;
+    fireEvent.change(secrets, { target: { value: 'SHOP_API_TOKEN' } });
+    expect(useStudio.getState().diagram?.secrets).toEqual(['SHOP_API_TOKEN']);
+    fireEvent.change(hosts, { target: { value: ' ' } });
+    expect('allowed_hosts' in (useStudio.getState().diagram ?? {})).toBe(false);
+    fireEvent.blur(hosts);
+    rerender(<DiagramProperties diagram={useStudio.getState().diagram!} />);
+    expect(hosts.value).toBe('');
+  });
+
+  it("shows a problem of one entry at its list's field", () => {
+    const diagram = { ...orderAgent(), allowed_hosts: ['api.shop.example', 'https://bad/'] };
+    const problem = { file: 'd.yaml', line: 2, column: 25, message: "'https://bad/' is a URL: write the host alone", block: null,
+      field: 'allowed_hosts.1', hint: null, code: 'value_error', severity: 'error' as const };
+    useStudio.setState({ diagram, saved: diagram, format, palette, links: keys, problems: [problem], compiled: null });
+    render(<DiagramProperties diagram={diagram} />);
+    expect(screen.getByText(/is a URL: write the host alone/)).toBeTruthy();
   });
 });
