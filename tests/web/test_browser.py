@@ -135,6 +135,16 @@ def save(page: Any) -> None:
     page.locator(".pill--clean").wait_for()
 
 
+def valid(page: Any) -> None:
+    """Waits until the toolbar says the diagram is valid (a check still running, or one an edit started after the
+    last, is waited for; problems fail the wait, listed)."""
+    status = page.locator(".toolbar__file .pill--ok").filter(has_text=re.compile("^valid$"))
+    try:
+        status.wait_for()
+    except Exception:  # Playwright's timeout, reported with the problems the page lists
+        raise AssertionError(f"not valid: {page.locator('.problems').all_inner_texts()}") from None
+
+
 def settle(page: Any) -> None:
     """Waits for the debounced validation round trip to be over (the status says "checking" from the edit on)."""
     page.wait_for_function("!document.querySelector('.toolbar__file .pill')?.textContent?.includes('checking')")
@@ -226,7 +236,7 @@ def test_build_the_order_agent_from_an_empty_folder(page: Any, studio: Any, arti
     fill_template(page, "field-when-dispatch", "{{ called_tools | length > 0 }}")
     settle(page)
     shot(page, artifacts, "build-4-linked")
-    assert page.locator(".toolbar__file .pill--ok").inner_text() == "valid", page.locator(".problems").all_inner_texts()
+    valid(page)
 
     save(page)
     shot(page, artifacts, "build-5-saved")
@@ -286,6 +296,36 @@ def test_build_the_order_agent_from_an_empty_folder(page: Any, studio: Any, arti
     assert changed[0].strip().startswith("-    position:") and changed[1].startswith("+    position: ["), changed
     moved = {b["id"]: b["position"] for b in yaml.safe_load(file.read_text(encoding="utf-8"))["blocks"]}
     assert [b for b in blocks if moved[b] != blocks[b]["position"]] == ["done"]
+
+    # the same agent typed in the YAML pane, in a new file: it validates and runs as the drawn one does
+    from tests.web.test_browser_source import PANE_TEXT, TYPED_AGENT, open_pane, replace_text
+
+    page.locator(".files").get_by_role("button", name="+ New").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_label("File name").fill("typed_agent.yaml")
+    dialog.get_by_role("button", name="Create").click()
+    page.wait_for_function("() => window.__diagramaStudio.getState().path === 'typed_agent.yaml'")
+    open_pane(page)
+    page.wait_for_function(PANE_TEXT + " !== null")
+    replace_text(page, TYPED_AGENT)
+    page.wait_for_function(f"document.querySelectorAll('{BLOCKS_SELECTOR}').length === 5")
+    settle(page)
+    valid(page)
+    shot(page, artifacts, "build-6-typed")
+    save(page)
+    typed = served.root / "typed_agent.yaml"
+    assert typed.read_text(encoding="utf-8") == TYPED_AGENT  # written as typed, comment and all
+    typed_blocks = {b["id"]: {k: v for k, v in b.items() if k != "position"} for b in yaml.safe_load(TYPED_AGENT)["blocks"]}
+    drawn_blocks = {b["id"]: {k: v for k, v in b.items() if k != "position"}
+                    for b in yaml.safe_load(file.read_text(encoding="utf-8"))["blocks"]}
+    assert typed_blocks == drawn_blocks
+    checked = cli("validate", str(typed), cwd=served.root)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    ran_typed = cli("run", str(typed), "--offline", "--runs-dir", str(tmp_path / "cli-runs"), "--output", "json",
+                    cwd=served.root)
+    assert ran_typed.returncode == 0, ran_typed.stdout + ran_typed.stderr
+    typed_result = json.loads(ran_typed.stdout)
+    assert (typed_result["status"], typed_result["path"]) == (result["status"], result["path"])
 
 
 # ---------------------------------------------------------------- a folder of examples, shared by the tests below
@@ -371,7 +411,7 @@ def test_open_a_200_block_generated_diagram(page: Any, examples: Served, artifac
     assert page.locator(".react-flow__edge").count() == 199 + 7 + 1  # the chain, 7 branches, the loop back
     ids = set(page.locator(BLOCKS_SELECTOR).evaluate_all("ns => ns.map(n => n.dataset.id)"))
     assert ids == {"start", *(f"b{i}" for i in range(1, 200))}
-    assert page.locator(".toolbar__file .pill--ok").inner_text() == "valid"
+    valid(page)
     still_view(page)
     shot(page, artifacts, "open-200-blocks")
     record_property("open_200_blocks_ms", round(rendered_at))

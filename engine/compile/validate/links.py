@@ -42,6 +42,12 @@ def link_blocks(c: Compilation) -> None:
                 _target(c, link.target, link.where, link.source, link.field)
             continue
         target = _target(c, link.target, link.where, compiled.id, link.field)
+        if link.kind == "next" and link.target == compiled.id and link.when is None and link.position == 0:
+            # its first link, always taken: the run would come back here until max_steps
+            c.problems.add(link.where, f"'{compiled.id}' links to itself with no 'when': a run would repeat it "
+                           "until max_steps", block=compiled.id, field=link.field,
+                           hint="give the link a 'when' that ends the loop, or link to another block",
+                           code="self_link")
         if link.kind == "next":
             when = _compile_when(c, link.when, ("blocks", link.index, "next", link.position, "when"), compiled,
                                  link.position)

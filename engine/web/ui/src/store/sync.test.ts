@@ -110,7 +110,7 @@ describe('the sync slice: saving and conflicts', () => {
     await studio.getState().save();
     expect(studio.getState().conflict).toEqual({ kind: 'save', hash: 'h9', diff: '-a\n+b\n' });
     expect(isDirty(studio.getState())).toBe(true);
-    await studio.getState().resolveConflict('keep');
+    await studio.getState().resolveConflict('overwrite');
     expect(studio.getState().conflict).toBeNull();
     await studio.getState().save();
     expect(server.requests.filter((r) => r.method === 'PUT').map((r) => (r.body as { base_hash: string }).base_hash)).toEqual(['h1', 'h9']);
