@@ -1,7 +1,10 @@
 """Build hook: builds the studio's front-end (engine/web/ui) with npm whenever the package is built or installed.
 
 `pip install .` and `pip install -e .` both run it, so a fresh clone needs no separate front-end step.
-The bundle (engine/web/ui/dist) is git-ignored and shipped as a build artifact; it is never committed.
+First the page's API types (src/api/types.ts, git-ignored) are generated from the committed JSON Schema of the
+server's answers (engine/web/api.schema.json, written from engine/web/models.py): this environment has only
+hatchling, not pydantic, so the schema file is the bridge. Then the bundle is built; it (engine/web/ui/dist) is
+git-ignored too and shipped as a build artifact, never committed.
 Set DIAGRAMA_SKIP_UI=1 to skip (the server then answers 503 at `/` and says how to build it).
 """
 
@@ -33,5 +36,6 @@ class StudioBuildHook(BuildHookInterface):  # type: ignore[type-arg]  # hatchlin
         if not installed.is_file() or installed.stat().st_mtime < lock.stat().st_mtime:
             # `npm ci` installs exactly the committed lockfile, nothing newer.
             subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=ui, check=True)
+        # `build`'s prebuild script writes src/api/types.ts from engine/web/api.schema.json first.
         subprocess.run([npm, "run", "build"], cwd=ui, check=True)
         build_data["artifacts"].append("engine/web/ui/dist/**")

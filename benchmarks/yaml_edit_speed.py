@@ -1,10 +1,10 @@
-"""The studio's YAML editor on a generated 200-block diagram, in ms: read it as JSON, and save one block's move.
+"""The studio's YAML on a generated 200-block diagram, in ms: read it as data, and save one block's move.
 
-`to_json(text)` is the studio's GET of a file; `apply_edit(text, new)` with one block's `position`
-changed is its PUT (the smallest text edit, checked by reading it back with both YAML parsers).
-Each is timed cold (the reading cache emptied first, as for a file the server has not read yet) and
-warm (the same text again, as when the studio saves a file it has just opened or saved). One JSON
-line per figure (median and min of --repeat).
+`read_yaml_text(text)` (engine.format's reader, the one `diagrama run` uses) is the studio's GET of a file;
+`apply_edit(text, new)` with one block's `position` changed is its PUT (the smallest text edit, checked by
+reading it back with that same reader). Each is timed cold (the editor's tree cache emptied first, as for a
+file the server has not read yet) and warm (the same text again, as when the studio saves a file it has just
+opened or saved). One JSON line per figure (median and min of --repeat).
 
     python -m benchmarks.yaml_edit_speed [--blocks 200] [--repeat 10]
 """
@@ -22,8 +22,13 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks.studio_open import generated_diagram
-from engine.web.yaml_edit import apply_edit, to_json
-from engine.web.yaml_edit.reading import clear_cache
+from engine.format.yamlfile import read_yaml_text
+from engine.web.yaml_edit import apply_edit
+from engine.web.yaml_edit.tree import clear_cache
+
+
+def to_json(text: str) -> Any:
+    return read_yaml_text(text, "generated.yaml")[0]
 
 
 def timed(run: Callable[[], Any], repeat: int, cold: bool) -> list[float]:

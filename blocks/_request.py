@@ -236,9 +236,9 @@ class RequestBlock(Block):
             raise InputError(exc.message) from None
         if inputs.request:
             rows.append(HistoryRow("user", inputs.request))
-        scores = getattr(inputs.tools, "scores", None)
-        if scores:
-            context.emit(Event.TOOLS_SELECTED, tools=[{"name": n, "score": s} for n, s in scores.items()])
+        selected = getattr(inputs.tools, "selected_tools", None)  # a ranked tools table: scores and their parts
+        if selected:
+            context.emit(Event.TOOLS_SELECTED, tools=selected)
         request = Request(inputs.model, system_text(inputs.role, rows), [r for r in rows if r.role != "system"],
                           tools, inputs.temperature, inputs.max_tokens, inputs.api_version,
                           getattr(inputs, "thinking", None), getattr(inputs, "reasoning_effort", None))

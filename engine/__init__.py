@@ -49,7 +49,7 @@ if TYPE_CHECKING:
         UsageError,
         WireError,
     )
-    from engine.format.spec import ErrorLevel, MessageLevel
+    from engine.format.levels import ErrorLevel, MessageLevel
     from engine.format.tables import DataTable, HistoryRow, Table, TableError, history_rows, history_table, to_table
     from engine.format.values import dumps
     from engine.runtime.api import default_registry, load, run, run_async, validate
@@ -70,7 +70,7 @@ _HOMES = {
         "TraceWriteFailed", "UsageError", "WireError",
     ],
     "engine.format.values": ["dumps"],
-    "engine.format.spec": ["ErrorLevel", "MessageLevel"],
+    "engine.format.levels": ["ErrorLevel", "MessageLevel"],
     "engine.format.tables": ["DataTable", "HistoryRow", "Table", "TableError", "history_rows", "history_table", "to_table"],
     "engine.runtime.api": ["default_registry", "load", "run", "run_async", "validate"],
     "engine.runtime.context": ["RunContext", "Services"],

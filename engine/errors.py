@@ -331,7 +331,7 @@ class ScenarioFailed(Exception):
         self.report = report
 
 
-# -- vendor outcomes that leave nothing usable (DESIGN.md, Request blocks) -----------------------
+# -- vendor outcomes that leave nothing usable (docs/VENDORS.md, "Our conversation") -----------------------
 
 
 class ProviderRefused(ProviderError):

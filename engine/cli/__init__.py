@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from engine.format.levels import DEFAULT, MESSAGE_LEVELS
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -36,10 +38,10 @@ app = typer.Typer(
 )
 
 
-class Level(StrEnum):
-    Release = "Release"
-    Debug = "Debug"
-    Detailed = "Detailed"
+if TYPE_CHECKING:  # an enum made of names at run time is one mypy cannot read: to it, any StrEnum
+    Level = StrEnum
+else:  # --message-level's and --level's choices: the engine's message level names (engine.format.levels, no pydantic)
+    Level = StrEnum("Level", {name: name for name in MESSAGE_LEVELS if name != DEFAULT})
 
 
 @functools.cache

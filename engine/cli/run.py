@@ -166,7 +166,7 @@ def run(
     from engine.compile.inputs import inputs_from_file, parse_input_pairs
     from engine.compile.loader import load_diagram
     from engine.errors import DiagramaError, UsageError
-    from engine.format.spec import MESSAGE_LEVELS
+    from engine.format.levels import MESSAGE_LEVELS
     from engine.runtime.api import run_async
     from engine.runtime.context import Services
 

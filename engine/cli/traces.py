@@ -24,6 +24,14 @@ def _short(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _tool_score(step: Step, name: str, score: float | None) -> str:
+    """`get_order_status 0.62 (lex 0.80, emb 0.44)`: the fused score, then its lexical and embedding parts."""
+    if not isinstance(score, (int, float)):
+        return name
+    parts = step.score_parts.get(name)
+    return f"{name} {score:.2f}" + (f" (lex {parts[0]:.2f}, emb {parts[1]:.2f})" if parts else "")
+
+
 def _step_line(step: Step) -> str:
     link = f"→ {step.next}" if step.next else ""
     if step.via and step.via not in ("next", None):
@@ -33,8 +41,7 @@ def _step_line(step: Step) -> str:
         tokens = f" {step.tokens[0]}/{step.tokens[1]} tok" if step.tokens else ""
         detail.append(f"{step.model}{tokens}")
     if step.scores:
-        detail.append("tools " + ", ".join(f"{name} {score:.2f}" if isinstance(score, (int, float)) else name
-                                           for name, score in step.scores.items()))
+        detail.append("tools " + ", ".join(_tool_score(step, name, score) for name, score in step.scores.items()))
     if step.called_tools:
         detail.append("called " + ", ".join(step.called_tools))
     if step.error:
@@ -97,7 +104,7 @@ def trace(
 
     from engine.errors import DiagramaError
     from engine.format.jsonout import dumps_plain
-    from engine.format.spec import MESSAGE_LEVELS
+    from engine.format.levels import MESSAGE_LEVELS
     from engine.runs.traces import INTERRUPTED, find_trace, keep_event, run_status
     from engine.runtime.trace import read_events
 

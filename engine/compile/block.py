@@ -151,6 +151,11 @@ class BlockRegistry(Mapping[str, type[Block]]):
     def __len__(self) -> int:
         return len(self._blocks)
 
+    def ports_of(self, type_name: str) -> tuple[str, ...]:
+        """The ports of a registered type; none for a name that is not one (the file's links are read regardless)."""
+        block = self._blocks.get(type_name)
+        return block.ports() if block is not None else ()
+
 
 def entry_point_blocks(group: str = "diagrama.blocks") -> list[type[Block]]:
     """Block classes that installed packages register under the `diagrama.blocks` group."""

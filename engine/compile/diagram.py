@@ -1,13 +1,15 @@
 """A loaded diagram: its graph and its blocks compiled for the executor.
 
 Everything a step needs is resolved here once (link targets, templates, effective
-static inputs) so that running a block costs a few attribute reads.
+static inputs, each block's error and message level) so that running a block costs a
+few attribute reads.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,8 +20,18 @@ from engine.compile.block import Block, RunSettings
 from engine.compile.routes import Route, build_route
 from engine.compile.templating import Evaluator, Scope, TemplateEnv
 from engine.errors import Problem
+from engine.format.levels import (
+    DEFAULT_ERROR_LEVEL,
+    DEFAULT_MESSAGE_LEVEL,
+    ERROR_LEVELS,
+    MESSAGE_LEVELS,
+    ErrorLevel,
+    LevelSource,
+    MessageLevel,
+    own_else_run,
+)
 from engine.format.paths import DataFolder
-from engine.format.spec import DiagramSpec, ErrorLevel, MessageLevel
+from engine.format.spec import DiagramSpec
 from engine.format.yamlfile import LineMap
 
 if TYPE_CHECKING:
@@ -27,7 +39,7 @@ if TYPE_CHECKING:
 
     from engine.tools.registry import ToolRegistry
 
-__all__ = ["CompiledBlock", "CompiledLink", "Diagram"]
+__all__ = ["CompiledBlock", "CompiledLink", "Diagram", "resolve_levels"]
 
 
 def _awaits(block_type: type[Block]) -> bool:
@@ -61,6 +73,7 @@ class CompiledBlock:
         "body_region",
         "deferred",
         "error_level",
+        "error_level_from",
         "id",
         "impl",
         "inputs",
@@ -69,6 +82,7 @@ class CompiledBlock:
         "line",
         "links",
         "message_level",
+        "message_level_from",
         "on_error",
         "ports",
         "reads_outputs",
@@ -100,13 +114,30 @@ class CompiledBlock:
         self.links: list[CompiledLink] = []
         self.on_error: CompiledBlock | None = None
         self.ports: dict[str, CompiledBlock] = {}
-        self.error_level: ErrorLevel | None = None
-        self.message_level: MessageLevel | None = None
+        self.error_level: ErrorLevel = DEFAULT_ERROR_LEVEL
+        """The level a plain run applies to this block's errors: its own, else the run's (`resolve_levels`)."""
+        self.message_level: MessageLevel = DEFAULT_MESSAGE_LEVEL
+        """The level a plain run traces this block at; a run's `--message-level` changes it unless it is the
+        block's own (`Diagram.message_levels`)."""
+        self.error_level_from = LevelSource.DEFAULT
+        """Where `error_level` comes from: the block itself, the Start block, or the built-in default."""
+        self.message_level_from = LevelSource.DEFAULT
+        """Where `message_level` comes from; only a level from the block itself outlasts a run's override."""
         self.body_region: frozenset[str] = frozenset()
         self.reads_outputs = True
         """False when no `set` and only one unconditional link: the step skips templating."""
         self.route: Route = self._first_route
         """`set` applied, then the next block chosen (engine.compile.routes); written on the block's first step."""
+
+    @property
+    def own_error_level(self) -> ErrorLevel | None:
+        """The error level written on the block itself (not Start's, which is the run's)."""
+        return self.error_level if self.error_level_from is LevelSource.BLOCK else None
+
+    @property
+    def own_message_level(self) -> MessageLevel | None:
+        """The message level written on the block itself: a run's `--message-level` leaves it."""
+        return self.message_level if self.message_level_from is LevelSource.BLOCK else None
 
     def _first_route(self, scope: Scope) -> CompiledBlock | None:
         self.route = build_route(self)
@@ -114,6 +145,34 @@ class CompiledBlock:
 
     def __repr__(self) -> str:
         return f"<CompiledBlock {self.id} ({self.type_name})>"
+
+
+def resolve_levels(blocks: Iterable[CompiledBlock], start: CompiledBlock) -> tuple[ErrorLevel, MessageLevel]:
+    """Each block's error and message level and where each comes from, decided once; the run's two levels.
+
+    The run's levels are the Start block's, else the built-in defaults. What Start writes is the run's
+    level, not Start's own: a run's `--message-level` replaces it, for Start as for every block that
+    writes none.
+    """
+    written_error = ERROR_LEVELS[start.impl.spec.error_level]
+    written_message = MESSAGE_LEVELS[start.impl.spec.message_level]
+    error_level = own_else_run(written_error, DEFAULT_ERROR_LEVEL)
+    message_level = own_else_run(written_message, DEFAULT_MESSAGE_LEVEL)
+    for block in blocks:
+        spec = block.impl.spec
+        own_error = None if block is start else ERROR_LEVELS[spec.error_level]
+        own_message = None if block is start else MESSAGE_LEVELS[spec.message_level]
+        block.error_level = own_else_run(own_error, error_level)
+        block.message_level = own_else_run(own_message, message_level)
+        block.error_level_from = _source(own_error, written_error)
+        block.message_level_from = _source(own_message, written_message)
+    return error_level, message_level
+
+
+def _source(own: ErrorLevel | MessageLevel | None, start: ErrorLevel | MessageLevel | None) -> LevelSource:
+    if own is not None:
+        return LevelSource.BLOCK
+    return LevelSource.DEFAULT if start is None else LevelSource.START
 
 
 @dataclass(eq=False)
@@ -144,6 +203,13 @@ class Diagram:
         from engine.compile.graph import build_graph
 
         return build_graph(self.blocks.values())
+
+    def message_levels(self, run: MessageLevel | None) -> Mapping[CompiledBlock, MessageLevel] | None:
+        """Each block's message level in a run at `run` (`--message-level`); None when that changes no block's,
+        and each block's `message_level` stands. Made once a run, so that a step reads one of the two."""
+        if run is None or run == self.message_level:
+            return None
+        return {block: own_else_run(block.own_message_level, run) for block in self.blocks.values()}
 
     @property
     def directory(self) -> DataFolder:

@@ -15,12 +15,14 @@ from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engine.format.links import ON_ERROR
+
 if TYPE_CHECKING:
     import networkx as nx
 
     from engine.compile.diagram import CompiledBlock
 
-__all__ = ["LinkMap", "RunPath", "build_graph", "to_dot", "to_mermaid"]
+__all__ = ["LinkMap", "RunPath", "build_graph", "loop_bodies", "outgoing", "to_dot", "to_mermaid"]
 
 
 class LinkMap:
@@ -36,7 +38,7 @@ class LinkMap:
         for block in blocks:
             self.order.append(block.id)
             out = self.targets[block.id] = {}
-            for target, kind, _when, _index in _outgoing(block):
+            for target, kind, _when, _index in outgoing(block):
                 out[target] = _pair_kind(out.get(target), kind)
 
     def kind(self, source: str, target: str) -> str | None:
@@ -80,19 +82,29 @@ def build_graph(blocks: Iterable[CompiledBlock]) -> nx.DiGraph:
     for block in blocks:
         graph.add_node(block.id, type=block.type_name, label=block.label, line=block.line)
     for block in blocks:
-        for target, kind, when, index in _outgoing(block):
+        for target, kind, when, index in outgoing(block):
             _add_edge(graph, block.id, target, kind, when, index)
     return graph
 
 
-def _outgoing(block: CompiledBlock) -> Iterator[tuple[str, str, str | None, int | None]]:
-    """A block's links as (target id, kind, `when` source, index): its `next` links, ports, `on_error`."""
+def outgoing(block: CompiledBlock) -> Iterator[tuple[str, str, Any, int | None]]:
+    """A compiled block's links as (target id, kind, `when` as written, index among its `next` links): its
+    `next` links in the order they are tried, its ports (kind: the port's name), its `on_error` (kind `error`).
+    What validation walks, the drawings draw and the studio shows."""
     for link in block.links:
         yield link.target.id, "next", link.when.source if link.when else None, link.index
     for port, target in block.ports.items():
         yield target.id, port, None, None
     if block.on_error is not None:
         yield block.on_error.id, "error", None, None
+
+
+def loop_bodies(blocks: Iterable[CompiledBlock]) -> list[tuple[str, list[str]]]:
+    """Each block with a body port (a Loop) and the blocks its body runs, handlers included, in file order."""
+    blocks = list(blocks)
+    order = {block.id: position for position, block in enumerate(blocks)}
+    return [(block.id, sorted(block.body_region - {block.id}, key=order.__getitem__))
+            for block in blocks if type(block.impl).body_port is not None]
 
 
 def _pair_kind(kept: str | None, kind: str) -> str:
@@ -140,7 +152,7 @@ def _edge_label(data: dict[str, Any]) -> str:
     labels = []
     for link in data["links"]:
         if link["kind"] == "error":
-            labels.append("on_error")
+            labels.append(ON_ERROR)  # drawn as the key that writes it
         elif link["kind"] != "next":
             labels.append(link["kind"])
         elif link["when"] is not None:

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import yaml
 
 from engine.compile.diagram import Diagram
-from engine.errors import UsageError
+from engine.errors import DiagramInvalid, UsageError
 from engine.format.names import suggest
+from engine.format.yamlfile import read_yaml_value
 
 __all__ = ["inputs_from_file", "parse_input_pairs", "typed_input"]
 
@@ -40,8 +40,8 @@ def typed_input(name: str, text: str, default: Any) -> Any:
             raise UsageError(f"input '{name}' is a number (default {default}), got {text!r}") from None
     if isinstance(default, (list, dict)):
         try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError:
+            value = read_yaml_value(text, f"--input {name}")
+        except DiagramInvalid:
             value = None
         if not isinstance(value, type(default)):
             kind = "a list" if isinstance(default, list) else "a mapping"
@@ -49,8 +49,8 @@ def typed_input(name: str, text: str, default: Any) -> Any:
         return value
     if default is None:
         try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError:
+            return read_yaml_value(text, f"--input {name}")
+        except DiagramInvalid:
             return text
     return text
 
@@ -89,9 +89,11 @@ def inputs_from_file(diagram: Diagram, path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise UsageError(f"cannot read inputs file {path}: {exc.strerror}") from None
     try:
-        data = orjson.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
-        raise UsageError(f"inputs file {path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+        data = orjson.loads(text) if path.suffix == ".json" else read_yaml_value(text, str(path))
+    except orjson.JSONDecodeError as exc:
+        raise UsageError(f"inputs file {path} is not valid JSON: {exc}") from None
+    except DiagramInvalid as exc:
+        raise UsageError(f"inputs file {path} is not valid YAML: {exc.problems[0]}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -24,8 +24,9 @@ from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
 from engine.compile.validate import compile_diagram
 from engine.errors import DiagramInvalid, Problem
+from engine.format.dialect import ambiguity
 from engine.format.paths import DataFolder, PathRefused, shown_path
-from engine.format.yamlfile import LineMap, decode_text, read_yaml_text
+from engine.format.yamlfile import Ambiguous, LineMap, decode_text, read_yaml_text
 
 if TYPE_CHECKING:
     from engine.tools.registry import Tool, ToolRegistry
@@ -78,7 +79,9 @@ def load_diagram_text(
 def _load_text(text: str, path: Path, registry: BlockRegistry, functions: Mapping[str, Any] | None,
                data_roots: tuple[Path, ...], start_servers: bool) -> Diagram:
     problems: list[Problem] = []
-    data, lines = read_yaml_text(text, str(path), problems)
+    ambiguous: list[Ambiguous] = []
+    data, lines = read_yaml_text(text, str(path), problems, ambiguous)
+    problems.extend(_ambiguity_warnings(ambiguous, data, str(path)))
     extra: dict[str, Any] = dict(functions or {})
     tools = None
     spec = data.get("tools") if isinstance(data, dict) else None
@@ -106,6 +109,27 @@ def _load_text(text: str, path: Path, registry: BlockRegistry, functions: Mappin
                               data_roots=data_roots)
     diagram.tools = tools
     return diagram
+
+
+def _ambiguity_warnings(found: list[Ambiguous], data: Any, file: str) -> list[Problem]:
+    """A warning at each plain scalar that YAML 1.1 reads otherwise (`yes`, `0o17`): a file written for PyYAML or
+    another YAML 1.1 tool would run differently here, so say what it means now and how to write it."""
+    problems = []
+    blocks = data.get("blocks") if isinstance(data, dict) else None
+    for item in found:
+        told = ambiguity(item.text)
+        if told is None:  # pragma: no cover - the reader reports only ambiguous scalars
+            continue
+        path: tuple[str | int, ...] = item.path
+        block = None
+        if len(path) >= 2 and path[0] == "blocks" and isinstance(blocks, list) and isinstance(path[1], int):
+            raw = blocks[path[1]] if path[1] < len(blocks) else None
+            block = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str) else None
+            path = path[2:]
+        field = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path).lstrip(".") or None
+        problems.append(Problem(file, item.line, told.message, block=block, field=field, hint=told.hint,
+                                code="ambiguous_scalar", column=item.column, severity="warning"))
+    return problems
 
 
 def _offered_tool_problems(data: Any, blocks: BlockRegistry, tools: ToolRegistry,

@@ -2,18 +2,27 @@
 
 Blocks are checked in two stages: the common keys here, then the block type's own
 Inputs and Settings models (see engine.compile.block). The published schema joins both.
+The facts other layers read about a block's keys (which every block has, which name other
+blocks, which a wrong value of only falls back to its default) are derived here from BlockSpec,
+and the level names from engine.format.levels: written once, read by the compiler and the studio.
 """
 
 from __future__ import annotations
 
-import enum
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from engine.format.levels import DEFAULT, ERROR_LEVELS, MESSAGE_LEVELS, ErrorLevel, MessageLevel
+from engine.format.links import LINK_KEYS
 
 __all__ = [
     "BLOCK_ID_PATTERN",
     "COMMON_BLOCK_KEYS",
+    "DEFAULTED_KEYS",
+    "ERROR_LEVELS",
+    "LINK_KEYS",
+    "MESSAGE_LEVELS",
     "BlockSpec",
     "DiagramSpec",
     "ErrorLevel",
@@ -25,30 +34,6 @@ __all__ = [
 BLOCK_ID_PATTERN = r"^[A-Za-z0-9_-]+$"
 
 
-class ErrorLevel(enum.IntEnum):
-    """What a block's error does: Ignore continues, Handle goes to on_error."""
-
-    IGNORE = 0
-    HANDLE = 1
-
-
-class MessageLevel(enum.IntEnum):
-    """How much of a block the trace keeps."""
-
-    RELEASE = 0
-    DEBUG = 1
-    DETAILED = 2
-
-
-ERROR_LEVELS = {"Default": None, "Ignore": ErrorLevel.IGNORE, "Handle": ErrorLevel.HANDLE}
-MESSAGE_LEVELS = {
-    "Default": None,
-    "Release": MessageLevel.RELEASE,
-    "Debug": MessageLevel.DEBUG,
-    "Detailed": MessageLevel.DETAILED,
-}
-
-
 def _capitalised(value: Any) -> Any:
     # "debug" and "DEBUG" are what people type; the schema still documents "Debug".
     if isinstance(value, str):
@@ -56,10 +41,12 @@ def _capitalised(value: Any) -> Any:
     return value
 
 
-ErrorLevelName = Annotated[Literal["Default", "Ignore", "Handle"], BeforeValidator(_capitalised)]
-MessageLevelName = Annotated[
-    Literal["Default", "Release", "Debug", "Detailed"], BeforeValidator(_capitalised)
-]
+if TYPE_CHECKING:  # a Literal made of the names at run time is one mypy cannot read; to it they are text
+    ErrorLevelName = str
+    MessageLevelName = str
+else:  # the names of engine.format.levels, as a Literal: the published schema lists them as an enum
+    ErrorLevelName = Annotated[Literal[tuple(ERROR_LEVELS)], BeforeValidator(_capitalised)]
+    MessageLevelName = Annotated[Literal[tuple(MESSAGE_LEVELS)], BeforeValidator(_capitalised)]
 
 
 def no_values() -> dict[str, Any]:
@@ -97,13 +84,15 @@ class BlockSpec(BaseModel):
         default=None, description="next block id, or a list of {to, when} tried in order"
     )
     on_error: str | None = Field(default=None, description="block that handles this block's errors")
-    error_level: ErrorLevelName = "Default"
-    message_level: MessageLevelName = "Default"
+    error_level: ErrorLevelName = DEFAULT
+    message_level: MessageLevelName = DEFAULT
 
 
-COMMON_BLOCK_KEYS = frozenset(
-    {"id", "type", "label", "position", "with", "set", "next", "on_error", "error_level", "message_level"}
-)
+COMMON_BLOCK_KEYS = frozenset(field.alias or name for name, field in BlockSpec.model_fields.items())
+"""The keys every block may have, as a file writes them; a block type adds its ports and settings."""
+
+DEFAULTED_KEYS = frozenset({"label", "position", "error_level", "message_level"})
+"""Keys that change neither links nor values: a wrong one is reported, and the block goes on with the default."""
 
 
 class DiagramSpec(BaseModel):

@@ -1,14 +1,16 @@
-"""Safe YAML reading that remembers where every value was written.
+"""The one reader of diagrama's YAML files (diagrams, registries, scenarios, the studio's view of a file).
 
-Only plain YAML types are built (no Python tags); duplicate keys, alias bombs, aliases
-that contain themselves, nesting past MAX_DEPTH and absurdly large files are refused
-with a Problem that names the file and line. The
-result is plain Python data plus a ``LineMap`` from a value's path to its line.
+Reads the dialect engine.format.dialect defines (YAML 1.2's core schema) and remembers where every value was
+written. Only plain YAML types are built (no Python tags); duplicate keys, alias bombs, aliases that contain
+themselves, nesting past MAX_DEPTH and absurdly large files are refused with a Problem that names the file and
+line. The result is plain Python data plus a ``LineMap`` from a value's path to its line; plain scalars that
+YAML 1.1 reads otherwise are reported on request (`ambiguous`), for `validate` to warn about.
 """
 
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +18,19 @@ import yaml
 from yaml.constructor import SafeConstructor
 
 from engine.errors import DiagramInvalid, DocumentTooLarge, Problem
+from engine.format.dialect import AMBIGUOUS, IMPLICIT_STARTS, MERGE_TAG, STR_TAG, core_value, plain_tag
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_NODES", "LineMap", "decode_text", "read_yaml", "read_yaml_text"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "MAX_NODES",
+    "Ambiguous",
+    "LineMap",
+    "decode_text",
+    "read_yaml",
+    "read_yaml_text",
+    "read_yaml_value",
+]
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 # After alias expansion; a billion-laughs file reaches this in a few milliseconds.
@@ -28,12 +41,13 @@ MAX_DEPTH = 100
 
 _MAP_TAG = "tag:yaml.org,2002:map"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
-_STR_TAG = "tag:yaml.org,2002:str"
+_STR_TAG = STR_TAG
 _BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _Loader(_BaseLoader):  # type: ignore[misc]  # libyaml's class when present
-    """Resolves implicit tags with a memo: diagrams repeat the same keys and values."""
+    """Resolves implicit tags by the core schema (engine.format.dialect), with a memo: diagrams repeat the same
+    keys and values."""
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
         # Called from libyaml for every untagged node (a quarter of composing): a lookup, names read as globals.
@@ -43,8 +57,8 @@ class _Loader(_BaseLoader):  # type: ignore[misc]  # libyaml's class when presen
             tag = _RESOLVED.get(value)
             if tag is None:
                 if value and value[0] not in _IMPLICIT_STARTS:
-                    return _STR_TAG  # no implicit type (number, bool, null, date) begins with this: text
-                tag = super().resolve(kind, value, implicit)
+                    return _STR_TAG  # no implicit type (number, bool, null, merge) begins with this: text
+                tag = plain_tag(value)
                 if len(value) <= 64 and len(_RESOLVED) < 100_000:
                     _RESOLVED[value] = tag
             return tag
@@ -58,24 +72,34 @@ class _Loader(_BaseLoader):  # type: ignore[misc]  # libyaml's class when presen
 
 _RESOLVED: dict[str, str] = {}
 """Plain scalar → its tag, shared by every load: a pure function of the text."""
-_IMPLICIT_STARTS = frozenset(key for key in _BaseLoader.yaml_implicit_resolvers if key)
-"""First characters of a plain scalar that some implicit resolver (int, float, bool, null, timestamp, merge) may
-claim; a scalar beginning with any other is a string, which is most of a diagram (ids, names, templates)."""
+_IMPLICIT_STARTS = IMPLICIT_STARTS
 # The node classes, read as globals on the hot paths (a module attribute costs a lookup each time).
 _SCALAR_NODE = yaml.ScalarNode
 _SEQUENCE_NODE = yaml.SequenceNode
 _MAPPING_NODE = yaml.MappingNode
-_MERGE_TAG = "tag:yaml.org,2002:merge"
+_MERGE_TAG = MERGE_TAG
+_TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp"
+_AMBIGUOUS = AMBIGUOUS
 _SCALAR_TAGS = {
     "tag:yaml.org,2002:str",
     "tag:yaml.org,2002:int",
     "tag:yaml.org,2002:float",
     "tag:yaml.org,2002:bool",
     "tag:yaml.org,2002:null",
-    "tag:yaml.org,2002:timestamp",
+    _MERGE_TAG,  # `<<` where it is not a key: text
 }
 
 Path_ = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Ambiguous:
+    """A plain scalar that YAML 1.1 reads otherwise than this reader: where it is, as written."""
+
+    path: Path_
+    line: int
+    column: int
+    text: str
 
 
 class LineMap:
@@ -104,8 +128,9 @@ class LineMap:
 
 
 class _Builder:
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, ambiguous: list[Ambiguous] | None) -> None:
         self.lines = LineMap(file)
+        self.ambiguous = ambiguous
         self.problems: list[Problem] = []
         self.nodes = 0
         self._constructor = SafeConstructor()
@@ -124,7 +149,7 @@ class _Builder:
         if self.nodes > MAX_NODES:
             raise DocumentTooLarge(node.start_mark.line + 1)
         if type(node) is _SCALAR_NODE:
-            return self._scalar(node)
+            return self._scalar(node, path)
         identity = id(node)
         if identity in self._open:
             self._problem(node, "an alias refers to a list or mapping it is part of", "a value cannot contain itself")
@@ -159,22 +184,31 @@ class _Builder:
             return self._mapping(node, path)
         raise AssertionError(f"unknown YAML node {node!r}")  # pragma: no cover
 
-    def _scalar(self, node: yaml.ScalarNode) -> Any:
-        if node.tag not in _SCALAR_TAGS:
+    def _scalar(self, node: yaml.ScalarNode, path: Path_) -> Any:
+        tag = node.tag
+        if tag.startswith(_AMBIGUOUS):
+            tag = tag[len(_AMBIGUOUS):]
+            if self.ambiguous is not None:
+                mark = node.start_mark
+                self.ambiguous.append(Ambiguous(path, mark.line + 1, mark.column + 1, node.value))
+        elif tag not in _SCALAR_TAGS:
+            if tag == _TIMESTAMP_TAG:
+                return node.value  # `!!timestamp`: dates stay text, as the core schema reads them untagged
             self._problem(
                 node,
-                f"unsupported YAML tag {node.tag!r}",
+                f"unsupported YAML tag {tag!r}",
                 "only plain strings, numbers, booleans and null are allowed",
             )
             return None
-        if node.tag == _STR_TAG or node.tag == "tag:yaml.org,2002:timestamp":
-            return node.value  # dates stay text: a diagram compares them as written
-        constructor = SafeConstructor.yaml_constructors[node.tag]
         try:
-            return constructor(self._constructor, node)
-        except ValueError:  # '0x_', or an integer past Python's 4,300 digits
+            return core_value(tag, node.value)
+        except ValueError as exc:  # '!!bool yes', or an integer past Python's 4,300 digits
             shown = node.value if len(node.value) <= 40 else node.value[:39] + "…"
-            self._problem(node, f"'{shown}' is not a number Python can read", "quote it to keep it as text")
+            if plain_tag(node.value).endswith(tag):
+                self._problem(node, f"'{shown}' is not a number Python can read", "quote it to keep it as text")
+            else:
+                self._problem(node, f"'{shown}' is not a {tag.rsplit(':', 1)[-1]} in YAML 1.2 ({exc})",
+                              "quote it to keep it as text, or write the value in that type's form")
             return None
 
     def _mapping(self, node: yaml.MappingNode, path: Path_) -> dict[str, Any]:
@@ -210,7 +244,7 @@ class _Builder:
             marks[child_path] = (line, mark.column + 1)
             if type(value_node) is _SCALAR_NODE:  # the common case, without the dispatch in build()
                 scalars += 1
-                result[key] = value_node.value if value_node.tag == _STR_TAG else self._scalar(value_node)
+                result[key] = value_node.value if value_node.tag == _STR_TAG else self._scalar(value_node, child_path)
             else:
                 result[key] = self.build(value_node, child_path)
         self.nodes += scalars
@@ -263,11 +297,13 @@ def decode_text(data: bytes, file: str) -> str:
                                       code="not_text")]) from None
 
 
-def read_yaml_text(text: str, file: str, problems: list[Problem] | None = None) -> tuple[Any, LineMap]:
+def read_yaml_text(text: str, file: str, problems: list[Problem] | None = None,
+                   ambiguous: list[Ambiguous] | None = None) -> tuple[Any, LineMap]:
     """Parse one YAML document; raise DiagramInvalid listing every problem found.
 
     With a `problems` list, problems that leave the data usable (a duplicate key, an
-    unsupported tag) are appended there instead, so later checks can still run.
+    unsupported tag) are appended there instead, so later checks can still run. With an
+    `ambiguous` list, every plain scalar value YAML 1.1 reads otherwise is appended to it.
     """
     if len(text) > MAX_FILE_BYTES:
         raise DiagramInvalid(
@@ -279,7 +315,7 @@ def read_yaml_text(text: str, file: str, problems: list[Problem] | None = None) 
         raise DiagramInvalid([_syntax_problem(exc, text, file)]) from exc
     except yaml.YAMLError as exc:
         raise DiagramInvalid([Problem(file, None, f"not valid YAML: {exc}", code="yaml")]) from exc
-    builder = _Builder(file)
+    builder = _Builder(file, ambiguous)
     if root is None:
         return None, builder.lines
     builder.lines.record((), root.start_mark.line + 1, root.start_mark.column + 1)
@@ -318,3 +354,10 @@ def read_yaml(path: Path) -> tuple[Any, LineMap]:
     except OSError as exc:
         raise DiagramInvalid([Problem(file, None, f"cannot read the file: {exc.strerror}")]) from exc
     return read_yaml_text(decode_text(data, file), file)
+
+
+def read_yaml_value(text: str, source: str) -> Any:
+    """A small YAML text's data alone, in the same dialect (a `--input` value, an inputs file); DiagramInvalid
+    naming `source` when it is not YAML."""
+    data, _ = read_yaml_text(text, source)
+    return data

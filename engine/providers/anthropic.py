@@ -1,7 +1,7 @@
 """Anthropic Messages API wire format (ClaudeRequest): neutral request ↔ JSON.
 
 Translation only: no retries, no sleeping, no logging, no environment. Also the home
-of DESIGN.md's temperature rule (`sampling_version`) and of which models take which
+of the temperature rule (docs/VENDORS.md, "API versions") (`sampling_version`) and of which models take which
 `thinking` (`thinking_refusal`), which the block's load check, `build` and the
 simulator all follow, and of the one table from `stop_reason` to `finish` (`FINISH`).
 """
@@ -81,7 +81,7 @@ BUDGET_THINKING_FAMILIES = ("claude-opus-4-6", "claude-sonnet-4-6", "claude-opus
 NO_THINKING_FAMILIES = ("claude-3-5-haiku", "claude-3-5-sonnet", "claude-3-haiku", "claude-3-opus", "claude-3-sonnet")
 MIN_THINKING_BUDGET = 1024
 
-# stop_reason → finish (DESIGN.md, Request blocks); a value not listed is `complete`.
+# stop_reason → finish (docs/VENDORS.md, Anthropic); a value not listed is `complete`.
 FINISH = {
     "end_turn": "complete",
     "stop_sequence": "complete",
@@ -131,7 +131,7 @@ class Sampling(NamedTuple):
 
 
 def sampling_version(model: str | None, temperature: float | None, api_version: str | None) -> Sampling:
-    """DESIGN.md's temperature rule, the one place it is written ("API versions move").
+    """The temperature rule of docs/VENDORS.md (Anthropic), the one place it is written in code ("API versions move").
 
     A temperature means 2023-06-01 (2026-10-21 rejects sampling parameters), unless
     api_version says otherwise; Claude models from 4.7 on refuse a temperature under

@@ -47,7 +47,7 @@ def _detail(reply: Reply) -> str:
 
 
 def judge(vendor: str, reply: Reply) -> Reply:
-    """The reply, unless its outcome left nothing usable: then the error of that outcome (DESIGN.md, Request blocks).
+    """The reply, unless its outcome left nothing usable: then the error of that outcome (docs/VENDORS.md, "Our conversation").
 
     A refusal or a safety/content filter with no text and no call is `provider_refused`; a blocked
     prompt is `provider_blocked`; a tool call cut off by the token or context limit is

@@ -31,7 +31,7 @@ from engine.providers.wire import (
 __all__ = ["FINISH", "GENERATED_ID_PREFIX", "SIGNATURE_PLACEHOLDER", "THINKING_BUDGETS", "Gemini", "SchemaRefused",
            "gemini_schema", "gemini_thinking_refusal"]
 
-# finishReason → finish (DESIGN.md, Request blocks); a value not listed is `complete`. A call the
+# finishReason → finish (docs/VENDORS.md, Gemini); a value not listed is `complete`. A call the
 # model could not make (MALFORMED_FUNCTION_CALL, ...) is `tool_calls` with no call: an error when
 # nothing else came. No candidates with promptFeedback.blockReason is `blocked`.
 FINISH = {

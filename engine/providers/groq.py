@@ -31,7 +31,7 @@ from engine.providers.wire import (
 
 __all__ = ["FINISH", "REASONING_EFFORTS", "Groq", "reasoning_refusal"]
 
-# finish_reason → finish (DESIGN.md, Request blocks); a value not listed is `complete`. An
+# finish_reason → finish (docs/VENDORS.md, Groq); a value not listed is `complete`. An
 # OpenAI-style `refusal` text on the message makes the turn `refused` whatever the reason says.
 FINISH = {
     "stop": "complete",

@@ -1,6 +1,6 @@
 """Sending one vendor request: the overall deadline, retries and backoff.
 
-Retries follow DESIGN.md: 408, 409, 429 and 5xx and dropped connections, with
+Retries follow docs/VENDORS.md ("Retries"): 408, 409, 429 and 5xx and dropped connections, with
 `x-should-retry` deciding first, then `retry-after-ms`, `retry-after` or Gemini's
 `retryDelay` as the wait, else exponential backoff with jitter — never past the
 block's timeout. A response body is read as a stream and refused past `max_body`

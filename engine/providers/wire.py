@@ -1,6 +1,6 @@
 """The neutral conversation every vendor adapter translates, and what comes back.
 
-A Request is what a request block asks for, in our own terms (DESIGN.md "Data
+A Request is what a request block asks for, in our own terms (docs/VENDORS.md, "Our conversation"; README "Data
 tables"); a Reply is what any vendor answered, with its outcome in one vocabulary
 (`FINISHES`). Adapters map between these and JSON. Also the envelope in which a
 vendor's reasoning and server-tool parts ride on a history row's `signature` cell.
@@ -127,7 +127,7 @@ class ToolCall:
 
 
 FINISHES = ("complete", "tool_calls", "max_tokens", "refused", "blocked", "paused", "context_exceeded")
-"""DESIGN.md's one vocabulary for how a turn ended; each adapter maps its vendor's values in one table."""
+"""docs/VENDORS.md's one vocabulary for how a turn ended; each adapter maps its vendor's values in one table."""
 
 
 @dataclass(slots=True)

@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import yaml
 
 from engine.compile.diagram import Diagram
 from engine.compile.inputs import check_inputs, typed_input
-from engine.errors import UsageError
+from engine.errors import DiagramInvalid, UsageError
 from engine.format.jsonout import dumps_plain
 from engine.format.tables import csv_dialect
 from engine.format.values import json_default
+from engine.format.yamlfile import read_yaml_value
 from engine.runs.store import RunStore
 from engine.runs.traces import trace_status
 from engine.runtime.context import Services
@@ -98,9 +98,11 @@ def read_rows(path: Path, diagram: Diagram) -> list[dict[str, Any]]:
                 rows.append({})
     elif suffix in (".json", ".yaml", ".yml"):
         try:
-            rows = (orjson.loads(text) if suffix == ".json" else yaml.safe_load(text)) or []
-        except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
-            raise UsageError(f"{path} is not valid {suffix.lstrip('.').upper()}: {exc}") from None
+            rows = (orjson.loads(text) if suffix == ".json" else read_yaml_value(text, str(path))) or []
+        except orjson.JSONDecodeError as exc:
+            raise UsageError(f"{path} is not valid JSON: {exc}") from None
+        except DiagramInvalid as exc:
+            raise UsageError(f"{path} is not valid YAML: {exc.problems[0]}") from None
         if not isinstance(rows, list):
             raise UsageError(f"{path} must hold a list of mappings (one per run)")
     else:

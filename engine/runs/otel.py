@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from engine.format.levels import MESSAGE_LEVELS, MessageLevel
 from engine.runs.otel_genai import chat_attributes, content_attributes, tool_attributes
 from engine.runtime.trace import Event
 
@@ -107,6 +108,11 @@ class _RunSpans:
         self._loops: list[_Loop] = []
         self._exchange = _Exchange()
         self._detailed = False
+        """Whether the block under way exports message contents: Detailed's alone."""
+        self._detailed_blocks: set[str] = set()
+        self._body_ports = {block.id: port for block in diagram.blocks.values()
+                            if (port := type(block.impl).body_port) is not None}
+        """The blocks whose body runs inside them (a Loop's), by id: their port's name."""
         self._handlers = {
             Event.RUN_STARTED: self._run_started,
             Event.BLOCK_STARTED: self._block_started,
@@ -144,7 +150,10 @@ class _RunSpans:
     def _run_started(self, event: dict[str, Any]) -> None:
         from opentelemetry.trace import SpanKind
 
-        self._detailed = event.get("message_level") == "Detailed"
+        # Contents go with the block's own level in this run, as its http events do (its own Detailed in a Debug run).
+        levels = self._diagram.message_levels(MESSAGE_LEVELS.get(str(event.get("message_level"))))
+        self._detailed_blocks = {block.id for block in self._diagram.blocks.values()
+                                 if (block.message_level if levels is None else levels[block]) >= MessageLevel.DETAILED}
         self._run = self._tracer.start_span(
             f"run {self._diagram.name}", kind=SpanKind.INTERNAL,
             attributes={"diagrama.run.id": str(event.get("run_id")), "diagrama.diagram.name": self._diagram.name,
@@ -154,14 +163,15 @@ class _RunSpans:
 
     def _block_started(self, event: dict[str, Any]) -> None:
         block = str(event.get("block"))
-        if event.get("block_type") == "Loop":
-            self._enter_loop(block)
+        self._detailed = block in self._detailed_blocks
+        if block in self._body_ports:
+            self._enter_loop(block, str(event.get("block_type")))
         self._exchange = _Exchange()
         self._block = self._start(block, self._parent(), {"diagrama.block.id": block,
                                                           "diagrama.block.type": str(event.get("block_type")),
                                                           "diagrama.step": int(event.get("step") or 0)})
 
-    def _enter_loop(self, block: str) -> None:
+    def _enter_loop(self, block: str, block_type: str) -> None:
         """A visit of a Loop block: the first opens its loop span; a later one ends the pass that led back to it."""
         for depth, loop in enumerate(self._loops):
             if loop.block == block:
@@ -172,7 +182,7 @@ class _RunSpans:
                     loop.current_pass.end()
                     loop.current_pass = None
                 return
-        span = self._start(f"loop {block}", self._parent(), {"diagrama.block.id": block, "diagrama.block.type": "Loop"})
+        span = self._start(f"loop {block}", self._parent(), {"diagrama.block.id": block, "diagrama.block.type": block_type})
         self._loops.append(_Loop(block, span))
 
     def _pass_started(self, event: dict[str, Any]) -> None:
@@ -202,8 +212,9 @@ class _RunSpans:
         if event.get("next"):
             span.set_attribute("diagrama.block.next", str(event["next"]))
         span.end()
-        if event.get("block_type") == "Loop" and event.get("via") != "body":
-            self._leave_loop(str(event.get("block")))
+        block = str(event.get("block"))
+        if block in self._body_ports and event.get("via") != self._body_ports[block]:
+            self._leave_loop(block)
 
     def _leave_loop(self, block: str) -> None:
         """The Loop is done (or failed): end its last pass and its span, and any loop inside it still open."""

@@ -21,7 +21,7 @@ import orjson
 
 from engine.compile.graph import RunPath
 from engine.errors import UsageError
-from engine.format.spec import MessageLevel
+from engine.format.levels import MessageLevel
 from engine.runtime.trace import EVENT_LEVELS, Event, read_events
 
 __all__ = ["INTERRUPTED", "SCENARIO_SUFFIX", "RunSummary", "Step", "find_trace", "is_scenario_run", "keep_event",
@@ -241,6 +241,8 @@ class Step:
     called_tools: list[str] = field(default_factory=list)
     payloads: list[dict[str, Any]] = field(default_factory=list)
     scores: dict[str, float | None] = field(default_factory=dict)
+    score_parts: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """A ranked tool's (lexical, embedding) parts of its score, when the trace has them."""
     failed_tools: list[str] = field(default_factory=list)
 
 
@@ -284,7 +286,11 @@ def steps(events: Iterable[dict[str, Any]]) -> Iterator[Step]:
         elif current is not None and name in (Event.HTTP_REQUEST, Event.HTTP_RESPONSE):
             current.payloads.append(event)
         elif current is not None and name == Event.TOOLS_SELECTED:
-            current.scores.update({str(t.get("name")): t.get("score") for t in event.get("tools") or []})
+            for chosen in event.get("tools") or []:
+                current.scores[str(chosen.get("name"))] = chosen.get("score")
+                parts = chosen.get("lexical"), chosen.get("embedding")
+                if all(isinstance(part, (int, float)) for part in parts):
+                    current.score_parts[str(chosen.get("name"))] = (float(parts[0]), float(parts[1]))
         elif current is not None and name == Event.TOOL_CALLED and event.get("ok") is False:
             current.failed_tools.append(f"{event.get('tool')}: {event.get('error')}")
     if current is not None:

@@ -17,7 +17,7 @@ from engine.compile.diagram import Diagram
 from engine.compile.inputs import check_inputs
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramInvalid, Problem
-from engine.format.spec import MessageLevel
+from engine.format.levels import MessageLevel
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.trace import Console

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.compile.templating import Scope
 from engine.errors import TemplateError
-from engine.format.spec import MessageLevel
+from engine.format.levels import MessageLevel
 from engine.runtime.trace import EVENT_LEVELS, Trace
 
 if TYPE_CHECKING:
@@ -109,10 +109,10 @@ class RunContext:
 
     __slots__ = (
         "current",
-        "default_message_level",
         "diagram",
         "entered_from_body",
         "loop_states",
+        "message_levels",
         "port",
         "run_id",
         "scope",
@@ -128,14 +128,16 @@ class RunContext:
         scope: Scope,
         trace: Trace,
         services: Services,
-        default_message_level: MessageLevel,
+        message_levels: Mapping[CompiledBlock, MessageLevel] | None = None,
     ) -> None:
         self.run_id = run_id
         self.diagram = diagram
         self.scope = scope
         self.trace = trace
         self.services = services
-        self.default_message_level = default_message_level
+        self.message_levels = message_levels
+        """Each block's message level in this run when its `--message-level` changes some (Diagram.message_levels);
+        None: each block's own `message_level` stands."""
         self.current: CompiledBlock = diagram.start
         self.port: str | None = None
         self.entered_from_body = False
@@ -144,8 +146,9 @@ class RunContext:
 
     @property
     def message_level(self) -> MessageLevel:
-        level = self.current.message_level
-        return self.default_message_level if level is None else level
+        """The current block's message level in this run."""
+        levels = self.message_levels
+        return self.current.message_level if levels is None else levels[self.current]
 
     def emit(self, event: str, **fields: Any) -> None:
         """Write an event about the current block, if its message level keeps it."""

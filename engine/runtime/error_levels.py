@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.compile.templating import truthy
 from engine.errors import InternalError, RunError, RunFailed, TemplateError
-from engine.format.spec import ErrorLevel, MessageLevel
+from engine.format.levels import ErrorLevel, MessageLevel
 from engine.runtime.failures import step_bug
 from engine.runtime.step_events import failed_fields, since
 from engine.runtime.trace import Event
@@ -52,7 +52,7 @@ class ErrorLevels:
             raise RunFailed(error)  # a bug fails the run whatever the error level
         self.trace.emit(Event.BLOCK_FAILED, block=block.id, block_type=block.type_name, error_type=error.type,
                         message=error.message, duration_ms=since(began))
-        error_level = block.error_level if block.error_level is not None else self.diagram.error_level
+        error_level = block.error_level  # decided at compile (engine.compile.diagram.resolve_levels)
         if level:
             status = "ignored" if error_level is ErrorLevel.IGNORE else "failed"
             self.trace.record_stamped(Event.BLOCK_FINISHED, failed_fields(block, began, status, shown, level, self.trace))

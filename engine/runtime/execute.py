@@ -37,7 +37,7 @@ from engine.errors import (
     TemplateError,
     TraceWriteFailed,
 )
-from engine.format.spec import MessageLevel
+from engine.format.levels import MessageLevel, level_name
 from engine.format.tables import to_table
 from engine.format.validation import dotted, validation_message
 from engine.format.values import short_value
@@ -197,7 +197,8 @@ class _Run(ErrorLevels):
         ctx.current = block
         ctx.port = None
         ctx.entered_from_body = came_from is not None and came_from.id in block.body_region
-        level = block.message_level if block.message_level is not None else ctx.default_message_level
+        levels = ctx.message_levels
+        level = block.message_level if levels is None else levels[block]
         if level:
             self.trace.record_stamped(Event.BLOCK_STARTED,
                                       started_fields(block, self.steps, self.step_began, ctx))
@@ -251,7 +252,8 @@ class _Run(ErrorLevels):
         ctx.current = block
         ctx.port = None
         ctx.entered_from_body = came_from is not None and came_from.id in block.body_region
-        level = block.message_level if block.message_level is not None else ctx.default_message_level
+        levels = ctx.message_levels
+        level = block.message_level if levels is None else levels[block]
         if level:
             self.trace.record_stamped(Event.BLOCK_STARTED,
                                       started_fields(block, self.steps, self.step_began, ctx))
@@ -351,19 +353,20 @@ async def execute(
         await asyncio.to_thread(diagram.tools.start_servers)
     run_id = run_id or new_run_id()
     trace_path = runs_dir / run_id / "trace.jsonl" if runs_dir is not None and trace_file is None else None
-    default_level = message_level if message_level is not None else diagram.message_level
+    run_level = message_level if message_level is not None else diagram.message_level
+    levels = diagram.message_levels(message_level)  # None unless `message_level` changes some block's
     # The highest level any step can reach: the chain is built for it, once.
-    highest = max([default_level, *(b.message_level for b in diagram.blocks.values() if b.message_level is not None)])
+    highest = max(levels.values() if levels is not None else (b.message_level for b in diagram.blocks.values()))
     trace = Trace(trace_path, run_id, secrets=[*services.secrets(), *secrets], console=console, file=trace_file,
                   level=highest)
     for make_observer in services.run_observers:
         trace.observe(make_observer(diagram, trace.redactor))
     scope = diagram.env.new_scope({})
-    run = _Run(diagram, RunContext(run_id, diagram, scope, trace, services, default_level), trace)
+    run = _Run(diagram, RunContext(run_id, diagram, scope, trace, services, levels), trace)
     # pid and host let a reader tell a run still going from one whose process died (SIGKILL, power loss).
     start_fields: dict[str, Any] = {"diagram": diagram.name, "path": str(diagram.path.resolve()),
-                                    "message_level": default_level.name.title(), "pid": os.getpid(), "host": _host()}
-    if default_level >= MessageLevel.DEBUG:
+                                    "message_level": level_name(run_level), "pid": os.getpid(), "host": _host()}
+    if run_level >= MessageLevel.DEBUG:
         start_fields["inputs"] = {k: short_value(v) for k, v in (inputs or {}).items()}
     trace.emit(Event.RUN_STARTED, **start_fields)
     if diagram.tools is not None and diagram.tools.mcp_servers:

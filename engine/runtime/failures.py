@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.compile.block import Block, WithFailures
 from engine.errors import BlockError, InternalError, RunError
-from engine.format.spec import ErrorLevel
+from engine.format.levels import ErrorLevel
 
 if TYPE_CHECKING:
     from engine.compile.diagram import CompiledBlock
@@ -62,9 +62,9 @@ def not_outputs(block: CompiledBlock, value: object) -> TypeError:
 def kept_failure(block: CompiledBlock, outputs: Mapping[str, Any]) -> RunError | None:
     """The failure a block kept as data that its own error level makes the block's error.
 
-    DESIGN.md (Tools): a failed call is a row the model can read "unless the block's
+    The README (Tool registries): a failed call is a row the model can read "unless the block's
     error level says otherwise"; only the block's own Handle does, not an inherited one.
     """
-    if isinstance(outputs, WithFailures) and outputs.failures and block.error_level is ErrorLevel.HANDLE:
+    if isinstance(outputs, WithFailures) and outputs.failures and block.own_error_level is ErrorLevel.HANDLE:
         return outputs.failures[0]
     return None

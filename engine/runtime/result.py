@@ -41,7 +41,7 @@ class RunResult:
         return self.redactor.value(value)
 
     def as_json(self) -> dict[str, Any]:
-        """The object `diagrama run --output json` prints (DESIGN.md, "Command line")."""
+        """The object `diagrama run --output json` prints (README, "Commands")."""
         return {
             "run_id": self.run_id,
             "status": self.status,

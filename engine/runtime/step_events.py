@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from engine.format.spec import MessageLevel
+from engine.format.levels import MessageLevel
 from engine.format.values import full_value, short_value
 from engine.runtime.trace import Event, Trace
 

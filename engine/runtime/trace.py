@@ -25,8 +25,8 @@ from typing import IO, Any, Protocol
 
 import orjson
 
+from engine.format.levels import MessageLevel
 from engine.format.redact import REDACTED, Redactor
-from engine.format.spec import MessageLevel
 from engine.format.values import dumps, json_default
 
 __all__ = [

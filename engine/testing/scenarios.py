@@ -23,6 +23,7 @@ from engine.compile.diagram import Diagram
 from engine.compile.inputs import check_inputs
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramaError, DiagramInvalid, Problem
+from engine.format.dialect import reads_as_text
 from engine.format.jsonout import dumps_plain, plain
 from engine.format.names import suggest
 from engine.format.redact import Redactor
@@ -374,10 +375,19 @@ def record_scenario(path: Path, diagram_path: Path, inputs: Mapping[str, Any], r
 
 
 class _PlainDumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML ships no type hints
-    """Safe YAML that writes a value seen twice in full each time, never as an `&anchor` and `*alias`."""
+    """Safe YAML that writes a value seen twice in full each time, never as an `&anchor` and `*alias`, and quotes
+    text that diagrama's dialect (YAML 1.2) would read otherwise (PyYAML writes `0o17` and `1e3` plain)."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+    def represent_str(self, data: str) -> Any:
+        if data and "\n" not in data and not reads_as_text(data) and data == data.strip():
+            return self.represent_scalar("tag:yaml.org,2002:str", data, style='"')
+        return super().represent_str(data)
+
+
+_PlainDumper.add_representer(str, _PlainDumper.represent_str)
 
 
 def scenario_schema() -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Tools: registries of handlers from allowed modules, argument checks, embedding-based selection, standard tools.
+"""Tools: registries of handlers from allowed modules, argument checks, selection by words and embeddings, standard tools.
 
 This `__all__` is the face blocks may use; nothing here calls a model or knows a vendor.
 """
@@ -12,14 +12,16 @@ from engine.format.lazy import lazy_face
 if TYPE_CHECKING:
     from engine.tools.arguments import check_arguments
     from engine.tools.calls import HandlerTimeout, call_handler
-    from engine.tools.registry import Tool, ToolRegistry, ToolsTable, load_registries
+    from engine.tools.registry import Tool, ToolRegistry, load_registries
+    from engine.tools.tools_table import ToolsTable
 
 # Names load on first use (PEP 562): loading a registry to check a diagram needs neither the
 # event-loop machinery that calls handlers nor the argument checks a run makes.
 _HOMES = {
     "engine.tools.arguments": ["check_arguments"],
     "engine.tools.calls": ["HandlerTimeout", "call_handler"],
-    "engine.tools.registry": ["Tool", "ToolRegistry", "ToolsTable", "load_registries"],
+    "engine.tools.registry": ["Tool", "ToolRegistry", "load_registries"],
+    "engine.tools.tools_table": ["ToolsTable"],
 }
 
 

@@ -2,10 +2,10 @@
 
 A registry names the modules its handlers may come from; a diagram cannot name other
 code. `tools('group', query=..., top_k=..., min_score=...)` in a template yields a
-tools table of enabled tools, most similar to the query first when one is given.
-A registry's MCP servers are declared when it loads and started (their tools listed) only
-by `start_servers`, which a run calls: checking a diagram runs no server's command.
-Calling a model is not done here; ToolDispatch runs what a model called.
+tools table of enabled tools, the best match for the query first when one is given
+(ranking.py: words and embeddings fused). A registry's MCP servers are declared when it loads
+and started (their tools listed) only by `start_servers`, which a run calls: checking a diagram
+runs no server's command. Calling a model is not done here; ToolDispatch runs what a model called.
 """
 
 from __future__ import annotations
@@ -23,11 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.errors import DiagramInvalid, Problem, ToolError
 from engine.format.names import suggest, valid_tool_name
-from engine.format.tables import DataTable, to_table
 from engine.format.validation import dotted, validation_message
 from engine.format.yamlfile import LineMap, read_yaml
 from engine.tools.embeddings import Embedder, EmbeddingCache, make_embedder
 from engine.tools.handlers import STANDARD_MODULE, HandlerRefused, resolve_handler
+from engine.tools.ranking import Ranker, Ranking, ToolScore, tool_document
+from engine.tools.tools_table import ToolsTable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -114,50 +115,20 @@ class Tool:
         return self._callable
 
 
-class ToolsTable(DataTable):
-    """A tools table that remembers each tool's similarity score, for the Debug trace.
-
-    The scores travel with the rows: `tools('a', query=q) + tools('b', query=q)` keeps both
-    tables' scores, and a slice keeps those of its rows.
-    """
-
-    __slots__ = ("scores",)
-
-    def __init__(self, columns: tuple[str, ...], rows: list[tuple[Any, ...]], scores: dict[str, float]) -> None:
-        super().__init__(columns, rows)
-        self.scores = scores
-
-    def __add__(self, other: object) -> DataTable:
-        joined = super().__add__(other)
-        scores = {**self.scores, **(other.scores if isinstance(other, ToolsTable) else {})}
-        return self._keeping(joined, scores)
-
-    def __radd__(self, other: object) -> DataTable:
-        """`[{...}] + tools(...)`: rows written in the template, then the selected ones."""
-        joined = DataTable.__add__(to_table(other, files=False), self)
-        return self._keeping(joined, self.scores)
-
-    def __getitem__(self, index: int | slice) -> Any:
-        item = super().__getitem__(index)
-        return self._keeping(item, self.scores) if isinstance(item, DataTable) else item
-
-    @staticmethod
-    def _keeping(table: DataTable, scores: dict[str, float]) -> DataTable:
-        """`table` as a ToolsTable with the scores of the tools it still holds."""
-        names = set(table.column("name")) if "name" in table.columns else set()
-        return ToolsTable(table.columns, table.rows, {name: score for name, score in scores.items() if name in names})
-
-
 class ToolRegistry:
     """Every tool of a diagram's registries, with their embeddings."""
 
-    def __init__(self, tools: list[Tool], embedder: Embedder, caches: list[EmbeddingCache]) -> None:
+    def __init__(self, tools: list[Tool], embedder: Embedder, caches: list[EmbeddingCache],
+                 ranking: Ranking | None = None) -> None:
         self.tools = {tool.name: tool for tool in tools}
         self.embedder = embedder
+        self.ranking = ranking or Ranking()
         self._caches = caches
         self.embedded = 0
-        self._matrix: np.ndarray | None = None
+        self._ranker: Ranker | None = None
         self._order: list[str] = []
+        self._groups: dict[str | None, np.ndarray] = {}
+        self._by_name: np.ndarray | None = None
         self._queries: dict[str, np.ndarray] = {}
         self._cache_for: dict[str, EmbeddingCache] = {}
         self.mcp_servers: list[McpServer] = []
@@ -218,8 +189,9 @@ class ToolRegistry:
     def prepare(self, cache_for: Mapping[str, EmbeddingCache]) -> None:
         """Embed what the caches lack (new tools, raised versions) and store it back.
 
-        The ranking matrix is read from the caches on the first ranked selection: checking a
-        diagram whose tools are all cached then needs neither numpy nor the vectors.
+        The ranking (matrix, word index, hub correction) is built on the first ranked
+        selection: checking a diagram whose tools are all cached then needs neither numpy
+        nor the vectors.
         """
         enabled = self.enabled()
         missing = [t for t in enabled if not cache_for[t.source].has(t.embedding_key(self.embedder.name))]
@@ -236,20 +208,27 @@ class ToolRegistry:
                 cache.save()
         self._order = [t.name for t in enabled]
         self._cache_for = dict(cache_for)
-        self._matrix = None
+        self._ranker = None
 
-    def _ranking_matrix(self) -> np.ndarray:
-        if self._matrix is None:
+    def ranker(self) -> Ranker:
+        """The enabled tools' ranking: their cached vectors, their words indexed, hubs corrected."""
+        if self._ranker is None:
             import numpy as np  # loaded when a run ranks tools, not when a diagram is checked
 
-            vectors = []
+            vectors, documents = [], []
             for name in self._order:
                 tool = self.tools[name]
                 vector = self._cache_for[tool.source].get(tool.embedding_key(self.embedder.name))
                 assert vector is not None, f"prepare() stored an embedding for {name}"
                 vectors.append(vector)
-            self._matrix = np.vstack(vectors) if vectors else np.zeros((0, 1), dtype=np.float32)
-        return self._matrix
+                entry = tool.entry
+                documents.append(tool_document(name, entry.description, entry.examples, entry.rules, entry.parameters))
+            matrix = np.vstack(vectors) if vectors else np.zeros((0, 1), dtype=np.float32)
+            self._ranker = Ranker(documents, matrix, self.ranking)
+            # Ties are broken by name: positions in name order, sorted stably by score.
+            self._by_name = np.array(sorted(range(len(self._order)), key=self._order.__getitem__), dtype=np.intp)
+            self._groups = {}
+        return self._ranker
 
     def _query_vector(self, query: str) -> np.ndarray:
         vector = self._queries.get(query)
@@ -260,32 +239,46 @@ class ToolRegistry:
             self._queries[query] = vector
         return vector
 
+    def _in_group(self, group: str | None) -> np.ndarray:
+        """The positions of a group's enabled tools (all of them for None), in name order."""
+        positions = self._groups.get(group)
+        if positions is None:
+            import numpy as np
+
+            assert self._by_name is not None
+            positions = np.asarray([i for i in self._by_name.tolist()
+                                    if group is None or self.tools[self._order[i]].entry.group == group], dtype=np.intp)
+            self._groups[group] = positions
+        return positions
+
     def select(self, group: str | None = None, query: str | None = None, top_k: int | None = None,
-               min_score: float | None = None) -> list[tuple[Tool, float | None]]:
+               min_score: float | None = None) -> list[tuple[Tool, ToolScore | None]]:
+        """The enabled tools of `group`, best match for `query` first (ties by name), each with its scores."""
         if group is not None and group not in self.groups():
             groups = sorted(self.groups())
             raise ToolError(f"tools(): no tool group '{group}' (groups: {', '.join(groups)})", type="unknown_tool_group")
         if not query:
-            chosen: list[tuple[Tool, float | None]] = [(t, None) for t in self.enabled(group)]
+            chosen: list[tuple[Tool, ToolScore | None]] = [(t, None) for t in self.enabled(group)]
             return chosen[:top_k] if top_k else chosen
         import numpy as np
 
-        scores = self._ranking_matrix() @ self._query_vector(query) if len(self._order) else np.zeros(0)
-        ranked: list[tuple[Tool, float | None]] = []
-        for name, score in zip(self._order, scores.tolist(), strict=True):
-            tool = self.tools[name]
-            if group is not None and tool.entry.group != group:
-                continue
-            if min_score is not None and score < min_score:
-                continue
-            ranked.append((tool, round(float(score), 6)))
-        ranked.sort(key=lambda pair: (-(pair[1] or 0.0), pair[0].name))  # deterministic: ties by name
-        return ranked[:top_k] if top_k else ranked
+        ranker = self.ranker()
+        if not self._order:
+            return []
+        fused, lexical, embedding = ranker.scores(query, self._query_vector(query))
+        positions = self._in_group(group)
+        if min_score is not None:
+            positions = positions[fused[positions] >= min_score]
+        order = positions[np.argsort(-fused[positions], kind="stable")]
+        if top_k:
+            order = order[:top_k]
+        return [(self.tools[self._order[i]], ToolScore(round(float(fused[i]), 6), round(float(lexical[i]), 6),
+                                                        round(float(embedding[i]), 6))) for i in order.tolist()]
 
-    def table(self, chosen: list[tuple[Tool, float | None]]) -> ToolsTable:
+    def table(self, chosen: list[tuple[Tool, ToolScore | None]]) -> ToolsTable:
         rows = [(t.name, t.model_description, t.entry.parameters, t.entry.strict) for t, _ in chosen]
-        scores = {t.name: s for t, s in chosen if s is not None}
-        return ToolsTable(("name", "description", "parameters", "strict"), rows, scores)
+        parts = {t.name: s for t, s in chosen if s is not None}
+        return ToolsTable(("name", "description", "parameters", "strict"), rows, parts)
 
     def template_function(self) -> Callable[..., ToolsTable]:
         def tools(group: str | None = None, query: str | None = None, top_k: int | None = None,

@@ -27,22 +27,39 @@ from starlette.staticfiles import StaticFiles
 
 from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
-from engine.errors import Problem
+from engine.errors import DiagramInvalid, Problem
+from engine.format.yamlfile import read_yaml_text
 from engine.runtime.context import Services
 from engine.web.concurrency import Compilations, PathLocks
 from engine.web.files import Folder, FolderError, write_failure
 from engine.web.guard import TOKEN_HEADER, Guard, allowed_hosts, new_token
-from engine.web.http import JSON, error, handle, json_body
+from engine.web.http import answer, handle, json_body
+from engine.web.models import (
+    BlockType,
+    Checked,
+    Compiled,
+    Conflict,
+    CsvPreview,
+    DiagramFile,
+    DiagramSummary,
+    Hash,
+    PathAnswer,
+    Registry,
+    Saved,
+    Session,
+    format_facts,
+)
+from engine.web.models import Problem as ProblemAnswer
 from engine.web.runs import RunRoutes
-from engine.web.view import compile_text, layered_layout, problem_json, raw_links, studio_document
-from engine.web.yaml_edit import EditError, apply_edit, content_hash, new_diagram_text, to_json
+from engine.web.view import compile_text, problem_json, studio_document
+from engine.web.yaml_edit import EditError, apply_edit, content_hash, new_diagram_text
 
 __all__ = ["STUDIO_BUILD", "create_app", "palette"]
 
 STUDIO_BUILD = Path(__file__).parent / "ui" / "dist"
 
 
-def palette(registry: BlockRegistry) -> list[dict[str, Any]]:
+def palette(registry: BlockRegistry) -> list[BlockType]:
     """Each block type as the studio's palette and property panel need it, from its models."""
     found = []
     for name, block in sorted(registry.items()):
@@ -52,17 +69,17 @@ def palette(registry: BlockRegistry) -> list[dict[str, Any]]:
             options = schema.get("anyOf", [])
             if any(isinstance(o, dict) and "csv" in o.get("properties", {}) for o in options):
                 tables[field] = field if field in ("history", "tools") else "table"
-        found.append({
-            "type": name,
-            "description": (block.__doc__ or "").strip().splitlines()[0] if block.__doc__ else "",
-            "inputs_schema": inputs,
-            "settings_schema": block.Settings.model_json_schema() if block.Settings is not None else None,
-            "outputs": list(block.output_names()),
-            "ports": ["next", "on_error", *block.ports()],
-            "body_names": list(block.body_names),
-            "table_fields": tables,
-            "is_start": block.is_start,
-        })
+        found.append(BlockType(
+            type=name,
+            description=(block.__doc__ or "").strip().splitlines()[0] if block.__doc__ else "",
+            inputs_schema=inputs,
+            settings_schema=block.Settings.model_json_schema() if block.Settings is not None else None,
+            outputs=list(block.output_names()),
+            ports=list(block.ports()),
+            body_names=list(block.body_names),
+            table_fields=tables,
+            is_start=block.is_start,
+        ))
     return found
 
 
@@ -95,41 +112,41 @@ class Studio:
         self.compilations = compilations
         self.locks = PathLocks()
 
-    def document(self, path: Path, text: str, data: Any, *, with_lines: bool = True) -> dict[str, Any]:
+    def document(self, path: Path, text: str, data: Any, *, with_lines: bool = True) -> Checked:
         """Problems, the compiled picture and the registries' tools of a diagram's text (as if it were the file
         at `path`); `data` is that text as JSON, which the caller already has. One compilation serves all."""
         from engine.compile.validate import template_scope  # the same scope the static check uses
 
         diagram, problems = compile_text(text, path, self.registry, self.folder.data_roots)
         scope = template_scope(diagram) if diagram is not None else {}
-        return {"problems": [problem_json(p, with_line=with_lines, own=path, folder=self.folder)
-                             for p in problems],
-                "compiled": studio_document(data, diagram, scope), "valid": diagram is not None,
-                "registries": _registries(diagram)}
+        return Checked(problems=[ProblemAnswer.model_validate(problem_json(p, with_line=with_lines, own=path, folder=self.folder))
+                                 for p in problems],
+                       compiled=Compiled.model_validate(studio_document(data, diagram, scope, self.registry)),
+                       valid=diagram is not None,
+                       registries=_registries(diagram))
 
-    async def checked(self, path: Path, text: str, data: Any, *, with_lines: bool = True) -> dict[str, Any]:
+    async def checked(self, path: Path, text: str, data: Any, *, with_lines: bool = True) -> Checked:
         """`document` in a worker thread, bounded; a compilation past the bound is answered as a problem."""
         found = await self.compilations.run(path, text, lambda: self.document(path, text, data, with_lines=with_lines))
-        return found if found is not None else _unchecked(path, data, self.compilations.timeout)
+        return found if found is not None else _unchecked(path, data, self.compilations.timeout, self.registry)
 
-    async def summary(self, path: Path) -> dict[str, Any]:
+    async def summary(self, path: Path) -> DiagramSummary:
         """A diagram as the listing shows it: name, description, whether it is valid, how many blocks."""
-        entry: dict[str, Any] = {"path": path.name, "name": path.stem, "description": "", "valid": False, "blocks": 0}
+        entry = DiagramSummary(path=path.name, name=path.stem, description="", valid=False, blocks=0)
         try:
             text = self.folder.read(path)
         except (FolderError, OSError):
             return entry
 
-        def work() -> dict[str, Any]:
-            try:
-                data = to_json(text)
-            except EditError:
+        def work() -> DiagramSummary:
+            data, unread = read_for_page(text, path)
+            if unread:
                 return entry
             compiled, _problems = compile_text(text, path, self.registry, self.folder.data_roots)
-            data = data if isinstance(data, dict) else {}
             blocks = data.get("blocks")
-            return entry | {"name": str(data.get("diagram", path.stem)), "description": str(data.get("description", "")),
-                            "valid": compiled is not None, "blocks": len(blocks) if isinstance(blocks, list) else 0}
+            return entry.model_copy(update={
+                "name": str(data.get("diagram", path.stem)), "description": str(data.get("description", "")),
+                "valid": compiled is not None, "blocks": len(blocks) if isinstance(blocks, list) else 0})
 
         found = await self.compilations.run(path, text, work)
         return found if found is not None else entry
@@ -138,21 +155,22 @@ class Studio:
         path = self.folder.diagram(request.path_params["path"])
         text = self.folder.read(path)
         digest = self.texts.remember(text)
-        try:
-            data = await run_in_threadpool(to_json, text)
-        except EditError as exc:
-            data = {}
-            document = {"problems": [{"line": None, "column": None, "block": None, "field": None, "message": str(exc),
-                                      "hint": None, "code": "invalid_yaml", "severity": "error"}],
-                        "compiled": studio_document({}, None, {}), "valid": False, "registries": []}
+        data, unread = read_for_page(text, path)
+        if unread:
+            document = Checked(problems=[ProblemAnswer.model_validate(problem_json(p, own=path, folder=self.folder))
+                                         for p in unread],
+                               compiled=Compiled.model_validate(studio_document({}, None, {}, self.registry)), valid=False,
+                               registries=[])
         else:
             document = await self.checked(path, text, data)
-        legacy = _legacy_view(self.folder.relative(path), data, document)
-        return JSON(legacy | {"path": self.folder.relative(path), "hash": digest, "diagram": data, **document})
+        blocks = data.get("blocks")
+        drawable = isinstance(blocks, list) and all(isinstance(block, dict) for block in blocks)
+        return answer(DiagramFile(path=self.folder.relative(path), hash=digest, diagram=data if drawable else None,
+                                  **dict(document)))
 
     async def hash(self, request: Request) -> Response:
         path = self.folder.diagram(request.path_params["path"])
-        return JSON({"hash": content_hash(self.folder.read(path))})
+        return answer(Hash(hash=content_hash(self.folder.read(path))))
 
     async def put(self, request: Request) -> Response:
         path = self.folder.diagram(request.path_params["path"])
@@ -176,14 +194,14 @@ class Studio:
                     return self._conflict(base, now)
                 self.folder.write(path, text)
         digest = self.texts.remember(text)
-        return JSON({"hash": digest, **await self.checked(path, text, diagram)})
+        return answer(Saved(hash=digest, **dict(await self.checked(path, text, diagram))))
 
     def _conflict(self, base: str, current: str) -> Response:
         digest = self.texts.remember(current)
         before = self.texts.get(base)
         diff = "".join(difflib.unified_diff(before.splitlines(True), current.splitlines(True), "loaded", "on disk")) \
             if before is not None else ""
-        return error(409, "the file changed on disk since you loaded it", hash=digest, diff=diff)
+        return answer(Conflict(error="the file changed on disk since you loaded it", hash=digest, diff=diff), 409)
 
     async def validate(self, request: Request) -> Response:
         payload = await json_body(request)
@@ -195,7 +213,7 @@ class Studio:
         # A draft is checked as plain YAML (libyaml, fast): the same data the save would write, so the same
         # problems; only their line numbers would not be the file's, so they are left out until a save.
         text = _as_yaml(diagram)
-        return JSON(await self.checked(path, text, diagram, with_lines=False))
+        return answer(await self.checked(path, text, diagram, with_lines=False))
 
     async def create(self, request: Request) -> Response:
         payload = await json_body(request)
@@ -209,7 +227,7 @@ class Studio:
         async with self.locks.hold(path):
             self.folder.new_name(name)  # still free: a create of the same name may have come first
             self.folder.write(path, text)
-        return JSON({"path": self.folder.relative(path)}, status_code=201)
+        return answer(PathAnswer(path=self.folder.relative(path)), 201)
 
     async def rename(self, request: Request) -> Response:
         relative = request.path_params["path"]
@@ -223,7 +241,7 @@ class Studio:
                 source.rename(target)
             except OSError as exc:
                 raise write_failure(target.name, exc) from None
-        return JSON({"path": self.folder.relative(target)})
+        return answer(PathAnswer(path=self.folder.relative(target)))
 
     async def delete(self, request: Request) -> Response:
         if request.headers.get("content-type", "").split(";")[0] != "application/json":
@@ -236,7 +254,24 @@ class Studio:
 
     async def csv(self, request: Request) -> Response:
         path = self.folder.diagram(request.path_params["path"])
-        return JSON(self.folder.csv_preview(path, request.query_params.get("file", "")))
+        return answer(CsvPreview.model_validate(self.folder.csv_preview(path, request.query_params.get("file", ""))))
+
+
+def read_for_page(text: str, path: Path) -> tuple[dict[str, Any], list[Problem]]:
+    """The file's data as `diagrama run` reads it (engine.format.yamlfile, the one reader), or `{}` and why it cannot
+    be read: not YAML, or YAML that is not a mapping."""
+    try:
+        data, _ = read_yaml_text(text, str(path))
+    except DiagramInvalid as exc:
+        return {}, exc.problems
+    except RecursionError:
+        return {}, [Problem(str(path), None, "the file is nested too deeply to read", code="too_deep")]
+    if data is None:
+        return {}, []
+    if not isinstance(data, dict):
+        return {}, [Problem(str(path), 1, f"the file holds a YAML {type(data).__name__}, not a mapping",
+                            hint="a diagram starts with `diagram: name` and `blocks:`", code="invalid_yaml")]
+    return data, []
 
 
 def _as_yaml(diagram: dict[str, Any]) -> str:
@@ -248,16 +283,16 @@ def _as_yaml(diagram: dict[str, Any]) -> str:
         raise FolderError(422, f"the diagram cannot be written: {exc}") from exc
 
 
-def _unchecked(path: Path, data: Any, seconds: float) -> dict[str, Any]:
+def _unchecked(path: Path, data: Any, seconds: float, registry: BlockRegistry) -> Checked:
     """The answer for a diagram whose check ran past its bound: that, as its one problem."""
     problem = Problem(str(path), None, f"checking this diagram took longer than {seconds:g} s, so it was not waited for",
                       hint="a block type's check or a file the diagram reads is slow; an edit checks it again",
                       code="compile_timeout")
-    return {"problems": [problem_json(problem, with_line=False)], "compiled": studio_document(data, None, {}),
-            "valid": False, "registries": []}
+    return Checked(problems=[ProblemAnswer.model_validate(problem_json(problem, with_line=False))],
+                   compiled=Compiled.model_validate(studio_document(data, None, {}, registry)), valid=False, registries=[])
 
 
-def _registries(diagram: Diagram | None) -> list[dict[str, Any]]:
+def _registries(diagram: Diagram | None) -> list[Registry]:
     """The diagram's tools by group, for the tools field's `tools('group')` choices. An MCP server's group is there
     without its tools: the studio does not start servers to list them."""
     if diagram is None or diagram.tools is None:
@@ -268,38 +303,7 @@ def _registries(diagram: Diagram | None) -> list[dict[str, Any]]:
         group["tools"].append({"name": tool.name, "description": tool.entry.description, "enabled": tool.entry.enabled})
     for name in sorted(diagram.tools.groups() - set(groups)):
         groups[name] = {"group": name, "tools": []}
-    return list(groups.values())
-
-
-def _legacy_view(relative: str, data: Any, document: dict[str, Any]) -> dict[str, Any]:
-    """The read-only view's fields (blocks with positions, links, bodies, levels), kept for scripts using them."""
-    data = data if isinstance(data, dict) else {}
-    written = data.get("blocks")
-    raw_blocks = [b for b in written if isinstance(b, dict) and isinstance(b.get("id"), str)] \
-        if isinstance(written, list) else []
-    compiled = document["compiled"]
-    links = compiled["links"] or raw_links(data)
-    start = next((b["id"] for b in raw_blocks if b.get("type") == "Start"), None)
-    layout = layered_layout([b["id"] for b in raw_blocks], links, start)
-    by_block: dict[str, list[str]] = {}
-    for problem in document["problems"]:
-        if problem["block"]:
-            text = f"line {problem['line']}: {problem['message']}" if problem["line"] else problem["message"]
-            text += f" ({problem['hint']})" if problem["hint"] else ""
-            by_block.setdefault(problem["block"], []).append(f"{problem['field']}: {text}" if problem["field"] else text)
-    blocks = []
-    for raw in raw_blocks:
-        position = raw.get("position")
-        x, y = position if isinstance(position, list) and len(position) == 2 else layout[raw["id"]]
-        settings = {k: v for k, v in raw.items() if k not in ("id", "type", "label", "position", "with", "set", "next",
-                                                              "on_error", "body", "error_level", "message_level")}
-        blocks.append({"id": raw["id"], "type": raw.get("type"), "label": raw.get("label"), "x": x, "y": y,
-                       "with": raw.get("with") or {}, "set": raw.get("set") or {}, "settings": settings,
-                       "levels": compiled["levels"].get(raw["id"], {}), "problems": by_block.get(raw["id"], [])})
-    start_block = next((b for b in raw_blocks if b.get("type") == "Start"), {})
-    return {"name": data.get("diagram", Path(relative).stem), "description": data.get("description", ""),
-            "blocks": blocks, "links": links, "bodies": compiled["bodies"],
-            "inputs": start_block.get("inputs") or {}}
+    return [Registry.model_validate(group) for group in groups.values()]
 
 
 def _index(token: str) -> Callable[[Request], Awaitable[Response]]:
@@ -339,6 +343,8 @@ def create_app(
     studio = Studio(folder, registry, Compilations(compile_timeout))
     runs = RunRoutes(folder, runs_dir.resolve(), registry, services, allow_online=allow_online)
 
+    facts = format_facts()
+
     def writes(endpoint: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
         """The one guard of every route that writes a file: under --read-only, refused before anything is read."""
         async def guarded(request: Request) -> Response:
@@ -350,22 +356,26 @@ def create_app(
         return handle(guarded)
 
     async def session(_: Request) -> Response:
-        return JSON({"read_only": read_only, "allow_online": allow_online, "root": folder.root.name,
-                     "token": token, "token_header": TOKEN_HEADER})
+        return answer(Session(read_only=read_only, allow_online=allow_online, root=folder.root.name, token=token,
+                              token_header=TOKEN_HEADER))
+
+    async def format_(_: Request) -> Response:
+        return answer(facts)
 
     async def blocks(_: Request) -> Response:
-        return JSON(palette(registry))
+        return answer(palette(registry))
 
     async def diagrams(_: Request) -> Response:
         paths = await asyncio.to_thread(folder.diagrams)
-        return JSON(list(await asyncio.gather(*(studio.summary(path.resolve()) for path in paths))))
+        return answer(list(await asyncio.gather(*(studio.summary(path.resolve()) for path in paths))))
 
     async def scenarios(_: Request) -> Response:
-        return JSON([{"path": folder.relative(path)} for path in await asyncio.to_thread(folder.scenarios)])
+        return answer([PathAnswer(path=folder.relative(path)) for path in await asyncio.to_thread(folder.scenarios)])
 
     routes: list[BaseRoute] = [
         Route("/", _index(token)),
         Route("/api/session", session),
+        Route("/api/format", format_),
         Route("/api/blocks", blocks),
         Route("/api/diagrams", diagrams, methods=["GET"]),
         Route("/api/diagrams", writes(studio.create), methods=["POST"]),

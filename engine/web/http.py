@@ -1,4 +1,5 @@
-"""JSON in and out for the studio's endpoints, with refusals as JSON answers rather than 500s.
+"""JSON in and out for the studio's endpoints: answers through their models (engine.web.models), refusals as
+JSON answers rather than 500s.
 
 A request body is read chunk by chunk and refused (413) as soon as it passes the limit, or at
 once when its Content-Length announces more: a huge upload never sits in memory whole.
@@ -7,20 +8,22 @@ once when its Content-Length announces more: a huge upload never sits in memory 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import orjson
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from engine.errors import DiagramaError
 from engine.format.redact import redact_text
-from engine.format.values import json_default
+from engine.format.values import dumps
 from engine.runtime.context import Services
 from engine.web.files import FolderError, os_failure
+from engine.web.models import ErrorAnswer
 
-__all__ = ["JSON", "error", "handle", "json_body", "read_body"]
+__all__ = ["JSON", "answer", "error", "handle", "json_body", "read_body"]
 
 _MAX_BODY = 8 * 1024 * 1024
 _TOO_LARGE = "the request body is larger than 8 MB"
@@ -29,11 +32,23 @@ _log = logging.getLogger("diagrama.studio")
 
 class JSON(JSONResponse):
     def render(self, content: Any) -> bytes:
-        return orjson.dumps(content, default=json_default, option=orjson.OPT_NON_STR_KEYS)
+        # dumps, not orjson alone: a file may hold an integer past 64 bits, which orjson refuses.
+        return dumps(content, option=orjson.OPT_NON_STR_KEYS)
 
 
-def error(status: int, message: str, **extra: Any) -> Response:
-    return JSON({"error": message, **extra}, status_code=status)
+def answer(model: BaseModel | Sequence[BaseModel], status: int = 200) -> Response:
+    """A model (or a list of them) as the JSON answer, keys as the page reads them (`from`, `with`)."""
+    return JSON(dumped(model), status_code=status)
+
+
+def dumped(model: BaseModel | Sequence[BaseModel]) -> Any:
+    if isinstance(model, BaseModel):
+        return model.model_dump(by_alias=True)
+    return [item.model_dump(by_alias=True) for item in model]
+
+
+def error(status: int, message: str) -> Response:
+    return answer(ErrorAnswer(error=message), status)
 
 
 async def read_body(request: Request, limit: int = _MAX_BODY) -> bytes:

@@ -9,6 +9,7 @@ the runs directory is shared with other folders.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from collections import OrderedDict
 from collections.abc import Callable
@@ -29,7 +30,8 @@ from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.trace import new_run_id, read_events
 from engine.web.files import Folder, FolderError
-from engine.web.http import JSON, json_body
+from engine.web.http import JSON, answer, dumped, json_body
+from engine.web.models import PathAnswer, RunData, RunListed, RunStarted, ScenarioResult, ScenarioResults
 
 __all__ = ["RunRoutes"]
 
@@ -107,20 +109,19 @@ class RunRoutes:
     async def listing(self, request: Request) -> Response:
 
         path = self.folder.diagram(request.path_params["path"])
-        return JSON(await asyncio.to_thread(self._runs_of, path))  # reads traces and the store: off the loop
+        return answer(await asyncio.to_thread(self._runs_of, path))  # reads traces and the store: off the loop
 
-    def _runs_of(self, path: Path) -> list[dict[str, Any]]:
+    def _runs_of(self, path: Path) -> list[RunListed]:
         """This diagram's own newest runs, however many other runs came since (a batch of a thousand rows)."""
-        listed = [{"run_id": s.run_id, "status": s.status, "started": s.started, "duration_ms": s.duration_ms,
-                   "steps": s.steps}
+        listed = [RunListed(run_id=s.run_id, status=s.status, started=s.started, duration_ms=s.duration_ms, steps=s.steps)
                   for s in list_runs(self.runs_dir, limit=200, diagram=path)]
         # Runs recorded in the store from another current folder, their traces elsewhere.
-        known = {entry["run_id"] for entry in listed}
-        listed += [{"run_id": r["run_id"], "status": r["status"], "started": r["started"],
-                    "duration_ms": r["duration_ms"], "steps": r["steps"]}
+        known = {entry.run_id for entry in listed}
+        listed += [RunListed(run_id=r["run_id"], status=r["status"], started=r["started"], duration_ms=r["duration_ms"],
+                             steps=r["steps"])
                    for r in self._recorded(lambda store: store.runs_of(path))
                    if r["run_id"] not in known and r.get("trace") and Path(r["trace"]).is_file()]
-        listed.sort(key=lambda entry: entry["started"] or 0, reverse=True)
+        listed.sort(key=lambda entry: entry.started or 0, reverse=True)
         return listed[:200]
 
     async def start(self, request: Request) -> Response:
@@ -151,7 +152,7 @@ class RunRoutes:
         task = asyncio.create_task(go())
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
-        return JSON({"run_id": run_id}, status_code=202)
+        return answer(RunStarted(run_id=run_id), 202)
 
     async def get(self, request: Request) -> Response:
 
@@ -169,16 +170,18 @@ class RunRoutes:
         diagram_path = resolved_path(str(first.get("path", "")), (Path.cwd(), self.runs_dir.resolve().parent))
         relative = self.folder.relative(diagram_path) if diagram_path is not None and \
             diagram_path.is_relative_to(self.folder.root) else None
-        # Traces are scrubbed when written; this scrubs again for traces written elsewhere or by older versions.
-        return JSON(redact_value({
-            "run_id": run_id, "diagram": relative, "status": run_status(first, events[-1]) if events else "running",
-            "errors": finished.get("errors", []) if finished else [],
-            "blocks": sorted(drawn.blocks), "links": sorted(drawn.links),
+        errors = finished.get("errors") if finished else None
+        data = RunData(
+            run_id=run_id, diagram=relative, status=run_status(first, events[-1]) if events else "running",
+            errors=[e for e in errors if isinstance(e, dict)] if isinstance(errors, list) else [],
+            blocks=sorted(drawn.blocks), links=sorted(drawn.links),
             # One id as before; every failed block, handled ones too, when on_error handled any (#7).
-            "failed": sorted(drawn.failed_blocks()) if drawn.handled else drawn.failed, "passes": drawn.passes,
-            "steps": [step.__dict__ | {"payloads": []} for step in steps(events)],
-            "events": events[after:], "count": len(events),
-        }, self._secrets()))
+            failed=sorted(drawn.failed_blocks()) if drawn.handled else drawn.failed, passes=drawn.passes,
+            # The HTTP payloads stay in the trace: the page shows inputs and outputs.
+            steps=[dataclasses.replace(step, payloads=[]) for step in steps(events)],
+            events=events[after:], count=len(events))
+        # Traces are scrubbed when written; this scrubs again for traces written elsewhere or by older versions.
+        return JSON(redact_value(dumped(data), self._secrets()))
 
     def _secrets(self) -> list[str]:
         return (self.services or Services()).secrets()
@@ -197,7 +200,7 @@ class RunRoutes:
             raise FolderError(422, "path: a file in the served folder ending in .scenario.yaml")
         diagram_path, inputs, results, replies = kept
         record_scenario(target, diagram_path, inputs, results[0], replies)
-        return JSON({"path": self.folder.relative(target)}, status_code=201)
+        return answer(PathAnswer(path=self.folder.relative(target)), 201)
 
     async def run_scenarios(self, request: Request) -> Response:
         from engine.testing.scenarios import load_scenarios, run_scenario_async
@@ -207,17 +210,17 @@ class RunRoutes:
         folder = self.folder.inside(relative) if isinstance(relative, str) else None
         if folder is None or not folder.is_dir():
             raise FolderError(422, "folder: a folder inside the served folder")
-        results = []
+        results: list[ScenarioResult] = []
         for file in sorted(folder.rglob("*.scenario.yaml")):
             if self.folder.inside(str(file.relative_to(self.folder.root))) is None:
                 continue  # a symlink that leaves the folder
             try:
                 scenarios = load_scenarios(file)
             except DiagramaError as exc:
-                results.append({"file": self.folder.relative(file), "name": None, "passed": False, "failures": [str(exc)]})
+                results.append(ScenarioResult(file=self.folder.relative(file), name=None, passed=False, failures=[str(exc)]))
                 continue
             for scenario in scenarios:
                 verdict = await run_scenario_async(scenario, self.registry, self.runs_dir, self.folder.data_roots)
-                results.append({"file": self.folder.relative(file), "name": scenario.spec.scenario,
-                                "passed": verdict.passed, "failures": list(verdict.failures)})
-        return JSON({"results": results})
+                results.append(ScenarioResult(file=self.folder.relative(file), name=scenario.spec.scenario,
+                                              passed=verdict.passed, failures=list(verdict.failures)))
+        return answer(ScenarioResults(results=results))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -109,6 +110,7 @@ def test_trace_table_puts_the_header_below_the_summary_and_shows_tool_scores(tmp
     assert lines[2].split()[:3] == ["step", "block", "type"]
     ask = next(line for line in lines if line.split()[1:3] == ["ask", "ClaudeRequest"])
     assert "tools get_order_status 0." in ask
+    assert re.search(r"get_order_status \d\.\d\d \(lex \d\.\d\d, emb \d\.\d\d\)", ask), ask
 
 
 def test_trace_follow_ends_on_an_interrupted_run(tmp_path: Path) -> None:

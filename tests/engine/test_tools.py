@@ -138,7 +138,7 @@ def test_top_k_puts_the_expected_tool_first(tmp_path: Path, query: str, expected
     registry = load(tmp_path, make_registry(tmp_path, BASIC)[0])
     chosen = registry.select(query=query, top_k=2)
     assert chosen[0][0].name == expected
-    assert chosen[0][1] >= chosen[1][1]
+    assert chosen[0][1].score >= chosen[1][1].score
     assert registry.select(query=query, top_k=2) == chosen  # deterministic
 
 
@@ -257,7 +257,10 @@ def test_scores_travel_with_the_rows_when_two_selections_are_joined(tmp_path: Pa
     events = [json.loads(line) for line in result.trace.read_text().splitlines()]
     selected = [e for e in events if e["event"] == "tools_selected"]
     assert selected and len(selected[0]["tools"]) == 3
-    assert all(isinstance(tool["score"], float) for tool in selected[0]["tools"])
+    for tool in selected[0]["tools"]:
+        assert set(tool) == {"name", "score", "lexical", "embedding"}
+        assert all(0 <= tool[part] <= 1 for part in ("score", "lexical", "embedding"))
+        assert tool["score"] == pytest.approx(0.8 * tool["lexical"] + 0.2 * tool["embedding"], abs=1e-5)
 
 
 @pytest.mark.parametrize(("parameters", "message"), [

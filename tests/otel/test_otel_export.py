@@ -109,6 +109,28 @@ def test_detailed_exports_message_contents_and_never_a_key(tmp_path: Path) -> No
     assert KEY not in everything and "[REDACTED]" in everything
 
 
+def test_a_blocks_own_detailed_exports_its_contents_in_a_debug_run(tmp_path: Path) -> None:
+    import shutil
+
+    folder = tmp_path / "diagrams"
+    shutil.copytree(DIAGRAMS, folder, ignore=shutil.ignore_patterns("*.embeddings.json"))
+    path = folder / "order_agent.yaml"
+    path.write_text(path.read_text().replace("    type: ClaudeRequest\n", "    type: ClaudeRequest\n"
+                                             "    message_level: Detailed\n", 1))
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    services = Services(offline=True, environ={})
+    services.run_observers.append(OtelExport(provider))
+    loaded = load_diagram(path, block_registry())
+    assert loaded.message_level is MessageLevel.DEBUG and loaded.blocks["ask"].message_level is MessageLevel.DETAILED
+    asyncio.run(execute(loaded, {}, runs_dir=tmp_path / "runs", services=services))
+    finished = list(spans.get_finished_spans())
+    assert all("gen_ai.input.messages" in dict(span.attributes or {}) for span in named(finished, "chat claude-sonnet-5-5"))
+    [tool] = named(finished, "execute_tool get_order_status")  # dispatch runs at Debug: no contents
+    assert "gen_ai.tool.call.arguments" not in dict(tool.attributes or {})
+
+
 def test_loop_passes_nest_their_steps(tmp_path: Path) -> None:
     _, spans = exported("classify_messages.yaml", tmp_path)
     lines = tree(spans)

@@ -6,7 +6,7 @@ the request block's `base_url` input (test_base_url_variables.py goes through th
 `*_BASE_URL` environment variables instead).
 
 Runs of one module share one event loop and one Services, as the runs of one process
-do (DESIGN.md: Services are what "runs share in a process"); that keeps building a TLS
+do (docs/ARCHITECTURE.md: the services a run gets come through its context); that keeps building a TLS
 context per run (~80 ms here) out of every test. Faults that only wait (on a timeout,
 a backoff, a hint) can be run side by side with `FaultRunner.run_all`, each run timed
 on its own, so that the suite's wall time is not the sum of their waits.

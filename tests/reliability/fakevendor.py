@@ -55,7 +55,7 @@ KEYS = {"ANTHROPIC_API_KEY": "sk-ant-reliability-key-0123456789",
 ANSWER = "Order 42 has shipped with DHL."
 PATHS = {"anthropic": "/v1/messages", "groq": "/openai/v1/chat/completions",
          "gemini": f"/v1/models/{MODELS['gemini']}:generateContent"}
-"""Where each block posts, under its base URL (DESIGN.md, "Request blocks")."""
+"""Where each block posts, under its base URL (docs/VENDORS.md)."""
 _ROUTES = {
     "anthropic": re.compile(r"^/v1/messages$"),
     "groq": re.compile(r"^/openai/v1/chat/completions$"),
@@ -64,7 +64,7 @@ _ROUTES = {
 
 
 def success_body(vendor: str, text: str = ANSWER) -> dict[str, Any]:
-    """A plain 200 answer in the vendor's wire format (PROVIDERS.md §5)."""
+    """A plain 200 answer in the vendor's wire format (docs/VENDORS.md)."""
     if vendor == "anthropic":
         return {"id": "msg_01Rel", "type": "message", "role": "assistant", "model": MODELS[vendor],
                 "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
@@ -92,7 +92,7 @@ _ERRORS = {
 
 
 def error_body(vendor: str, status: int, message: str = "scripted failure", **extra: Any) -> dict[str, Any]:
-    """The vendor's own error body for `status` (PROVIDERS.md §1.7, §2.4, §3.5)."""
+    """The vendor's own error body for `status` (docs/VENDORS.md, each vendor's "Errors")."""
     anthropic_type, (groq_type, groq_code), gemini_status = _ERRORS[status]
     if vendor == "anthropic":
         return {"type": "error", "error": {"type": anthropic_type, "message": message}, "request_id": "req_rel"}

@@ -6,8 +6,8 @@ engine/providers/http.py, blocks/_request.py):
     provider_error                 the vendor answered an HTTP error (after retries, when retried)
     provider_malformed_response    a 2xx body that is not JSON, or JSON we cannot read
     block_timeout                  the block's `timeout` ran out, retries and their waits included
-                                   (DESIGN.md: "never wait past the block's timeout — if the next wait
-                                   would cross it, fail with the timeout error")
+                                   (docs/VENDORS.md, Retries: "A wait that would cross the block's `timeout` is not
+                                   taken: the block fails with a timeout error")
 
 A fault whose `error` is None must be recovered from by retrying: the run succeeds.
 Nothing a vendor sends may end a run with `block_raised` or `internal_error` (a crash).

@@ -1,4 +1,4 @@
-"""The same faults reached through the vendors' `*_BASE_URL` variables (DESIGN.md, "Request blocks").
+"""The same faults reached through the vendors' `*_BASE_URL` variables (README, "Request blocks").
 
 Each run here has its own Services (its own environment), as `diagrama run` would.
 """

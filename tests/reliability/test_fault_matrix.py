@@ -89,10 +89,10 @@ def check(outcome: Outcome, fault: Fault) -> None:
         made = assert_attempts_traced(outcome)
         message = error["message"]
         if fault.error == "block_timeout":
-            # DESIGN.md: "a timeout error that names the block and the limit"
+            # docs/VENDORS.md, Retries: "a timeout error that names it and the limit"
             assert "ask" in message and f"{fault.timeout:g}" in message, message
         if fault.vendor_status is not None:
-            # DESIGN.md: HTTP errors fail "with the vendor's own error type and message"
+            # docs/VENDORS.md, Retries: other 4xx "fail at once with the vendor's error type and message"
             assert vendor_error_type(outcome.vendor, fault.vendor_status) in message, message
             assert "scripted failure" in message, message
     if fault.attempts is not None:

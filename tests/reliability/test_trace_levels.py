@@ -1,6 +1,6 @@
 """A failing call at the quieter message levels still leaves a complete, valid trace.
 
-DESIGN.md, "Error level and message level": at Release the trace keeps only the run's
+README, "A diagram, by example" (message levels): at Release the trace keeps only the run's
 start, end, status and errors; Debug adds each block's start and end (and the retries);
 Detailed adds the HTTP requests and responses.
 """

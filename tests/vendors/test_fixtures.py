@@ -1,6 +1,6 @@
 """Recorded-shape vendor bodies, replayed from a loopback server through the real request path.
 
-Each file in tests/vendors/<vendor>/ is one response body, written from PROVIDERS.md and the
+Each file in tests/vendors/<vendor>/ is one response body, written from docs/VENDORS.md and the
 vendors' documented shapes (the official SDKs' types). Each is answered to a request block over
 a real socket, and the run must show the `finish`, outputs and error type listed here.
 """

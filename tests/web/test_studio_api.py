@@ -103,7 +103,8 @@ def test_palette_lists_every_registered_type_with_its_input_schema(client) -> No
     temperature = claude["inputs_schema"]["properties"]["temperature"]
     assert {"maximum": 1, "minimum": 0, "type": "number"} in temperature["anyOf"]
     assert claude["table_fields"] == {"history": "history", "tools": "tools"}
-    assert "called_tools" in claude["outputs"] and palette["Loop"]["ports"] == ["next", "on_error", "body"]
+    # a type's own link keys; the ones every block has (next, on_error) are the format's (GET /api/format)
+    assert "called_tools" in claude["outputs"] and palette["Loop"]["ports"] == ["body"] and claude["ports"] == []
     assert palette["Loop"]["body_names"] == ["item", "index"]
 
 

@@ -35,23 +35,23 @@ def test_every_example_diagram_is_listed(client) -> None:
     assert all(d["valid"] for d in listed)
 
 
-def test_diagram_view_has_blocks_links_layout_and_inherited_levels(client) -> None:
+def test_diagram_view_has_blocks_links_and_inherited_levels(client) -> None:
     view = client("GET", "/api/diagrams/order_agent.yaml").json()
-    ids = [b["id"] for b in view["blocks"]]
+    ids = [b["id"] for b in view["diagram"]["blocks"]]
     assert ids == ["start", "ask", "dispatch", "apologise", "done"]
-    kinds = {(e["source"], e["target"]): e["kind"] for e in view["links"]}
+    kinds = {(e["source"], e["target"]): e["kind"] for e in view["compiled"]["links"]}
     assert kinds[("ask", "apologise")] == "error" and kinds[("dispatch", "ask")] == "next"
-    ask = next(b for b in view["blocks"] if b["id"] == "ask")
+    ask = view["diagram"]["blocks"][1]
     assert ask["with"]["tools"] == "{{ tools('orders', query=question, top_k=3) }}"
-    assert ask["levels"]["error_level"] == {"value": "Handle", "inherited": True, "from": "Start 'start'"}
-    assert all(isinstance(b["x"], (int, float)) for b in view["blocks"])
-    assert len({(b["x"], b["y"]) for b in view["blocks"]}) == len(view["blocks"])
-    assert view["inputs"] == {"question": "Onde está o meu pedido 42?"}
+    assert view["compiled"]["levels"]["ask"]["error_level"] == {"value": "Handle", "inherited": True,
+                                                                "from": "Start 'start'"}
+    # The read-only view's fields (a layout of its own, blocks and links outside `compiled`) are gone.
+    assert not {"name", "description", "blocks", "links", "bodies", "inputs"} & set(view)
 
 
 def test_loop_bodies_are_grouped(client) -> None:
     view = client("GET", "/api/diagrams/classify_messages.yaml").json()
-    assert view["bodies"] == [{"loop": "each_message", "members": ["classify"]}]
+    assert view["compiled"]["bodies"] == [{"loop": "each_message", "members": ["classify"]}]
 
 
 def test_validation_errors_are_shown_on_their_blocks(tmp_path: Path) -> None:
@@ -65,8 +65,10 @@ def test_validation_errors_are_shown_on_their_blocks(tmp_path: Path) -> None:
 
     view = asyncio.run(get())
     assert not view["valid"]
-    problems = next(b for b in view["blocks"] if b["id"] == "a")["problems"]
-    assert problems and "nope" in problems[0]
+    problems = [p for p in view["problems"] if p["block"] == "a"]
+    assert problems and "nope" in problems[0]["message"] and problems[0]["line"] == 4
+    # Not compiled, it is still drawn: from the links its file names.
+    assert [(e["source"], e["target"], e["kind"]) for e in view["compiled"]["links"]] == [("start", "a", "next")]
 
 
 def test_run_from_the_api_and_read_its_path(client) -> None:

@@ -14,22 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from engine.compile.block import BlockRegistry, RunSettings
-from engine.compile.diagram import Diagram
+from engine.compile.diagram import Diagram, resolve_levels
 from engine.compile.graph import LinkMap
 from engine.compile.templating import TemplateEnv
 from engine.compile.validate.blocks import build_blocks, read_blocks
 from engine.compile.validate.compilation import Compilation
-from engine.compile.validate.links import check_bodies, check_loose_links, check_reachable, check_start, link_blocks
+from engine.compile.validate.links import check_bodies, check_reachable, check_start, link_blocks
 from engine.compile.validate.scope import template_scope
 from engine.compile.validate.values import compile_values
 from engine.errors import DiagramInvalid, Problem
-from engine.format.spec import ErrorLevel, MessageLevel
 from engine.format.yamlfile import LineMap
 
 __all__ = ["compile_diagram", "template_scope"]
-
-DEFAULT_ERROR_LEVEL = ErrorLevel.HANDLE
-DEFAULT_MESSAGE_LEVEL = MessageLevel.DEBUG
 
 
 def compile_diagram(
@@ -56,7 +52,6 @@ def compile_diagram(
         raise DiagramInvalid(c.problems.items)
     build_blocks(c)
     link_blocks(c)
-    check_loose_links(c)
     start = check_start(c)
     links = LinkMap(c.blocks.values())
     if start is not None:
@@ -70,10 +65,7 @@ def compile_diagram(
         block.set_names = tuple(name for name, _ in block.set_items)
     settings = start.impl.settings
     assert isinstance(settings, RunSettings)
-    error_level = start.error_level if start.error_level is not None else DEFAULT_ERROR_LEVEL
-    message_level = start.message_level if start.message_level is not None else DEFAULT_MESSAGE_LEVEL
-    # Start's levels are the run's defaults (which a run may override), not its own.
-    start.error_level = start.message_level = None
+    error_level, message_level = resolve_levels(c.blocks.values(), start)
     return Diagram(
         name=spec.diagram,
         path=path,

@@ -15,14 +15,11 @@ from engine.compile.block import Block
 from engine.compile.diagram import CompiledBlock
 from engine.compile.validate.compilation import Compilation
 from engine.format.names import suggest
-from engine.format.spec import COMMON_BLOCK_KEYS, ERROR_LEVELS, MESSAGE_LEVELS, BlockSpec, DiagramSpec
+from engine.format.spec import COMMON_BLOCK_KEYS, DEFAULTED_KEYS, BlockSpec, DiagramSpec
 
 __all__ = ["build_blocks", "read_blocks"]
 
 Where = tuple[str | int, ...]
-
-_DEFAULTED_KEYS = frozenset({"label", "position", "error_level", "message_level"})
-"""Keys that change neither links nor values: a wrong one is reported, and the block goes on with the default."""
 
 
 class _Keys(NamedTuple):
@@ -85,7 +82,7 @@ def _read_block(c: Compilation, index: int, raw: Any, first_line: dict[str, int 
     except ValidationError as exc:
         c.problems.from_validation(exc, where, block=shown_id, allowed=allowed)
         wrong = {str(error["loc"][0]) for error in exc.errors(include_url=False) if error["loc"]}
-        if not wrong or not wrong <= _DEFAULTED_KEYS:
+        if not wrong or not wrong <= DEFAULTED_KEYS:
             return
         # Keep checking the rest of the diagram with this block's defaults for what is wrong (as settings do).
         spec = BlockSpec.model_validate({key: value for key, value in common.items() if key not in wrong})
@@ -174,7 +171,5 @@ def build_blocks(c: Compilation) -> None:
     for index, spec, cls, settings in c.specs:
         impl = cls(spec, settings)
         compiled = CompiledBlock(impl, c.lines.line(("blocks", index)))
-        compiled.error_level = ERROR_LEVELS[spec.error_level]
-        compiled.message_level = MESSAGE_LEVELS[spec.message_level]
         c.blocks[spec.id] = compiled
         c.index_of[spec.id] = index

@@ -1,21 +1,20 @@
 """Stage 3: links between blocks, one Start, reachability from it, and loop bodies that come back.
 
-Resolves every `next`, `on_error` and port to its CompiledBlock (and compiles `when`); the
-whole-graph checks walk the LinkMap built from those links (networkx only to report unreachable parts).
+Resolves every `next`, `on_error` and port the file writes (engine.format.links) to its CompiledBlock
+(and compiles `when`); the whole-graph checks walk the LinkMap built from those links (networkx only
+to report unreachable parts).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from engine.compile.diagram import CompiledBlock, CompiledLink
 from engine.compile.graph import LinkMap, build_graph
 from engine.compile.templating import Evaluator, has_template
 from engine.compile.validate.compilation import Compilation, compile_template
+from engine.format.links import written_links
 from engine.format.names import suggest
-from engine.format.spec import LinkSpec
 
-__all__ = ["check_bodies", "check_loose_links", "check_reachable", "check_start", "link_blocks"]
+__all__ = ["check_bodies", "check_reachable", "check_start", "link_blocks"]
 
 Where = tuple[str | int, ...]
 
@@ -29,39 +28,35 @@ def _target(c: Compilation, name: str, path: Where, block: str, field: str) -> C
 
 
 def link_blocks(c: Compilation) -> None:
-    for block_id, compiled in c.blocks.items():
-        where: Where = ("blocks", c.index_of[block_id])
-        _link_next(c, compiled, where)
-        spec = compiled.impl.spec
-        if spec.on_error is not None:
-            compiled.on_error = _target(c, spec.on_error, (*where, "on_error"), block_id, "on_error")
-        for port in type(compiled.impl).ports():
-            name = (spec.model_extra or {}).get(port)
-            if name is None:
-                c.problems.add(where, f"a {compiled.type_name} block needs '{port}'", block=block_id, field=port,
-                               hint=f"'{port}' names the first block of its chain", code="missing_key")
-                continue
-            target = _target(c, name, (*where, port), block_id, port)
+    """Resolve every link the file writes (engine.format.links, the reading the studio draws from too).
+
+    A compiled block's links reach their CompiledBlocks, with each `when` compiled. A block that failed its
+    own checks (an unknown type, a bad key) has its targets checked all the same: every problem of the file
+    at once, not this one after the block is fixed.
+    """
+    compiled_at = {index: c.blocks[block_id] for block_id, index in c.index_of.items()}
+    for link in written_links(c.data, c.registry.ports_of):
+        compiled = compiled_at.get(link.index)
+        if compiled is None:
+            if link.source is not None:
+                _target(c, link.target, link.where, link.source, link.field)
+            continue
+        target = _target(c, link.target, link.where, compiled.id, link.field)
+        if link.kind == "next":
+            when = _compile_when(c, link.when, ("blocks", link.index, "next", link.position, "when"), compiled,
+                                 link.position)
             if target is not None:
-                compiled.ports[port] = target
-
-
-def _link_next(c: Compilation, compiled: CompiledBlock, where: Where) -> None:
-    spec = compiled.impl.spec
-    links: list[LinkSpec]
-    if spec.next is None:
-        links = []
-    elif isinstance(spec.next, str):
-        links = [LinkSpec(to=spec.next)]
-    else:
-        links = spec.next
-    for position, link in enumerate(links):
-        path = (*where, "next") if isinstance(spec.next, str) else (*where, "next", position, "to")
-        field = "next" if isinstance(spec.next, str) else f"next[{position}].to"
-        target = _target(c, link.to, path, compiled.id, field)
-        when = _compile_when(c, link.when, (*where, "next", position, "when"), compiled, position)
-        if target is not None:
-            compiled.links.append(CompiledLink(target, when, "next", position))
+                compiled.links.append(CompiledLink(target, when, "next", link.position))
+        elif link.kind == "error":
+            compiled.on_error = target
+        elif target is not None:
+            compiled.ports[link.kind] = target
+    for block_id, compiled in c.blocks.items():
+        for port in type(compiled.impl).ports():
+            if (compiled.impl.spec.model_extra or {}).get(port) is None:
+                c.problems.add(("blocks", c.index_of[block_id]), f"a {compiled.type_name} block needs '{port}'",
+                               block=block_id, field=port, hint=f"'{port}' names the first block of its chain",
+                               code="missing_key")
 
 
 def _compile_when(c: Compilation, when: str | bool | None, path: Where, compiled: CompiledBlock,
@@ -73,28 +68,6 @@ def _compile_when(c: Compilation, when: str | bool | None, path: Where, compiled
                        field=f"next[{position}].when", hint=f"write it as '{{{{ {when} }}}}'", code="invalid_when")
         return None
     return compile_template(c, when, path, compiled.id, f"next[{position}].when")
-
-
-def check_loose_links(c: Compilation) -> None:
-    """The `next` and `on_error` targets of blocks that failed their own checks (an unknown type, a bad key):
-    every problem of the file at once, not this one after the block is fixed."""
-    written = c.data.get("blocks") if isinstance(c.data, dict) else None
-    compiled = set(c.index_of.values())
-    for index, raw in enumerate(written if isinstance(written, list) else []):
-        if index in compiled or not isinstance(raw, dict):
-            continue
-        block = raw.get("id") if isinstance(raw.get("id"), str) else None
-        following = raw.get("next")
-        targets: list[tuple[Where, str, Any]] = []
-        if isinstance(following, str):
-            targets.append((("blocks", index, "next"), "next", following))
-        elif isinstance(following, list):
-            targets += [(("blocks", index, "next", position, "to"), f"next[{position}].to", link.get("to"))
-                        for position, link in enumerate(following) if isinstance(link, dict)]
-        targets.append((("blocks", index, "on_error"), "on_error", raw.get("on_error")))
-        for path, field, name in targets:
-            if isinstance(name, str) and block is not None:
-                _target(c, name, path, block, field)
 
 
 def check_start(c: Compilation) -> CompiledBlock | None:

@@ -1,8 +1,8 @@
 """What each simulated vendor rejects, with the vendor's status and error body.
 
-Written from PROVIDERS.md's "The simulator rejects" lists, independently of the
+Written from docs/VENDORS.md's "What the simulator refuses" lists, independently of the
 adapters, so that `--offline` checks our request builders. The things shared are the
-model tables DESIGN.md keeps in one place (the adapters): Anthropic's versions, the Claude
+model tables docs/VENDORS.md keeps in one place (the adapters): Anthropic's versions, the Claude
 models that take only the default temperature, and which models take which thinking or
 reasoning_effort. Gemini bodies are read in camelCase after `camel_gemini`, as Google's
 JSON parser takes snake_case too (the google-genai SDK sends `parameters_json_schema`).
@@ -107,7 +107,7 @@ def _carried_block(block: dict[str, Any], kind: str | None) -> bool:
     return kind in _CARRIED or (kind is not None and kind.endswith("_tool_result") and kind != "tool_result")
 
 
-# One pass over the messages checking the rejects PROVIDERS.md lists for Anthropic, in its order;
+# One pass over the messages checking the refusals docs/VENDORS.md lists for Anthropic, in its order;
 # split, the checks would lose the order they are documented in.
 def _anthropic_messages(messages: list[Any], thinking_on: bool = False) -> None:
     """Roles, non-empty content, and each tool_use answered by the next user turn."""
@@ -195,7 +195,7 @@ def _groq(message: str, status: int = 400, code: str | None = None) -> Rejected:
     return Rejected(status, {"error": error})
 
 
-# The Groq rejects of PROVIDERS.md, in its order: one list to compare with the document.
+# The Groq refusals of docs/VENDORS.md, in its order: one list to compare with the document.
 def check_groq(headers: dict[str, str], body: Any) -> None:
     if not headers.get("authorization", "").startswith("Bearer ") or len(headers["authorization"]) <= 7:
         raise _groq("Invalid API Key", 401, "invalid_api_key")
@@ -304,7 +304,7 @@ def _schema(value: Any, where: str) -> None:
         if str(schema["type"]).upper() not in _GEMINI_TYPES:
             raise _gemini(f"Invalid value at '{where}.type': {schema['type']!r}")
     kind = str(schema.get("type", "")).upper()
-    # The public 400s for enums and formats (PROVIDERS.md 3.3): enum values are strings, on a STRING only;
+    # The public 400s for enums and formats (docs/VENDORS.md, Gemini): enum values are strings, on a STRING only;
     # a STRING takes format enum or date-time only.
     for index, item in enumerate(schema.get("enum") or []):
         if not isinstance(item, str):

@@ -1,6 +1,6 @@
 """The simulator's 200 bodies: one reply (text, calls, an outcome) in each vendor's wire format.
 
-A scripted reply may name a `finish` (DESIGN.md's vocabulary), a vendor `stop_reason`,
+A scripted reply may name a `finish` (docs/VENDORS.md's vocabulary), a vendor `stop_reason`,
 `refusal` text, a `blocked` reason, `thinking` text and `citations`; each vendor renders
 what its wire format has for it (Anthropic has no prompt block, so `blocked` is its
 refusal; only Anthropic pauses; Groq and Gemini answer an exceeded context with a 400).
@@ -21,7 +21,7 @@ _GROQ_STOP = {"complete": "stop", "tool_calls": "tool_calls", "max_tokens": "len
               "blocked": "content_filter", "paused": "stop"}
 _GEMINI_STOP = {"complete": "STOP", "tool_calls": "STOP", "max_tokens": "MAX_TOKENS", "refused": "SAFETY", "paused": "STOP"}
 
-# Each vendor's error type per status (PROVIDERS.md 1.7, 2.4, 3.5), for scripted errors and rejections.
+# Each vendor's error type per status (docs/VENDORS.md, each vendor's "Errors"), for scripted errors and rejections.
 _ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
                     403: "permission_error", 404: "not_found_error", 408: "timeout_error", 409: "conflict_error",
                     413: "request_too_large", 429: "rate_limit_error", 500: "api_error", 504: "timeout_error",

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
+from yaml.nodes import MappingNode, Node, SequenceNode
 
 from engine.web.yaml_edit.checks import Unsupported, same
 from engine.web.yaml_edit.spans import Doc, Place, apply_edits

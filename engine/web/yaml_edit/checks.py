@@ -11,10 +11,10 @@ import math
 from datetime import date, datetime, time
 from typing import Any
 
-MAX_TEXT_BYTES = 8 * 1024 * 1024
-MAX_DEPTH = 100
-# After alias expansion: an alias bomb in the file must not turn into gigabytes of JSON.
-MAX_NODES = 500_000
+from engine.format.yamlfile import MAX_DEPTH
+from engine.format.yamlfile import MAX_FILE_BYTES as MAX_TEXT_BYTES
+
+__all__ = ["MAX_DEPTH", "MAX_TEXT_BYTES", "EditError", "Unsupported", "check_new", "check_text_size", "json_key", "same"]
 
 
 class EditError(ValueError):

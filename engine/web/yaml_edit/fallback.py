@@ -1,23 +1,25 @@
 """The fallback: a ruamel round-trip dump of the new data, for edits the span editor refuses.
 
 Reuses the loaded file's containers and scalar styles so that comments and quoting survive
-where they can; new strings are quoted so that both YAML 1.2 and PyYAML read them back alike.
+where they can; new strings are quoted where YAML 1.1 would read them otherwise. The caller keeps
+the result only if engine.format's reader reads it back as the new data (readback.checked).
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from datetime import date, datetime, time
 from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, LiteralScalarString, ScalarString
 
-from engine.web.yaml_edit.checks import MAX_DEPTH, json_key, same
-from engine.web.yaml_edit.reading import plain
+from engine.format.dialect import number_text, reads_as_text
+from engine.web.yaml_edit.checks import MAX_DEPTH, EditError, json_key, same
 from engine.web.yaml_edit.render import Indents
-from engine.web.yaml_edit.scalars import float_text, literal_ok, plain_ok, resolves_to_str
+from engine.web.yaml_edit.scalars import literal_ok, plain_ok
 
 
 def ruamel_rewrite(text: str, new: dict[str, Any], indents: Indents) -> str:
@@ -65,7 +67,7 @@ def _rt_update(current: Any, value: Any, key: str | None, top: bool, seen: set[i
     if isinstance(current, dict | list):
         if id(current) in seen:
             # An alias of a container already updated: keep it only if it still holds the same data.
-            return current if same(plain(current, 1, [0]), value) else _rt_new(value, key)
+            return current if same(plain(current), value) else _rt_new(value, key)
         seen.add(id(current))
     if isinstance(current, CommentedMap) and isinstance(value, dict) and value:
         _rt_merge(current, value, False, seen)
@@ -88,7 +90,7 @@ def _rt_update(current: Any, value: Any, key: str | None, top: bool, seen: set[i
         del current[len(value) :]
         current.extend(_rt_new(v) for v in value[len(current) :])
         return current
-    if same(plain(current, 1, [0]), value):
+    if same(plain(current), value):
         return current
     if isinstance(value, str) and isinstance(current, DoubleQuotedScalarString) and "\n" not in value:
         return DoubleQuotedScalarString(value)
@@ -118,9 +120,24 @@ def _rt_quote_ambiguous(value: Any, depth: int = 0) -> None:
         item = value[slot]
         if isinstance(item, dict | list):
             _rt_quote_ambiguous(item, depth + 1)
-        elif isinstance(item, str) and not isinstance(item, ScalarString) and not resolves_to_str(item):
+        elif isinstance(item, str) and not isinstance(item, ScalarString) and not reads_as_text(item):
             value[slot] = DoubleQuotedScalarString(item)
 
 
 def _represent_float(representer: Any, value: float) -> Any:
-    return representer.represent_scalar("tag:yaml.org,2002:float", float_text(value))
+    return representer.represent_scalar("tag:yaml.org,2002:float", number_text(value))
+
+
+def plain(value: Any, depth: int = 1) -> Any:
+    """ruamel's loaded data as JSON-ready data, to compare with the new diagram's."""
+    if depth > MAX_DEPTH:
+        raise EditError("too deeply nested")
+    if isinstance(value, dict):
+        return {json_key(k): plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v, depth + 1) for v in value]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, date | datetime | time):
+        return value.isoformat()
+    return str(value)  # drops ruamel's ScalarString subclasses

@@ -41,7 +41,7 @@ class Renderer:
     def key(self, key: str, flow: bool = False) -> str:
         if len(key) > 1000:
             raise Unsupported("implicit keys are limited to 1024 characters")
-        return key if plain_ok(key, flow) else dq(key)
+        return key if plain_ok(key, flow, key=True) else dq(key)
 
     def flow(self, value: Any) -> str:
         if isinstance(value, dict):

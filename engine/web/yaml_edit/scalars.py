@@ -1,21 +1,16 @@
-"""Scalar text: how a value is written so that YAML 1.2 (ruamel) and 1.1 (PyYAML) read it alike.
+"""Scalar text: how a value is written so that it reads back as itself, and means the same to YAML 1.1.
 
-Plain where both resolve it as the same string, else single or double quoted, or a `|`
-block for multi-line text; floats spelled so that PyYAML does not read them as strings.
+Plain where the dialect (engine.format.dialect) and YAML 1.1 both read it as that text, else single or
+double quoted, or a `|` block for multi-line text; numbers spelled so that YAML 1.1 reads them alike,
+so that nothing the studio writes is warned about as ambiguous.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import yaml
-from ruamel.yaml.nodes import ScalarNode
-from ruamel.yaml.resolver import VersionedResolver
+from engine.format.dialect import number_text, reads_as_text
 
-_STR_TAG = "tag:yaml.org,2002:str"
-RESOLVER_12 = VersionedResolver()
-_RESOLVER_11 = yaml.resolver.Resolver()
 # A plain scalar may not start with these (YAML indicators, or quotes that would change the style).
 _PLAIN_FIRST_BAD = set("-?:,[]{}#&*!|>'\"%@`")
 _FLOW_BAD = set(",[]{}")
@@ -32,15 +27,12 @@ def _printable(ch: str) -> bool:
     return 0x20 <= o <= 0x7E or 0xA0 <= o <= 0xD7FF or 0xE000 <= o <= 0xFFFD or o >= 0x10000
 
 
-def resolves_to_str(s: str) -> bool:
-    # Both YAML 1.2 (ruamel) and 1.1 (PyYAML, what the engine runs): "yes", "on", "1e3", "0o7", "1:30" differ.
-    implicit = (True, False)
-    ours: str = RESOLVER_12.resolve(ScalarNode, s, implicit)
-    theirs: str = _RESOLVER_11.resolve(yaml.nodes.ScalarNode, s, implicit)
-    return ours == _STR_TAG and theirs == _STR_TAG
+# Keys are text to diagrama whatever they say; `x:`/`y:` keys (coordinates) stay plain though the YAML 1.1 spec
+# lists y and n among its booleans, as no YAML 1.1 library (PyYAML, SnakeYAML) reads keys that way.
+_PLAIN_KEYS = frozenset("yYnN")
 
 
-def plain_ok(s: str, flow: bool) -> bool:
+def plain_ok(s: str, flow: bool, *, key: bool = False) -> bool:
     if not s or s != s.strip() or s[0] in _PLAIN_FIRST_BAD or s.startswith("..."):
         return False
     # Stricter than YAML on purpose: templates and anything with ':' or '#' are quoted.
@@ -48,7 +40,7 @@ def plain_ok(s: str, flow: bool) -> bool:
         return False
     if flow and any(c in _FLOW_BAD for c in s):
         return False
-    return all(_printable(c) for c in s) and resolves_to_str(s)
+    return all(_printable(c) for c in s) and (reads_as_text(s) or (key and s in _PLAIN_KEYS))
 
 
 def _single_ok(s: str) -> bool:
@@ -87,33 +79,14 @@ def dq(s: str) -> str:
     return "".join(out)
 
 
-def float_text(f: float) -> str:
-    if math.isnan(f):
-        return ".nan"
-    if math.isinf(f):
-        return ".inf" if f > 0 else "-.inf"
-    r = repr(f)
-    if "e" in r:
-        # PyYAML (YAML 1.1) reads 1e-05 as a string: it needs a dot and a signed exponent.
-        mantissa, exponent = r.split("e")
-        if "." not in mantissa:
-            mantissa += ".0"
-        if exponent[0] not in "+-":
-            exponent = "+" + exponent
-        return f"{mantissa}e{exponent}"
-    return r if "." in r else r + ".0"
-
-
 def scalar(value: Any, *, flow: bool, style: str | None = None, block_col: int | None = None) -> str:
     """A scalar's YAML text; `style` is the replaced scalar's, `block_col` allows a `|` block there."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return float_text(value)
+    if isinstance(value, int | float):
+        return number_text(value)
     s: str = value
     if "\n" in s and not flow and block_col is not None and literal_ok(s):
         return _literal(s, block_col)

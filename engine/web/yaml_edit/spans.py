@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from engine.web.yaml_edit.checks import MAX_DEPTH, EditError, Unsupported
 from engine.web.yaml_edit.render import Indents, Renderer
@@ -139,7 +139,7 @@ def scan(doc: Doc, node: Node, depth: int, seen: set[int], indents: Indents, fou
             scan(doc, key, depth + 1, seen, indents, found)
             scan(doc, value, depth + 1, seen, indents, found)
             if _empty_scalar(value):
-                at = doc.colon(key) + 1  # ruamel puts an empty value at the next token
+                at = doc.colon(key) + 1  # an empty value has no text: its place is right after the colon
                 doc.spans[id(value)] = (at, at)
             _learn(doc, key, value, indents, found)
         children = [v for _, v in node.value]

@@ -12,24 +12,18 @@ import difflib
 import json
 from typing import Any
 
-from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from engine.web.yaml_edit.blocks import blocks_by_id, edit_blocks
 from engine.web.yaml_edit.checks import Unsupported, same
-from engine.web.yaml_edit.readback import disambiguate
-from engine.web.yaml_edit.reading import compose
 from engine.web.yaml_edit.render import Indents, Renderer
 from engine.web.yaml_edit.scalars import scalar
 from engine.web.yaml_edit.spans import Doc, Place, apply_edits, scan
+from engine.web.yaml_edit.tree import compose
 
 
 def span_edit(text: str, old: dict[str, Any], new: dict[str, Any], indents: Indents) -> str:
     root = compose(text)
-    if root is not None:
-        fixed = disambiguate(text, root, old)
-        if fixed != text:
-            text = fixed
-            root = compose(text)
     doc = Doc(text, Renderer(indents, {}))
     if root is None:
         # Only comments (or nothing): keep them and write the diagram under them.

@@ -1,11 +1,9 @@
-import type {
-  BlockType, CsvPreview, Diagram, DiagramFile, DiagramSummary, Problem, Compiled, RunData, RunSummary,
-  SaveResult, ScenarioResult, Session,
-} from './types';
+/** The studio server's HTTP API, typed by its answers (types.ts, generated from the server's models). */
+import type { Conflict, Diagram, ErrorAnswer, StudioApi } from './types';
 
-/** An error answer from the server: `{"error": "..."}` with its status and whole body. */
+/** An error answer from the server (`ErrorAnswer`, or a refused save's `Conflict`) with its status. */
 export class ApiError extends Error {
-  constructor(readonly status: number, message: string, readonly data: Record<string, unknown>) {
+  constructor(readonly status: number, message: string, readonly data: Partial<ErrorAnswer & Conflict>) {
     super(message);
   }
 }
@@ -34,7 +32,10 @@ function early(url: string): Promise<Response> | undefined {
   return response;
 }
 
-async function request<T>(method: string, url: string, body?: unknown): Promise<T> {
+type Route = keyof StudioApi;
+
+async function request<R extends Route>(route: R, url: string, body?: unknown): Promise<StudioApi[R]> {
+  const method = route.slice(0, route.indexOf(' '));
   const headers: Record<string, string> = { Accept: 'application/json' };
   if (method !== 'GET') {
     headers['Content-Type'] = 'application/json';
@@ -56,36 +57,37 @@ async function request<T>(method: string, url: string, body?: unknown): Promise<
     }
   }
   if (!response.ok) {
-    const obj = (data && typeof data === 'object' ? data : {}) as Record<string, unknown>;
+    const obj = (data && typeof data === 'object' ? data : {}) as Partial<ErrorAnswer & Conflict>;
     const message = typeof obj.error === 'string' ? obj.error : `${response.status} ${response.statusText}`;
     throw new ApiError(response.status, message, obj);
   }
-  return data as T;
+  return data as StudioApi[R];
 }
 
 const d = (path: string) => `/api/diagrams/${encodePath(path)}`;
 
 export const api = {
-  session: () => request<Session>('GET', '/api/session'),
-  blocks: () => request<BlockType[]>('GET', '/api/blocks'),
-  diagrams: () => request<DiagramSummary[]>('GET', '/api/diagrams'),
-  diagram: (path: string) => request<DiagramFile>('GET', d(path)),
-  hash: (path: string) => request<{ hash: string }>('GET', `${d(path)}/hash`),
+  session: () => request('GET /api/session', '/api/session'),
+  format: () => request('GET /api/format', '/api/format'),
+  blocks: () => request('GET /api/blocks', '/api/blocks'),
+  diagrams: () => request('GET /api/diagrams', '/api/diagrams'),
+  diagram: (path: string) => request('GET /api/diagrams/{path}', d(path)),
+  hash: (path: string) => request('GET /api/diagrams/{path}/hash', `${d(path)}/hash`),
   save: (path: string, baseHash: string, diagram: Diagram) =>
-    request<SaveResult>('PUT', d(path), { base_hash: baseHash, diagram }),
-  validate: (path: string, diagram: Diagram) =>
-    request<{ problems: Problem[]; compiled: Compiled | null }>('POST', '/api/validate', { diagram, path }),
+    request('PUT /api/diagrams/{path}', d(path), { base_hash: baseHash, diagram }),
+  validate: (path: string, diagram: Diagram) => request('POST /api/validate', '/api/validate', { diagram, path }),
   create: (path: string, copyOf?: string) =>
-    request<{ path: string }>('POST', '/api/diagrams', copyOf ? { path, copy_of: copyOf } : { path }),
-  rename: (path: string, to: string) => request<{ path: string }>('POST', `${d(path)}/rename`, { to }),
-  remove: (path: string) => request<null>('DELETE', d(path)),
-  csv: (path: string, file: string) => request<CsvPreview>('GET', `${d(path)}/csv?file=${encodeURIComponent(file)}`),
+    request('POST /api/diagrams', '/api/diagrams', copyOf ? { path, copy_of: copyOf } : { path }),
+  rename: (path: string, to: string) => request('POST /api/diagrams/{path}/rename', `${d(path)}/rename`, { to }),
+  remove: (path: string) => request('DELETE /api/diagrams/{path}', d(path)),
+  csv: (path: string, file: string) =>
+    request('GET /api/diagrams/{path}/csv', `${d(path)}/csv?file=${encodeURIComponent(file)}`),
   startRun: (path: string, inputs: Record<string, unknown>, offline: boolean) =>
-    request<{ run_id: string }>('POST', `${d(path)}/runs`, { inputs, offline }),
-  runs: (path: string) => request<RunSummary[]>('GET', `${d(path)}/runs`),
+    request('POST /api/diagrams/{path}/runs', `${d(path)}/runs`, { inputs, offline }),
+  runs: (path: string) => request('GET /api/diagrams/{path}/runs', `${d(path)}/runs`),
   run: (runId: string, after: number) =>
-    request<RunData>('GET', `/api/runs/${encodeURIComponent(runId)}?after=${after}`),
+    request('GET /api/runs/{run_id}', `/api/runs/${encodeURIComponent(runId)}?after=${after}`),
   saveScenario: (runId: string, path: string) =>
-    request<{ path: string }>('POST', `/api/runs/${encodeURIComponent(runId)}/scenario`, { path }),
-  runScenarios: (folder: string) => request<{ results: ScenarioResult[] }>('POST', '/api/scenarios/run', { folder }),
+    request('POST /api/runs/{run_id}/scenario', `/api/runs/${encodeURIComponent(runId)}/scenario`, { path }),
+  runScenarios: (folder: string) => request('POST /api/scenarios/run', '/api/scenarios/run', { folder }),
 };

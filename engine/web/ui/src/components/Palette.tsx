@@ -25,7 +25,7 @@ export function Palette() {
       id = res.id;
       return res.diagram;
     });
-    if (ok) useStudio.setState({ selection: [id], selectedEdge: null, panelTab: 'properties' });
+    if (ok) useStudio.getState().focusBlock(id);
   };
 
   return (

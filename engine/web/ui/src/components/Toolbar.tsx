@@ -47,7 +47,7 @@ export function Toolbar() {
             {dirty ? <span className="pill pill--dirty">● unsaved</span> : <span className="pill pill--clean">saved</span>}
             {readOnly && <span className="pill pill--ro">read-only</span>}
             <button type="button" className={`pill ${c.errors ? 'pill--error' : c.warnings ? 'pill--warning' : 'pill--ok'}`}
-              onClick={() => useStudio.setState({ panelTab: 'problems' })} aria-label={`${c.errors} errors, ${c.warnings} warnings: show problems`}>
+              onClick={() => useStudio.getState().setPanelTab('problems')} aria-label={`${c.errors} errors, ${c.warnings} warnings: show problems`}>
               {validating ? 'checking…' : c.errors ? `${c.errors} error${c.errors > 1 ? 's' : ''}` : c.warnings ? `${c.warnings} warning${c.warnings > 1 ? 's' : ''}` : 'valid'}
             </button>
           </>
@@ -65,7 +65,7 @@ export function Toolbar() {
         </button>
         <button type="button" className="tool-btn" onClick={() => setHelp(true)} aria-label="Keyboard shortcuts" title="Keyboard shortcuts (?)"><Icon name="help" /></button>
         <span className="toolbar__sep" />
-        <button type="button" className="tool-btn" onClick={() => useStudio.setState({ panelTab: 'run' })} disabled={!diagram} title="Run panel" aria-label="Open the run panel">
+        <button type="button" className="tool-btn" onClick={() => useStudio.getState().setPanelTab('run')} disabled={!diagram} title="Run panel" aria-label="Open the run panel">
           <Icon name="play" /><span>Run</span>
         </button>
         <button type="button" className="btn btn--primary" onClick={() => void save()} disabled={!diagram || readOnly || saving || !dirty}

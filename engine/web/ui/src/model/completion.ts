@@ -101,10 +101,10 @@ export function scopeNames(
   if (block && slot !== 'with') {
     palette.find((t) => t.type === block.type)?.outputs.forEach((o) => names.add(o));
   }
-  // a Loop's body sees item/index
+  // a Loop's body sees item/index (a block linked through its type's own port)
   for (const b of diagram.blocks) {
     const t = palette.find((p) => p.type === b.type);
-    if (t?.body_names?.length && typeof b.body === 'string') t.body_names.forEach((n) => names.add(n));
+    if (t?.body_names.length && t.ports.some((port) => typeof b[port] === 'string')) t.body_names.forEach((n) => names.add(n));
   }
   return [...names];
 }

@@ -4,6 +4,7 @@
  */
 import type { ElkExtendedEdge, ElkNode } from 'elkjs/lib/elk-api';
 import type { Block, Diagram } from '../api/types';
+import { ERROR, NEXT, portsOf, type LinkKeys } from './format';
 import { diagramEdges, type EdgeSpec } from './graph';
 import { edgeLabelText, GROUP_PADDING, LABEL_HEIGHT, labelWidth, NODE_HEIGHT, NODE_WIDTH } from './sizes';
 
@@ -49,26 +50,22 @@ export function rootOptions(blocks: number, hasGroups: boolean): Record<string, 
   };
 }
 
-const PORT = { in: 'WEST', next: 'EAST', body: 'EAST', on_error: 'SOUTH' } as const;
+/** The block input's port id; the others are the block keys their links are written under. */
+export const IN_PORT = 'in';
 
-export function buildElkGraph(
-  diagram: Diagram,
-  bodies: Array<{ loop: string; members: string[] }>,
-  bodyTypes: ReadonlySet<string> = new Set(),
-): ElkNode {
-  return buildLayoutGraph(diagram, bodies, bodyTypes).graph;
+export function buildElkGraph(diagram: Diagram, bodies: Array<{ loop: string; members: string[] }>, keys: LinkKeys): ElkNode {
+  return buildLayoutGraph(diagram, bodies, keys).graph;
 }
 
 /** The ELK graph, and the runs of blocks it lays out as one node each (see chainRuns). */
 export function buildLayoutGraph(
   diagram: Diagram,
   bodies: Array<{ loop: string; members: string[] }>,
-  bodyTypes: ReadonlySet<string> = new Set(),
+  keys: LinkKeys,
 ): { graph: ElkNode; runs: Map<string, string[]> } {
-  const known = new Set(diagram.blocks.map((b) => b.id));
-  const edges = diagramEdges(diagram).filter((e) => known.has(e.source) && known.has(e.target));
-  const errorSources = new Set(edges.filter((e) => e.kind === 'error').map((e) => e.source));
-  const hasBody = (b: Block) => typeof b.body === 'string' || bodyTypes.has(b.type);
+  const edges = diagramEdges(diagram, keys);
+  const errorSources = new Set(edges.filter((e) => e.kind === ERROR).map((e) => e.source));
+  const hasBody = (b: Block) => portsOf(b, keys).length > 0;
   const runs = new Map<string, string[]>();
   const runOf = new Map<string, string>();
   if (diagram.blocks.length >= LARGE_DIAGRAM && !bodies.length) {
@@ -122,7 +119,7 @@ export function buildLayoutGraph(
       width: NODE_WIDTH,
       height: NODE_HEIGHT,
       layoutOptions: { 'elk.portConstraints': 'FIXED_ORDER' },
-      ports: [[`${run[0]}__in`, 'WEST'], [`${run[run.length - 1]}__next`, 'EAST']].map(([port, side], i) => ({
+      ports: [[`${run[0]}__${IN_PORT}`, 'WEST'], [`${run[run.length - 1]}__${keys.next}`, 'EAST']].map(([port, side], i) => ({
         id: port, width: 8, height: 8, layoutOptions: { 'elk.port.side': side, 'elk.port.index': String(i) },
       })),
     });
@@ -137,14 +134,16 @@ export function buildLayoutGraph(
         'elk.portConstraints': 'FIXED_ORDER',
         ...(b.type === 'Start' && !parentOf.has(b.id) ? { 'elk.layered.layering.layerConstraint': 'FIRST' } : {}),
       },
-      // an error port only where an error link leaves (a port without links changes nothing but ELK's work)
-      ports: (['in', 'next', 'body', 'on_error'] as const)
-        .filter((p) => p === 'body' ? typeof b.body === 'string' || bodyTypes.has(b.type) : p !== 'on_error' || errorSources.has(b.id))
-        .map((p, i) => ({
+      // input on the left; next, then the type's own ports, on the right; the error port at the bottom, only where
+      // an error link leaves (a port without links changes nothing but ELK's work)
+      ports: [
+        [IN_PORT, 'WEST'], [keys.next, 'EAST'], ...portsOf(b, keys).map((p) => [p, 'EAST']),
+        ...(errorSources.has(b.id) ? [[keys.error, 'SOUTH']] : []),
+      ].map(([p, side], i) => ({
         id: `${b.id}__${p}`,
         width: 8,
         height: 8,
-        layoutOptions: { 'elk.port.side': PORT[p], 'elk.port.index': String(i) },
+        layoutOptions: { 'elk.port.side': side, 'elk.port.index': String(i) },
       })),
     };
     elkNodes.set(b.id, node);
@@ -152,12 +151,11 @@ export function buildLayoutGraph(
   }
   for (const e of edges) {
     if (runOf.has(e.source) && runOf.get(e.source) === runOf.get(e.target)) continue; // inside a run
-    const port = e.kind === 'error' ? 'on_error' : e.kind === 'body' ? 'body' : 'next';
-    const text = e.kind === 'next' ? edgeLabelText(e.when, e.index, e.count) : '';
+    const text = e.kind === NEXT ? edgeLabelText(e.when, e.index, e.count) : '';
     const edge: ElkExtendedEdge = {
       id: e.id,
-      sources: [`${e.source}__${port}`],
-      targets: [`${e.target}__in`],
+      sources: [`${e.source}__${e.key}`],
+      targets: [`${e.target}__${IN_PORT}`],
       labels: text ? [{ id: `${e.id}__label`, text, width: labelWidth(text), height: LABEL_HEIGHT }] : [],
     };
     root.edges!.push(edge);
@@ -198,7 +196,7 @@ export function chainRuns(diagram: Diagram, edges: EdgeSpec[], hasBody: (b: Bloc
   const follower = new Map<string, string>();
   for (const [source, links] of out) {
     const e = links[0];
-    if (links.length === 1 && e.kind === 'next' && e.count === 1 && !e.when && e.target !== source
+    if (links.length === 1 && e.kind === NEXT && e.count === 1 && !e.when && e.target !== source
       && into.get(e.target) === 1 && free(source) && free(e.target)) follower.set(source, e.target);
   }
   const followed = new Set(follower.values());
@@ -207,7 +205,7 @@ export function chainRuns(diagram: Diagram, edges: EdgeSpec[], hasBody: (b: Bloc
   const finish = (run: string[]) => {
     // a block with an error link keeps its own error port: a run ends before it (such a block has no
     // follower, so it can only come last)
-    if ((out.get(run[run.length - 1]) ?? []).some((e) => e.kind === 'error')) run.pop();
+    if ((out.get(run[run.length - 1]) ?? []).some((e) => e.kind === ERROR)) run.pop();
     if (run.length > 1) runs.push(run);
   };
   const walk = (first: string) => {

@@ -5,7 +5,7 @@ import {
 import { buildLayoutGraph } from './elkGraph';
 import { diagramEdges } from './graph';
 import { loopBodies } from './graph';
-import { loopDiagram, orderAgent } from '../test/fixtures';
+import { keys, loopDiagram, orderAgent } from '../test/fixtures';
 import { NODE_HEIGHT, NODE_WIDTH } from './sizes';
 import type { Diagram } from '../api/types';
 
@@ -14,7 +14,7 @@ function overlaps(a: { x: number; y: number }, b: { x: number; y: number }): boo
 }
 
 async function check(d: Diagram) {
-  const result = await layoutDiagram(d, loopBodies(d, null));
+  const result = await layoutDiagram(d, loopBodies(d, null, keys), keys);
   const ids = d.blocks.map((b) => b.id);
   expect(Object.keys(result.nodes).sort()).toEqual([...ids].sort());
   for (let i = 0; i < ids.length; i++) {
@@ -44,7 +44,7 @@ describe('layoutDiagram', () => {
   });
   it('labels of edges do not overlap each other', async () => {
     const d = orderAgent();
-    const r = await layoutDiagram(d, []);
+    const r = await layoutDiagram(d, [], keys);
     const labels = Object.values(r.edges).map((e) => e.label).filter((l): l is NonNullable<typeof l> => !!l);
     for (let i = 0; i < labels.length; i++) for (let j = i + 1; j < labels.length; j++) {
       const a = labels[i]; const b = labels[j];
@@ -94,7 +94,7 @@ describe('layout options', () => {
 describe('chain runs', () => {
   it('groups plain chains of a large diagram into runs of at most CHAIN_RUN blocks, never across a branch', () => {
     const d = generated(200);
-    const runs = chainRuns(d, diagramEdges(d), () => false);
+    const runs = chainRuns(d, diagramEdges(d, keys), () => false);
     const inRuns = runs.flat();
     expect(new Set(inRuns).size).toBe(inRuns.length);
     for (const run of runs) {
@@ -107,11 +107,11 @@ describe('chain runs', () => {
     expect(runs.some((run) => run.indexOf('b27') > 0)).toBe(false);
     // a block with an error link keeps its own error port: it never ends a run
     const withError = { ...d, blocks: d.blocks.map((b) => (b.id === 'b10' ? { ...b, on_error: 'b12' } : b)) };
-    expect(chainRuns(withError, diagramEdges(withError), () => false).some((run) => run.includes('b10'))).toBe(false);
+    expect(chainRuns(withError, diagramEdges(withError, keys), () => false).some((run) => run.includes('b10'))).toBe(false);
   });
   it('lays small diagrams out block by block, large ones with a node per run', () => {
-    expect(buildLayoutGraph(generated(LARGE_DIAGRAM - 1), []).runs.size).toBe(0);
-    const { graph, runs } = buildLayoutGraph(generated(200), []);
+    expect(buildLayoutGraph(generated(LARGE_DIAGRAM - 1), [], keys).runs.size).toBe(0);
+    const { graph, runs } = buildLayoutGraph(generated(200), [], keys);
     expect(runs.size).toBeGreaterThan(0);
     expect(graph.children!.length).toBe(200 - [...runs.values()].reduce((n, run) => n + run.length - 1, 0));
   });
@@ -128,14 +128,14 @@ describe('layout of a large branching diagram', () => {
         : `b${i + 1}`;
       blocks.push({ id: `b${i}`, type: 'Set', next, ...(i % 23 === 5 ? { on_error: `b${Math.min(149, i + 2)}` } : {}) });
     }
-    const r = await check({ blocks });
+    const r = await check({ diagram: 'branching', blocks });
     const labels = Object.values(r.edges).map((e) => e.label).filter((l): l is Box => !!l);
     const boxes = Object.values(r.nodes).map((p) => ({ ...p, width: NODE_WIDTH, height: NODE_HEIGHT }));
     for (let i = 0; i < labels.length; i++) {
       for (const b of boxes) expect(hit(labels[i], b), 'a label covers a block').toBe(false);
       for (let j = i + 1; j < labels.length; j++) expect(hit(labels[i], labels[j]), 'labels overlap').toBe(false);
     }
-    expect(Object.keys(r.edges)).toHaveLength(diagramEdges({ blocks }).length);
+    expect(Object.keys(r.edges)).toHaveLength(diagramEdges({ diagram: 'branching', blocks }, keys).length);
     for (const [id, e] of Object.entries(r.edges)) {
       for (let i = 1; i < e.points.length; i++) {
         const a = e.points[i - 1];
@@ -178,7 +178,7 @@ describe('layout of a 200-block diagram', () => {
     }
   });
   it('puts the blocks of a run in a row, linked straight, like ELK puts a chain', () => {
-    const { runs } = buildLayoutGraph(d, []);
+    const { runs } = buildLayoutGraph(d, [], keys);
     for (const run of runs.values()) {
       for (let i = 1; i < run.length; i++) {
         expect(r.nodes[run[i]].y).toBe(r.nodes[run[i - 1]].y);
@@ -212,7 +212,7 @@ describe('layout of a 200-block diagram', () => {
 describe('routeAround', () => {
   it('routes a link ELK left without a route from its source, past the blocks, into its target', () => {
     const result: LayoutResult = { nodes: { a: { x: 0, y: 0 }, b: { x: 300, y: 0 }, c: { x: 0, y: 200 } }, edges: {} };
-    routeAround(result, [{ id: 'next:c:0', sources: ['c__next'], targets: ['a__in'], labels: [{ id: 'l', text: 'x', width: 30, height: 20 }] }]);
+    routeAround(result, [{ id: 'next:c:0', sources: ['c__next'], targets: ['a__in'], labels: [{ id: 'l', text: 'x', width: 30, height: 20 }] }], keys);
     const e = result.edges['next:c:0'];
     expect(e.points[0]).toEqual({ x: NODE_WIDTH, y: 200 + NODE_HEIGHT / 2 });
     expect(e.points[e.points.length - 1]).toEqual({ x: 0, y: NODE_HEIGHT / 2 });

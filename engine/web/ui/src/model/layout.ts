@@ -6,10 +6,11 @@ import ElkApi from 'elkjs/lib/elk-api.js';
 import workerUrl from 'elkjs/lib/elk-worker.min.js?url';
 import type { Diagram } from '../api/types';
 import { buildLayoutGraph, CHAIN_GAP } from './elkGraph';
+import { NEXT, type LinkKeys } from './format';
 import { edgeId } from './graph';
 import { NODE_HEIGHT, NODE_WIDTH } from './sizes';
 
-export { buildElkGraph, CHAIN_RUN, chainRuns, LARGE_DIAGRAM, rootOptions, WRAP_ASPECT_RATIO, WRAP_DIAGRAM } from './elkGraph';
+export { buildElkGraph, CHAIN_RUN, chainRuns, IN_PORT, LARGE_DIAGRAM, rootOptions, WRAP_ASPECT_RATIO, WRAP_DIAGRAM } from './elkGraph';
 
 export interface LayoutResult {
   nodes: Record<string, { x: number; y: number }>;
@@ -59,12 +60,12 @@ let latest: { key: string; result: Promise<LayoutResult> } | null = null;
 export function layoutDiagram(
   diagram: Diagram,
   bodies: Array<{ loop: string; members: string[] }>,
-  bodyTypes: ReadonlySet<string> = new Set(),
+  keys: LinkKeys,
 ): Promise<LayoutResult> {
-  const { graph, runs } = buildLayoutGraph(diagram, bodies, bodyTypes);
+  const { graph, runs } = buildLayoutGraph(diagram, bodies, keys);
   const key = JSON.stringify(graph);
   if (latest?.key === key) return latest.result;
-  const result = runLayout(diagram, graph, runs);
+  const result = runLayout(diagram, graph, runs, keys);
   latest = { key, result };
   result.catch(() => {
     if (latest?.result === result) latest = null;
@@ -72,7 +73,7 @@ export function layoutDiagram(
   return result;
 }
 
-async function runLayout(diagram: Diagram, graph: ElkNode, runs: Map<string, string[]>): Promise<LayoutResult> {
+async function runLayout(diagram: Diagram, graph: ElkNode, runs: Map<string, string[]>, keys: LinkKeys): Promise<LayoutResult> {
   const engine = await elk();
   const began = performance.now();
   const out = await engine.layout(graph);
@@ -112,7 +113,7 @@ async function runLayout(diagram: Diagram, graph: ElkNode, runs: Map<string, str
   const elkEdges = allEdges(out);
   dropBrokenRoutes(result, elkEdges);
   const unrouted = elkEdges.filter((e) => !result.edges[e.id]);
-  if (unrouted.length) routeAround(result, unrouted);
+  if (unrouted.length) routeAround(result, unrouted, keys);
   return result;
 }
 
@@ -241,7 +242,7 @@ function placeRun(result: LayoutResult, run: string[], x: number, y: number): vo
     result.nodes[id] = { x: x + i * CHAIN_STEP, y };
     if (i > 0) {
       const middle = y + NODE_HEIGHT / 2;
-      result.edges[edgeId('next', run[i - 1], 0)] = {
+      result.edges[edgeId(NEXT, run[i - 1], 0)] = {
         points: [{ x: x + (i - 1) * CHAIN_STEP + NODE_WIDTH + 8, y: middle }, { x: x + i * CHAIN_STEP - 8, y: middle }],
       };
     }
@@ -264,7 +265,7 @@ function portOf(id: string | undefined): [string, string] {
  * the target's row, and into the target from its left; the label beside the part past the diagram, where
  * nothing else is.
  */
-export function routeAround(result: LayoutResult, edges: ElkExtendedEdge[]): void {
+export function routeAround(result: LayoutResult, edges: ElkExtendedEdge[], keys: Pick<LinkKeys, 'next' | 'error'>): void {
   const placed = Object.values(result.nodes);
   if (!placed.length) return;
   // rows: the vertical extents of blocks and labels, merged where they overlap
@@ -293,13 +294,15 @@ export function routeAround(result: LayoutResult, edges: ElkExtendedEdge[]): voi
     const out = rows[sRow][1] + gap(sRow, true);
     const into = rows[tRow][0] - gap(tRow, false);
     const x = right + 40;
-    const start = port === 'on_error' ? { x: s.x + NODE_WIDTH / 2, y: s.y + NODE_HEIGHT }
-      : { x: s.x + NODE_WIDTH, y: s.y + (port === 'body' ? NODE_HEIGHT * 0.67 : NODE_HEIGHT / 2) };
+    // the error port is at the bottom; a type's own port (a Loop's body) below next on the right
+    const error = port === keys.error;
+    const start = error ? { x: s.x + NODE_WIDTH / 2, y: s.y + NODE_HEIGHT }
+      : { x: s.x + NODE_WIDTH, y: s.y + (port === keys.next ? NODE_HEIGHT / 2 : NODE_HEIGHT * 0.67) };
     const end = { x: t.x, y: t.y + NODE_HEIGHT / 2 };
     const points = [
       start,
-      ...(port === 'on_error' ? [] : [{ x: start.x + 16, y: start.y }]),
-      { x: port === 'on_error' ? start.x : start.x + 16, y: out },
+      ...(error ? [] : [{ x: start.x + 16, y: start.y }]),
+      { x: error ? start.x : start.x + 16, y: out },
       { x, y: out },
       { x, y: into },
       { x: end.x - 16, y: into },

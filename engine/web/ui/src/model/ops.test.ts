@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
   addBlock, addLink, isValidId, moveBlock, moveBlocks, nextLinks, normaliseNext, paste, removeBlocks, removeLink, renameBlock,
-  renameKey, reorderLink, setBody, setErrorLink, setField, setWhen, snakeCase, uniqueId,
+  renameKey, reorderLink, setField, setLink, setWhen, snakeCase, uniqueId,
 } from './ops';
-import { loopDiagram, orderAgent } from '../test/fixtures';
+import { linkKeys } from './format';
+import { format, keys, loopDiagram, orderAgent, palette } from '../test/fixtures';
 
 const block = (d: ReturnType<typeof orderAgent>, id: string) => d.blocks.find((b) => b.id === id)!;
 
@@ -58,85 +59,99 @@ describe('moveBlock', () => {
 
 describe('next normalisation', () => {
   it('writes one unconditional link as a string, more as a list', () => {
-    expect(normaliseNext([])).toBeUndefined();
-    expect(normaliseNext([{ to: 'a' }])).toBe('a');
-    expect(normaliseNext([{ to: 'a', when: '{{ x }}' }])).toEqual([{ to: 'a', when: '{{ x }}' }]);
-    expect(normaliseNext([{ to: 'a' }, { to: 'b' }])).toEqual([{ to: 'a' }, { to: 'b' }]);
-    expect(normaliseNext([{ to: 'a', when: '' }])).toBe('a');
+    expect(normaliseNext([], keys)).toBeUndefined();
+    expect(normaliseNext([{ to: 'a' }], keys)).toBe('a');
+    expect(normaliseNext([{ to: 'a', when: '{{ x }}' }], keys)).toEqual([{ to: 'a', when: '{{ x }}' }]);
+    expect(normaliseNext([{ to: 'a' }, { to: 'b' }], keys)).toEqual([{ to: 'a' }, { to: 'b' }]);
+    expect(normaliseNext([{ to: 'a', when: '' }], keys)).toBe('a');
   });
   it('reads strings and lists', () => {
-    expect(nextLinks({ id: 'x', type: 'Set', next: 'a' })).toEqual([{ to: 'a' }]);
-    expect(nextLinks({ id: 'x', type: 'Set', next: ['a', { to: 'b', when: 'w' }] })).toEqual([{ to: 'a' }, { to: 'b', when: 'w' }]);
-    expect(nextLinks({ id: 'x', type: 'Set' })).toEqual([]);
+    expect(nextLinks({ id: 'x', type: 'Set', next: 'a' }, keys)).toEqual([{ to: 'a' }]);
+    expect(nextLinks({ id: 'x', type: 'Set', next: ['a', { to: 'b', when: 'w' }] as never }, keys)).toEqual([{ to: 'a' }, { to: 'b', when: 'w' }]);
+    expect(nextLinks({ id: 'x', type: 'Set' }, keys)).toEqual([]);
   });
   it('addLink appends and normalises', () => {
-    let d = addLink(orderAgent(), 'done', 'start');
+    let d = addLink(orderAgent(), keys, 'done', 'start');
     expect(block(d, 'done').next).toBe('start');
-    d = addLink(d, 'done', 'ask');
+    d = addLink(d, keys, 'done', 'ask');
     expect(block(d, 'done').next).toEqual([{ to: 'start' }, { to: 'ask' }]);
-    expect(addLink(d, 'done', 'ask')).toBe(d); // no duplicate
+    expect(addLink(d, keys, 'done', 'ask')).toBe(d); // no duplicate
   });
   it('removeLink back to one link writes a string again', () => {
-    const d = removeLink(orderAgent(), 'ask', 'next', 0);
+    const d = removeLink(orderAgent(), keys, 'ask', 'next', 0);
     expect(block(d, 'ask').next).toBe('done');
-    expect(removeLink(d, 'ask', 'next', 0).blocks[1]).not.toHaveProperty('next');
+    expect(removeLink(d, keys, 'ask', 'next', 0).blocks[1]).not.toHaveProperty('next');
   });
   it('setWhen makes a list, clearing it makes a string', () => {
-    let d = setWhen(orderAgent(), 'dispatch', 0, '{{ ok }}');
+    let d = setWhen(orderAgent(), keys, 'dispatch', 0, '{{ ok }}');
     expect(block(d, 'dispatch').next).toEqual([{ to: 'ask', when: '{{ ok }}' }]);
-    d = setWhen(d, 'dispatch', 0, '  ');
+    d = setWhen(d, keys, 'dispatch', 0, '  ');
     expect(block(d, 'dispatch').next).toBe('ask');
   });
   it('reorderLink moves a link in the evaluation order', () => {
-    const d = reorderLink(orderAgent(), 'ask', 1, -1);
+    const d = reorderLink(orderAgent(), keys, 'ask', 1, -1);
     expect(block(d, 'ask').next).toEqual([{ to: 'done' }, { to: 'dispatch', when: '{{ called_tools | length > 0 }}' }]);
-    expect(reorderLink(d, 'ask', 0, -1)).toBe(d);
+    expect(reorderLink(d, keys, 'ask', 0, -1)).toBe(d);
   });
-  it('error and body ports', () => {
-    let d = addLink(orderAgent(), 'dispatch', 'apologise', 'error');
+  it('error links and a type\'s own ports', () => {
+    let d = addLink(orderAgent(), keys, 'dispatch', 'apologise', 'error');
     expect(block(d, 'dispatch').on_error).toBe('apologise');
-    d = setErrorLink(d, 'dispatch', undefined);
+    d = setLink(d, 'dispatch', 'on_error', undefined);
     expect(block(d, 'dispatch')).not.toHaveProperty('on_error');
-    d = setBody(loopDiagram(), 'each', 'tag');
+    d = addLink(loopDiagram(), keys, 'each', 'tag', 'body');
     expect(d.blocks[1].body).toBe('tag');
-    expect(removeLink(d, 'each', 'body').blocks[1]).not.toHaveProperty('body');
+    expect(removeLink(d, keys, 'each', 'body').blocks[1]).not.toHaveProperty('body');
+  });
+  it('reads and writes links under the keys the server names, not under names of its own', () => {
+    // a format whose links are written `then: [{go, if}]` and `rescue`: the same operations follow it
+    const other = linkKeys({ ...format, links: { next: 'then', error: 'rescue', target: 'go', condition: 'if' } }, palette);
+    const d = { diagram: 'x', blocks: [{ id: 'a', type: 'Set', then: 'b' }, { id: 'b', type: 'Set' }, { id: 'c', type: 'Set' }] };
+    let e = addLink(d, other, 'a', 'c');
+    expect(e.blocks[0].then).toEqual([{ go: 'b' }, { go: 'c' }]);
+    e = setWhen(e, other, 'a', 1, '{{ x }}');
+    expect(e.blocks[0].then).toEqual([{ go: 'b' }, { go: 'c', if: '{{ x }}' }]);
+    e = addLink(renameBlock(e, other, 'c', 'z'), other, 'b', 'z', 'error');
+    expect(e.blocks[0].then).toEqual([{ go: 'b' }, { go: 'z', if: '{{ x }}' }]);
+    expect(e.blocks[1].rescue).toBe('z');
+    expect(removeBlocks(e, other, ['z']).blocks).toEqual([{ id: 'a', type: 'Set', then: 'b' }, { id: 'b', type: 'Set' }]);
+    expect(e.blocks.some((b) => 'next' in b || 'on_error' in b)).toBe(false);
   });
 });
 
 describe('renameBlock', () => {
   it('updates every next/to/on_error/body naming it', () => {
-    let d = renameBlock(orderAgent(), 'ask', 'ask_claude');
+    let d = renameBlock(orderAgent(), keys, 'ask', 'ask_claude');
     expect(block(d, 'start').next).toBe('ask_claude');
     expect(block(d, 'dispatch').next).toBe('ask_claude');
     expect(block(d, 'ask_claude').label).toBe('Ask Claude');
-    d = renameBlock(d, 'apologise', 'sorry');
+    d = renameBlock(d, keys, 'apologise', 'sorry');
     expect(block(d, 'ask_claude').on_error).toBe('sorry');
-    d = renameBlock(d, 'done', 'finish');
+    d = renameBlock(d, keys, 'done', 'finish');
     expect(block(d, 'ask_claude').next).toEqual([{ to: 'dispatch', when: '{{ called_tools | length > 0 }}' }, { to: 'finish' }]);
-    const l = renameBlock(loopDiagram(), 'classify', 'classify_it');
+    const l = renameBlock(loopDiagram(), keys, 'classify', 'classify_it');
     expect(l.blocks[1].body).toBe('classify_it');
   });
   it('keeps key order and unknown keys', () => {
-    const d = renameBlock(orderAgent(), 'ask', 'q');
+    const d = renameBlock(orderAgent(), keys, 'ask', 'q');
     expect(Object.keys(block(d, 'q'))).toEqual(Object.keys(block(orderAgent(), 'ask')));
     expect(block(d, 'q')['x-note']).toBe('keep me');
   });
   it('refuses taken or invalid ids', () => {
-    expect(() => renameBlock(orderAgent(), 'ask', 'done')).toThrow(/already exists/);
-    expect(() => renameBlock(orderAgent(), 'ask', '1x')).toThrow(/valid id/);
+    expect(() => renameBlock(orderAgent(), keys, 'ask', 'done')).toThrow(/already exists/);
+    expect(() => renameBlock(orderAgent(), keys, 'ask', '1x')).toThrow(/valid id/);
   });
 });
 
 describe('removeBlocks', () => {
   it('removes dangling links from other blocks', () => {
-    const d = removeBlocks(orderAgent(), ['dispatch', 'apologise']);
+    const d = removeBlocks(orderAgent(), keys, ['dispatch', 'apologise']);
     expect(d.blocks.map((b) => b.id)).toEqual(['start', 'ask', 'done']);
     expect(block(d, 'ask').next).toBe('done');
     expect(block(d, 'ask')).not.toHaveProperty('on_error');
     expect(block(d, 'ask')['x-note']).toBe('keep me');
   });
   it('removes a body link', () => {
-    const d = removeBlocks(loopDiagram(), ['classify']);
+    const d = removeBlocks(loopDiagram(), keys, ['classify']);
     expect(d.blocks.find((b) => b.id === 'each')).not.toHaveProperty('body');
   });
 });
@@ -167,7 +182,7 @@ describe('paste', () => {
   it('gives fresh ids, offsets positions, keeps internal links and drops external ones', () => {
     const d0 = moveBlock(orderAgent(), 'ask', [100, 100]);
     const copied = [block(d0, 'ask'), block(d0, 'dispatch')];
-    const { diagram, ids } = paste(d0, copied, [40, 40], { dispatch: [300, 100] });
+    const { diagram, ids } = paste(d0, keys, copied, [40, 40], { dispatch: [300, 100] });
     expect(ids).toEqual(['ask_2', 'dispatch_2']);
     const ask2 = block(diagram, 'ask_2');
     const dispatch2 = block(diagram, 'dispatch_2');
@@ -178,12 +193,12 @@ describe('paste', () => {
     expect(dispatch2.next).toBe('ask_2');
     expect(block(diagram, 'ask').next).toEqual(block(d0, 'ask').next); // originals untouched
     // pasting twice keeps ids unique
-    const again = paste(diagram, copied, [80, 80]);
+    const again = paste(diagram, keys, copied, [80, 80]);
     expect(again.ids).toEqual(['ask_3', 'dispatch_3']);
   });
   it('deep-copies values', () => {
     const d0 = orderAgent();
-    const { diagram } = paste(d0, [block(d0, 'ask')], [0, 0]);
+    const { diagram } = paste(d0, keys, [block(d0, 'ask')], [0, 0]);
     (block(diagram, 'ask_2').with as Record<string, unknown>).model = 'other';
     expect(block(d0, 'ask').with!.model).toBe('claude-sonnet-5-5');
   });

@@ -3,12 +3,16 @@
  *
  * Every operation returns a new diagram and leaves the keys it does not edit
  * exactly as they were (same values, same order), so that the server can write
- * a minimal YAML diff.
+ * a minimal YAML diff. Operations on links take the format's link keys
+ * (model/format: from the server, never named here).
  */
-import type { Block, Diagram, LinkSpec, NextValue } from '../api/types';
+import type { Block, Diagram } from '../api/types';
+import {
+  NEXT, keyOfKind, linkCondition, linkTarget, nextLinks, singleLinkKeys, type LinkKeys, type LinkKind, type WrittenLink,
+} from './format';
 
+export { nextLinks };
 export type Position = [number, number];
-export type PortKind = 'next' | 'error' | 'body';
 
 // ---------------------------------------------------------------- helpers
 
@@ -68,36 +72,27 @@ function withoutKey<T extends object>(obj: T, key: string): T {
 
 // ---------------------------------------------------------------- next links
 
-/** The `next` value as an ordered list of links (a string is one unconditional link). */
-export function nextLinks(block: Block): LinkSpec[] {
-  const next = block.next;
-  if (next === undefined || next === null) return [];
-  if (typeof next === 'string') return [{ to: next }];
-  if (!Array.isArray(next)) return [];
-  return next.map((item) => (typeof item === 'string' ? { to: item } : item));
-}
-
 /**
  * Normalised `next`: none → key removed; one unconditional link → `next: id`;
- * several, or any with `when` (or other keys) → a list of `{to, when?}`.
+ * several, or any with a condition (or other keys) → a list of `{to, when?}`.
  */
-export function normaliseNext(links: LinkSpec[]): NextValue | undefined {
-  if (links.length === 0) return undefined;
-  if (links.length === 1) {
-    const only = links[0];
-    const keys = Object.keys(only).filter((k) => !(k === 'when' && (only.when === undefined || only.when === '')));
-    if (keys.length === 1 && keys[0] === 'to') return only.to;
-  }
-  return links.map((l) => {
-    if (l.when === undefined || l.when === '') return withoutKey(l, 'when');
-    return l;
-  });
+export function normaliseNext(links: WrittenLink[], keys: LinkKeys): string | WrittenLink[] | undefined {
+  const cleaned = links.map((l) => (l[keys.condition] === undefined || l[keys.condition] === '' ? withoutKey(l, keys.condition) : l));
+  if (cleaned.length === 0) return undefined;
+  const only = cleaned[0];
+  const target = linkTarget(only, keys);
+  if (cleaned.length === 1 && target !== undefined && Object.keys(only).length === 1) return target;
+  return cleaned;
 }
 
-export function writeNext(block: Block, links: LinkSpec[]): Block {
-  const value = normaliseNext(links);
-  if (value === undefined) return withoutKey(block, 'next');
-  return { ...block, next: value };
+export function writeNext(block: Block, keys: LinkKeys, links: WrittenLink[]): Block {
+  const value = normaliseNext(links, keys);
+  if (value === undefined) return withoutKey(block, keys.next);
+  return { ...block, [keys.next]: value };
+}
+
+function retargetLink(link: WrittenLink, keys: LinkKeys, to: string): WrittenLink {
+  return { ...link, [keys.target]: to };
 }
 
 // ---------------------------------------------------------------- operations
@@ -129,53 +124,53 @@ export function moveBlocks(diagram: Diagram, positions: Record<string, Position>
   return Object.entries(positions).reduce((d, [id, p]) => (findBlock(d, id) ? moveBlock(d, id, p) : d), diagram);
 }
 
-/** Removes blocks, and every `next`/`on_error`/`body` of the remaining blocks that names one of them. */
-export function removeBlocks(diagram: Diagram, ids: Iterable<string>): Diagram {
+/** Removes blocks, and every link (`next`, `on_error`, a port) of the remaining blocks that names one of them. */
+export function removeBlocks(diagram: Diagram, keys: LinkKeys, ids: Iterable<string>): Diagram {
   const gone = new Set(ids);
   if (gone.size === 0) return diagram;
+  const named = (link: WrittenLink) => gone.has(linkTarget(link, keys) ?? '');
   const kept = diagram.blocks.filter((b) => !gone.has(b.id));
   const blocks = kept.map((b) => {
     let nb = b;
-    const links = nextLinks(b);
-    if (links.some((l) => gone.has(l.to))) nb = writeNext(nb, links.filter((l) => !gone.has(l.to)));
-    if (typeof nb.on_error === 'string' && gone.has(nb.on_error)) nb = withoutKey(nb, 'on_error');
-    if (typeof nb.body === 'string' && gone.has(nb.body)) nb = withoutKey(nb, 'body');
+    const links = nextLinks(b, keys);
+    if (links.some(named)) nb = writeNext(nb, keys, links.filter((l) => !named(l)));
+    for (const key of singleLinkKeys(b, keys)) {
+      const target = nb[key];
+      if (typeof target === 'string' && gone.has(target)) nb = withoutKey(nb, key);
+    }
     return nb;
   });
   return { ...diagram, blocks };
 }
 
-function retarget(block: Block, map: (id: string) => string | undefined): Block {
+function retarget(block: Block, keys: LinkKeys, map: (id: string) => string | undefined): Block {
   let nb = block;
-  const links = nextLinks(block);
-  if (links.some((l) => map(l.to) !== undefined)) {
-    const renamed = links.map((l) => {
-      const to = map(l.to);
-      return to === undefined ? l : { ...l, to };
-    });
-    // keep the written form: a plain string stays a string, a list stays a list
-    if (typeof block.next === 'string') nb = { ...nb, next: renamed[0].to };
-    else nb = { ...nb, next: (block.next as Array<LinkSpec | string>).map((item, i) =>
-      typeof item === 'string' ? renamed[i].to : renamed[i]) };
+  const next = block[keys.next];
+  const renamed = (id: unknown) => (typeof id === 'string' ? map(id) : undefined);
+  // keep the written form: a plain id stays an id, a list stays a list (its bare ids bare)
+  if (renamed(next) !== undefined) nb = { ...nb, [keys.next]: renamed(next) };
+  else if (Array.isArray(next) && nextLinks(block, keys).some((l) => renamed(linkTarget(l, keys)) !== undefined)) {
+    nb = { ...nb, [keys.next]: next.map((item: unknown) => {
+      if (typeof item === 'string') return renamed(item) ?? item;
+      const to = item && typeof item === 'object' ? renamed((item as WrittenLink)[keys.target]) : undefined;
+      return to === undefined ? item : retargetLink(item as WrittenLink, keys, to);
+    }) };
   }
-  for (const key of ['on_error', 'body'] as const) {
-    const value = nb[key];
-    if (typeof value === 'string') {
-      const to = map(value);
-      if (to !== undefined) nb = { ...nb, [key]: to };
-    }
+  for (const key of singleLinkKeys(block, keys)) {
+    const to = renamed(nb[key]);
+    if (to !== undefined) nb = { ...nb, [key]: to };
   }
   return nb;
 }
 
-/** Renames a block and every reference to it (`next`, `to`, `on_error`, `body`). */
-export function renameBlock(diagram: Diagram, from: string, to: string): Diagram {
+/** Renames a block and every link to it (`next` and each link's target, `on_error`, ports). */
+export function renameBlock(diagram: Diagram, keys: LinkKeys, from: string, to: string): Diagram {
   if (from === to) return diagram;
   if (!isValidId(to)) throw new Error(`'${to}' is not a valid id: use letters, digits, _ and -, not starting with a digit`);
   if (findBlock(diagram, to)) throw new Error(`a block '${to}' already exists`);
   if (!findBlock(diagram, from)) throw new Error(`no block '${from}'`);
   const map = (id: string) => (id === from ? to : undefined);
-  return mapBlocks(diagram, (b) => retarget(b.id === from ? { ...b, id: to } : b, map));
+  return mapBlocks(diagram, (b) => retarget(b.id === from ? { ...b, id: to } : b, keys, map));
 }
 
 /**
@@ -215,57 +210,53 @@ export function renameKey(diagram: Diagram, id: string, container: string, from:
   });
 }
 
-/** A link from a port: `next` appends `{to}`; `error` sets `on_error`; `body` sets `body`. */
-export function addLink(diagram: Diagram, source: string, target: string, kind: PortKind = 'next'): Diagram {
+/** A link of `kind` from `source`: a `next` link is appended; the error link or a port is set. */
+export function addLink(diagram: Diagram, keys: LinkKeys, source: string, target: string, kind: LinkKind = NEXT): Diagram {
   if (!findBlock(diagram, target)) throw new Error(`no block '${target}'`);
-  if (kind === 'error') return setErrorLink(diagram, source, target);
-  if (kind === 'body') return setBody(diagram, source, target);
+  if (kind !== NEXT) return setLink(diagram, source, keyOfKind(kind, keys), target);
   return updateBlock(diagram, source, (b) => {
-    const links = nextLinks(b);
-    if (links.some((l) => l.to === target && !l.when)) return b; // already linked unconditionally
-    return writeNext(b, [...links, { to: target }]);
+    const links = nextLinks(b, keys);
+    if (links.some((l) => linkTarget(l, keys) === target && linkCondition(l, keys) === null)) return b; // already linked unconditionally
+    return writeNext(b, keys, [...links, { [keys.target]: target }]);
   });
 }
 
-/** Removes the `index`-th `next` link, or `on_error`/`body`. */
-export function removeLink(diagram: Diagram, source: string, kind: PortKind, index = 0): Diagram {
-  if (kind === 'error') return setErrorLink(diagram, source, undefined);
-  if (kind === 'body') return setBody(diagram, source, undefined);
-  return updateBlock(diagram, source, (b) => writeNext(b, nextLinks(b).filter((_, i) => i !== index)));
+/** Removes the `index`-th `next` link, or the error link or a port. */
+export function removeLink(diagram: Diagram, keys: LinkKeys, source: string, kind: LinkKind, index = 0): Diagram {
+  if (kind !== NEXT) return setLink(diagram, source, keyOfKind(kind, keys), undefined);
+  return updateBlock(diagram, source, (b) => writeNext(b, keys, nextLinks(b, keys).filter((_, i) => i !== index)));
 }
 
-export function setWhen(diagram: Diagram, source: string, index: number, when: string | undefined): Diagram {
+export function setWhen(diagram: Diagram, keys: LinkKeys, source: string, index: number, when: string | undefined): Diagram {
   return updateBlock(diagram, source, (b) => {
-    const links = nextLinks(b);
+    const links = nextLinks(b, keys);
     if (index < 0 || index >= links.length) throw new Error(`no link ${index} from '${source}'`);
     const cleaned = when === undefined || when.trim() === '' ? undefined : when;
-    const updated = links.map((l, i) => (i !== index ? l : cleaned === undefined ? withoutKey(l, 'when') : { ...l, when: cleaned }));
-    return writeNext(b, updated);
+    const updated = links.map((l, i) => (i !== index ? l
+      : cleaned === undefined ? withoutKey(l, keys.condition) : { ...l, [keys.condition]: cleaned }));
+    return writeNext(b, keys, updated);
   });
 }
 
 /** Moves the `index`-th link by `delta` places in the evaluation order. */
-export function reorderLink(diagram: Diagram, source: string, index: number, delta: number): Diagram {
+export function reorderLink(diagram: Diagram, keys: LinkKeys, source: string, index: number, delta: number): Diagram {
   return updateBlock(diagram, source, (b) => {
-    const links = nextLinks(b);
+    const links = nextLinks(b, keys);
     const to = index + delta;
     if (index < 0 || index >= links.length || to < 0 || to >= links.length) return b;
     const copy = links.slice();
     const [moved] = copy.splice(index, 1);
     copy.splice(to, 0, moved);
-    return writeNext(b, copy);
+    return writeNext(b, keys, copy);
   });
 }
 
-export function setErrorLink(diagram: Diagram, source: string, target: string | undefined): Diagram {
+/** Sets (or, with `undefined`, removes) a key that holds one block id: the error link, or a port. */
+export function setLink(diagram: Diagram, source: string, key: string, target: string | undefined): Diagram {
   return updateBlock(diagram, source, (b) =>
-    target === undefined ? withoutKey(b, 'on_error') : b.on_error === target ? b : { ...b, on_error: target });
+    target === undefined ? withoutKey(b, key) : b[key] === target ? b : { ...b, [key]: target });
 }
 
-export function setBody(diagram: Diagram, source: string, target: string | undefined): Diagram {
-  return updateBlock(diagram, source, (b) =>
-    target === undefined ? withoutKey(b, 'body') : b.body === target ? b : { ...b, body: target });
-}
 
 export interface PasteResult {
   diagram: Diagram;
@@ -280,6 +271,7 @@ export interface PasteResult {
  */
 export function paste(
   diagram: Diagram,
+  keys: LinkKeys,
   blocks: Block[],
   offset: Position,
   positions: Record<string, Position> = {},
@@ -295,8 +287,9 @@ export function paste(
   const copies = blocks.map((b) => {
     const clone = structuredClone(b) as Block;
     let nb: Block = { ...clone, id: rename.get(b.id)! };
-    nb = writeNext(nb, nextLinks(clone).filter((l) => inside(l.to) !== undefined).map((l) => ({ ...l, to: inside(l.to)! })));
-    for (const key of ['on_error', 'body'] as const) {
+    const within = (l: WrittenLink) => inside(linkTarget(l, keys) ?? '');
+    nb = writeNext(nb, keys, nextLinks(clone, keys).filter((l) => within(l) !== undefined).map((l) => retargetLink(l, keys, within(l)!)));
+    for (const key of singleLinkKeys(clone, keys)) {
       const v = clone[key];
       if (typeof v === 'string') nb = inside(v) !== undefined ? { ...nb, [key]: inside(v) } : withoutKey(nb, key);
     }

@@ -3,7 +3,7 @@ import { counts, fieldProblems } from './problems';
 import type { Problem } from '../api/types';
 
 const p = (block: string | null, field: string | null, severity: 'error' | 'warning' = 'error'): Problem =>
-  ({ file: null, line: null, column: null, block, field, message: 'm', hint: null, severity });
+  ({ file: null, line: null, column: null, block, field, message: 'm', hint: null, code: 'invalid', severity });
 
 describe('fieldProblems', () => {
   it('matches a field by prefix', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkNumber, formFields } from './schemaForm';
-import type { JsonSchema } from '../api/types';
+import type { JsonSchema } from './jsonSchema';
 
 const inputs: JsonSchema = {
   type: 'object',

@@ -1,5 +1,5 @@
 /** Chooses the form control for a property of a block's JSON Schema (inputs_schema / settings_schema). */
-import type { JsonSchema } from '../api/types';
+import type { JsonSchema } from './jsonSchema';
 
 export type FieldKind = 'number' | 'integer' | 'boolean' | 'enum' | 'string' | 'text' | 'table' | 'mapping' | 'json' | 'any';
 

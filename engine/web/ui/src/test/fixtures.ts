@@ -1,4 +1,6 @@
-import type { BlockType, Diagram } from '../api/types';
+import type { BlockType, Diagram, Format } from '../api/types';
+import { linkKeys, type LinkKeys } from '../model/format';
+import formatJson from './format.json';
 
 export function orderAgent(): Diagram {
   return {
@@ -33,8 +35,19 @@ export function loopDiagram(): Diagram {
 }
 
 export const palette: BlockType[] = [
-  { type: 'Start', description: 'start', inputs_schema: { type: 'object', properties: {} }, settings_schema: null, outputs: [], ports: ['next', 'on_error'] },
+  { type: 'Start', description: 'start', inputs_schema: { type: 'object', properties: {} }, settings_schema: null, outputs: [], ports: [],
+    body_names: [], table_fields: {}, is_start: true },
   { type: 'ClaudeRequest', description: 'claude', inputs_schema: { type: 'object', properties: {} }, settings_schema: null,
-    outputs: ['result', 'called_tools', 'history', 'usage', 'stop_reason'], ports: ['next', 'on_error'], table_fields: { history: 'history', tools: 'tools' } },
-  { type: 'Loop', description: 'loop', inputs_schema: null, settings_schema: null, outputs: ['iterations', 'collected'], ports: ['next', 'on_error', 'body'], body_names: ['item', 'index'] },
+    outputs: ['result', 'called_tools', 'history', 'usage', 'stop_reason'], ports: [], body_names: [],
+    table_fields: { history: 'history', tools: 'tools' }, is_start: false },
+  { type: 'Loop', description: 'loop', inputs_schema: { type: 'object', properties: {} }, settings_schema: null, outputs: ['iterations', 'collected'],
+    ports: ['body'], body_names: ['item', 'index'], table_fields: {}, is_start: false },
+  { type: 'Set', description: 'set', inputs_schema: { type: 'object', properties: {} }, settings_schema: null, outputs: [], ports: [],
+    body_names: [], table_fields: {}, is_start: false },
 ];
+
+/** The server's GET /api/format answer (tests/web/test_api_models.py checks this file is the server's own). */
+export const format: Format = formatJson;
+
+/** The link keys the page draws and edits with, from the format and the palette above. */
+export const keys: LinkKeys = linkKeys(format, palette);

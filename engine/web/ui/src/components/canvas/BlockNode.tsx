@@ -1,22 +1,28 @@
 /** A block on the canvas: type colour and icon, label and id, problem badge, run state; ports as handles. */
-import { memo } from 'react';
+import { Fragment, memo } from 'react';
 import { Handle, Position, type NodeProps } from '@xyflow/react';
+import { IN_PORT } from '../../model/layout';
 import { TypeIcon, typeColour } from '../TypeIcon';
-import type { BlockNodeType } from './types';
+import type { BlockNodeType, GroupNodeType } from './types';
+
+/** The height (in % of the block) of the i-th of `count` handles on the right: next first, then the type's ports. */
+function rightHandleTop(i: number, count: number): string {
+  return `${Math.round((100 * (i + 1)) / (count + 1))}%`;
+}
 
 function BlockNodeView({ data, selected }: NodeProps<BlockNodeType>) {
-  const { block, errors, warnings, firstProblem, run, steps, passes, hasBody, typeInfo, unknownType } = data;
+  const { block, errors, warnings, firstProblem, run, steps, passes, ports, nextKey, errorKey, typeInfo, unknownType, isStart } = data;
   const title = block.label || block.id;
   const classes = ['block-node'];
   if (selected) classes.push('is-selected');
   if (errors) classes.push('has-errors');
   else if (warnings) classes.push('has-warnings');
   if (run) classes.push(`run-${run}`);
-  const isStart = block.type === 'Start';
+  const right = ports.length + 1;
   return (
     <div className={classes.join(' ')} data-testid={`node-${block.id}`} style={{ ['--type' as string]: typeColour(block.type) }}
       title={firstProblem ?? typeInfo?.description}>
-      {!isStart && <Handle type="target" position={Position.Left} id="in" className="handle handle--in" aria-label={`${block.id} input`} />}
+      {!isStart && <Handle type="target" position={Position.Left} id={IN_PORT} className="handle handle--in" aria-label={`${block.id} input`} />}
       <div className="block-node__head">
         <TypeIcon type={block.type} size={12} />
         <span className="block-node__type">{block.type}</span>
@@ -33,22 +39,27 @@ function BlockNodeView({ data, selected }: NodeProps<BlockNodeType>) {
       </div>
       <div className="block-node__title">{title}</div>
       <div className="block-node__id">{block.label ? block.id : unknownType ? 'unknown type' : ''}</div>
-      <Handle type="source" position={Position.Right} id="next" className={`handle handle--next${hasBody ? ' handle--upper' : ''}`}
-        aria-label={`${block.id} next`} />
-      {hasBody && (
-        <>
-          <Handle type="source" position={Position.Right} id="body" className="handle handle--body handle--lower" aria-label={`${block.id} body`} />
-          <span className="handle-label handle-label--body">body</span>
-        </>
+      {nextKey !== undefined && (
+        <Handle type="source" position={Position.Right} id={nextKey} className="handle handle--next"
+          style={{ top: rightHandleTop(0, right) }} aria-label={`${block.id} ${nextKey}`} />
       )}
-      <Handle type="source" position={Position.Bottom} id="on_error" className="handle handle--error" aria-label={`${block.id} on_error`} />
+      {ports.map((port, i) => (
+        <Fragment key={port}>
+          <Handle type="source" position={Position.Right} id={port} className="handle handle--port"
+            style={{ top: rightHandleTop(i + 1, right) }} aria-label={`${block.id} ${port}`} />
+          <span className="handle-label handle-label--port" style={{ top: `calc(${rightHandleTop(i + 1, right)} - 7px)` }}>{port}</span>
+        </Fragment>
+      ))}
+      {errorKey !== undefined && (
+        <Handle type="source" position={Position.Bottom} id={errorKey} className="handle handle--error" aria-label={`${block.id} ${errorKey}`} />
+      )}
     </div>
   );
 }
 
 export const BlockNode = memo(BlockNodeView);
 
-export function LoopGroupNode({ data }: NodeProps<import('./types').GroupNodeType>) {
+export function LoopGroupNode({ data }: NodeProps<GroupNodeType>) {
   return (
     <div className={`loop-group${data.run ? ` run-${data.run}` : ''}`} aria-hidden="true">
       <span className="loop-group__title">{data.title}</span>

@@ -84,18 +84,20 @@ function LinkEdgeView(props: EdgeProps<LinkEdgeType>) {
     path = p;
     label = { x: lx, y: ly };
   }
-  const classes = ['link', `link--${data.kind}`];
+  const classes = ['link', `link--${data.look}`];
   if (data.taken) classes.push('is-taken');
   if (data.dimmed) classes.push('is-dimmed');
   if (selected) classes.push('is-selected');
-  const select = () => useStudio.setState({ selectedEdge: id, selection: [] });
-  const chipText = data.label || (selected ? (data.kind === 'error' ? 'on error' : data.kind === 'body' ? 'body' : 'always') : '');
+  const select = () => useStudio.getState().select([], id);
+  const chipText = data.label || (selected ? (data.look === 'error' ? 'on error' : data.look === 'port' ? data.kind : 'always') : '');
   return (
     <>
       <BaseEdge id={id} path={path} markerEnd={markerEnd} className={classes.join(' ')} interactionWidth={16} />
-      <EdgeLabelRenderer>
-        {(chipText || (selected && data.kind === 'next')) && (
-          <div className={`edge-label edge-label--${data.kind}${selected ? ' is-selected' : ''}${data.taken ? ' is-taken' : ''} nodrag nopan`}
+      {/* only a link with a label mounts the label layer: each one mounted looks the layer up at every change of
+          React Flow's store, a cost on every frame of a drag when a large diagram mounts one per link */}
+      {(chipText || (selected && data.look === 'next')) && (
+        <EdgeLabelRenderer>
+          <div className={`edge-label edge-label--${data.look}${selected ? ' is-selected' : ''}${data.taken ? ' is-taken' : ''} nodrag nopan`}
             style={{ transform: `translate(-50%, -50%) translate(${label.x}px, ${label.y}px)` }}>
             {chipText && (
               <button type="button" className="edge-label__chip" onClick={select} title={data.when ?? undefined}
@@ -103,10 +105,10 @@ function LinkEdgeView(props: EdgeProps<LinkEdgeType>) {
                 {chipText}
               </button>
             )}
-            {selected && data.kind === 'next' && <SelectedWhenEditor id={id} />}
+            {selected && data.look === 'next' && <SelectedWhenEditor id={id} />}
           </div>
-        )}
-      </EdgeLabelRenderer>
+        </EdgeLabelRenderer>
+      )}
     </>
   );
 }

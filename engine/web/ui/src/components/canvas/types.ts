@@ -1,5 +1,6 @@
 import type { Edge, Node } from '@xyflow/react';
-import type { Block, BlockType, LinkKind } from '../../api/types';
+import type { Block, BlockType } from '../../api/types';
+import type { LinkKind } from '../../model/format';
 import type { LayoutResult } from '../../model/layout';
 
 export type RunMark = 'ok' | 'failed' | 'running' | 'skipped' | null;
@@ -9,21 +10,30 @@ export type BlockNodeData = {
   typeInfo?: BlockType;
   /** the palette is loaded and has no such type */
   unknownType: boolean;
+  /** a start block has no input */
+  isStart: boolean;
   errors: number;
   warnings: number;
   firstProblem?: string;
   run: RunMark;
   steps: number;
   passes?: number;
-  hasBody: boolean;
+  /** the handles links leave from: the format's next and error keys (unknown until the format is), the type's ports */
+  nextKey?: string;
+  errorKey?: string;
+  ports: readonly string[];
 };
 export type BlockNodeType = Node<BlockNodeData, 'block'>;
 
 export type GroupNodeData = { loop: string; title: string; run: RunMark };
 export type GroupNodeType = Node<GroupNodeData, 'loopGroup'>;
 
+/** How a link looks: a next link, the error link, or a link from one of the type's own ports (a Loop's body). */
+export type LinkLook = 'next' | 'error' | 'port';
+
 export type LinkEdgeData = {
   kind: LinkKind;
+  look: LinkLook;
   label: string;
   when: string | null;
   index: number;

@@ -4,7 +4,7 @@ import { SchemaField } from './SchemaField';
 import { TableField } from './TableField';
 import { TemplateInput } from './TemplateInput';
 import { formFields } from '../../model/schemaForm';
-import type { JsonSchema } from '../../api/types';
+import type { JsonSchema } from '../../model/jsonSchema';
 
 afterEach(cleanup);
 
@@ -40,7 +40,7 @@ describe('SchemaField', () => {
     expect(screen.getByRole('alert').textContent).toMatch(/at most 1/);
     // the server's problem arrives: it replaces the local message
     const problem = { file: null, line: 3, column: 1, block: 'ask', field: 'with.temperature', message: 'Input should be less than or equal to 1 (got 3)',
-      hint: null, severity: 'error' as const };
+      hint: null, code: 'invalid', severity: 'error' as const };
     rerender(<SchemaField spec={fields.temperature} value={3} onChange={onChange} names={[]} problems={[problem]} />);
     expect(screen.getAllByRole('alert').map((a) => a.textContent)).toEqual(['Input should be less than or equal to 1 (got 3)']);
     expect(input.value).toBe('3');
@@ -60,7 +60,7 @@ describe('SchemaField', () => {
   });
   it('shows the problems of the field with their hint', () => {
     render(<SchemaField spec={fields.temperature} value={2} onChange={() => undefined} names={[]}
-      problems={[{ file: null, line: 3, column: 1, block: 'ask', field: 'with.temperature', message: 'too hot', hint: 'try 0.7', severity: 'error' }]} />);
+      problems={[{ file: null, line: 3, column: 1, block: 'ask', field: 'with.temperature', message: 'too hot', hint: 'try 0.7', code: 'invalid', severity: 'error' }]} />);
     expect(screen.getByText('too hot')).toBeTruthy();
     expect(screen.getByText(/try 0.7/)).toBeTruthy();
   });

@@ -1,8 +1,9 @@
 /** The selected block's form: identity, levels, links, inputs (from inputs_schema), settings, set rows, last run. */
 import { useEffect, useId, useState } from 'react';
-import type { Block, BlockType, Diagram } from '../../api/types';
+import type { Block, BlockLevels, BlockType, Diagram } from '../../api/types';
 import { formFields } from '../../model/schemaForm';
 import { fieldProblems, blockProblems } from '../../model/problems';
+import { linkKeysOf, portsOf } from '../../model/format';
 import { renameBlock, setField } from '../../model/ops';
 import { scopeNames } from '../../model/completion';
 import { useStudio } from '../../store';
@@ -14,13 +15,22 @@ import { TypeIcon } from '../TypeIcon';
 import { LinksEditor } from './LinksEditor';
 import { StepDetails } from './StepDetails';
 
-const CORE_KEYS = new Set(['id', 'type', 'label', 'position', 'error_level', 'message_level', 'with', 'set', 'next', 'on_error', 'body']);
+/** The block's own keys this form has a field for (typed by the generated Block: a renamed key fails to compile). */
+const FORM_KEYS: Array<keyof Block & string> = ['id', 'label', 'with', 'set'];
+
+/** Whether a problem's field (`with.temperature`, `next[1].when`) is `key` or inside it. */
+function under(field: string, keys: Iterable<string>): boolean {
+  for (const key of keys) if (field === key || field.startsWith(`${key}.`) || field.startsWith(`${key}[`)) return true;
+  return false;
+}
 
 export function BlockProperties({ block, type, diagram }: { block: Block; type: BlockType | undefined; diagram: Diagram }) {
   const apply = useStudio((s) => s.apply);
   const compiled = useStudio((s) => s.compiled);
   const problems = useStudio((s) => s.problems);
   const palette = useStudio((s) => s.palette);
+  const format = useStudio((s) => s.format);
+  const keys = useStudio((s) => s.links);
   const registries = useStudio((s) => s.registries);
   const path = useStudio((s) => s.path);
   const run = useStudio((s) => s.run);
@@ -35,11 +45,14 @@ export function BlockProperties({ block, type, diagram }: { block: Block; type: 
   const settingKeys = new Set(settings.map((s) => s.name));
   const withValue = (block.with ?? {}) as Record<string, unknown>;
   const unknownWith = Object.keys(withValue).filter((k) => !inputs.some((f) => f.name === k));
-  const otherKeys = Object.keys(block).filter((k) => !CORE_KEYS.has(k) && !settingKeys.has(k));
+  // the keys every block has (the format's), the type's ports and settings have their own fields; the rest is kept
+  const common = new Set([...(format?.common_block_keys ?? []), ...(keys ? portsOf(block, keys) : [])]);
+  const linkFields = keys ? linkKeysOf(block, keys) : [];
+  const otherKeys = Object.keys(block).filter((k) => !common.has(k) && !settingKeys.has(k));
   const mine = blockProblems(problems, id);
-  const covered = (field: string | null) => field !== null &&
-    (/^(with|set|next|on_error|body|label|error_level|message_level|id)\b/.test(field) ||
-      settings.some((s) => field === s.name || field.startsWith(`${s.name}.`)));
+  // a problem of a key this form has a field for shows at that field; the others at the top
+  const fields = [...FORM_KEYS, ...Object.keys(format?.levels ?? {}), ...linkFields, ...settingKeys];
+  const covered = (field: string | null) => field !== null && under(field, fields);
   const general = mine.filter((p) => !covered(p.field));
   const steps = run?.data?.steps.filter((s) => s.block === id) ?? [];
   const set = (path: string[], value: unknown, coalesce = true) =>
@@ -72,10 +85,10 @@ export function BlockProperties({ block, type, diagram }: { block: Block; type: 
               onChange={(e) => set(['label'], e.target.value === '' ? undefined : e.target.value)} />
           </FieldRow>
           <div className="two-cols">
-            <LevelPicker name="error_level" label="Error level" value={block.error_level} effective={compiled?.levels?.[id]?.error_level}
-              problems={fieldProblems(problems, id, 'error_level')} onChange={(v) => set(['error_level'], v, false)} />
-            <LevelPicker name="message_level" label="Message level" value={block.message_level} effective={compiled?.levels?.[id]?.message_level}
-              problems={fieldProblems(problems, id, 'message_level')} onChange={(v) => set(['message_level'], v, false)} />
+            {Object.entries(format?.levels ?? {}).map(([key, names]) => (
+              <LevelPicker key={key} name={key} names={names} value={block[key]} effective={compiled?.levels[id]?.[key as keyof BlockLevels]}
+                problems={fieldProblems(problems, id, key)} onChange={(v) => set([key], v, false)} />
+            ))}
           </div>
         </section>
 
@@ -107,8 +120,8 @@ export function BlockProperties({ block, type, diagram }: { block: Block; type: 
 
         <section className="section">
           <h3>Links</h3>
-          <LinksEditor block={block} diagram={diagram} whenNames={whenNames} hasBody={!!type?.ports.includes('body') || typeof block.body === 'string'} />
-          <ProblemList problems={mine.filter((p) => p.field && /^(next|on_error|body)\b/.test(p.field))} />
+          {keys && <LinksEditor block={block} diagram={diagram} whenNames={whenNames} keys={keys} />}
+          <ProblemList problems={mine.filter((p) => p.field && under(p.field, linkFields))} />
         </section>
 
         <section className="section">
@@ -144,17 +157,18 @@ function IdField({ block }: { block: Block }) {
   useEffect(() => { setDraft(block.id); setError(null); }, [block.id]);
   const commit = () => {
     const to = draft.trim();
-    const diagram = useStudio.getState().diagram;
-    if (to === block.id || !diagram) { setError(null); return; }
+    const { diagram, links } = useStudio.getState();
+    if (to === block.id || !diagram || !links) { setError(null); return; }
     try {
-      renameBlock(diagram, block.id, to);
+      renameBlock(diagram, links, block.id, to);
     } catch (e) {
       setError((e as Error).message);
       return;
     }
     setError(null);
-    if (apply((d) => renameBlock(d, block.id, to))) {
-      useStudio.setState((s) => ({ selection: s.selection.map((x) => (x === block.id ? to : x)) }));
+    if (apply((d, keys) => renameBlock(d, keys, block.id, to))) {
+      const s = useStudio.getState();
+      s.select(s.selection.map((x) => (x === block.id ? to : x)), s.selectedEdge);
     }
   };
   return (

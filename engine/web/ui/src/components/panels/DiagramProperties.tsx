@@ -29,8 +29,9 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
               onChange={(e) => setKey('description', e.target.value)} />
           </FieldRow>
           <FieldRow htmlFor="diagram-tools" label="Tool registry file" problems={top('tools')} description="e.g. registry/orders.yaml">
-            <input id="diagram-tools" data-testid="field-tools" value={typeof diagram.tools === 'string' ? diagram.tools : ''}
-              onChange={(e) => setKey('tools', e.target.value)} />
+            {Array.isArray(diagram.tools)
+              ? <div className="muted small" data-testid="field-tools">{diagram.tools.join(', ')} <span>(a list: edit it in the file)</span></div>
+              : <input id="diagram-tools" data-testid="field-tools" value={diagram.tools ?? ''} onChange={(e) => setKey('tools', e.target.value)} />}
           </FieldRow>
         </section>
       </fieldset>
@@ -39,7 +40,7 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
           <h3>Tool groups</h3>
           {registries.map((r) => (
             <details key={r.group} className="registry-group">
-              <summary><code>{r.group}</code> <span className="muted small">{r.tools.length} tools — {r.description}</span></summary>
+              <summary><code>{r.group}</code> <span className="muted small">{r.tools.length} tools</span></summary>
               <ul className="registry__tools">{r.tools.map((t) => <li key={t.name}><code>{t.name}</code> <span>{t.description}</span></li>)}</ul>
             </details>
           ))}

@@ -22,7 +22,7 @@ export function ProblemsPanel() {
       {problems.map((p, i) => (
         <li key={i} className={`problem-row problem--${p.severity}`}>
           <button type="button" className="problem-row__btn" disabled={!p.block}
-            onClick={() => p.block && useStudio.setState({ selection: [p.block], selectedEdge: null, panelTab: 'properties' })}>
+            onClick={() => p.block && useStudio.getState().focusBlock(p.block)}>
             <span className={`sev sev--${p.severity}`}>{p.severity}</span>
             <span className="problem-row__where">
               {where(p)}

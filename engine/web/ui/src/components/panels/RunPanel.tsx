@@ -1,18 +1,21 @@
 /** Run the diagram: inputs from Start, offline switch, live status, steps, past runs, scenarios. */
 import { useEffect, useMemo, useState } from 'react';
-import type { Block } from '../../api/types';
+import type { Block, BlockType } from '../../api/types';
 import { formatScalar, parseScalar } from '../../model/scalars';
 import { isDirty, useStudio } from '../../store';
-import { msText, tokensText } from '../../model/run';
+import { msText, startedText, tokensText } from '../../model/run';
 
-function startBlock(blocks: Block[]): Block | undefined {
-  return blocks.find((b) => b.type === 'Start');
+/** The diagram's start block (its type says it is one), whose inputs the run form offers. */
+function startBlock(blocks: Block[], palette: BlockType[]): Block | undefined {
+  const starts = new Set(palette.filter((t) => t.is_start).map((t) => t.type));
+  return blocks.find((b) => starts.has(b.type));
 }
 
 export function RunPanel() {
   const diagram = useStudio((s) => s.diagram);
   const saved = useStudio((s) => s.saved);
   const session = useStudio((s) => s.session);
+  const palette = useStudio((s) => s.palette);
   const run = useStudio((s) => s.run);
   const runs = useStudio((s) => s.runs);
   const path = useStudio((s) => s.path);
@@ -23,10 +26,10 @@ export function RunPanel() {
 
   // the run uses the file on disk: take the inputs from the saved diagram
   const defaults = useMemo(() => {
-    const start = startBlock((saved ?? diagram)?.blocks ?? []);
+    const start = startBlock((saved ?? diagram)?.blocks ?? [], palette);
     const inputs = start?.inputs;
     return inputs && typeof inputs === 'object' ? (inputs as Record<string, unknown>) : {};
-  }, [saved, diagram]);
+  }, [saved, diagram, palette]);
   // filled from the first render (not only after an effect), so the form never shows empty fields
   const [values, setValues] = useState<Record<string, string>>(() => asTexts(defaults));
   useEffect(() => setValues(asTexts(defaults)), [defaults]);
@@ -85,7 +88,7 @@ export function RunPanel() {
                   <tr key={i} className={`step-row step-row--${s.status}`}>
                     <td>{i + 1}</td>
                     <td>
-                      <button type="button" className="btn-link" onClick={() => useStudio.setState({ selection: [s.block], selectedEdge: null, panelTab: 'properties' })}>
+                      <button type="button" className="btn-link" onClick={() => useStudio.getState().focusBlock(s.block)}>
                         {s.block}
                       </button>
                       <span className="muted small"> {s.block_type}</span>
@@ -118,7 +121,7 @@ export function RunPanel() {
               <li key={r.run_id}>
                 <button type="button" className={`run-item${run?.runId === r.run_id ? ' is-current' : ''}`} onClick={() => void openRun(r.run_id)}>
                   <span className={`status-dot status-dot--${r.status}`} aria-hidden="true" />
-                  <span className="run-item__when">{formatTime(r.started)}</span>
+                  <span className="run-item__when">{startedText(r.started)}</span>
                   <span className="muted small">{r.status} · {r.steps} steps{r.duration_ms !== null ? ` · ${r.duration_ms} ms` : ''}</span>
                 </button>
               </li>
@@ -157,11 +160,6 @@ export function RunPanel() {
       </section>
     </div>
   );
-}
-
-function formatTime(iso: string): string {
-  const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit' });
 }
 
 function asTexts(inputs: Record<string, unknown>): Record<string, string> {

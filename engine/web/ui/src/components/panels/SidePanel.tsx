@@ -49,7 +49,7 @@ export function SidePanel() {
       <div className="tabs" role="tablist" aria-label="Inspector tabs">
         {TABS.map(([t, text]) => (
           <button key={t} type="button" role="tab" id={`tab-${t}`} aria-selected={tab === t} aria-controls="side-panel-body"
-            className={tab === t ? 'is-on' : ''} onClick={() => useStudio.setState({ panelTab: t })}>
+            className={tab === t ? 'is-on' : ''} onClick={() => useStudio.getState().setPanelTab(t)}>
             {text}
             {t === 'problems' && c.errors + c.warnings > 0 && (
               <span className={`count ${c.errors ? 'count--error' : 'count--warning'}`}>{c.errors + c.warnings}</span>

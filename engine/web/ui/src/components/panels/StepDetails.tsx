@@ -1,6 +1,6 @@
 /** What a run did in one block: each step's status, duration, tokens, tool calls, inputs, outputs, error. */
-import type { RunStep } from '../../api/types';
-import { linkText, msText, stepToolCalls, tokensText } from '../../model/run';
+import type { Step } from '../../api/types';
+import { linkText, msText, tokensText } from '../../model/run';
 
 export { tokensText };
 
@@ -11,14 +11,14 @@ function Json({ value }: { value: unknown }) {
 const empty = (v: unknown) => v === null || v === undefined || (Array.isArray(v) && v.length === 0) ||
   (typeof v === 'object' && v !== null && Object.keys(v).length === 0);
 
-export function StepDetails({ steps, passes }: { steps: RunStep[]; passes?: number }) {
+export function StepDetails({ steps, passes }: { steps: Step[]; passes?: number }) {
   if (!steps.length) return <div className="muted small">This block did not run.</div>;
   return (
     <div className="steps-detail">
       {passes !== undefined && <div className="small">Loop passes: <strong>{passes}</strong></div>}
       {steps.map((s, i) => {
         const link = linkText(s);
-        const calls = stepToolCalls(s);
+        const calls = s.called_tools;
         return (
           <details key={i} className={`step step--${s.status}`} open={i === steps.length - 1}>
             <summary>

@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { cleanup, render, screen } from '@testing-library/react';
-import type { RunStep } from '../../api/types';
-import { orderAgent } from '../../test/fixtures';
+import type { Step } from '../../api/types';
+import { format, keys, orderAgent, palette } from '../../test/fixtures';
+import { useStudio } from '../../store';
+import { BlockProperties } from './BlockProperties';
 import { LinksEditor } from './LinksEditor';
 import { where } from './ProblemsPanel';
 import { StepDetails } from './StepDetails';
@@ -13,8 +15,8 @@ describe('StepDetails', () => {
     const step = {
       number: 2, block: 'ask', block_type: 'ClaudeRequest', offset_ms: 0.2, duration_ms: 8.7338, status: 'succeeded',
       next: 'dispatch', via: 'next', inputs: { model: 'claude-sonnet-5-5' }, outputs: { result: '' }, set: {}, error: null,
-      model: 'claude-sonnet-5-5', tokens: [281, 10], called_tools: ['get_order_status'], payloads: [],
-    } as unknown as RunStep;
+      model: 'claude-sonnet-5-5', tokens: [281, 10], called_tools: ['get_order_status'], payloads: [], scores: {}, score_parts: {}, failed_tools: [],
+    } satisfies Step;
     const { container } = render(<StepDetails steps={[step]} />);
     const facts = container.querySelector('.step__facts')!.textContent;
     expect(facts).toContain('Modelclaude-sonnet-5-5');
@@ -31,7 +33,7 @@ describe('LinksEditor', () => {
     const diagram = orderAgent();
     const ask = { ...diagram.blocks[1], on_error: 'apologize' };
     render(<LinksEditor block={ask} diagram={{ ...diagram, blocks: diagram.blocks.map((b) => (b.id === 'ask' ? ask : b)) }}
-      whenNames={[]} hasBody={false} />);
+      whenNames={[]} keys={keys} />);
     const select = screen.getByTestId('field-on_error') as HTMLSelectElement;
     expect(select.value).toBe('apologize');
     expect(select.selectedOptions[0].textContent).toBe('apologize (unknown block)');
@@ -39,7 +41,7 @@ describe('LinksEditor', () => {
   });
   it('offers no extra option when the target exists', () => {
     const diagram = orderAgent();
-    render(<LinksEditor block={diagram.blocks[1]} diagram={diagram} whenNames={[]} hasBody={false} />);
+    render(<LinksEditor block={diagram.blocks[1]} diagram={diagram} whenNames={[]} keys={keys} />);
     const select = screen.getByTestId('field-on_error') as HTMLSelectElement;
     expect(select.value).toBe('apologise');
     expect([...select.options].some((o) => o.textContent?.includes('unknown block'))).toBe(false);
@@ -47,7 +49,7 @@ describe('LinksEditor', () => {
 });
 
 describe('where a problem is', () => {
-  const base = { column: 1, message: 'm', hint: null, severity: 'error' as const };
+  const base = { column: 1, message: 'm', hint: null, code: 'invalid', severity: 'error' as const };
   it('names the other file a problem is in (a tool registry) with its own line', () => {
     expect(where({ ...base, file: 'registry/orders.yaml', line: 14, block: null, field: 'tools[2].handler' }))
       .toBe('registry/orders.yaml · tools[2].handler · line 14');
@@ -56,5 +58,21 @@ describe('where a problem is', () => {
     expect(where({ ...base, file: null, line: 9, block: 'ask', field: 'with.temperature' }))
       .toBe('ask · with.temperature · line 9');
     expect(where({ ...base, file: null, line: null, block: null, field: null })).toBe('diagram');
+  });
+});
+
+describe('BlockProperties', () => {
+  it('offers the level names the server gives, and shows as "other keys" only what is not a key of every block', () => {
+    const diagram = orderAgent();
+    const levels = { ...format.levels, error_level: { default: 'Default', names: ['Default', 'Ignore', 'Handle', 'Retry'] } };
+    useStudio.setState({ diagram, saved: diagram, format: { ...format, levels }, palette, links: keys, problems: [], compiled: null });
+    const start = diagram.blocks[0];
+    const { container } = render(<BlockProperties block={start} type={palette[0]} diagram={diagram} />);
+    const errorLevel = screen.getByTestId('field-error_level') as HTMLSelectElement;
+    expect([...errorLevel.options].map((o) => o.value)).toEqual(['', 'Ignore', 'Handle', 'Retry']);
+    expect(errorLevel.value).toBe('Handle');
+    expect(screen.getByTestId('field-message_level')).toBeTruthy();
+    const other = [...container.querySelectorAll('.section')].find((s) => s.querySelector('h3')?.textContent?.startsWith('Other keys'))!;
+    expect([...other.querySelectorAll('.field__label')].map((l) => l.textContent)).toEqual(['max_steps', 'inputs', 'variables']);
   });
 });

@@ -1,0 +1,388 @@
+"""The studio API's answers as pydantic models, and the JSON Schema the front end's types are generated from.
+
+Every route answers through one of these (`ANSWERS` maps each route to its model), so an answer that grows a
+field its model lacks fails in tests instead of drifting from the page's types. `api_schema()` joins them into
+one JSON Schema, committed as `engine/web/api.schema.json` (`python -m engine.web.models` rewrites it); the
+front end's build turns that file into `ui/src/api/types.ts` (ui/scripts/api-types.mjs), and
+tests/web/test_api_models.py fails when the committed file and these models differ.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, models_json_schema
+
+from engine.format.links import NEXT, ON_ERROR
+from engine.format.spec import COMMON_BLOCK_KEYS, ERROR_LEVELS, MESSAGE_LEVELS, BlockSpec, DiagramSpec, LinkSpec
+from engine.runs.traces import Step
+
+__all__ = ["ANSWERS", "API_SCHEMA", "api_schema", "format_facts"]
+
+API_SCHEMA = Path(__file__).with_name("api.schema.json")
+
+
+class Answer(BaseModel):
+    """An answer the handlers build: every field is sent, and a field that is not declared is an error."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+# -- the document the page edits: the file format's own models (engine.format.spec), loosened ----------------------
+
+
+class Block(BlockSpec):
+    """A block as the page edits it: the keys every block has, and its type's own (settings, ports) beside them."""
+
+    model_config = ConfigDict(title="Block")
+
+
+class Diagram(DiagramSpec):
+    """A diagram file as JSON, as the page edits it: an unsaved diagram may have keys the format refuses."""
+
+    model_config = ConfigDict(title="Diagram", extra="allow")
+
+    blocks: list[Block]  # type: ignore[assignment]  # the format's own list holds raw mappings, checked per type
+
+
+DiagramData = Annotated[dict[str, Any], WithJsonSchema({"allOf": [{"$ref": "#/$defs/Diagram"}]})]
+"""The file's data, sent exactly as read (its key order and numbers are what a save compares with). Its schema is
+the document's; what is checked is only what the page needs to draw it (a mapping with a list of block mappings):
+a diagram with mistakes in it is sent as written, beside the problems that name them."""
+
+JsonSchemaData = Annotated[dict[str, Any], WithJsonSchema({"type": "object", "tsType": "JsonSchema"})]
+"""A block type's models' JSON Schema, which the page's forms read (`tsType`: json-schema-to-typescript names the
+page's own type for it)."""
+
+
+# -- problems and the compiled picture ------------------------------------------------------------------------------
+
+
+class Problem(Answer):
+    """One thing wrong with the diagram (engine.errors.Problem), placed for the page."""
+
+    file: str | None = Field(description="set when the problem is in another file (a registry, a CSV): its path in the folder")
+    line: int | None
+    column: int | None
+    block: str | None
+    field: str | None
+    message: str
+    hint: str | None
+    code: str
+    severity: Literal["error", "warning"]
+
+
+class Link(Answer):
+    """A link of the compiled diagram; `kind` is `next`, `error` (on_error) or the name of a block type's port."""
+
+    source: str
+    target: str
+    kind: str
+    when: str | None
+    order: int | None = Field(description="1-based among the source's next links, in the order they are tried")
+
+
+class Body(Answer):
+    """A block with a body port (a Loop) and the blocks its body runs."""
+
+    loop: str
+    members: list[str]
+
+
+class EffectiveLevel(Answer):
+    """The level a block runs with, and where it comes from."""
+
+    value: str
+    inherited: bool
+    from_: str = Field(alias="from")
+
+
+class BlockLevels(Answer):
+    error_level: EffectiveLevel
+    message_level: EffectiveLevel
+
+
+class Scope(Answer):
+    """The names a block's templates may use."""
+
+    with_: list[str] = Field(alias="with")
+    set: list[str]
+    when: list[str]
+
+
+class Compiled(Answer):
+    """What the canvas draws from the compiled diagram (its file's links while it does not compile)."""
+
+    links: list[Link]
+    bodies: list[Body]
+    levels: dict[str, BlockLevels]
+    scope: dict[str, Scope]
+
+
+class RegistryTool(Answer):
+    name: str
+    description: str
+    enabled: bool
+
+
+class Registry(Answer):
+    """A group of the diagram's tools, for the tools field's `tools('group')` choices."""
+
+    group: str
+    tools: list[RegistryTool]
+
+
+class Checked(Answer):
+    """A diagram's problems and compiled picture: what `POST /api/validate` answers."""
+
+    problems: list[Problem]
+    compiled: Compiled
+    valid: bool
+    registries: list[Registry]
+
+
+class DiagramFile(Checked):
+    """`GET /api/diagrams/{path}`: the file as JSON, its hash (for the save), and what it compiles to."""
+
+    path: str
+    hash: str
+    diagram: DiagramData | None = Field(
+        description="null when the file cannot be drawn: not YAML, or not a mapping with a list of blocks (see problems)")
+
+
+class Saved(Checked):
+    hash: str
+
+
+class Hash(Answer):
+    hash: str
+
+
+# -- the folder, the session, the palette, the format ---------------------------------------------------------------
+
+
+class DiagramSummary(Answer):
+    path: str
+    name: str
+    description: str
+    valid: bool
+    blocks: int
+
+
+class PathAnswer(Answer):
+    """Where a created, renamed or saved file is, relative to the folder."""
+
+    path: str
+
+
+class CsvPreview(Answer):
+    columns: list[str]
+    rows: list[list[str]]
+    total: int
+
+
+class Session(Answer):
+    read_only: bool
+    allow_online: bool
+    root: str
+    token: str
+    token_header: str
+
+
+class BlockType(Answer):
+    """A block type as the palette and the property panel need it, from its models."""
+
+    type: str
+    description: str
+    inputs_schema: JsonSchemaData
+    settings_schema: JsonSchemaData | None
+    outputs: list[str]
+    ports: list[str] = Field(description="the type's own keys that link to another block (a Loop's body), besides the "
+                                         "links every block has (GET /api/format)")
+    body_names: list[str]
+    table_fields: dict[str, Literal["history", "tools", "table"]]
+    is_start: bool
+
+
+class LevelNames(Answer):
+    default: str = Field(description="the name that means: inherit")
+    names: list[str] = Field(description="every name a file may write, the default first")
+
+
+class LinkKeys(Answer):
+    """Which keys of a block link to other blocks; a block type's ports are in its palette entry."""
+
+    next: str = Field(description="the key of the links tried in order: an id, or a list of {target, condition}")
+    error: str = Field(description="the key of the block that handles this block's errors")
+    target: str = Field(description="in a next link: the key of the block it goes to")
+    condition: str = Field(description="in a next link: the key of its condition")
+
+
+class Format(Answer):
+    """`GET /api/format`: the facts of the file format the page needs, from engine.format.spec."""
+
+    common_block_keys: list[str]
+    levels: dict[str, LevelNames]
+    links: LinkKeys
+
+
+def _names(levels: dict[str, Any]) -> LevelNames:
+    return LevelNames(default=next(name for name, value in levels.items() if value is None), names=list(levels))
+
+
+def _key(model: type[BaseModel], field: str) -> str:
+    """The key `field` of the file format has in files (KeyError here when the format renames it)."""
+    info = model.model_fields[field]
+    return info.alias or field
+
+
+def format_facts() -> Format:
+    return Format(
+        common_block_keys=sorted(COMMON_BLOCK_KEYS),
+        levels={_key(BlockSpec, "error_level"): _names(ERROR_LEVELS), _key(BlockSpec, "message_level"): _names(MESSAGE_LEVELS)},
+        links=LinkKeys(next=NEXT, error=ON_ERROR, target=_key(LinkSpec, "to"),
+                       condition=_key(LinkSpec, "when")),
+    )
+
+
+# -- runs -------------------------------------------------------------------------------------------------------------
+
+
+class RunStarted(Answer):
+    run_id: str
+
+
+class RunListed(Answer):
+    run_id: str
+    status: str
+    started: float | None = Field(description="seconds since the epoch")
+    duration_ms: float | None
+    steps: int | None
+
+
+class RunErrorRecord(BaseModel):
+    """An error a run recorded (read from its trace, so keys older versions wrote are dropped)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    block: str | None
+    type: str
+    message: str
+    ignored: bool = False
+    handled_by: str | None = None
+
+
+class RunData(Answer):
+    """`GET /api/runs/{id}`: a run so far, for the canvas's marks and the run panel."""
+
+    run_id: str
+    diagram: str | None = Field(description="its file in the folder; null for a diagram outside it")
+    status: str
+    errors: list[RunErrorRecord]
+    blocks: list[str]
+    links: list[tuple[str, str]]
+    failed: str | list[str] | None = Field(
+        description="the block whose unhandled error ended the run; every failed block when on_error handled one")
+    passes: dict[str, int]
+    steps: list[Step]
+    events: list[dict[str, Any]] = Field(description="the trace's events after `after`")
+    count: int
+
+
+class ScenarioResult(Answer):
+    file: str
+    name: str | None
+    passed: bool
+    failures: list[str]
+
+
+class ScenarioResults(Answer):
+    results: list[ScenarioResult]
+
+
+class ErrorAnswer(Answer):
+    """Any refusal: 4xx with what to do instead."""
+
+    error: str
+
+
+class Conflict(ErrorAnswer):
+    """409 to a save: the file changed on disk since `base_hash`; its hash now and the change (unified diff)."""
+
+    hash: str
+    diff: str
+
+
+ANSWERS: dict[str, type[BaseModel] | None] = {
+    "GET /api/session": Session,
+    "GET /api/format": Format,
+    "GET /api/blocks": BlockType,
+    "GET /api/diagrams": DiagramSummary,
+    "POST /api/diagrams": PathAnswer,
+    "GET /api/scenarios": PathAnswer,
+    "POST /api/validate": Checked,
+    "GET /api/diagrams/{path}/runs": RunListed,
+    "POST /api/diagrams/{path}/runs": RunStarted,
+    "GET /api/diagrams/{path}/hash": Hash,
+    "GET /api/diagrams/{path}/csv": CsvPreview,
+    "POST /api/diagrams/{path}/rename": PathAnswer,
+    "GET /api/diagrams/{path}": DiagramFile,
+    "PUT /api/diagrams/{path}": Saved,
+    "DELETE /api/diagrams/{path}": None,
+    "GET /api/runs/{run_id}": RunData,
+    "POST /api/runs/{run_id}/scenario": PathAnswer,
+    "POST /api/scenarios/run": ScenarioResults,
+}
+"""Each route's answer when it succeeds (a list of the model for the listings, None for no body); a refusal is
+an ErrorAnswer, a refused save a Conflict."""
+LISTS = frozenset({"GET /api/blocks", "GET /api/diagrams", "GET /api/scenarios", "GET /api/diagrams/{path}/runs"})
+
+
+class _Generator(GenerateJsonSchema):
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False  # a title on a field would make json-schema-to-typescript name a type after it
+
+    def field_is_required(self, field: Any, total: bool) -> bool:
+        if self.mode == "serialization":
+            return not field.get("serialization_exclude")  # an answer always has every field, defaulted or not
+        return super().field_is_required(field, total)
+
+
+def api_schema() -> dict[str, Any]:
+    """One JSON Schema: an object with a property per route (its answer) and every model under `$defs`."""
+    answers: set[type[BaseModel]] = {m for m in ANSWERS.values() if m is not None} | {ErrorAnswer, Conflict}
+    models: list[tuple[type[BaseModel], JsonSchemaMode]] = [(model, "serialization") for model in answers]
+    models.append((Diagram, "validation"))  # the document: its keys as a file may write them (mostly optional)
+    _, schema = models_json_schema(sorted(models, key=lambda m: m[0].__name__), schema_generator=_Generator)
+    definitions = schema["$defs"]
+    routes: dict[str, Any] = {}
+    for route, model in ANSWERS.items():
+        answer = {"type": "null"} if model is None else {"$ref": f"#/$defs/{model.__name__}"}
+        routes[route] = {"type": "array", "items": answer} if route in LISTS else answer
+    routes["error"] = {"$ref": "#/$defs/ErrorAnswer"}
+    routes["conflict"] = {"$ref": "#/$defs/Conflict"}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "StudioApi",
+        "description": "The answers of the studio's HTTP API (engine/web), route by route. Generated by "
+                       "`python -m engine.web.models` from engine/web/models.py; do not edit.",
+        "type": "object",
+        "properties": routes,
+        "required": list(routes),
+        "additionalProperties": False,
+        "$defs": dict(sorted(definitions.items())),
+    }
+
+
+def schema_text() -> str:
+    return json.dumps(api_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+if __name__ == "__main__":
+    API_SCHEMA.write_text(schema_text(), encoding="utf-8")
+    print(f"wrote {API_SCHEMA.relative_to(Path.cwd()) if API_SCHEMA.is_relative_to(Path.cwd()) else API_SCHEMA}",
+          file=sys.stderr)

@@ -1,0 +1,168 @@
+import { describe, expect, it } from 'vitest';
+import type { Diagram, RunData } from '../../api/types';
+import { linkKeys } from '../../model/format';
+import { format, keys, loopDiagram, orderAgent, palette } from '../../test/fixtures';
+import { createCanvasMapping, type CanvasInput } from './mapping';
+import type { BlockNodeType, GroupNodeType } from './types';
+
+const layout = (d: Diagram) => ({
+  nodes: Object.fromEntries(d.blocks.map((b, i) => [b.id, { x: i * 300, y: 10 }])),
+  edges: {},
+});
+
+function input(diagram: Diagram | null, extra: Partial<CanvasInput> = {}): CanvasInput {
+  return {
+    diagram, compiled: null, layout: diagram ? layout(diagram) : null, palette, links: keys, problems: [], selection: [],
+    selectedEdge: null, run: null, dragging: null, ...extra,
+  };
+}
+
+const byId = (nodes: BlockNodeType[]) => new Map(nodes.map((n) => [n.id, n]));
+
+function run(extra: Partial<RunData> = {}): RunData {
+  const step = (block: string, status = 'succeeded') => ({
+    number: 1, block, block_type: 'Set', offset_ms: 0, duration_ms: 1, status, next: null, via: null, inputs: {}, outputs: {},
+    set: {}, error: null, model: null, tokens: null, called_tools: [], payloads: [], scores: {}, score_parts: {}, failed_tools: [],
+  });
+  return {
+    run_id: 'r1', diagram: 'order_agent.yaml', status: 'succeeded', errors: [], blocks: ['start', 'ask', 'dispatch', 'done'],
+    links: [['start', 'ask'], ['ask', 'dispatch'], ['dispatch', 'ask'], ['ask', 'done']], failed: null, passes: {},
+    steps: [step('start'), step('ask'), step('dispatch'), step('ask'), step('done')], events: [], count: 12, ...extra,
+  };
+}
+
+describe('the canvas mapping: blocks to nodes', () => {
+  it('places a block where the file says, else where the layout put it; one with neither stays hidden', () => {
+    const d = orderAgent();
+    d.blocks[1] = { ...d.blocks[1], position: [5, 6] };
+    const lay = layout(d);
+    delete (lay.nodes as Record<string, unknown>).done;
+    const { blocks, placed } = createCanvasMapping()(input(d, { layout: lay }));
+    const nodes = byId(blocks);
+    expect(nodes.get('ask')!.position).toEqual({ x: 5, y: 6 });
+    expect(nodes.get('dispatch')!.position).toEqual({ x: 600, y: 10 });
+    expect(nodes.get('done')!.hidden).toBe(true);
+    expect(placed).toBe(false);
+    expect(blocks.map((n) => n.id)).toEqual(['start', 'ask', 'dispatch', 'apologise', 'done']);
+  });
+  it('shows nothing before the link keys are known (a block\'s handles are named by them)', () => {
+    const { blocks, edges, placed } = createCanvasMapping()(input(orderAgent(), { links: null }));
+    expect(blocks.every((n) => n.hidden)).toBe(true);
+    expect(edges).toEqual([]);
+    expect(placed).toBe(false);
+  });
+  it('gives each block its handles from the format and its type: next, error, the type\'s own ports', () => {
+    const { blocks } = createCanvasMapping()(input(loopDiagram()));
+    const each = byId(blocks).get('each')!.data;
+    expect([each.nextKey, each.errorKey, each.ports]).toEqual(['next', 'on_error', ['body']]);
+    expect(byId(blocks).get('tag')!.data.ports).toEqual([]);
+    expect(byId(blocks).get('start')!.data.isStart).toBe(true);
+  });
+  it('marks the selection, the problems of each block and the types the palette does not have', () => {
+    const d = orderAgent();
+    const problem = { file: null, line: 3, column: 1, block: 'ask', field: 'with.temperature', message: 'too hot', hint: 'at most 1',
+      code: 'invalid', severity: 'error' as const };
+    const { blocks } = createCanvasMapping()(input(d, {
+      selection: ['dispatch'], problems: [problem, { ...problem, severity: 'warning', message: 'unused' }],
+      palette: palette.filter((t) => t.type !== 'ToolDispatch'),
+    }));
+    const nodes = byId(blocks);
+    expect(nodes.get('dispatch')!.selected).toBe(true);
+    expect(nodes.get('ask')!.selected).toBe(false);
+    expect(nodes.get('ask')!.data).toMatchObject({ errors: 1, warnings: 1, firstProblem: 'too hot — at most 1' });
+    expect(nodes.get('ask')!.ariaLabel).toBe('ClaudeRequest block ask (Ask Claude), 1 errors');
+    expect(nodes.get('dispatch')!.data.unknownType).toBe(true);
+    expect(nodes.get('ask')!.data.unknownType).toBe(false);
+  });
+  it('marks what a run did: blocks run (with their steps), the failed one, the ones skipped', () => {
+    const { blocks } = createCanvasMapping()(input(orderAgent(), { run: run({ status: 'failed', failed: 'done' }) }));
+    const nodes = byId(blocks);
+    expect(nodes.get('ask')!.data).toMatchObject({ run: 'ok', steps: 2 });
+    expect(nodes.get('done')!.data.run).toBe('failed');
+    expect(nodes.get('apologise')!.data.run).toBe('skipped');
+    const idle = createCanvasMapping()(input(orderAgent()));
+    expect(byId(idle.blocks).get('ask')!.data.run).toBeNull();
+  });
+  it('draws a block being dragged where the drag has it, before the document has it', () => {
+    const d = orderAgent();
+    const { blocks } = createCanvasMapping()(input(d, { dragging: { ask: { x: 42, y: 43 } } }));
+    expect(byId(blocks).get('ask')).toMatchObject({ position: { x: 42, y: 43 }, dragging: true });
+    expect(byId(blocks).get('done')!.dragging).toBe(false);
+  });
+});
+
+describe('the canvas mapping remembers', () => {
+  it('keeps the node of every block whose look did not change, and its data when only its place did', () => {
+    const map = createCanvasMapping();
+    const d = orderAgent();
+    const first = map(input(d));
+    // a layout that places every block as before (another object) changes no node
+    const same = map(input(d, { layout: layout(d) }));
+    expect(same.blocks).toBe(first.blocks);
+    expect(same.nodes).toBe(first.nodes);
+    const dragged = map(input(d, { dragging: { ask: { x: 1, y: 2 } } }));
+    const before = byId(first.blocks);
+    const after = byId(dragged.blocks);
+    for (const id of ['start', 'dispatch', 'apologise', 'done']) expect(after.get(id)).toBe(before.get(id));
+    expect(after.get('ask')).not.toBe(before.get('ask'));
+    expect(after.get('ask')!.data).toBe(before.get('ask')!.data);
+  });
+  it('builds the links again only when what they are drawn from changes, not during a drag', () => {
+    const map = createCanvasMapping();
+    const d = orderAgent();
+    const placed = layout(d);
+    const first = map(input(d, { layout: placed }));
+    expect(map(input(d, { layout: placed, dragging: { ask: { x: 1, y: 2 } } })).edges).toBe(first.edges);
+    expect(map(input(d, { layout: placed, selectedEdge: 'next:ask:0' })).edges).not.toBe(first.edges);
+  });
+  it('draws a block again when the document changes it', () => {
+    const map = createCanvasMapping();
+    const d = orderAgent();
+    const first = byId(map(input(d)).blocks);
+    const renamed = { ...d, blocks: d.blocks.map((b) => (b.id === 'ask' ? { ...b, label: 'Ask' } : b)) };
+    const second = byId(map(input(renamed)).blocks);
+    expect(second.get('ask')!.data.block.label).toBe('Ask');
+    expect(second.get('done')).toBe(first.get('done'));
+  });
+});
+
+describe('the canvas mapping: links to edges', () => {
+  it('draws every link from its key\'s handle, next links in order with their labels', () => {
+    const { edges } = createCanvasMapping()(input(orderAgent()));
+    expect(edges.map((e) => [e.id, e.source, e.target, e.sourceHandle, e.data!.look])).toEqual([
+      ['next:start:0', 'start', 'ask', 'next', 'next'],
+      ['next:ask:0', 'ask', 'dispatch', 'next', 'next'],
+      ['next:ask:1', 'ask', 'done', 'next', 'next'],
+      ['error:ask', 'ask', 'apologise', 'on_error', 'error'],
+      ['next:dispatch:0', 'dispatch', 'ask', 'next', 'next'],
+    ]);
+    const ask = edges.filter((e) => e.source === 'ask').map((e) => e.data!.label);
+    expect(ask).toEqual(['1 · called_tools | length > 0', '2 · otherwise', '']);
+    expect(edges.every((e) => e.targetHandle === 'in')).toBe(true);
+  });
+  it('draws a Loop\'s body link from its port, and a box around the blocks its body runs', () => {
+    const { edges, nodes } = createCanvasMapping()(input(loopDiagram()));
+    expect(edges.find((e) => e.id === 'body:each')).toMatchObject({ sourceHandle: 'body', data: { look: 'port', kind: 'body' } });
+    const [group] = nodes.filter((n): n is GroupNodeType => n.type === 'loopGroup');
+    expect(group.id).toBe('group:each');
+    expect(nodes.indexOf(group)).toBe(0); // drawn below the blocks
+    // around classify (x 600) and tag (x 900), with the padding
+    expect(group.position.x).toBeLessThan(600);
+    expect(group.position.x + (group.width ?? 0)).toBeGreaterThan(900 + 220);
+  });
+  it('lights the links a run took and dims the others', () => {
+    const { edges } = createCanvasMapping()(input(orderAgent(), { run: run() }));
+    expect(edges.filter((e) => e.data!.taken).map((e) => e.id)).toEqual(['next:start:0', 'next:ask:0', 'next:ask:1', 'next:dispatch:0']);
+    expect(edges.filter((e) => e.data!.dimmed).map((e) => e.id)).toEqual(['error:ask']);
+  });
+  it('reads the links under the keys the server names', () => {
+    const other = linkKeys({ ...format, links: { next: 'then', error: 'rescue', target: 'go', condition: 'if' } }, palette);
+    const d: Diagram = { diagram: 'x', blocks: [
+      { id: 'a', type: 'Set', then: [{ go: 'b', if: '{{ x }}' }, { go: 'c' }], rescue: 'c' },
+      { id: 'b', type: 'Set', next: 'c' }, { id: 'c', type: 'Set' }] };
+    const { edges, blocks } = createCanvasMapping()(input(d, { links: other }));
+    expect(edges.map((e) => [e.id, e.sourceHandle, e.data!.when])).toEqual([
+      ['next:a:0', 'then', '{{ x }}'], ['next:a:1', 'then', null], ['error:a', 'rescue', null]]);
+    expect(byId(blocks).get('a')!.data).toMatchObject({ nextKey: 'then', errorKey: 'rescue' });
+  });
+});

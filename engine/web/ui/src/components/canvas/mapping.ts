@@ -1,0 +1,283 @@
+/**
+ * The canvas mapping: the document and what the server and the page know of it (compiled picture, layout,
+ * palette, link keys, problems, selection, a run, a drag) turned into React Flow's nodes and edges, the role n8n's
+ * `useCanvasMapping` plays. Pure: the same input gives the same picture. Memoised: a block whose look did not
+ * change keeps its node object (React Flow and the memoised BlockNode skip it), so a drag on a large diagram
+ * rebuilds one node a frame, and the edges only when the links, the layout, the run or the selected link change.
+ */
+import { MarkerType, type Node } from '@xyflow/react';
+import type { BlockType, Compiled, Diagram, Problem, RunData } from '../../api/types';
+import { ERROR, NEXT, portsOf, type LinkKeys } from '../../model/format';
+import { diagramEdges, loopBodies } from '../../model/graph';
+import { IN_PORT, type LayoutResult } from '../../model/layout';
+import { counts } from '../../model/problems';
+import { failedBlocks } from '../../model/run';
+import { edgeLabelText, GROUP_PADDING, NODE_HEIGHT, NODE_WIDTH } from '../../model/sizes';
+import type { XY } from '../../store';
+import type { BlockNodeType, GroupNodeType, LinkEdgeType, LinkLook, RunMark } from './types';
+
+export interface CanvasInput {
+  diagram: Diagram | null;
+  compiled: Compiled | null;
+  layout: LayoutResult | null;
+  palette: BlockType[];
+  links: LinkKeys | null;
+  problems: Problem[];
+  selection: string[];
+  selectedEdge: string | null;
+  run: RunData | null;
+  dragging: Record<string, XY> | null;
+}
+
+export interface CanvasPicture {
+  /** loop groups first (drawn below), then blocks */
+  nodes: Node[];
+  blocks: BlockNodeType[];
+  edges: LinkEdgeType[];
+  /** every block has a place (written or laid out): nothing is hidden */
+  placed: boolean;
+}
+
+export const EDGE_COLOURS: Record<LinkLook, string> = { next: '#64748b', error: '#dc2626', port: '#7c3aed' };
+const MEASURED = { width: NODE_WIDTH, height: NODE_HEIGHT };
+const TAKEN_COLOUR = '#16a34a';
+const SELECTED_COLOUR = '#2563eb';
+
+/** Remembers the last answer of `compute` and gives it again while its inputs are the same objects. */
+function memo<A extends unknown[], R>(compute: (...args: A) => R): (...args: A) => R {
+  let last: { args: A; result: R } | null = null;
+  return (...args: A) => {
+    if (last && args.length === last.args.length && args.every((a, i) => a === last!.args[i])) return last.result;
+    const result = compute(...args);
+    last = { args, result };
+    return result;
+  };
+}
+
+/** Each block's mark from a run: ok, failed, running; how many steps it took. */
+export function runMarks(run: RunData | null): Map<string, { mark: RunMark; steps: number }> {
+  const marks = new Map<string, { mark: RunMark; steps: number }>();
+  if (!run) return marks;
+  for (const s of run.steps) {
+    const m = marks.get(s.block) ?? { mark: 'ok' as RunMark, steps: 0 };
+    m.steps++;
+    marks.set(s.block, m);
+  }
+  for (const id of run.blocks) if (!marks.has(id)) marks.set(id, { mark: 'ok', steps: 1 });
+  for (const id of failedBlocks(run)) marks.set(id, { mark: 'failed', steps: marks.get(id)?.steps ?? 1 });
+  if (run.status === 'running' && run.steps.length) {
+    const last = run.steps[run.steps.length - 1];
+    if (last.status === 'running') marks.set(last.block, { mark: 'running', steps: marks.get(last.block)?.steps ?? 1 });
+  }
+  return marks;
+}
+
+function problemsByBlock(problems: Problem[]): Map<string, Problem[]> {
+  const byBlock = new Map<string, Problem[]>();
+  for (const p of problems) if (p.block) byBlock.set(p.block, [...(byBlock.get(p.block) ?? []), p]);
+  return byBlock;
+}
+
+/** The fields a block node is drawn from, each a plain value or an object that stays the same while unchanged. */
+interface NodeFacts {
+  block: Diagram['blocks'][number];
+  x: number;
+  y: number;
+  hidden: boolean;
+  dragging: boolean;
+  selected: boolean;
+  typeInfo: BlockType | undefined;
+  unknownType: boolean;
+  errors: number;
+  warnings: number;
+  firstProblem: string | undefined;
+  run: RunMark;
+  steps: number;
+  passes: number | undefined;
+  links: LinkKeys | null;
+  ports: readonly string[];
+}
+
+/** The facts only React Flow reads (where the node is, its state); the others make its `data`. */
+const PLACEMENT: ReadonlySet<keyof NodeFacts> = new Set(['x', 'y', 'hidden', 'dragging', 'selected']);
+
+/** Which facts differ: none (the same node), placement only (the same `data`), or the look too. */
+function difference(a: NodeFacts, b: NodeFacts): 'none' | 'placement' | 'look' {
+  let found: 'none' | 'placement' = 'none';
+  for (const key of Object.keys(a) as Array<keyof NodeFacts>) {
+    if (a[key] === b[key]) continue;
+    if (!PLACEMENT.has(key)) return 'look';
+    found = 'placement';
+  }
+  return found;
+}
+
+/** A block's node; `data` from the node it replaces when only its place or state changed, so BlockNode is skipped. */
+function blockNode(f: NodeFacts, data?: BlockNodeType['data']): BlockNodeType {
+  const { block: b } = f;
+  return {
+    id: b.id,
+    type: 'block',
+    position: { x: f.x, y: f.y },
+    dragging: f.dragging,
+    hidden: f.hidden,
+    selected: f.selected,
+    width: NODE_WIDTH,
+    height: NODE_HEIGHT,
+    // its size is fixed (React Flow sets width and height on it): said here, so that React Flow does not measure
+    // again each node object it is given, as it would every frame of a drag
+    measured: MEASURED,
+    ariaLabel: `${b.type} block ${b.id}${b.label ? ` (${b.label})` : ''}${f.errors ? `, ${f.errors} errors` : ''}`,
+    data: data ?? {
+      block: b,
+      typeInfo: f.typeInfo,
+      unknownType: f.unknownType,
+      isStart: !!f.typeInfo?.is_start,
+      errors: f.errors,
+      warnings: f.warnings,
+      firstProblem: f.firstProblem,
+      run: f.run,
+      steps: f.steps,
+      passes: f.passes,
+      nextKey: f.links?.next,
+      errorKey: f.links?.error,
+      ports: f.ports,
+    },
+  };
+}
+
+function groupNodes(blocks: BlockNodeType[], bodies: Array<{ loop: string; members: string[] }>, run: RunData | null): GroupNodeType[] {
+  const byId = new Map(blocks.map((n) => [n.id, n]));
+  return bodies.flatMap(({ loop, members }) => {
+    const ms = members.map((m) => byId.get(m)).filter((n): n is BlockNodeType => !!n && !n.hidden);
+    if (!ms.length) return [];
+    const x0 = Math.min(...ms.map((n) => n.position.x)) - GROUP_PADDING.left;
+    const y0 = Math.min(...ms.map((n) => n.position.y)) - GROUP_PADDING.top;
+    const x1 = Math.max(...ms.map((n) => n.position.x + NODE_WIDTH)) + GROUP_PADDING.right;
+    const y1 = Math.max(...ms.map((n) => n.position.y + NODE_HEIGHT)) + GROUP_PADDING.bottom;
+    const passes = run?.passes[loop];
+    return [{
+      id: `group:${loop}`,
+      type: 'loopGroup' as const,
+      position: { x: x0, y: y0 },
+      width: x1 - x0,
+      height: y1 - y0,
+      style: { width: x1 - x0, height: y1 - y0 },
+      data: { loop, title: `${loop} body${passes !== undefined ? ` · ${passes} pass${passes === 1 ? '' : 'es'}` : ''}`, run: null },
+      selectable: false,
+      draggable: false,
+      focusable: false,
+      connectable: false,
+      zIndex: -1,
+    }];
+  });
+}
+
+function linkEdges(diagram: Diagram | null, links: LinkKeys | null, layout: LayoutResult | null, selectedEdge: string | null,
+  run: RunData | null): LinkEdgeType[] {
+  if (!diagram || !links) return [];
+  const taken = new Set((run?.links ?? []).map(([s, t]) => `${s}→${t}`));
+  const placed = new Set(diagram.blocks.filter((b) => !Array.isArray(b.position)).map((b) => b.id));
+  return diagramEdges(diagram, links).map((e): LinkEdgeType => {
+    const look: LinkLook = e.kind === NEXT ? 'next' : e.kind === ERROR ? 'error' : 'port';
+    const isTaken = taken.has(`${e.source}→${e.target}`);
+    const selected = e.id === selectedEdge;
+    const colour = isTaken ? TAKEN_COLOUR : selected ? SELECTED_COLOUR : EDGE_COLOURS[look];
+    return {
+      id: e.id,
+      type: 'link',
+      source: e.source,
+      target: e.target,
+      sourceHandle: e.key,
+      targetHandle: IN_PORT,
+      selected,
+      animated: isTaken && run?.status === 'running',
+      zIndex: selected ? 10 : 0,
+      markerEnd: { type: MarkerType.ArrowClosed, width: 16, height: 16, color: colour },
+      ariaLabel: `${e.kind} link from ${e.source} to ${e.target}${e.when ? ` when ${e.when}` : ''}`,
+      data: {
+        kind: e.kind,
+        look,
+        label: e.kind === NEXT ? edgeLabelText(e.when, e.index, e.count) : '',
+        when: e.when,
+        index: e.index,
+        count: e.count,
+        route: placed.has(e.source) && placed.has(e.target) ? layout?.edges[e.id] : undefined,
+        taken: isTaken,
+        dimmed: !!run && !isTaken,
+      },
+    };
+  });
+}
+
+/** A mapping with its own memory of the last picture (one per canvas). */
+export function createCanvasMapping(): (input: CanvasInput) => CanvasPicture {
+  const byBlock = memo(problemsByBlock);
+  const marks = memo(runMarks);
+  const types = memo((palette: BlockType[]) => new Map(palette.map((t) => [t.type, t])));
+  const bodies = memo((diagram: Diagram | null, compiled: Compiled | null, links: LinkKeys | null) =>
+    (diagram && links ? loopBodies(diagram, compiled, links) : []));
+  const edges = memo(linkEdges);
+  const groups = memo(groupNodes);
+  let cache = new Map<string, { facts: NodeFacts; node: BlockNodeType }>();
+  let lastBlocks: BlockNodeType[] = [];
+  let lastNodes: Node[] = [];
+
+  return (input) => {
+    const { diagram, layout, palette, links, selection, run, dragging } = input;
+    const problems = byBlock(input.problems);
+    const runMarks = marks(run);
+    const typeOf = types(palette);
+    const selected = new Set(selection);
+    const next = new Map<string, { facts: NodeFacts; node: BlockNodeType }>();
+    const blocks = (diagram?.blocks ?? []).map((b, i): BlockNodeType => {
+      const written = Array.isArray(b.position) ? { x: Number(b.position[0]) || 0, y: Number(b.position[1]) || 0 } : undefined;
+      const auto = layout?.nodes[b.id];
+      const moving = dragging?.[b.id];
+      const place = moving ?? written ?? auto ?? { x: (i % 4) * 280, y: Math.floor(i / 4) * 140 };
+      const mine = problems.get(b.id) ?? [];
+      const c = mine.length ? counts(mine) : { errors: 0, warnings: 0 };
+      const mark = runMarks.get(b.id);
+      const typeInfo = typeOf.get(b.type);
+      const facts: NodeFacts = {
+        block: b,
+        x: place.x,
+        y: place.y,
+        // nothing is shown before the link keys are known: a block's handles are named by them
+        hidden: !links || (!written && !auto),
+        dragging: !!moving,
+        selected: selected.has(b.id),
+        typeInfo,
+        unknownType: !typeInfo && palette.length > 0,
+        errors: c.errors,
+        warnings: c.warnings,
+        firstProblem: mine[0] ? `${mine[0].message}${mine[0].hint ? ` — ${mine[0].hint}` : ''}` : undefined,
+        run: run ? (mark?.mark ?? 'skipped') : null,
+        steps: mark?.steps ?? 0,
+        passes: run?.passes[b.id],
+        links,
+        ports: links ? portsOf(b, links) : [],
+      };
+      const old = cache.get(b.id);
+      const changed = old ? difference(old.facts, facts) : 'look';
+      const entry = changed === 'none' ? old! : { facts, node: blockNode(facts, changed === 'placement' ? old!.node.data : undefined) };
+      next.set(b.id, entry);
+      return entry.node;
+    });
+    cache = next;
+    if (blocks.length === lastBlocks.length && blocks.every((n, i) => n === lastBlocks[i])) {
+      // nothing moved or changed: the same arrays, so React Flow has nothing to compare
+    } else lastBlocks = blocks;
+    const boxes = groups(lastBlocks, bodies(diagram, input.compiled, links), run);
+    if (lastNodes.length !== boxes.length + lastBlocks.length || boxes.some((g, i) => lastNodes[i] !== g)
+      || lastBlocks.some((n, i) => lastNodes[boxes.length + i] !== n)) {
+      lastNodes = [...boxes, ...lastBlocks];
+    }
+    return {
+      nodes: lastNodes,
+      blocks: lastBlocks,
+      edges: edges(diagram, links, layout, input.selectedEdge, run),
+      placed: !lastBlocks.some((n) => n.hidden),
+    };
+  };
+}

@@ -1,0 +1,157 @@
+/**
+ * The document slice: the diagram being edited and its history. Every edit goes through `apply(op)` with a pure
+ * operation of model/ops (given the format's link keys); consecutive edits of one field make one undo step.
+ */
+import type { StateCreator } from 'zustand';
+import type { Block, Diagram } from '../api/types';
+import type { LinkKeys } from '../model/format';
+import { parseEdgeId } from '../model/graph';
+import { moveBlocks, paste as pasteOp, removeBlocks, removeLink, type Position } from '../model/ops';
+import type { StudioState } from './index';
+import type { XY } from './ui';
+
+export interface ApplyOptions {
+  /** consecutive edits with the same key (e.g. typing in one field) make one undo step */
+  coalesce?: string;
+}
+
+export type Edit = (diagram: Diagram, keys: LinkKeys) => Diagram;
+
+export interface DocumentSlice {
+  diagram: Diagram | null;
+  past: Diagram[];
+  future: Diagram[];
+  clipboard: Block[];
+  pasteCount: number;
+
+  /** true when the edit is made (or changes nothing); false when it is refused (read-only, an error: toasted) */
+  apply: (op: Edit, opts?: ApplyOptions) => boolean;
+  undo: () => void;
+  redo: () => void;
+  /** a diagram read from the file: the history starts again unless `keepHistory` (a reload of the same file) */
+  replaceDocument: (diagram: Diagram | null, opts?: { keepHistory?: boolean }) => void;
+  /** blocks put down where a drag or the arrow keys left them: one edit, and the drag is over */
+  moveTo: (positions: Record<string, XY>) => void;
+  copy: () => void;
+  pasteClipboard: () => void;
+  deleteSelection: () => void;
+}
+
+const HISTORY_LIMIT = 200;
+const COALESCE_MS = 1500;
+
+function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+export const createDocumentSlice: StateCreator<StudioState, [], [], DocumentSlice> = (set, get) => {
+  let coalesceKey: string | null = null;
+  let coalesceAt = 0;
+
+  return {
+    diagram: null,
+    past: [],
+    future: [],
+    clipboard: [],
+    pasteCount: 0,
+
+    apply(op, opts = {}) {
+      const { diagram, past, links, session } = get();
+      if (!diagram) return false;
+      if (session?.read_only) {
+        get().toast('read-only session: edits are disabled', 'warning');
+        return false;
+      }
+      if (!links) {
+        get().toast('the studio is still loading the block types', 'warning');
+        return false;
+      }
+      let next: Diagram;
+      try {
+        next = op(diagram, links);
+      } catch (e) {
+        get().toast(message(e), 'error');
+        return false;
+      }
+      if (next === diagram) return true;
+      const now = Date.now();
+      const merge = !!opts.coalesce && opts.coalesce === coalesceKey && now - coalesceAt < COALESCE_MS && past.length > 0;
+      coalesceKey = opts.coalesce ?? null;
+      coalesceAt = now;
+      set({ diagram: next, past: merge ? past : [...past, diagram].slice(-HISTORY_LIMIT), future: [] });
+      get().scheduleValidate();
+      return true;
+    },
+
+    undo() {
+      const { past, future, diagram, session } = get();
+      if (!past.length || !diagram || session?.read_only) return;
+      coalesceKey = null;
+      set({ diagram: past[past.length - 1], past: past.slice(0, -1), future: [diagram, ...future] });
+      get().scheduleValidate();
+    },
+
+    redo() {
+      const { past, future, diagram, session } = get();
+      if (!future.length || !diagram || session?.read_only) return;
+      coalesceKey = null;
+      set({ diagram: future[0], past: [...past, diagram], future: future.slice(1) });
+      get().scheduleValidate();
+    },
+
+    replaceDocument(diagram, opts = {}) {
+      coalesceKey = null;
+      set({ diagram, past: opts.keepHistory ? get().past : [], future: opts.keepHistory ? get().future : [], pasteCount: 0 });
+    },
+
+    moveTo(positions) {
+      const dragged = get().dragging;
+      const places: Record<string, Position> = {};
+      for (const [id, p] of Object.entries(positions)) places[id] = [p.x, p.y];
+      // a drag is one undo step; steps of the arrow keys on the same blocks make one together
+      const byKeys = !Object.keys(positions).some((id) => dragged && id in dragged);
+      if (Object.keys(places).length) {
+        get().apply((d) => moveBlocks(d, places), byKeys ? { coalesce: `move:${Object.keys(places).sort().join(',')}` } : undefined);
+      }
+      if (dragged) set({ dragging: null });
+    },
+
+    copy() {
+      const { diagram, selection } = get();
+      if (!diagram || !selection.length) return;
+      const blocks = diagram.blocks.filter((b) => selection.includes(b.id));
+      set({ clipboard: structuredClone(blocks), pasteCount: 0 });
+      try {
+        void navigator.clipboard?.writeText(JSON.stringify(blocks, null, 2)).catch(() => undefined);
+      } catch {
+        // the system clipboard is optional
+      }
+      get().toast(`copied ${blocks.length} block${blocks.length > 1 ? 's' : ''}`);
+    },
+
+    pasteClipboard() {
+      const { clipboard, layout, pasteCount } = get();
+      if (!clipboard.length) return;
+      const n = pasteCount + 1;
+      const positions: Record<string, Position> = {};
+      for (const [id, p] of Object.entries(layout?.nodes ?? {})) positions[id] = [p.x, p.y];
+      let ids: string[] = [];
+      const ok = get().apply((d, keys) => {
+        const r = pasteOp(d, keys, clipboard, [40 * n, 40 * n], positions);
+        ids = r.ids;
+        return r.diagram;
+      });
+      if (ok) set({ pasteCount: n, selection: ids, selectedEdge: null });
+    },
+
+    deleteSelection() {
+      const { selection, selectedEdge } = get();
+      if (selection.length) {
+        if (get().apply((d, keys) => removeBlocks(d, keys, selection))) set({ selection: [], selectedEdge: null });
+      } else if (selectedEdge) {
+        const e = parseEdgeId(selectedEdge);
+        if (e && get().apply((d, keys) => removeLink(d, keys, e.source, e.kind, e.index))) set({ selectedEdge: null });
+      }
+    },
+  };
+};

@@ -1,0 +1,129 @@
+/**
+ * The UI slice: selection, where blocks being dragged are now, the automatic layout, panels, dialogs and toasts.
+ * Nothing here is part of the file; the canvas mapping reads it beside the document.
+ */
+import type { StateCreator } from 'zustand';
+import type { LayoutResult } from '../model/layout';
+import type { StudioState } from './index';
+
+export type PanelTab = 'properties' | 'run' | 'problems';
+
+export interface Toast {
+  id: number;
+  message: string;
+  kind: 'info' | 'success' | 'warning' | 'error';
+}
+
+export interface Dialog {
+  title: string;
+  message?: string;
+  /** a text field, prefilled */
+  input?: { label: string; value: string };
+  confirm: string;
+  danger?: boolean;
+  onConfirm: (value: string) => void | Promise<void>;
+}
+
+export interface XY {
+  x: number;
+  y: number;
+}
+
+export interface UiSlice {
+  selection: string[];
+  selectedEdge: string | null;
+  /** where the blocks being dragged are now; the document gets their places when the drag ends (moveTo) */
+  dragging: Record<string, XY> | null;
+  layout: LayoutResult | null;
+  /** which diagram and which auto-layout request the layout was made for */
+  layoutFor: string;
+  layoutGeneration: number;
+  toasts: Toast[];
+  dialog: Dialog | null;
+  helpOpen: boolean;
+  panelTab: PanelTab;
+  fitRequest: number;
+
+  select: (ids: string[], edge?: string | null) => void;
+  /** selects a block and shows its properties (from a problem, a step, a new block) */
+  focusBlock: (id: string) => void;
+  selectEdge: (id: string | null) => void;
+  dragTo: (positions: Record<string, XY>) => void;
+  setLayout: (layout: LayoutResult | null, layoutFor?: string) => void;
+  relayout: () => void;
+  toast: (message: string, kind?: Toast['kind']) => void;
+  dismissToast: (id: number) => void;
+  setDialog: (dialog: Dialog | null) => void;
+  setHelp: (open: boolean) => void;
+  setPanelTab: (tab: PanelTab) => void;
+  requestFit: () => void;
+}
+
+const TOASTS_SHOWN = 5;
+
+export const createUiSlice: StateCreator<StudioState, [], [], UiSlice> = (set, get) => {
+  let toastSeq = 0;
+  return {
+    selection: [],
+    selectedEdge: null,
+    dragging: null,
+    layout: null,
+    layoutFor: '',
+    layoutGeneration: 0,
+    toasts: [],
+    dialog: null,
+    helpOpen: false,
+    panelTab: 'properties',
+    fitRequest: 0,
+
+    select(ids, edge = null) {
+      const { selection, selectedEdge } = get();
+      const same = ids.length === selection.length && ids.every((id, i) => id === selection[i]) && edge === selectedEdge;
+      if (!same) set({ selection: ids, selectedEdge: edge });
+    },
+
+    focusBlock(id) {
+      get().select([id], null);
+      if (get().panelTab !== 'properties') set({ panelTab: 'properties' });
+    },
+
+    selectEdge(id) {
+      if (id !== get().selectedEdge) set({ selectedEdge: id });
+    },
+
+    dragTo(positions) {
+      set({ dragging: { ...get().dragging, ...positions } });
+    },
+
+    setLayout(layout, layoutFor = '') {
+      set({ layout, layoutFor });
+    },
+
+    relayout() {
+      set({ layoutGeneration: get().layoutGeneration + 1 });
+    },
+
+    toast(message, kind = 'info') {
+      const id = ++toastSeq;
+      set({ toasts: [...get().toasts, { id, message, kind }].slice(-TOASTS_SHOWN) });
+      setTimeout(() => get().dismissToast(id), kind === 'error' ? 8000 : 4000);
+    },
+
+    dismissToast(id) {
+      if (get().toasts.some((t) => t.id === id)) set({ toasts: get().toasts.filter((t) => t.id !== id) });
+    },
+
+    setDialog(dialog) {
+      set({ dialog });
+    },
+    setHelp(open) {
+      set({ helpOpen: open });
+    },
+    setPanelTab(tab) {
+      set({ panelTab: tab });
+    },
+    requestFit() {
+      set({ fitRequest: get().fitRequest + 1 });
+    },
+  };
+};
