@@ -202,7 +202,9 @@ def run(
         raise fail(exc) from None
     finally:
         if export is not None:
-            export.shutdown()  # sends the run's spans before the command ends
+            dropped = export.shutdown()  # sends the run's spans before the command ends, waiting a moment at most
+            if dropped:
+                sys.stderr.write(dropped + "\n")
     _store_run(loaded, values, result, folder)
     if record is not None:
         from engine.testing.scenarios import record_scenario
