@@ -176,7 +176,8 @@ class _Faults:
         fault: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._waiting.add(fault)
         try:
-            await asyncio.wait({call, fault}, return_when=asyncio.FIRST_COMPLETED)
+            either: set[asyncio.Future[Any]] = {call, fault}
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         finally:
             self._waiting.discard(fault)
             if not call.done():
