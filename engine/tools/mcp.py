@@ -6,9 +6,7 @@ embeddings and the argument checks), through a short-lived session bounded by th
 session per server (a batch's, when it shares one), opened on first use, closed at the end.
 The `mcp` SDK (the `mcp` extra) is imported here only, and only when a server is used.
 
-A server that writes what is not JSON-RPC (a stray line, a message nested too deeply to read)
-fails the requests in flight at once, with what it wrote in the error (`mcp_error`), instead
-of leaving them to their timeout; the SDK's own log of it (a traceback a line) is kept quiet.
+A server that writes what is not JSON-RPC fails the requests in flight at once (engine.tools.mcp_faults).
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ import asyncio
 import contextlib
 import contextvars
 import hashlib
-import logging
 import os
 import re
 import sys
@@ -34,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine.errors import ToolError
 from engine.format.redact import REDACTED
+from engine.tools.mcp_faults import OPEN_FAULTS, Faults, McpFault, fault_line, quiet_sdk_logs
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -157,68 +155,6 @@ def _interpreter(command: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
     return first, rest
 
 
-class _Faults:
-    """What a server wrote that is not JSON-RPC; each request awaited meanwhile fails with it at once."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self._waiting: set[asyncio.Future[str]] = set()
-
-    def add(self, line: str) -> None:
-        self.lines.append(line)
-        for waiter in self._waiting:
-            if not waiter.done():
-                waiter.set_result(line)
-
-    async def unless_faulted(self, work: Coroutine[Any, Any, _T]) -> _T:
-        """`work`'s result, or McpFault as soon as the server writes what is not JSON-RPC while it runs."""
-        call = asyncio.ensure_future(work)
-        fault: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._waiting.add(fault)
-        try:
-            either: set[asyncio.Future[Any]] = {call, fault}
-            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            self._waiting.discard(fault)
-            if not call.done():
-                call.cancel()
-                with contextlib.suppress(BaseException):  # the cancelled request's own error says nothing more
-                    await call
-        if fault.done() and not (call.done() and not call.cancelled() and call.exception() is None):
-            raise McpFault(fault.result())
-        return call.result()
-
-
-class McpFault(Exception):
-    """A server wrote what is not a JSON-RPC message while a request waited for it."""
-
-
-# Each open client's faults, by the client's id while it is open (a Client is not hashable).
-_faults: dict[int, _Faults] = {}
-
-
-def _quiet_sdk_logs() -> None:
-    """The SDK logs each unreadable line with a traceback (its loggers `mcp.*` and `client`); the error that fails the
-    call says it once instead."""
-    for name in ("mcp", "client"):
-        logger = logging.getLogger(name)
-        if not any(isinstance(handler, logging.NullHandler) for handler in logger.handlers):
-            logger.addHandler(logging.NullHandler())
-        logger.propagate = False
-
-
-def _fault(exc: Exception) -> str:
-    """What a server wrote that is not a JSON-RPC message, in a line."""
-    errors = getattr(exc, "errors", None)
-    if callable(errors):  # pydantic's ValidationError: the first reason, and the start of the line
-        with contextlib.suppress(Exception):
-            first = errors(include_url=False)[0]
-            written = first.get("input")
-            shown = f": {written[:60]!r}" if isinstance(written, str) else ""
-            return f"the server wrote what is not a JSON-RPC message ({first.get('msg', 'unreadable')}{shown})"
-    return f"the server wrote what is not a JSON-RPC message ({type(exc).__name__}: {str(exc)[:200]})"
-
-
 @contextlib.asynccontextmanager
 async def _client(server: McpServer) -> AsyncIterator[Client]:
     """A connected, initialised client for `server`; a failure to start or connect is McpUnavailable."""
@@ -227,12 +163,12 @@ async def _client(server: McpServer) -> AsyncIterator[Client]:
         from mcp.client.stdio import stdio_client
     except ImportError as exc:
         raise McpUnavailable("MCP servers need the mcp extra: pip install 'diagrama[mcp]'") from exc
-    _quiet_sdk_logs()
-    faults = _Faults()
+    quiet_sdk_logs()
+    faults = Faults()
 
     async def on_message(message: Any) -> None:
         if isinstance(message, Exception):  # a line the transport could not read as JSON-RPC
-            faults.add(_fault(message))
+            faults.add(fault_line(message))
 
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
         if server.command is not None:
@@ -251,10 +187,10 @@ async def _client(server: McpServer) -> AsyncIterator[Client]:
             reason = faults.lines[0] if faults.lines else _reason(exc, errlog, server.timeout)
             raise McpUnavailable(server.scrub(reason)) from exc
         try:
-            _faults[id(entered)] = faults
+            OPEN_FAULTS[id(entered)] = faults
             yield entered
         finally:
-            _faults.pop(id(entered), None)
+            OPEN_FAULTS.pop(id(entered), None)
             await client.__aexit__(None, None, None)
 
 
@@ -282,7 +218,7 @@ async def _list(server: McpServer) -> list[McpToolInfo]:
         for _ in range(100):  # pages; a server whose cursor never ends cannot hold the load
             try:
                 async with asyncio.timeout(server.timeout):
-                    page = await _faults[id(client)].unless_faulted(client.list_tools(cursor=cursor))
+                    page = await OPEN_FAULTS[id(client)].unless_faulted(client.list_tools(cursor=cursor))
             except Exception as exc:
                 reason = str(exc) if isinstance(exc, McpFault) else _reason(exc, None, server.timeout)
                 raise McpUnavailable(server.scrub(f"listing its tools failed: {reason}")) from exc
@@ -464,11 +400,11 @@ async def _call(server: McpServer, tool: str, arguments: Mapping[str, Any]) -> A
     try:
         if pool is None:  # outside a run (a direct call): a session for this call alone
             async with _client(server) as client:
-                result = await _faults[id(client)].unless_faulted(
+                result = await OPEN_FAULTS[id(client)].unless_faulted(
                     client.call_tool(tool, dict(arguments), read_timeout_seconds=server.timeout))
         else:
             client = await pool.client(server)
-            faults = _faults.get(id(client))
+            faults = OPEN_FAULTS.get(id(client))
             called = client.call_tool(tool, dict(arguments), read_timeout_seconds=server.timeout)
             result = await (faults.unless_faulted(called) if faults is not None else called)
     except McpUnavailable as exc:
