@@ -1,17 +1,20 @@
 """Issue 25's figures beside the soak: concurrent saves, fuzzed bodies, and `--otel` with a dead collector.
 
-    python -m benchmarks.safety
+    python -m benchmarks.safety                    # all three
+    python -m benchmarks.safety --only otel --repeats 7
 
 - 30 saves from the same loaded hash, sent at once over HTTP to `diagrama serve` (its own process): how
   many are answered 200 (one) and 409 (the others), and whether the file is the winner's;
 - 5,000 seeded random JSON bodies at `POST /api/validate` and `PUT /api/diagrams/...` (the generator the
   fuzz test uses): the answers by status, and how many were 5xx (none);
 - `diagrama run diagrams/order_agent.yaml --offline` as a process, without `--otel` and with `--otel` to a
-  collector port that refuses connections, and to one that accepts and never answers: wall time (median of 3).
+  collector port that refuses connections, and to one that accepts and never answers: wall time (median of
+  3, the variants in turn).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import copy
 import hashlib
@@ -150,40 +153,46 @@ def otel_exit(repeats: int = 3) -> dict[str, float]:
         probe.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
     hanging, stop = _hanging_collector()
-    found: dict[str, float] = {}
+    variants = (("without --otel", [], None), ("--otel, collector down", ["--otel"], dead),
+                ("--otel, collector hangs", ["--otel"], hanging))
+    times: dict[str, list[float]] = {name: [] for name, _, _ in variants}
     with tempfile.TemporaryDirectory() as runs:
-        for name, extra, endpoint in (("without --otel", [], None), ("--otel, collector down", ["--otel"], dead),
-                                      ("--otel, collector hangs", ["--otel"], hanging)):
-            environ = os.environ | ({"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint} if endpoint else {})
-            times = []
-            for _ in range(repeats):
+        for _ in range(repeats):  # the variants in turn, so that a shared machine's load falls on each alike
+            for name, extra, endpoint in variants:
+                environ = os.environ | ({"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint} if endpoint else {})
                 began = time.perf_counter()
                 subprocess.run([*_diagrama(), "run", str(ROOT / "diagrams" / "order_agent.yaml"), "--offline",
                                 "--quiet", "--runs-dir", runs, *extra], env=environ, check=True,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                times.append(time.perf_counter() - began)
-            found[name] = statistics.median(times)
+                times[name].append(time.perf_counter() - began)
+    found = {name: statistics.median(seconds) for name, seconds in times.items()}
     stop.set()
     return found
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as place:
-        folder = Path(place) / "diagrams"
-        studio = Studio(folder)
-        try:
-            print("30 concurrent saves from one hash:", concurrent_saves(studio, folder))
-            began = time.perf_counter()
-            statuses = fuzz(studio, folder)
-            print(f"5,000 fuzzed bodies in {time.perf_counter() - began:.0f} s: by status {statuses}; "
-                  f"5xx: {sum(count for status, count in statuses.items() if status >= 500)}")
-        finally:
-            studio.close()
-    timings = otel_exit()
-    base = timings["without --otel"]
-    for name, seconds in timings.items():
-        print(f"diagrama run {name:<26} {seconds:6.2f} s" + (f"  ({seconds - base:+.2f} s)" if name != "without --otel"
-                                                                else ""))
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", choices=["studio", "otel"], help="the saves and the fuzz, or the --otel timings")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each --otel variant (the median is shown)")
+    options = parser.parse_args()
+    if options.only != "otel":
+        with tempfile.TemporaryDirectory() as place:
+            folder = Path(place) / "diagrams"
+            studio = Studio(folder)
+            try:
+                print("30 concurrent saves from one hash:", concurrent_saves(studio, folder))
+                began = time.perf_counter()
+                statuses = fuzz(studio, folder)
+                print(f"5,000 fuzzed bodies in {time.perf_counter() - began:.0f} s: by status {statuses}; "
+                      f"5xx: {sum(count for status, count in statuses.items() if status >= 500)}")
+            finally:
+                studio.close()
+    if options.only != "studio":
+        timings = otel_exit(options.repeats)
+        base = timings["without --otel"]
+        for name, seconds in timings.items():
+            print(f"diagrama run {name:<26} {seconds:6.2f} s"
+                  + (f"  ({seconds - base:+.2f} s)" if name != "without --otel" else ""))
 
 
 if __name__ == "__main__":

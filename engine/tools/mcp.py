@@ -12,6 +12,7 @@ A server that writes what is not JSON-RPC fails the requests in flight at once (
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import contextvars
 import hashlib
@@ -24,7 +25,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -51,7 +52,6 @@ __all__ = [
 ]
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_T = TypeVar("_T")
 
 
 class McpServerEntry(BaseModel):
@@ -211,7 +211,8 @@ def _reason(exc: BaseException, errlog: Any, timeout: float) -> str:
     return text
 
 
-async def _list(server: McpServer) -> list[McpToolInfo]:
+async def _list(server: McpServer, deliver: Callable[[list[McpToolInfo]], object]) -> None:
+    """Lists the server's tools and hands them to `deliver` before the session closes (the server's stop)."""
     async with _client(server) as client:
         found: list[McpToolInfo] = []
         cursor: str | None = None
@@ -228,30 +229,31 @@ async def _list(server: McpServer) -> list[McpToolInfo]:
             cursor = page.next_cursor
             if not cursor:
                 break
-        return found
+        deliver(found)
 
 
 _listed: dict[McpServer, tuple[McpToolInfo, ...]] = {}
 _listed_lock = threading.Lock()
 
 
-def _in_own_loop(work: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
-    """Run `work` on an event loop of its own, in a thread: a registry may load inside a running loop (the studio)."""
-    outcome: list[Any] = []
+def _listed_in_own_loop(server: McpServer) -> list[McpToolInfo]:
+    """The listing, on an event loop of its own in a thread (a registry may load inside a running loop: the studio).
 
-    def target() -> None:
+    It is handed back as soon as it is read: stopping the server (its stdin closed, then as long as it takes to
+    exit, up to the SDK's bound of 2 s and a kill) goes on in that thread, beside the rest of the load. The thread
+    is not a daemon, so the process does not exit before its server is stopped.
+    """
+    listing: concurrent.futures.Future[list[McpToolInfo]] = concurrent.futures.Future()
+
+    async def work() -> None:
         try:
-            outcome.append(("ok", asyncio.run(work())))
-        except BaseException as exc:  # handed to the caller's thread as it is
-            outcome.append(("error", exc))
+            await _list(server, listing.set_result)
+        except BaseException as exc:  # handed to the caller's thread; once the listing is, a failed stop is the SDK's
+            if not listing.done():
+                listing.set_exception(exc)
 
-    thread = threading.Thread(target=target, name="diagrama-mcp-list", daemon=True)
-    thread.start()
-    thread.join()
-    kind, value = outcome[0]
-    if kind == "error":
-        raise value
-    return value  # type: ignore[no-any-return]
+    threading.Thread(target=asyncio.run, args=(work(),), name=f"diagrama-mcp-list:{server.name}").start()
+    return listing.result()
 
 
 def list_server_tools(server: McpServer, *, fresh: bool = False) -> tuple[McpToolInfo, ...]:
@@ -264,7 +266,7 @@ def list_server_tools(server: McpServer, *, fresh: bool = False) -> tuple[McpToo
     if known is not None:
         return known
     try:
-        tools = tuple(_in_own_loop(lambda: _list(server)))
+        tools = tuple(_listed_in_own_loop(server))
     except McpUnavailable:
         raise
     except Exception as exc:

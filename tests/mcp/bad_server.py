@@ -1,6 +1,6 @@
 """A malformed MCP server over stdio, written by hand (JSON-RPC lines): it starts and lists its tools properly, then
 answers a call with what a broken server sends. `--noisy` also writes lines that are not JSON-RPC before it answers
-`initialize`.
+`initialize`. `--linger PIDFILE` writes its process id there and does not exit when its stdin ends (it is killed).
 
 - `garbage`: lines that are not JSON, then nothing;
 - `deep`: a result nested 100,000 levels deep;
@@ -10,7 +10,9 @@ answers a call with what a broken server sends. `--noisy` also writes lines that
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
 
 TOOLS = [{"name": name, "description": f"answers {name}", "inputSchema": {"type": "object", "properties": {}}}
          for name in ("garbage", "deep", "fine")]
@@ -23,6 +25,10 @@ def send(message: dict[str, object]) -> None:
 
 def main() -> None:
     noisy = "--noisy" in sys.argv
+    linger = sys.argv[sys.argv.index("--linger") + 1] if "--linger" in sys.argv else None
+    if linger:
+        with open(linger, "w") as pid:
+            pid.write(str(os.getpid()))
     for line in sys.stdin:
         request = json.loads(line)
         method, ident = request.get("method"), request.get("id")
@@ -50,6 +56,8 @@ def main() -> None:
                 send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "fine"}]}})
         elif ident is not None:
             send({"jsonrpc": "2.0", "id": ident, "result": {}})
+    while linger:  # a server that ignores the end of its input
+        time.sleep(60)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,10 @@ keys stay out of `--check-tools`, and a malformed server fails its call at once 
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from blocks.registry import registry as block_registry
 from engine import DiagramInvalid, validate
 from engine.cli import app as cli_app
 from engine.compile.loader import load_diagram
+from engine.tools.mcp import McpServerEntry, list_server_tools, resolve_server
 from engine.web.app import create_app
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
@@ -243,3 +246,23 @@ def test_lines_that_are_not_json_rpc_before_the_answers_do_not_break_a_working_s
                              capture_output=True, text=True, timeout=60, check=False)
     assert outcome.returncode == 0 and "Traceback" not in outcome.stderr, outcome.stderr
     assert orjson.loads(outcome.stdout)["variables"]["results"] == {"c1": "fine"}
+
+
+# -- the listing's session: handed back before its server is stopped, and the stop bounded -------------------------
+
+
+def test_a_listing_is_handed_back_before_its_server_stops_and_a_server_that_lingers_is_killed(tmp_path: Path) -> None:
+    pid_file = tmp_path / "server.pid"
+    entry = McpServerEntry(name="bad", command=["python", BAD_SERVER.as_posix(), "--linger", pid_file.as_posix()],
+                           timeout=60)
+    server = resolve_server(entry, tmp_path / "registry.yaml", 1, {})
+    listed = list_server_tools(server, fresh=True)
+    assert [tool.name for tool in listed] == ["garbage", "deep", "fine"]
+    # The load goes on while the server is stopped: it ignores the end of its input, so it is still there ...
+    pid = int(pid_file.read_text())
+    os.kill(pid, 0)
+    # ... until the SDK's grace after its stdin closed runs out and it is killed (not the server's 60 s timeout).
+    [stopping] = [thread for thread in threading.enumerate() if thread.name == "diagrama-mcp-list:bad"]
+    stopping.join()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
