@@ -212,7 +212,9 @@ def run(
         if streamed is not None:
             streamed.end_line()
         if export is not None:
-            export.shutdown()  # sends the run's spans before the command ends
+            dropped = export.shutdown()  # sends the run's spans before the command ends, waiting a moment at most
+            if dropped:
+                sys.stderr.write(dropped + "\n")
     _store_run(loaded, values, result, folder)
     if record is not None:
         from engine.testing.scenarios import record_scenario
