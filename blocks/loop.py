@@ -62,6 +62,7 @@ class Loop(Block):
     Outputs = LoopOutputs
     body_port: ClassVar[str | None] = "body"
     body_names: ClassVar[tuple[str, ...]] = ("item", "index")
+    body_exit: ClassVar[str | None] = "break_when"
     deferred_inputs: ClassVar[tuple[str, ...]] = ("for_each", "while", "count", "break_when", "collect")
 
     def check(self, constants: Mapping[str, Any], report: Report) -> None:

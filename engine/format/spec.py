@@ -127,4 +127,7 @@ class DiagramSpec(BaseModel):
         default=(), description="environment variables templates may read with secret('NAME'); their values are "
                                 "redacted from every output"
     )
+    allowed_modules: list[str] = Field(
+        default_factory=lambda: [], description="modules whose functions Function blocks may call (and their submodules)"
+    )
     blocks: list[dict[str, Any]] = Field(min_length=1)

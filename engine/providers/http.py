@@ -6,9 +6,11 @@ method, every final status handed back with its raw body, redirects followed on 
 Retries follow docs/VENDORS.md ("Retries"): 408, 409, 429 and 5xx and dropped connections, with
 `x-should-retry` deciding first, then `retry-after-ms`, `retry-after` or Gemini's `retryDelay` as the
 wait, else exponential backoff with jitter — never past the block's timeout. A response body is read as
-a stream and refused past `max_body` bytes (32 MB by default), so a runaway body cannot fill memory.
-Knows no vendor's JSON beyond the error hints it reads, and no run: each attempt and retry is told to
-the hooks the caller passes (the run's trace).
+a stream and refused past `max_body` bytes (32 MB by default), so a runaway body cannot fill memory. A
+vendor's streamed reply (`assemble`) is read event by event into the body the non-streaming call gives,
+each piece of text handed on as it comes: a stream that breaks before its first piece is retried like a
+request, one that breaks after it is `stream_interrupted`. Knows no vendor's JSON beyond the error hints
+it reads, and no run: each attempt and retry is told to the hooks the caller passes (the run's trace).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import orjson
 
 from engine.errors import BlockTimeout, HttpError, ProviderError
 from engine.providers.retries import Retried, Retryable, StopAtDeadline, retryable, retrying, wait_hint
-from engine.providers.wire import Adapter, HttpCall
+from engine.providers.streaming import Assembler, StreamBroke, StreamReader, TextSink
+from engine.providers.wire import Adapter, HttpCall, WireError
 
 if TYPE_CHECKING:
     from engine.runtime.context import VendorSlots
@@ -96,6 +99,8 @@ class SendHooks:
     retried: Retried | None = None
     max_body: int = MAX_BODY_BYTES
     """Bytes past which a response body is refused (`provider_malformed_response`) without reading on."""
+    on_text: TextSink | None = None
+    """Hears each piece of a streamed answer's text as it arrives."""
 
 
 def base_url(explicit: str | None, adapter: Adapter, environ: dict[str, str] | Any) -> str:
@@ -135,13 +140,13 @@ class _Reading(Protocol[_T_co]):
     def error(self, message: str, kind: str) -> ProviderError | HttpError:
         """The caller's error of `kind` (`connection_error`, `malformed_response`)."""
 
-    def shown(self, raw: bytes) -> Any:
-        """A body as a Detailed trace shows it."""
+    def shown(self, raw: bytes | dict[str, Any]) -> Any:
+        """A body as a Detailed trace shows it (bytes, or a stream's assembled reply)."""
 
     def follow(self, response: httpx.Response, hop: int) -> httpx.Request | None:
         """The request a redirect leads to, when it is to be followed; None to keep this response."""
 
-    def judge(self, response: httpx.Response, raw: bytes, attempt: int) -> _T_co:
+    def judge(self, response: httpx.Response, raw: bytes | dict[str, Any], attempt: int) -> _T_co:
         """The answer; raises Retryable for one worth another attempt, or the caller's error."""
 
 
@@ -157,14 +162,16 @@ class _Attempts(Generic[_T]):
     """One send's attempts: each call sends once (following the redirects its reading allows) and returns the
     reading's answer, or raises."""
 
-    __slots__ = ("block", "client", "count", "deadline", "hooks", "outgoing", "reading", "timeout")
+    __slots__ = ("assemble", "block", "client", "count", "deadline", "hooks", "outgoing", "reading", "timeout")
 
     def __init__(self, client: httpx.AsyncClient, outgoing: Outgoing, reading: _Reading[_T], block: str,
-                 timeout: float, hooks: SendHooks) -> None:
+                 timeout: float, hooks: SendHooks, assemble: Callable[[], Assembler] | None = None) -> None:
         self.client, self.outgoing, self.reading = client, outgoing, reading
         self.block, self.timeout, self.hooks = block, timeout, hooks
         self.deadline = hooks.clock() + timeout
         self.count = 0
+        self.assemble = assemble
+        """A vendor's streamed reply: a fresh assembler per attempt reads a 2xx's events into the reply's body."""
 
     def timed_out(self) -> BlockTimeout:
         return BlockTimeout(f"block '{self.block}' timed out after {self.timeout:g} s (its 'timeout' input), "
@@ -199,9 +206,12 @@ class _Attempts(Generic[_T]):
             chunks.append(chunk)
         return b"".join(chunks)
 
-    async def _exchange(self, remaining: float) -> tuple[httpx.Response, bytes]:
+    async def _exchange(self, remaining: float) -> tuple[httpx.Response, bytes | dict[str, Any]]:
+        """The final response and its body: the raw bytes, or a stream's assembled reply."""
         limits, reading, exchanges = self.hooks.limits, self.reading, self.hooks.exchanges
         outgoing = self.outgoing
+        reader: StreamReader | None = None
+        raw: bytes | dict[str, Any]
         try:
             async with asyncio.timeout(remaining):
                 async with limits.slot(reading.label) if limits is not None else contextlib.nullcontext():
@@ -216,7 +226,11 @@ class _Attempts(Generic[_T]):
                         began = time.perf_counter()
                         response = await self.client.send(request, stream=True)
                         try:
-                            raw = await self._read(response)
+                            if self.assemble is not None and 200 <= response.status_code < 300:
+                                reader = StreamReader(self.assemble(), self.hooks.on_text, self.hooks.max_body)
+                                raw = await reader.read(response.aiter_lines(), self._too_large)
+                            else:
+                                raw = await self._read(response)
                         finally:
                             await response.aclose()
                         if exchanges is not None:
@@ -231,12 +245,32 @@ class _Attempts(Generic[_T]):
                         shown_body = shown_body if request.method == outgoing.method else None
         except (TimeoutError, httpx.TimeoutException):
             raise self.timed_out() from None
+        except StreamBroke as broke:
+            raise self._broken(reader, broke.vendor_type, broke.message, broke.retryable) from None
+        except EOFError:
+            raise self._broken(reader, None, "the stream ended before the reply did", True) from None
+        except WireError as exc:
+            raise reading.error(f"{reading.label} sent a stream we cannot read: {exc}", "malformed_response") from None
         except httpx.DecodingError as exc:  # a content-encoding (gzip, ...) that does not decode: unreadable
             raise reading.error(f"{reading.label} sent a body that cannot be decoded ({exc})",
                                 "malformed_response") from None
         except httpx.TransportError as exc:
+            if reader is not None:
+                raise self._broken(reader, None, f"connection lost ({type(exc).__name__}: {exc})", True) from None
             error = reading.error(f"{reading.label}: connection failed ({type(exc).__name__}: {exc})", "connection_error")
             raise Retryable(error, None) from None
+
+    def _broken(self, reader: StreamReader | None, vendor_type: str | None, reason: str, retryable: bool) -> Exception:
+        """A vendor's stream that stopped: retried like a request before its first piece of text (nobody has seen any
+        of it; when `retryable`), `stream_interrupted` after it (what was shown cannot be taken back)."""
+        vendor = self.reading.label
+        said = f" ({vendor_type})" if vendor_type else ""
+        if reader is not None and reader.pieces:
+            return ProviderError(f"{vendor}'s stream broke after {reader.pieces} piece(s) of text{said}: {reason}",
+                                 type="stream_interrupted", block=self.block, vendor_type=vendor_type)
+        error = ProviderError(f"{vendor}'s stream broke before its first piece of text{said}: {reason}",
+                              type="provider_error", block=self.block, vendor_type=vendor_type)
+        return Retryable(error, None) if retryable else error
 
 
 class _VendorReading:
@@ -254,15 +288,16 @@ class _VendorReading:
     def error(self, message: str, kind: str) -> ProviderError:
         return ProviderError(message, type=f"provider_{kind}", block=self.block)
 
-    def shown(self, raw: bytes) -> Any:
-        return _decoded(raw)[0]
+    def shown(self, raw: bytes | dict[str, Any]) -> Any:
+        return _decoded(raw)[0] if isinstance(raw, bytes) else raw
 
     def follow(self, response: httpx.Response, hop: int) -> None:
         return None  # a vendor's redirect is its error: the block must not carry the key to another host
 
-    def judge(self, response: httpx.Response, raw: bytes, attempt: int) -> Response:
-        """A 2xx with JSON is the answer; a retryable status raises Retryable; any other raises at once."""
-        body, malformed = _decoded(raw)
+    def judge(self, response: httpx.Response, raw: bytes | dict[str, Any], attempt: int) -> Response:
+        """A 2xx with JSON (or a stream's assembled reply) is the answer; a retryable status raises Retryable; any
+        other raises at once."""
+        body, malformed = _decoded(raw) if isinstance(raw, bytes) else (raw, False)
         vendor, status = self.adapter.vendor, response.status_code
         if 200 <= status < 300:
             if malformed or body is None:
@@ -296,7 +331,9 @@ class _WebReading:
     def error(self, message: str, kind: str) -> HttpError:
         return HttpError(message, type=f"http_{kind}", block=self.block)
 
-    def shown(self, raw: bytes) -> Any:
+    def shown(self, raw: bytes | dict[str, Any]) -> Any:
+        if not isinstance(raw, bytes):  # an assembled stream: fetch assembles none
+            return raw
         body, malformed = _decoded(raw)
         if not malformed:
             return body
@@ -322,8 +359,9 @@ class _WebReading:
                             block=self.block, status=response.status_code)
         return following
 
-    def judge(self, response: httpx.Response, raw: bytes, attempt: int) -> Fetched:
-        fetched = Fetched(response.status_code, dict(response.headers), raw, response.request.url, attempt)
+    def judge(self, response: httpx.Response, raw: bytes | dict[str, Any], attempt: int) -> Fetched:
+        body = raw if isinstance(raw, bytes) else orjson.dumps(raw)  # an assembled stream: fetch assembles none
+        fetched = Fetched(response.status_code, dict(response.headers), body, response.request.url, attempt)
         if retryable(response):
             error = HttpError(f"{self.label} answered {response.status_code}", block=self.block,
                               status=response.status_code)
@@ -361,14 +399,17 @@ async def send(
     hooks: SendHooks | None = None,
     extra_headers: dict[str, str] | None = None,
     max_retries: int = MAX_RETRIES,
+    assemble: Callable[[], Assembler] | None = None,
 ) -> Response:
     """POST `call` with retries: the 2xx response, or ProviderError or BlockTimeout, never an httpx error.
 
-    `block` names the block in timeout messages.
+    `block` names the block in timeout messages. With `assemble` the call is a stream read by a fresh assembler
+    per attempt (the Response's body is the assembled reply), each piece of text told to `hooks.on_text`.
     """
     outgoing = Outgoing("POST", _join(base, call.path), {**call.headers, **(extra_headers or {})},
                         orjson.dumps(call.body), call.body)
-    attempts = _Attempts(client, outgoing, _VendorReading(adapter, block), block, timeout, hooks or SendHooks())
+    attempts = _Attempts(client, outgoing, _VendorReading(adapter, block), block, timeout, hooks or SendHooks(),
+                         assemble)
     return await _attempt_all(attempts, max_retries=max_retries)
 
 

@@ -62,6 +62,8 @@ class Event:
     HTTP_RETRIED = "http_retried"
     TOOLS_SELECTED = "tools_selected"
     TOOL_CALLED = "tool_called"
+    FUNCTION_CALLED = "function_called"
+    TEXT_DELTA = "text_delta"
 
 
 EVENT_LEVELS: dict[str, MessageLevel] = {
@@ -77,6 +79,8 @@ EVENT_LEVELS: dict[str, MessageLevel] = {
     Event.TOOL_CALLED: MessageLevel.DEBUG,
     Event.HTTP_CALLED: MessageLevel.DEBUG,
     Event.HTTP_RETRIED: MessageLevel.DEBUG,
+    Event.FUNCTION_CALLED: MessageLevel.DEBUG,
+    Event.TEXT_DELTA: MessageLevel.DEBUG,
     Event.HTTP_REQUEST: MessageLevel.DETAILED,
     Event.HTTP_RESPONSE: MessageLevel.DETAILED,
 }

@@ -14,10 +14,10 @@ import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
@@ -33,71 +33,19 @@ from engine.providers.simulator import Simulator
 from engine.runs.traces import SCENARIO_SUFFIX
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
+from engine.runtime.scripted import ScriptedBlocks
 from engine.runtime.trace import new_run_id
-from engine.testing.web_scenarios import (
-    ExpectedHttpRequest,
-    HttpReply,
-    http_expectations,
-    misplaced_replies,
-    reply_kind,
-)
+from engine.testing.replies import AnyReply, as_function_reply, misfit_replies
+from engine.testing.web_scenarios import ExpectedHttpRequest, http_expectations
 
 __all__ = ["Scenario", "ScenarioFile", "Verdict", "load_scenarios", "record_scenario", "run_scenario", "scenario_files"]
 
 
-class ToolCallReply(BaseModel):
+class ExpectedFunctionCall(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    id: str | None = None
-
-
-class ErrorReply(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    status: int = Field(ge=400, le=599)
-    retry_after: float | None = None
-    message: str | None = None
-    type: str | None = None
-    code: str | None = Field(default=None, description="Groq's error code (the usual one for the status if absent)")
-
-
-class CitationReply(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    text: str
-    source: str
-
-
-class Reply(BaseModel):
-    """One scripted vendor reply: text and/or tool calls and how the turn ended, or an HTTP error; optionally late."""
-
-    model_config = ConfigDict(extra="forbid")
-    text: str | None = None
-    tool_calls: list[ToolCallReply] | None = None
-    error: ErrorReply | None = None
-    delay: float | None = Field(default=None, ge=0)
-    match: str | None = Field(default=None, description="only for a request whose last user text contains this")
-    stop_reason: str | None = Field(default=None, description="the vendor's own stop value, sent as it is")
-    finish: Literal["complete", "tool_calls", "max_tokens", "refused", "blocked", "paused", "context_exceeded"] | None = \
-        Field(default=None, description="how the turn ends, in each vendor's wire form (only Anthropic pauses; only "
-                                        "Gemini blocks a prompt, the others refuse)")
-    refusal: str | None = Field(default=None, description="the refusal text the vendor gives")
-    blocked: str | None = Field(default=None, description="the prompt is blocked for this reason (e.g. SAFETY)")
-    thinking: str | None = Field(default=None, description="the model's reasoning, in the vendor's form")
-    citations: list[CitationReply] | None = None
-    usage: dict[str, int] | None = None
-    output: Any = Field(default=None, description="a structured answer (for a block with response_schema), sent as the "
-                                                  "vendor's JSON answer text; it is checked against the schema as a "
-                                                  "real answer is")
-
-    @model_validator(mode="after")
-    def _output_alone(self) -> Reply:
-        if self.output is not None and (self.text is not None or self.tool_calls):
-            raise ValueError("a reply gives output (the structured answer) or text and tool_calls, not both")
-        return self
-
-
-AnyReply = Annotated[Annotated[Reply, Tag("vendor")] | Annotated[HttpReply, Tag("http")], Discriminator(reply_kind)]
-"""A block's scripted reply: a vendor's (text, tool calls, an error status) or an HttpRequest's (`HttpReply`)."""
+    block: str | None = None
+    function: str | None = None
+    arguments: dict[str, Any] | None = None
 
 
 class ExpectedCall(BaseModel):
@@ -128,19 +76,29 @@ class Expect(BaseModel):
     variables: dict[str, Any] | None = None
     called_tools: list[ExpectedCall] | None = None
     http_requests: list[ExpectedHttpRequest] | None = None
+    function_calls: list[ExpectedFunctionCall] | None = Field(
+        default=None, description="every call of a Function block, in order: {block, function, arguments}")
     requests: list[ExpectedRequest] | None = None
     errors: list[ExpectedError] | None = None
+
+
+def _replies_any_of(schema: dict[str, Any]) -> None:
+    # Two kinds can fit one reply as written ({error: timeout}: an HTTP answer, or a Function's error message); the
+    # block it is for decides (`misfit_replies`), so an editor's schema accepts either rather than exactly one.
+    items = schema["properties"]["replies"]["additionalProperties"]["items"]
+    items["anyOf"] = items.pop("oneOf")
 
 
 class Scenario(BaseModel):
     """One robot test case."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_replies_any_of)
     scenario: str = Field(description="what the robot should do, in words")
     diagram: str | None = Field(default=None, description="the diagram file, relative to this file")
     inputs: dict[str, Any] = Field(default_factory=dict)
-    replies: dict[str, list[AnyReply]] = Field(default_factory=dict,
-                                               description="per request or HttpRequest block id, used in order")
+    replies: dict[str, list[AnyReply]] = Field(
+        default_factory=dict, description="per block id, used in order: a request block's vendor replies, a Function "
+                                          "block's {result} or {error}, an HttpRequest's HTTP answers")
     tools: dict[str, Any] = Field(default_factory=dict, description="tool stubs: name → result, replacing handlers")
     secrets: dict[str, str] = Field(default_factory=dict, description="the environment secret('NAME') reads here "
                                                                       "(a scenario sees no other; a secret not given "
@@ -263,11 +221,13 @@ def _is_subsequence(wanted: list[str], path: list[str]) -> bool:
     return all(any(step == block for step in walk) for block in wanted)
 
 
-def _check(scenario: Scenario, result: RunResult, simulator: Simulator) -> Iterator[str]:
+def _check(scenario: Scenario, result: RunResult, simulator: Simulator, scripted: ScriptedBlocks) -> Iterator[str]:
     expect = scenario.expect
     if simulator.exhausted:
         for block in dict.fromkeys(simulator.exhausted):
             yield f"block '{block}' asked more times than the scenario scripted replies for it"
+    for block in dict.fromkeys(scripted.exhausted):
+        yield f"block '{block}' ran its function more times than the scenario scripted replies for it"
     if expect.status and result.status != expect.status:
         errors = "; ".join(f"{e['block']}: {e['type']}: {e['message']}" for e in result.errors)
         yield f"status: expected {expect.status}, got {result.status}" + (f" ({errors})" if errors else "")
@@ -291,6 +251,12 @@ def _check(scenario: Scenario, result: RunResult, simulator: Simulator) -> Itera
         if len(wanted_http) != len(sent_http) or not all(
                 _matches(w, a) for w, a in zip(wanted_http, sent_http, strict=False)):
             yield f"http_requests: expected {_dumps(wanted_http)}\n                   got {_dumps(sent_http)}"
+    if expect.function_calls is not None:
+        wanted_functions = [c.model_dump(exclude_none=True) for c in expect.function_calls]
+        made = scripted.calls
+        if len(wanted_functions) != len(made) or not all(_matches(w, a) for w, a in zip(wanted_functions, made,
+                                                                                         strict=False)):
+            yield f"function_calls: expected {_dumps(wanted_functions)}\n                    got {_dumps(made)}"
     for wanted_request in expect.requests or []:
         sent = [r for r in simulator.requests if r.block == wanted_request.block]
         if not sent:
@@ -323,14 +289,18 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
         inputs = check_inputs(diagram, scenario.spec.inputs)
     except DiagramaError as exc:
         return Verdict(scenario, None, [Redactor(secrets).text(f"the diagram cannot run: {exc}")])
-    scripts = {block: [reply.model_dump(exclude_none=True, by_alias=True) for reply in replies]
-               for block, replies in scenario.spec.replies.items()}
-    unknown = [block for block in scripts if block not in diagram.blocks]
+    unknown = [block for block in scenario.spec.replies if block not in diagram.blocks]
     if unknown:
         return Verdict(scenario, None, [f"replies name blocks the diagram does not have: {', '.join(unknown)}"])
-    misplaced = misplaced_replies(scenario.spec.replies, {id_: b.type_name for id_, b in diagram.blocks.items()})
-    if misplaced:
-        return Verdict(scenario, None, misplaced)
+    misfits = misfit_replies(scenario.spec.replies, diagram)
+    if misfits:
+        return Verdict(scenario, None, misfits)
+    calls_code = {block for block in scenario.spec.replies if type(diagram.blocks[block].impl).code_input is not None}
+    scripts = {block: [reply.model_dump(exclude_none=True, by_alias=True) for reply in replies]
+               for block, replies in scenario.spec.replies.items() if block not in calls_code}
+    scripted = ScriptedBlocks({block: [reply.model_dump(exclude_unset=True) for reply in map(as_function_reply, replies)
+                                       if reply is not None]
+                               for block, replies in scenario.spec.replies.items() if block in calls_code})
     stubbed = _unknown_stubs(scenario.spec, diagram)
     if stubbed:
         return Verdict(scenario, None, stubbed)  # before running: a misspelt stub would let the real handler run
@@ -344,12 +314,13 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
         await asyncio.sleep(0)  # retries happen at once: scenarios test behaviour, not clocks
 
     services = Services(environ=dict(scenario.spec.secrets), offline=True, sleep=no_wait,
-                        simulator=simulator, tool_stubs=dict(scenario.spec.tools))
+                        simulator=simulator, tool_stubs=dict(scenario.spec.tools), scripted=scripted)
     result = await execute(diagram, inputs, runs_dir=runs_dir, services=services, secrets=secrets,
                            run_id=new_run_id() + SCENARIO_SUFFIX)  # `diagrama runs` marks it a scenario run
-    found = [*_check(scenario.spec, result, simulator)]
+    found = [*_check(scenario.spec, result, simulator, scripted)]
     found += [f"replies: reply {number} for block '{block}' was never used"
               for replies in simulator.scripts.values() for block, number in (numbered[id(r)] for r in replies)]
+    found += [f"replies: reply {number} for block '{block}' was never used" for block, number in scripted.unused()]
     failures = [result.redactor.text(failure) for failure in found]
     return Verdict(scenario, result, failures)
 

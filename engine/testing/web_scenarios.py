@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine.providers.simulator.web import WebRequest
 
-__all__ = ["HTTP_BLOCK", "ExpectedHttpRequest", "HttpReply", "http_expectations", "misplaced_replies", "reply_kind"]
+__all__ = ["HTTP_BLOCK", "ExpectedHttpRequest", "HttpReply", "http_expectations"]
 
 HTTP_BLOCK = "HttpRequest"
 """The block type whose replies are HTTP answers."""
@@ -21,7 +21,7 @@ class HttpReply(BaseModel):
     """One scripted answer to an HttpRequest block: a status with a JSON or text body, or a timeout or a dropped
     connection (which the block retries with the next reply)."""
 
-    # An editor tells it from a vendor's reply as `reply_kind` does: by its status, or its error.
+    # An editor tells it from the other kinds as `engine.testing.replies.reply_kind` does: by its status, or its error.
     model_config = ConfigDict(extra="forbid", populate_by_name=True,
                               json_schema_extra={"anyOf": [{"required": ["status"]}, {"required": ["error"]}]})
     status: int | None = Field(default=None, ge=100, le=599, description="the status code")
@@ -39,13 +39,6 @@ class HttpReply(BaseModel):
         if self.json_ is not None and self.text is not None:
             raise ValueError("json and text are both given: the body is one of them")
         return self
-
-
-def reply_kind(value: Any) -> str:
-    """An HTTP answer has a status (or a timeout or a dropped connection); anything else is a vendor's reply."""
-    if isinstance(value, dict) and ("status" in value or value.get("error") in ("timeout", "connection")):
-        return "http"
-    return "vendor"
 
 
 class ExpectedHttpRequest(BaseModel):
@@ -74,21 +67,6 @@ def _sent(request: WebRequest) -> dict[str, Any]:
                             "headers": request.headers}
     sent["json" if isinstance(body, (dict, list)) and "json" in request.headers.get("content-type", "") else "body"] = body
     return sent
-
-
-def misplaced_replies(replies: dict[str, list[Any]], types: dict[str, str]) -> list[str]:
-    """A failure for each block scripted with the other kind of reply (an HTTP answer for a model, or the reverse):
-    `types` is block id → type."""
-    failures = []
-    for block, scripted in replies.items():
-        http = types.get(block) == HTTP_BLOCK
-        wrong = [number for number, reply in enumerate(scripted, start=1) if isinstance(reply, HttpReply) != http]
-        if not wrong:
-            continue
-        what = ("an HTTP answer ({status: 200, json: ...}, or {error: timeout})" if http
-                else "a model's reply ({text: ...}, {tool_calls: [...]}, or {error: {status: 529}})")
-        failures.append(f"replies: block '{block}' ({types[block]}): reply {', '.join(map(str, wrong))} must be {what}")
-    return failures
 
 
 def http_expectations(wanted: list[ExpectedHttpRequest],

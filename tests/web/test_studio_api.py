@@ -106,6 +106,10 @@ def test_palette_lists_every_registered_type_with_its_input_schema(client) -> No
     # a type's own link keys; the ones every block has (next, on_error) are the format's (GET /api/format)
     assert "called_tools" in claude["outputs"] and palette["Loop"]["ports"] == ["body"] and claude["ports"] == []
     assert palette["Loop"]["body_names"] == ["item", "index"]
+    # The Function block's form comes from its Inputs model, like every other type's.
+    function = palette["Function"]
+    assert set(function["inputs_schema"]["properties"]) == {"function", "arguments", "timeout"}
+    assert function["inputs_schema"]["required"] == ["function"] and function["outputs"] == ["result"]
 
 
 # -- saving with minimal diffs ------------------------------------------------------------------------------
@@ -318,3 +322,16 @@ def test_no_key_reaches_the_studio(client, monkeypatch) -> None:
     assert "sk-ant-secret-value-123456" not in str(started.extensions["run"])
     for url in ("/api/diagrams/claude_qa.yaml", "/api/session", "/api/blocks", "/api/diagrams"):
         assert "sk-ant-secret-value-123456" not in client("GET", url).text
+
+
+def test_a_function_diagram_opens_valid_and_a_save_keeps_its_allowed_modules(client, folder: Path) -> None:
+    view = loaded(client, "order_quote.yaml")
+    assert view["valid"], view["problems"]
+    assert view["diagram"]["allowed_modules"] == ["shop.pricing"]
+    diagram = view["diagram"]
+    diagram["blocks"][1]["position"] = [300, 40]
+    response = put(client, "order_quote.yaml", view["hash"], diagram)
+    assert response.status_code == 200, response.text
+    text = (folder / "order_quote.yaml").read_text()
+    assert "allowed_modules: [shop.pricing]" in text and "position: [300, 40]" in text
+    assert loaded(client, "order_quote.yaml")["valid"]

@@ -11,10 +11,10 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
   const registries = useStudio((s) => s.registries);
   const problems = useStudio((s) => s.problems);
   const readOnly = useStudio((s) => !!s.session?.read_only);
-  const setKey = (key: string, value: string) =>
+  const setKey = (key: string, value: string | string[]) =>
     apply((d) => {
       const copy: Diagram = { ...d };
-      if (value === '') delete copy[key]; else copy[key] = value;
+      if (value === '' || (Array.isArray(value) && value.length === 0)) delete copy[key]; else copy[key] = value;
       return copy;
     }, { coalesce: `diagram:${key}` });
   const path = useStudio((s) => s.path);
@@ -30,12 +30,6 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
   // the registry files as the diagram names them: relative to its own folder
   const folder = path?.includes('/') ? path.slice(0, path.lastIndexOf('/') + 1) : '';
   const relative = (p: string) => (folder && p.startsWith(folder) ? p.slice(folder.length) : folder ? `${'../'.repeat(folder.split('/').length - 1)}${p}` : p);
-  const setList = (key: string, items: string[]) =>
-    apply((d) => {
-      const copy: Diagram = { ...d };
-      if (items.length === 0) delete copy[key]; else copy[key] = items;
-      return copy;
-    }, { coalesce: `diagram:${key}` });
   // A list's problems name their entry (`allowed_hosts.1`): each shows at the list's field.
   const top = (key: string) => problems.filter((p) => !p.block && (p.field === key || !!p.field?.startsWith(`${key}.`)));
   return (
@@ -65,13 +59,17 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
                 </>
               )}
           </FieldRow>
+          <FieldRow htmlFor="diagram-allowed_modules" label="Allowed modules" problems={top('allowed_modules')}
+            description="modules Function blocks may call, separated by commas: e.g. shop.pricing">
+            <ListInput id="diagram-allowed_modules" value={diagram.allowed_modules} onChange={(items) => setKey('allowed_modules', items)} />
+          </FieldRow>
           <FieldRow htmlFor="diagram-allowed_hosts" label="Allowed hosts" problems={top('allowed_hosts')}
             description="hosts HttpRequest blocks may call, separated by commas: api.example.com, *.example.com, localhost:8080">
-            <ListInput id="diagram-allowed_hosts" value={diagram.allowed_hosts} onChange={(items) => setList('allowed_hosts', items)} />
+            <ListInput id="diagram-allowed_hosts" value={diagram.allowed_hosts} onChange={(items) => setKey('allowed_hosts', items)} />
           </FieldRow>
           <FieldRow htmlFor="diagram-secrets" label="Secrets" problems={top('secrets')}
-            description="environment variables secret('NAME') may read; their values are redacted everywhere">
-            <ListInput id="diagram-secrets" value={diagram.secrets} onChange={(items) => setList('secrets', items)} />
+            description="environment variables secret('NAME') may read, separated by commas; their values are redacted everywhere">
+            <ListInput id="diagram-secrets" value={diagram.secrets} onChange={(items) => setKey('secrets', items)} />
           </FieldRow>
         </section>
       </fieldset>
@@ -90,13 +88,16 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
   );
 }
 
-/** A list of names as one line of text, split at commas and spaces; what is typed is kept until the field is left,
- * so that a separator just typed is not taken away by the list it makes. */
+/** A list of names (modules, hosts, variables) edited as one line, `a.b, c`: the text as typed is kept while it means
+ * the same list. */
 function ListInput({ id, value, onChange }: { id: string; value: string[] | undefined; onChange: (items: string[]) => void }) {
-  const [draft, setDraft] = useState<string | null>(null);
+  const joined = (value ?? []).join(', ');
+  const [draft, setDraft] = useState(joined);
+  const parse = (text: string) => text.split(',').map((m) => m.trim()).filter((m) => m !== '');
+  // An undo, or another edit of the list, shows the diagram's list; a trailing ", " being typed stays.
+  const shown = parse(draft).join(', ') === joined ? draft : joined;
   return (
-    <input id={id} data-testid={`field-${id.replace('diagram-', '')}`} value={draft ?? (value ?? []).join(', ')}
-      onChange={(e) => { setDraft(e.target.value); onChange(e.target.value.split(/[\s,]+/).filter(Boolean)); }}
-      onBlur={() => setDraft(null)} />
+    <input id={id} data-testid={`field-${id.replace('diagram-', '')}`} value={shown} spellCheck={false}
+      onChange={(e) => { setDraft(e.target.value); onChange(parse(e.target.value)); }} />
   );
 }

@@ -91,33 +91,45 @@ describe('BlockProperties', () => {
 });
 
 describe('DiagramProperties', () => {
-  it('edits allowed_hosts and secrets as lists, keeping what is typed, and drops an emptied one', () => {
+  function Panel() {
+    const diagram = useStudio((s) => s.diagram);
+    return diagram ? <DiagramProperties diagram={diagram} /> : null;
+  }
+  it('edits allowed_modules (the modules Function blocks may call) as one line, a list in the diagram', () => {
+    const diagram = orderAgent();
+    useStudio.setState({ diagram, saved: diagram, format, palette, links: keys, problems: [], compiled: null, registries: [] });
+    render(<Panel />);
+    const box = screen.getByTestId('field-allowed_modules') as HTMLInputElement;
+    expect(box.value).toBe('');
+    fireEvent.change(box, { target: { value: 'shop.pricing, ' } });
+    expect(useStudio.getState().diagram?.allowed_modules).toEqual(['shop.pricing']);
+    expect(box.value).toBe('shop.pricing, ');  // the comma being typed stays
+    fireEvent.change(box, { target: { value: 'shop.pricing, shop.tax' } });
+    expect(useStudio.getState().diagram?.allowed_modules).toEqual(['shop.pricing', 'shop.tax']);
+    fireEvent.change(box, { target: { value: ' ' } });
+    expect(useStudio.getState().diagram).not.toHaveProperty('allowed_modules');
+  });
+
+  it('edits allowed_hosts and secrets as lists the same way', () => {
     const diagram = { ...orderAgent(), allowed_hosts: ['api.shop.example'] };
-    useStudio.setState({ diagram, saved: diagram, format, palette, links: keys, problems: [], compiled: null });
-    const { rerender } = render(<DiagramProperties diagram={diagram} />);
+    useStudio.setState({ diagram, saved: diagram, format, palette, links: keys, problems: [], compiled: null, registries: [] });
+    render(<Panel />);
     const hosts = screen.getByTestId('field-allowed_hosts') as HTMLInputElement;
     expect(hosts.value).toBe('api.shop.example');
-    fireEvent.change(hosts, { target: { value: 'api.shop.example, ' } });
-    expect(useStudio.getState().diagram?.allowed_hosts).toEqual(['api.shop.example']);
-    expect(hosts.value).toBe('api.shop.example, ');  // the comma just typed stays
-    fireEvent.change(hosts, { target: { value: 'api.shop.example, *.cdn.example localhost:8080' } });
+    fireEvent.change(hosts, { target: { value: 'api.shop.example, *.cdn.example, localhost:8080' } });
     expect(useStudio.getState().diagram?.allowed_hosts).toEqual(['api.shop.example', '*.cdn.example', 'localhost:8080']);
-    const secrets = screen.getByTestId('field-secrets') as HTMLInputElement;
-    fireEvent.change(secrets, { target: { value: 'SHOP_API_TOKEN' } });
+    fireEvent.change(screen.getByTestId('field-secrets'), { target: { value: 'SHOP_API_TOKEN' } });
     expect(useStudio.getState().diagram?.secrets).toEqual(['SHOP_API_TOKEN']);
     fireEvent.change(hosts, { target: { value: ' ' } });
-    expect('allowed_hosts' in (useStudio.getState().diagram ?? {})).toBe(false);
-    fireEvent.blur(hosts);
-    rerender(<DiagramProperties diagram={useStudio.getState().diagram!} />);
-    expect(hosts.value).toBe('');
+    expect(useStudio.getState().diagram).not.toHaveProperty('allowed_hosts');
   });
 
   it("shows a problem of one entry at its list's field", () => {
     const diagram = { ...orderAgent(), allowed_hosts: ['api.shop.example', 'https://bad/'] };
     const problem = { file: 'd.yaml', line: 2, column: 25, message: "'https://bad/' is a URL: write the host alone", block: null,
       field: 'allowed_hosts.1', hint: null, code: 'value_error', severity: 'error' as const };
-    useStudio.setState({ diagram, saved: diagram, format, palette, links: keys, problems: [problem], compiled: null });
-    render(<DiagramProperties diagram={diagram} />);
+    useStudio.setState({ diagram, saved: diagram, format, palette, links: keys, problems: [problem], compiled: null, registries: [] });
+    render(<Panel />);
     expect(screen.getByText(/is a URL: write the host alone/)).toBeTruthy();
   });
 });
