@@ -6,6 +6,8 @@ the options, shows progress and the summary, and says how to resume.
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -56,7 +58,10 @@ def batch(
     from engine.runs.store import open_store
 
     try:
-        loaded = load_diagram(diagram, blocks_registry(), data_roots=data_root or (), start_servers=True)
+        # Run here, the batch runs with this environment: a secret('NAME') written out must be set in it. Celery's
+        # workers have their own environment: there a run finds an unset secret when it reads it.
+        loaded = load_diagram(diagram, blocks_registry(), data_roots=data_root or (), start_servers=True,
+                              environ=os.environ if backend != "celery" else None)
     except DiagramaError as exc:
         raise fail(exc) from None
     folder = runs_folder(runs_dir)
@@ -92,7 +97,9 @@ def batch(
             raise fail(exc) from None
         finally:
             if export is not None:
-                export.shutdown()  # sends the last runs' spans
+                dropped = export.shutdown()  # sends the last runs' spans, waiting a moment at most
+                if dropped:
+                    sys.stderr.write(dropped + "\n")
     if output is not None:
         write_results(output, store, batch_id, len(rows), names)
     store.close()

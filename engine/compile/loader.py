@@ -22,6 +22,7 @@ from jinja2 import nodes
 
 from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
+from engine.compile.secrets import SECRET_FUNCTION, secret_function
 from engine.compile.validate import compile_diagram
 from engine.errors import DiagramInvalid, Problem
 from engine.format.dialect import ambiguity
@@ -59,16 +60,18 @@ def load_diagram_text(
     functions: Mapping[str, Any] | None = None,
     data_roots: DataRoots = (),
     start_servers: bool = False,
+    environ: Mapping[str, str] | None = None,
 ) -> Diagram:
     """Load and validate a diagram's text; `data_roots` are folders besides its own that its paths may reach.
 
     `start_servers`: start its registries' MCP servers now and list their tools (to run it); otherwise they are
-    checked without starting, and the run starts them.
+    checked without starting, and the run starts them. `environ`: the environment it is about to run with, in which
+    each `secret('NAME')` written with a literal name must be set (None: only that the diagram lists the name).
     """
     roots = tuple(Path(root) for root in data_roots)
     with _no_gc_pauses():
         try:
-            return _load_text(text, path, registry, functions, roots, start_servers)
+            return _load_text(text, path, registry, functions, roots, start_servers, environ)
         except RecursionError:
             # The YAML reader and the template parser refuse deep nesting with a line; this is the net below them.
             raise DiagramInvalid([Problem(str(path), None, "the file nests too deeply to be read",
@@ -77,12 +80,15 @@ def load_diagram_text(
 
 
 def _load_text(text: str, path: Path, registry: BlockRegistry, functions: Mapping[str, Any] | None,
-               data_roots: tuple[Path, ...], start_servers: bool) -> Diagram:
+               data_roots: tuple[Path, ...], start_servers: bool, environ: Mapping[str, str] | None) -> Diagram:
     problems: list[Problem] = []
     ambiguous: list[Ambiguous] = []
     data, lines = read_yaml_text(text, str(path), problems, ambiguous)
     problems.extend(_ambiguity_warnings(ambiguous, data, str(path)))
     extra: dict[str, Any] = dict(functions or {})
+    listed = data.get("secrets") if isinstance(data, dict) else None  # another shape is DiagramSpec's to report
+    extra.setdefault(SECRET_FUNCTION, secret_function(
+        [name for name in listed if isinstance(name, str)] if isinstance(listed, list) else [], environ))
     tools = None
     spec = data.get("tools") if isinstance(data, dict) else None
     # Another shape is DiagramSpec's problem to report.
@@ -220,11 +226,13 @@ def _check_registry_path(name: str, folder: DataFolder) -> None:
 
 
 def load_diagram(path: str | Path, registry: BlockRegistry, *, functions: Mapping[str, Any] | None = None,
-                 data_roots: DataRoots = (), start_servers: bool = False) -> Diagram:
+                 data_roots: DataRoots = (), start_servers: bool = False,
+                 environ: Mapping[str, str] | None = None) -> Diagram:
     """Load and validate a diagram file; raise DiagramInvalid listing every problem.
 
     The files it names (CSV tables, tool registries) must lie in its folder or in one of `data_roots`.
-    `start_servers`: start its MCP servers now, to run it (see `load_diagram_text`).
+    `start_servers`: start its MCP servers now, to run it; `environ`: the environment it will run with (see
+    `load_diagram_text`).
     """
     path = Path(path)
     try:
@@ -236,4 +244,4 @@ def load_diagram(path: str | Path, registry: BlockRegistry, *, functions: Mappin
     except OSError as exc:
         raise DiagramInvalid([Problem(str(path), None, f"cannot read: {exc.strerror}", code="no_file")]) from None
     return load_diagram_text(decode_text(data, str(path)), path, registry, functions=functions, data_roots=data_roots,
-                             start_servers=start_servers)
+                             start_servers=start_servers, environ=environ)

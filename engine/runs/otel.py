@@ -2,13 +2,14 @@
 
 The export hears the run's trace events (a run observer, see `Services.run_observers`), so
 the spans say what the JSONL trace says and no more: a Release run exports its run span
-alone, a Debug run a span per block step with `chat` and `execute_tool` spans inside, and
-only a Detailed run exports message contents (scrubbed by the run's own redactor first).
+alone, a Debug run a span per block step with `chat`, `execute_tool` and HTTP client spans
+inside, and only a Detailed run exports message contents (scrubbed by the run's own redactor first).
 
     run <diagram>                       diagrama.run.id, diagrama.run.status
       <block id>                        diagrama.block.type, diagrama.block.status, error.type
         chat <model>                    gen_ai.* request, response and usage attributes
         execute_tool <tool>             gen_ai.tool.name, gen_ai.tool.call.id
+        <METHOD>                        an HttpRequest's call: http.request.method, url.full, status code
       loop <loop id>                    the whole loop
         <loop id>                       each visit of the Loop block
         <loop id> pass N                each pass, its body blocks inside
@@ -16,29 +17,40 @@ only a Detailed run exports message contents (scrubbed by the run's own redactor
 The run header of the JSONL trace gets `otel_trace_id`, so a trace file and the exported
 trace join. The SDK is imported only here, and only when `--otel` (or DIAGRAMA_OTEL=1)
 asks for the export: `pip install 'diagrama[otel]'`.
+
+The export never holds the command up: at the end it waits for the collector at most
+EXIT_WAIT seconds (a collector that is down or hangs cannot delay the exit by its timeouts
+and retries), and says in one warning line how many spans were dropped. The SDK's own log
+lines (a retry a line) are kept quiet.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from engine.format.levels import MESSAGE_LEVELS, MessageLevel
 from engine.runs.otel_genai import chat_attributes, content_attributes, tool_attributes
 from engine.runtime.trace import Event
 
 if TYPE_CHECKING:
-    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
     from opentelemetry.trace import Span, Tracer
 
     from engine.compile.diagram import Diagram
     from engine.format.redact import Redactor
 
-__all__ = ["OtelExport", "otel_wanted", "otlp_export"]
+__all__ = ["EXIT_WAIT", "OtelExport", "otel_wanted", "otlp_export"]
 
 _SCOPE = "diagrama"
+EXIT_WAIT = 0.8
+"""Seconds a command waits, after its run, for the collector to take the last spans."""
 
 
 def otel_wanted(flag: bool) -> bool:
@@ -54,29 +66,94 @@ def otlp_export() -> OtelExport:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+    for name in ("opentelemetry.exporter", "opentelemetry.sdk"):  # a failed export is our one warning line
+        logger = logging.getLogger(name)
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
     resource = Resource.create({SERVICE_NAME: os.environ.get("OTEL_SERVICE_NAME") or "diagrama"})
-    provider = TracerProvider(resource=resource)
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    return OtelExport(provider)
+    # Not shut down at exit by the SDK (which waits out the exporter's timeout and retries): `shutdown` bounds it.
+    provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+    exporter = _Counted(OTLPSpanExporter())
+
+    class Counting(BatchSpanProcessor):
+        """The batch processor, counting the spans that ended: what the collector should receive."""
+
+        ended = 0
+
+        def on_end(self, span: ReadableSpan) -> None:
+            Counting.ended += 1
+            super().on_end(span)
+
+    processor = Counting(cast("SpanExporter", exporter))
+    provider.add_span_processor(processor)
+    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") \
+        or "http://localhost:4318"
+    return OtelExport(provider, lambda: (Counting.ended, exporter.taken), endpoint)
+
+
+class _Counted:
+    """An exporter that counts the spans the collector took (SpanExporter's methods, passed on)."""
+
+    def __init__(self, inner: SpanExporter) -> None:
+        self.inner = inner
+        self.taken = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        result = self.inner.export(spans)
+        if result.name == "SUCCESS":
+            self.taken += len(spans)
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
 
 
 class OtelExport:
     """A run observer factory (see `Services.run_observers`): one `_RunSpans` per run, all on one tracer provider."""
 
-    def __init__(self, provider: TracerProvider) -> None:
+    def __init__(self, provider: TracerProvider, counts: Callable[[], tuple[int, int]] | None = None,
+                 endpoint: str = "") -> None:
         self.provider = provider
         self._tracer = provider.get_tracer(_SCOPE)
+        self._counts = counts
+        """The spans ended so far, and those the collector took."""
+        self._endpoint = endpoint
 
     def __call__(self, diagram: Diagram, redactor: Redactor) -> _RunSpans:
         return _RunSpans(self._tracer, diagram, redactor)
 
-    def flush(self) -> None:
-        """Send what the processor holds (between runs; the batch processor otherwise sends on its own)."""
-        self.provider.force_flush()
+    def flush(self, wait: float = EXIT_WAIT) -> None:
+        """Send what the processor holds, waiting at most `wait` seconds (the processor otherwise sends on its own)."""
+        _bounded(self.provider.force_flush, wait)
 
-    def shutdown(self) -> None:
-        """Send the last spans and stop the exporter; the command calls it before it exits."""
-        self.provider.shutdown()
+    def shutdown(self, wait: float = EXIT_WAIT) -> str | None:
+        """Send the last spans and stop the exporter, waiting at most `wait` seconds for the collector; the command
+        calls it before it exits. A warning line when spans were dropped (the collector is down, hangs or refused)."""
+        finished = _bounded(self.provider.shutdown, wait)
+        ended, taken = self._counts() if self._counts is not None else (0, 0)
+        if ended <= taken:
+            return None
+        why = "did not take them" if finished else f"did not answer within {wait:g} s"
+        return (f"warning: {ended - taken} of {ended} OpenTelemetry span{'s' if ended != 1 else ''} dropped: "
+                f"the collector at {self._endpoint} {why}")
+
+
+def _bounded(work: Callable[[], object], wait: float) -> bool:
+    """`work()` in a daemon thread, waited for at most `wait` seconds; whether it finished. (A daemon thread: a
+    collector that never answers cannot keep the process from exiting.)"""
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            work()
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="diagrama-otel-export", daemon=True).start()
+    return done.wait(wait)
 
 
 @dataclass(slots=True)
@@ -123,6 +200,7 @@ class _RunSpans:
             Event.HTTP_RESPONSE: self._http_response,
             Event.PROVIDER_CALLED: self._provider_called,
             Event.TOOL_CALLED: self._tool_called,
+            Event.HTTP_CALLED: self._http_called,
             Event.RUN_FINISHED: self._run_finished,
         }
 
@@ -286,6 +364,33 @@ class _RunSpans:
             event, self._redactor, contents=self._detailed), start_time=began, context=self._context_of(self._block))
         if event.get("ok") is False:
             span.set_status(Status(StatusCode.ERROR, self._redactor.text(str(event.get("error") or ""))[:1000]))
+        span.end(end_time=now)
+
+    def _http_called(self, event: dict[str, Any]) -> None:
+        """An HttpRequest's call as an HTTP client span (the HTTP semantic conventions); its URL scrubbed."""
+        from urllib.parse import urlsplit
+
+        from opentelemetry.trace import SpanKind, Status, StatusCode
+
+        now = time.time_ns()
+        began = now - int(float(event.get("duration_ms") or 0) * 1_000_000)
+        method, status = str(event.get("method")), int(event.get("status") or 0)
+        url = self._redactor.text(str(event.get("url")))
+        attributes: dict[str, Any] = {"http.request.method": method, "url.full": url,
+                                      "http.response.status_code": status}
+        parts = urlsplit(url)
+        if parts.hostname:
+            attributes["server.address"] = parts.hostname
+            attributes["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
+        attempts = int(event.get("attempts") or 1)
+        if attempts > 1:
+            attributes["http.request.resend_count"] = attempts - 1
+        if status >= 400:  # a client span's error, as the conventions have it: whether or not the block fails on it
+            attributes["error.type"] = str(status)
+        span = self._tracer.start_span(method, kind=SpanKind.CLIENT, attributes=attributes, start_time=began,
+                                       context=self._context_of(self._block))
+        if status >= 400:
+            span.set_status(Status(StatusCode.ERROR))
         span.end(end_time=now)
 
     def _context_of(self, span: Span | None) -> Any:

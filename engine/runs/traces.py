@@ -284,6 +284,8 @@ class Step:
     score_parts: dict[str, tuple[float, float]] = field(default_factory=dict)
     """A ranked tool's (lexical, embedding) parts of its score, when the trace has them."""
     failed_tools: list[str] = field(default_factory=list)
+    http_calls: list[str] = field(default_factory=list)
+    """An HttpRequest's calls, each as `GET 200` (with its attempts when it was retried)."""
 
 
 def steps(events: Iterable[dict[str, Any]]) -> Iterator[Step]:
@@ -323,6 +325,10 @@ def steps(events: Iterable[dict[str, Any]]) -> Iterator[Step]:
             current.model = event.get("model")
             current.tokens = (int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
             current.called_tools = list(event.get("called_tools") or [])
+        elif current is not None and name == Event.HTTP_CALLED:
+            attempts = int(event.get("attempts") or 1)
+            current.http_calls.append(f"{event.get('method')} {event.get('status')}"
+                                      + (f" after {attempts} attempts" if attempts > 1 else ""))
         elif current is not None and name in (Event.HTTP_REQUEST, Event.HTTP_RESPONSE):
             current.payloads.append(event)
         elif current is not None and name == Event.TOOLS_SELECTED:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from engine.compile.block import WithFailures
 from engine.compile.diagram import CompiledBlock, Diagram
+from engine.compile.secrets import run_environ
 from engine.errors import (
     BlockError,
     InputError,
@@ -403,11 +404,11 @@ async def execute(
     levels = diagram.message_levels(message_level)  # None unless `message_level` changes some block's
     # The highest level any step can reach: the chain is built for it, once.
     highest = max(levels.values() if levels is not None else (b.message_level for b in diagram.blocks.values()))
-    trace = Trace(trace_path, run_id, secrets=[*services.secrets(), *secrets], console=console, file=trace_file,
-                  level=highest)
+    trace = Trace(trace_path, run_id, secrets=[*services.secrets(diagram.spec.secrets), *secrets], console=console,
+                  file=trace_file, level=highest)
     for make_observer in services.run_observers:
         trace.observe(make_observer(diagram, trace.redactor))
-    scope = diagram.env.new_scope({})
+    scope = diagram.env.new_scope({}, run_environ(services.environ, offline=services.offline))  # read by `secret()`
     run = _Run(diagram, RunContext(run_id, diagram, scope, trace, services, levels), trace)
     durable = services.checkpoints is not None and diagram.settings.durable
     if durable:

@@ -155,22 +155,14 @@ class ToolRegistry:
         with self._listing:
             if not self._unlisted:
                 return
-            from engine.tools.mcp_registry import listed_tools
+            from engine.tools.mcp_registry import with_listed
 
-            problems: list[Problem] = []
-            found = listed_tools(self._unlisted, {name: tool.source for name, tool in self.tools.items()}, problems)
+            tools, new = with_listed(self._slots, self._unlisted, self.tools)
+            before, self.tools = self.tools, tools
+            problems = self.offered_check(new) if self.offered_check is not None else []
             if problems:
+                self.tools = before
                 raise DiagramInvalid(problems)
-            listed = {id(declared): found[position] for position, declared in enumerate(self._unlisted)}
-            ordered: list[Tool] = []
-            for slot in self._slots:
-                ordered += [slot] if isinstance(slot, Tool) else listed[id(slot)]
-            before, self.tools = self.tools, {tool.name: tool for tool in ordered}
-            if self.offered_check is not None:
-                problems = self.offered_check({tool.name for tools in found.values() for tool in tools})
-                if problems:
-                    self.tools = before
-                    raise DiagramInvalid(problems)
             self.prepare(self._ranked.cache_for)
             self._unlisted = []
 

@@ -230,3 +230,115 @@ def test_otel_without_the_extra_names_it(tmp_path: Path, monkeypatch: pytest.Mon
     outcome = CliRunner().invoke(app, ["run", str(DIAGRAMS / "greeting_counter.yaml"), "--runs-dir", str(tmp_path)])
     assert outcome.exit_code == 2
     assert "pip install 'diagrama[otel]'" in outcome.output
+
+
+
+HTTP_DIAGRAM = """
+diagram: lookup
+allowed_hosts: [api.shop.test]
+secrets: [SHOP_API_TOKEN]
+blocks:
+  - id: start
+    type: Start
+    next: fetch
+  - id: fetch
+    type: HttpRequest
+    with:
+      url: https://api.shop.test/v1/orders/42
+      query: {key: "{{ secret('SHOP_API_TOKEN') }}"}
+      fail_on_status: false
+"""
+
+
+def test_an_http_request_is_an_http_client_span_its_url_scrubbed(tmp_path: Path) -> None:
+    import httpx
+
+    token = "tok-7Hq2xZ"
+    answers = [httpx.Response(503, headers={"retry-after": "0"}), httpx.Response(404, json={"error": "no such order"})]
+
+    async def no_wait(_seconds: float) -> None:
+        await asyncio.sleep(0)
+
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    services = Services(offline=False, environ={"SHOP_API_TOKEN": token}, sleep=no_wait,
+                        transports={"http": httpx.MockTransport(lambda _request: answers.pop(0))})
+    services.run_observers.append(OtelExport(provider))
+    path = tmp_path / "lookup.yaml"
+    path.write_text(HTTP_DIAGRAM)
+    result = asyncio.run(execute(load_diagram(path, block_registry()), {}, runs_dir=tmp_path / "runs",
+                                 services=services, message_level=MessageLevel.DEBUG))
+    assert result.status == "succeeded", result.errors
+    finished = list(spans.get_finished_spans())
+    assert tree(finished) == ["run lookup", "  start", "  fetch", "    GET"]
+    [get] = named(finished, "GET")
+    assert get.kind.name == "CLIENT"
+    assert get.status.status_code.name == "ERROR"  # a 404 is a client span's error, though the block took it
+    assert dict(get.attributes or {}) == {
+        "http.request.method": "GET", "url.full": "https://api.shop.test/v1/orders/42?key=[REDACTED]",
+        "http.response.status_code": 404, "server.address": "api.shop.test", "server.port": 443,
+        "http.request.resend_count": 1, "error.type": "404"}
+    assert token not in repr([dict(span.attributes or {}) for span in finished])
+
+
+# -- a collector that is down or hangs does not hold the command up ---------------------------------------------
+
+
+@pytest.fixture
+def hanging_collector() -> Iterator[str]:
+    """A loopback port that accepts connections and never answers."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(5)
+        for connection in accepted:
+            connection.close()
+        listener.close()
+
+
+def _dead_port() -> str:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"  # closed again: connections are refused
+
+
+@pytest.mark.parametrize("kind", ["down", "hanging"])
+def test_a_down_or_hanging_collector_drops_the_spans_with_one_warning_and_does_not_hold_the_exit(
+        tmp_path: Path, kind: str, request: pytest.FixtureRequest) -> None:
+    import os
+    import subprocess
+    import sys
+
+    endpoint = _dead_port() if kind == "down" else request.getfixturevalue("hanging_collector")
+    environ = os.environ | {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_TIMEOUT": "30"}
+    # The exporter would retry for 30 s; the command waits a moment (EXIT_WAIT) and says what was dropped.
+    outcome = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(DIAGRAMS / "greeting_counter.yaml"),
+                              "--otel", "--quiet", "--runs-dir", str(tmp_path)], capture_output=True, text=True,
+                             env=environ, timeout=25, check=False)
+    assert outcome.returncode == 0, outcome.stderr
+    warnings = [line for line in outcome.stderr.splitlines() if line.strip()]
+    assert len(warnings) == 1, outcome.stderr
+    assert warnings[0].startswith("warning: ") and "OpenTelemetry spans dropped" in warnings[0]
+    assert endpoint in warnings[0] and "Traceback" not in outcome.stderr

@@ -16,7 +16,7 @@ from engine.compile.diagram import CompiledBlock
 from engine.compile.templating import Evaluator, TemplateEnv, TemplateSyntax, has_template
 from engine.compile.validate.problems import Problems
 from engine.format.paths import DataFolder, PathRefused
-from engine.format.spec import BlockSpec
+from engine.format.spec import BlockSpec, DiagramSpec
 from engine.format.yamlfile import LineMap
 
 __all__ = ["Compilation", "check_csv_path", "compile_template"]
@@ -39,6 +39,8 @@ class Compilation:
     known_ids: set[str] = field(default_factory=set)
     """Every id written, including blocks that failed their own checks (a link to one is no second problem)."""
     variables: list[tuple[str, Evaluator]] = field(default_factory=list)
+    spec: DiagramSpec | None = None
+    """The diagram's top-level keys, when they are fine (blocks check themselves against them: `check_diagram`)."""
     start_written: bool = False
     """A block of a start type was written, even one that failed its own checks."""
 

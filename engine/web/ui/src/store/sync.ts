@@ -246,6 +246,9 @@ export const createSyncSlice: StateCreator<StudioState, [], [], SyncSlice> = (se
     /** Validation after the edits pause; the status says "checking" from the edit on, never a stale verdict. */
     scheduleValidate() {
       if (validateTimer) clearTimeout(validateTimer);
+      // A check in flight is for the document before this edit: its answer must neither end "checking" nor show
+      // its problems (the seq makes validateNow drop it).
+      validateSeq++;
       set({ validating: true });
       validateTimer = setTimeout(() => void get().validateNow(), VALIDATE_DELAY_MS);
     },
