@@ -255,7 +255,8 @@ class RequestBlock(Block):
         began = time.perf_counter()
         from engine.providers import ask  # the request path (httpx, the simulator) loads when a run sends
 
-        answer = await ask(services, adapter, call, block=self.id, timeout=inputs.timeout, explicit_base=inputs.base_url,
+        # Addressed from the top run (`sub/ask` in a Subdiagram's child): scripted replies and recordings use it.
+        answer = await ask(services, adapter, call, block=context.address, timeout=inputs.timeout, explicit_base=inputs.base_url,
                            exchanges=exchanges, retried=traced.retried)
         reply = answer.reply
         answer_rows = list(rows)

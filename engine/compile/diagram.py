@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,6 +71,7 @@ class CompiledBlock:
     __slots__ = (
         "awaits",
         "body_region",
+        "child",
         "deferred",
         "error_level",
         "error_level_from",
@@ -98,7 +99,8 @@ class CompiledBlock:
         self.id: str = impl.id
         self.type_name: str = type(impl).type_name
         self.impl = impl
-        self.awaits = _awaits(type(impl))
+        # A block whose body passes run side by side (a Loop with `concurrency`) awaits them.
+        self.awaits = _awaits(type(impl)) or impl.concurrent_body()
         """Whether `run` is a coroutine (a request); a plain `run` (Set, Loop) steps without one."""
         self.line = line
         self.label: str | None = impl.spec.label
@@ -124,6 +126,8 @@ class CompiledBlock:
         self.message_level_from = LevelSource.DEFAULT
         """Where `message_level` comes from; only a level from the block itself outlasts a run's override."""
         self.body_region: frozenset[str] = frozenset()
+        self.child: Diagram | None = None
+        """The diagram this block runs (its type's `diagram_input`), loaded with this one when its path is literal."""
         self.reads_outputs = True
         """False when no `set` and only one unconditional link: the step skips templating."""
         self.route: Route = self._first_route
@@ -196,6 +200,12 @@ class Diagram:
     """Folders besides its own the diagram may read data from (`--data-root`)."""
     warnings: list[Problem] = field(default_factory=list)
     """Problems that do not stop it running (an unreachable block); `validate --strict` fails on them."""
+    load_child: Callable[[Path], Diagram] | None = None
+    """Loads a diagram file (resolved, inside the folder or a data root) as this one was loaded: the diagrams a run
+    reaches through a templated Subdiagram path (engine.compile.children)."""
+    _inherited: dict[tuple[ErrorLevel, MessageLevel], tuple[Mapping[CompiledBlock, ErrorLevel] | None,
+                                                            Mapping[CompiledBlock, MessageLevel] | None]] = \
+        field(default_factory=dict, repr=False)
 
     @functools.cached_property
     def graph(self) -> nx.DiGraph:
@@ -210,6 +220,23 @@ class Diagram:
         if run is None or run == self.message_level:
             return None
         return {block: own_else_run(block.own_message_level, run) for block in self.blocks.values()}
+
+    def inherited_levels(self, error: ErrorLevel, message: MessageLevel) -> tuple[
+            Mapping[CompiledBlock, ErrorLevel] | None, Mapping[CompiledBlock, MessageLevel] | None]:
+        """Each block's levels when this diagram runs as a Subdiagram of a block at `error` and `message`: a level
+        the Start block writes stands (the child sets it), else the block's own, else the caller's. None where that
+        changes no block's level. Made once per pair (six at most), so that a call costs a dictionary read."""
+        key = (error, message)
+        found = self._inherited.get(key)
+        if found is None:
+            errors = None
+            if self.start.error_level_from is LevelSource.DEFAULT and error != self.error_level:
+                errors = {block: own_else_run(block.own_error_level, error) for block in self.blocks.values()}
+            messages = None
+            if self.start.message_level_from is LevelSource.DEFAULT and message != self.message_level:
+                messages = {block: own_else_run(block.own_message_level, message) for block in self.blocks.values()}
+            found = self._inherited[key] = (errors, messages)
+        return found
 
     @property
     def directory(self) -> DataFolder:

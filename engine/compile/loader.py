@@ -21,6 +21,7 @@ import jinja2
 from jinja2 import nodes
 
 from engine.compile.block import BlockRegistry
+from engine.compile.children import Loading, load_children
 from engine.compile.diagram import Diagram
 from engine.compile.validate import compile_diagram
 from engine.errors import DiagramInvalid, Problem
@@ -66,9 +67,10 @@ def load_diagram_text(
     checked without starting, and the run starts them.
     """
     roots = tuple(Path(root) for root in data_roots)
+    loading = Loading(registry, functions, roots, start_servers, _load_child, (path.resolve(),))
     with _no_gc_pauses():
         try:
-            return _load_text(text, path, registry, functions, roots, start_servers)
+            return _load_text(text, path, loading)
         except RecursionError:
             # The YAML reader and the template parser refuse deep nesting with a line; this is the net below them.
             raise DiagramInvalid([Problem(str(path), None, "the file nests too deeply to be read",
@@ -76,8 +78,14 @@ def load_diagram_text(
                                           code="too_deep")]) from None
 
 
-def _load_text(text: str, path: Path, registry: BlockRegistry, functions: Mapping[str, Any] | None,
-               data_roots: tuple[Path, ...], start_servers: bool) -> Diagram:
+def _load_child(path: Path, loading: Loading) -> Diagram:
+    """A subdiagram's file, loaded within its parent's loading (engine.compile.children)."""
+    return _load_text(_read(path), path, loading)
+
+
+def _load_text(text: str, path: Path, loading: Loading) -> Diagram:
+    registry, functions, data_roots, start_servers = (loading.registry, loading.functions, loading.data_roots,
+                                                      loading.start_servers)
     problems: list[Problem] = []
     ambiguous: list[Ambiguous] = []
     data, lines = read_yaml_text(text, str(path), problems, ambiguous)
@@ -105,10 +113,19 @@ def _load_text(text: str, path: Path, registry: BlockRegistry, functions: Mappin
                         tools.start_servers()
                     except DiagramInvalid as exc:
                         problems.extend(exc.problems)
+    children = load_children(data, lines, path, loading, problems)
     diagram = compile_diagram(data, lines, path, registry, source=text, functions=extra, extra_problems=problems,
-                              data_roots=data_roots)
+                              data_roots=data_roots, children=children)
     diagram.tools = tools
+    # What a run renders as a Subdiagram path is loaded as this diagram was (the depth is the executor's to cap).
+    diagram.load_child = lambda child: _load_run_time_child(child, loading)
     return diagram
+
+
+def _load_run_time_child(path: Path, loading: Loading) -> Diagram:
+    with _no_gc_pauses():
+        return _load_text(_read(path), path, Loading(loading.registry, loading.functions, loading.data_roots,
+                                                     loading.start_servers, _load_child, (path.resolve(),)))
 
 
 def _ambiguity_warnings(found: list[Ambiguous], data: Any, file: str) -> list[Problem]:
@@ -227,6 +244,12 @@ def load_diagram(path: str | Path, registry: BlockRegistry, *, functions: Mappin
     `start_servers`: start its MCP servers now, to run it (see `load_diagram_text`).
     """
     path = Path(path)
+    return load_diagram_text(_read(path), path, registry, functions=functions, data_roots=data_roots,
+                             start_servers=start_servers)
+
+
+def _read(path: Path) -> str:
+    """A diagram file's text; DiagramInvalid naming the file when it cannot be read."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -235,5 +258,4 @@ def load_diagram(path: str | Path, registry: BlockRegistry, *, functions: Mappin
         raise DiagramInvalid([Problem(str(path), None, "is a folder, not a diagram file", code="no_file")]) from None
     except OSError as exc:
         raise DiagramInvalid([Problem(str(path), None, f"cannot read: {exc.strerror}", code="no_file")]) from None
-    return load_diagram_text(decode_text(data, str(path)), path, registry, functions=functions, data_roots=data_roots,
-                             start_servers=start_servers)
+    return decode_text(data, str(path))

@@ -11,13 +11,15 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import re
 import socket
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
+from pydantic import Field
 
 from engine.compile.graph import RunPath
 from engine.errors import UsageError
@@ -244,57 +246,84 @@ class Step:
     score_parts: dict[str, tuple[float, float]] = field(default_factory=dict)
     """A ranked tool's (lexical, embedding) parts of its score, when the trace has them."""
     failed_tools: list[str] = field(default_factory=list)
+    # What `diagrama trace` lays out by; the studio's answers leave them out (its page reads `block`: `sub/ask`).
+    lane: Annotated[str | None, Field(exclude=True)] = None
+    """The lane of a nested run's step (TraceLane): `sub`, `each[3]`; None for the top run's own."""
+    depth: Annotated[int, Field(exclude=True)] = 0
+    """How many Subdiagram calls deep the step ran."""
+
+    @property
+    def pass_index(self) -> int | None:
+        """The concurrent Loop pass the step ran in (the innermost), if any."""
+        found = _PASS.search(self.lane or "")
+        return int(found.group(1)) if found else None
+
+
+_PASS = re.compile(r"\[(\d+)\]$")
+"""The end of a pass's lane (`each[3]`); a lane that ends with a child's name is the child's."""
 
 
 def steps(events: Iterable[dict[str, Any]]) -> Iterator[Step]:
-    """Group events into steps: block_started … block_finished."""
-    current: Step | None = None
+    """Group events into steps (block_started … block_finished), in the order the steps started.
+
+    A nested run's events (a Subdiagram's child, a concurrent Loop's passes) carry their lane and interleave
+    with their caller's: each lane keeps its own step under way.
+    """
+    ordered: list[Step] = []
+    current: dict[str, Step] = {}
     number = 0
     for event in events:
         name = event.get("event")
+        lane = str(event.get("lane") or "")
+        step = current.get(lane)
         if name == Event.BLOCK_STARTED:
-            if current is not None:
-                yield current
             number += 1
-            current = Step(event.get("step", number), event["block"], event.get("block_type", "?"), event.get("offset_ms"))
+            step = current[lane] = Step(event.get("step", number), event["block"], event.get("block_type", "?"),
+                                        event.get("offset_ms"), lane=lane or None, depth=int(event.get("depth") or 0))
+            ordered.append(step)
         elif name == Event.BLOCK_FINISHED:
-            if current is None or current.block != event["block"]:
-                if current is not None:
-                    yield current
+            if step is None or step.block != event["block"]:
                 number += 1
-                current = Step(number, event["block"], event.get("block_type", "?"))
-            current.duration_ms = event.get("duration_ms")
-            current.status = event.get("status", "?")
-            current.next, current.via = event.get("next"), event.get("via")
-            current.inputs, current.outputs = event.get("inputs") or {}, event.get("outputs") or {}
-            current.set = event.get("set") or {}
-            yield current
-            current = None
+                step = Step(number, event["block"], event.get("block_type", "?"), lane=lane or None,
+                            depth=int(event.get("depth") or 0))
+                ordered.append(step)
+            step.duration_ms = event.get("duration_ms")
+            step.status = event.get("status", "?")
+            step.next, step.via = event.get("next"), event.get("via")
+            step.inputs, step.outputs = event.get("inputs") or {}, event.get("outputs") or {}
+            step.set = event.get("set") or {}
+            current.pop(lane, None)
         elif name == Event.BLOCK_FAILED:
-            if current is not None and current.block == event.get("block"):
-                current.error = f"{event.get('error_type')}: {event.get('message')}"
-                current.status = "failed"
+            error = f"{event.get('error_type')}: {event.get('message')}"
+            if step is not None and step.block == event.get("block"):
+                step.error = error
+                step.status = "failed"
             else:
                 number += 1
-                yield Step(number, str(event.get("block")), str(event.get("block_type", "?")), status="failed",
-                           error=f"{event.get('error_type')}: {event.get('message')}")
-        elif current is not None and name == Event.PROVIDER_CALLED:
-            usage = event.get("usage") or {}
-            current.model = event.get("model")
-            current.tokens = (int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
-            current.called_tools = list(event.get("called_tools") or [])
-        elif current is not None and name in (Event.HTTP_REQUEST, Event.HTTP_RESPONSE):
-            current.payloads.append(event)
-        elif current is not None and name == Event.TOOLS_SELECTED:
-            for chosen in event.get("tools") or []:
-                current.scores[str(chosen.get("name"))] = chosen.get("score")
-                parts = chosen.get("lexical"), chosen.get("embedding")
-                if all(isinstance(part, (int, float)) for part in parts):
-                    current.score_parts[str(chosen.get("name"))] = (float(parts[0]), float(parts[1]))
-        elif current is not None and name == Event.TOOL_CALLED and event.get("ok") is False:
-            current.failed_tools.append(f"{event.get('tool')}: {event.get('error')}")
-    if current is not None:
-        yield current
+                ordered.append(Step(number, str(event.get("block")), str(event.get("block_type", "?")), status="failed",
+                                    error=error, lane=lane or None, depth=int(event.get("depth") or 0)))
+        elif step is not None:
+            _detail(step, name, event)
+    yield from ordered
+
+
+def _detail(step: Step, name: Any, event: dict[str, Any]) -> None:
+    """What a step's other events add to it: its model and tokens, payloads, ranked tools, failed calls."""
+    if name == Event.PROVIDER_CALLED:
+        usage = event.get("usage") or {}
+        step.model = event.get("model")
+        step.tokens = (int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
+        step.called_tools = list(event.get("called_tools") or [])
+    elif name in (Event.HTTP_REQUEST, Event.HTTP_RESPONSE):
+        step.payloads.append(event)
+    elif name == Event.TOOLS_SELECTED:
+        for chosen in event.get("tools") or []:
+            step.scores[str(chosen.get("name"))] = chosen.get("score")
+            parts = chosen.get("lexical"), chosen.get("embedding")
+            if all(isinstance(part, (int, float)) for part in parts):
+                step.score_parts[str(chosen.get("name"))] = (float(parts[0]), float(parts[1]))
+    elif name == Event.TOOL_CALLED and event.get("ok") is False:
+        step.failed_tools.append(f"{event.get('tool')}: {event.get('error')}")
 
 
 def event_level(event: dict[str, Any]) -> MessageLevel:

@@ -18,7 +18,7 @@ import functools
 import os
 import socket
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from engine.compile.block import WithFailures
 from engine.compile.diagram import CompiledBlock, Diagram
+from engine.compile.templating import Scope
 from engine.errors import (
     InputError,
     InternalError,
@@ -44,7 +45,7 @@ from engine.format.values import short_value
 from engine.runtime.context import RunContext, Services
 from engine.runtime.error_levels import ErrorLevels
 from engine.runtime.failures import block_raised, bug, kept_failure, not_outputs
-from engine.runtime.result import RunResult
+from engine.runtime.result import RunResult, SubdiagramRun
 from engine.runtime.step_events import finished_fields, since, started_fields
 from engine.runtime.trace import SLOW_STEP_S, Console, Event, Trace, new_run_id
 
@@ -59,9 +60,14 @@ def _fresh(value: Any, diagram: Diagram) -> Any:
 
 
 class _Run(ErrorLevels):
-    """One run of a diagram: its context, the path so far, the errors, the step count."""
+    """One run of a diagram: its context, the path so far, the errors, the step count.
 
-    def __init__(self, diagram: Diagram, ctx: RunContext, trace: Trace) -> None:
+    A run nested in a step (a Subdiagram's child, a concurrent Loop's pass: engine.runtime.nested) is one
+    too, with the top run as its `root`: the step budget and the Subdiagram calls are counted there.
+    """
+
+    def __init__(self, diagram: Diagram, ctx: RunContext, trace: Trace, *, root: _Run | None = None, depth: int = 0,
+                 lane: str = "") -> None:
         self.diagram = diagram
         self.ctx = ctx
         self.trace = trace
@@ -73,6 +79,27 @@ class _Run(ErrorLevels):
         self.started = time.perf_counter()
         self.step_began = self.started
         self._base_dir = {"base_dir": diagram.directory}
+        self.root: _Run = root or self
+        self.depth = depth
+        """How many Subdiagram calls deep this run is (0: the top run, and its passes)."""
+        self.lane = lane
+        """The trace lane of its steps ("" for the top run's own; TraceLane)."""
+        self.calls: dict[str, int] = {}
+        """The top run's: Subdiagram calls so far per block address (a child's run id counts them)."""
+        self.loaded: dict[Path, Diagram] = {}
+        """The top run's: the diagrams templated Subdiagram paths named, loaded once a run."""
+        ctx.nesting = self
+
+    # -- runs inside a step (engine.runtime.nested) ---------------------------------------------------
+    async def subdiagram(self, context: RunContext, diagram: str, inputs: Mapping[str, Any]) -> SubdiagramRun:
+        from engine.runtime.nested import run_child  # loads with the first Subdiagram a run calls
+
+        return await run_child(self, context, diagram, inputs)
+
+    async def passes(self, context: RunContext, bindings: Sequence[Mapping[str, Any]], concurrency: int) -> list[Scope]:
+        from engine.runtime.nested import run_passes
+
+        return await run_passes(self, context, bindings, concurrency)
 
     # -- the run as a whole ----------------------------------------------------------------
     async def run(self, inputs: Mapping[str, Any]) -> str:
