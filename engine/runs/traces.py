@@ -332,9 +332,10 @@ def event_level(event: dict[str, Any]) -> MessageLevel:
 
 def keep_event(event: dict[str, Any], *, block: str | None = None, level: MessageLevel | None = None,
                errors: bool = False) -> bool:
-    """Whether `diagrama trace` shows an event: of `block` (and the run's start and end), kept at `level`,
-    and with `errors` only failures and the run's start and end."""
-    if block and event.get("block") not in (block, None):
+    """Whether `diagrama trace` shows an event: of `block` (and the run's start and end; for a Subdiagram, its
+    child's steps too: `sub/…`), kept at `level`, and with `errors` only failures and the run's start and end."""
+    named = event.get("block")
+    if block and named is not None and named != block and not str(named).startswith(f"{block}/"):
         return False
     if block and event.get("block") is None and event.get("event") not in (Event.RUN_STARTED, Event.RUN_FINISHED):
         return False
@@ -347,27 +348,54 @@ def keep_event(event: dict[str, Any], *, block: str | None = None, level: Messag
         event.get("status") in ("failed", "ignored") or (event.get("event") == Event.TOOL_CALLED and event.get("ok") is False)
 
 
-def run_path(trace: Path) -> RunPath:
-    """Blocks and links a run took, its failing block and each Loop's passes."""
+def run_path(trace: Path, subdiagram: str | None = None) -> RunPath:
+    """Blocks and links a run took, its failing block and each Loop's passes; with `subdiagram` (a Subdiagram
+    block's address, `sub` or `sub/inner`), those of its child's runs instead, by the child's own block ids."""
     events = read_events(trace)
+    if subdiagram is not None:
+        return _child_path(events, subdiagram)
     path: list[str] = []
     finished = next((e for e in reversed(events) if e.get("event") == Event.RUN_FINISHED), None)
     if finished is not None:
         path = list(finished.get("path") or [])
     else:
-        path = [e["block"] for e in events if e.get("event") == Event.BLOCK_STARTED]
+        path = [e["block"] for e in events if e.get("event") == Event.BLOCK_STARTED and "/" not in str(e["block"])]
     drawn = RunPath(blocks=set(path), links=set(itertools.pairwise(path)))
     if finished is not None:
-        errors = finished.get("errors") or []
+        errors = [e for e in finished.get("errors") or [] if "/" not in str(e.get("block"))]  # not a child's
         # A block whose failure on_error handled failed all the same: drawn failed, its error link taken.
         drawn.handled = {str(e.get("block")) for e in errors if e.get("handled_by")}
         unhandled = [e for e in errors if not e.get("ignored") and not e.get("handled_by")]
         if finished.get("status") == "failed" and unhandled:
             drawn.failed = unhandled[-1].get("block")
     else:
-        drawn.handled = {str(e.get("block")) for e in events
-                         if e.get("event") == Event.BLOCK_FINISHED and e.get("status") == "failed"}
+        drawn.handled = {str(e.get("block")) for e in events if e.get("event") == Event.BLOCK_FINISHED
+                         and e.get("status") == "failed" and "/" not in str(e.get("block"))}
     for event in events:
-        if event.get("event") == Event.LOOP_PASS_STARTED:
+        if event.get("event") == Event.LOOP_PASS_STARTED and "/" not in str(event.get("block")):
             drawn.passes[event["block"]] = drawn.passes.get(event["block"], 0) + 1
+    return drawn
+
+
+def _child_path(events: list[dict[str, Any]], address: str) -> RunPath:
+    """What the child runs of the Subdiagram at `address` did, all its calls together, by the child's block ids."""
+    prefix = f"{address}/"
+    drawn = RunPath()
+    for event in events:
+        name = event.get("event")
+        block = str(event.get("block"))
+        if name == Event.SUBDIAGRAM_FINISHED and block == address:
+            path = [str(step) for step in event.get("path") or []]
+            drawn.blocks |= set(path)
+            drawn.links |= set(itertools.pairwise(path))
+            errors = [e for e in event.get("errors") or [] if str(e.get("block")).startswith(prefix)]
+            own = [{**e, "block": str(e["block"])[len(prefix):]} for e in errors
+                   if "/" not in str(e["block"])[len(prefix):]]
+            drawn.handled |= {str(e["block"]) for e in own if e.get("handled_by")}
+            unhandled = [e for e in own if not e.get("ignored") and not e.get("handled_by")]
+            if event.get("status") == "failed" and unhandled:
+                drawn.failed = str(unhandled[-1]["block"])
+        elif name == Event.LOOP_PASS_STARTED and block.startswith(prefix) and "/" not in block[len(prefix):]:
+            own_block = block[len(prefix):]
+            drawn.passes[own_block] = drawn.passes.get(own_block, 0) + 1
     return drawn

@@ -228,7 +228,7 @@ class _Run(ErrorLevels):
         level = block.message_level if levels is None else levels[block]
         if level:
             self.trace.record_stamped(Event.BLOCK_STARTED,
-                                      started_fields(block, self.steps, self.step_began, ctx))
+                                      started_fields(block, self.root.steps, self.step_began, ctx))
         shown: dict[str, Any] | None = None
         try:
             inputs = block.static_inputs
@@ -283,7 +283,7 @@ class _Run(ErrorLevels):
         level = block.message_level if levels is None else levels[block]
         if level:
             self.trace.record_stamped(Event.BLOCK_STARTED,
-                                      started_fields(block, self.steps, self.step_began, ctx))
+                                      started_fields(block, self.root.steps, self.step_began, ctx))
         shown: dict[str, Any] | None = None
         try:
             inputs = block.static_inputs

@@ -117,7 +117,8 @@ class Scenario(BaseModel):
     scenario: str = Field(description="what the robot should do, in words")
     diagram: str | None = Field(default=None, description="the diagram file, relative to this file")
     inputs: dict[str, Any] = Field(default_factory=dict)
-    replies: dict[str, list[Reply]] = Field(default_factory=dict, description="per request block id, used in order")
+    replies: dict[str, list[Reply]] = Field(default_factory=dict, description="per request block id, used in order; "
+                                            "a subdiagram's block by its Subdiagram block's id, '/', its own: sub/ask")
     tools: dict[str, Any] = Field(default_factory=dict, description="tool stubs: name → result, replacing handlers")
     tags: list[str] = Field(default_factory=list)
     expect: Expect = Field(default_factory=Expect)
@@ -292,9 +293,10 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
         return Verdict(scenario, None, [Redactor(secrets).text(f"the diagram cannot run: {exc}")])
     scripts = {block: [reply.model_dump(exclude_none=True) for reply in replies]
                for block, replies in scenario.spec.replies.items()}
-    unknown = [block for block in scripts if block not in diagram.blocks]
+    unknown = [block for block in scripts if not _addresses_a_block(diagram, block)]
     if unknown:
-        return Verdict(scenario, None, [f"replies name blocks the diagram does not have: {', '.join(unknown)}"])
+        return Verdict(scenario, None, [f"replies name blocks the diagram does not have: {', '.join(unknown)} (a "
+                                        "subdiagram's block is addressed through the Subdiagram block: sub/ask)"])
     stubbed = _unknown_stubs(scenario.spec, diagram)
     if stubbed:
         return Verdict(scenario, None, stubbed)  # before running: a misspelt stub would let the real handler run
@@ -316,6 +318,19 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
               for replies in simulator.scripts.values() for block, number in (numbered[id(r)] for r in replies)]
     failures = [result.redactor.text(failure) for failure in found]
     return Verdict(scenario, result, failures)
+
+
+def _addresses_a_block(diagram: Diagram, address: str) -> bool:
+    """Whether `address` names a block: an id of the diagram, or `sub/ask` for the block `ask` of the diagram the
+    Subdiagram block `sub` runs (one more `/` per level). Below a templated path, whose child only a run knows,
+    any name is taken."""
+    head, _, rest = address.partition("/")
+    block = diagram.blocks.get(head)
+    if block is None or not rest:
+        return block is not None
+    if block.child is not None:
+        return _addresses_a_block(block.child, rest)
+    return type(block.impl).diagram_input is not None
 
 
 def _unknown_stubs(spec: Scenario, diagram: Diagram) -> list[str]:
