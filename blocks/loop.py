@@ -63,7 +63,7 @@ _NO_OUTPUTS: dict[str, Any] = {}
 
 def _side_by_side(written: Mapping[str, Any]) -> bool:
     """Whether a Loop's passes run side by side: `concurrency` written as anything but 1 (a template counts)."""
-    return written.get("concurrency", 1) != 1
+    return bool(written.get("concurrency", 1) != 1)
 
 
 class Loop(Block):

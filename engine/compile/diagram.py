@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from engine.tools.registry import ToolRegistry
 
-__all__ = ["CompiledBlock", "CompiledLink", "Diagram", "resolve_levels"]
+__all__ = ["CompiledBlock", "CompiledLink", "Diagram", "InheritedLevels", "resolve_levels"]
 
 
 def _awaits(block_type: type[Block]) -> bool:
@@ -179,6 +179,17 @@ def _source(own: ErrorLevel | MessageLevel | None, start: ErrorLevel | MessageLe
     return LevelSource.DEFAULT if start is None else LevelSource.START
 
 
+class InheritedLevels(NamedTuple):
+    """A diagram's levels as a Subdiagram's child (Diagram.inherited_levels)."""
+
+    errors: Mapping[CompiledBlock, ErrorLevel] | None
+    """Each block's error level; None where the child's stand (its Start sets one, or the caller's is the default)."""
+    messages: Mapping[CompiledBlock, MessageLevel] | None
+    """Each block's message level; None where the child's stand."""
+    highest: MessageLevel
+    """The highest of them: what the trace's chain must serve."""
+
+
 @dataclass(eq=False)
 class Diagram:
     """A validated diagram, ready to run any number of times (also concurrently)."""
@@ -203,9 +214,7 @@ class Diagram:
     load_child: Callable[[Path], Diagram] | None = None
     """Loads a diagram file (resolved, inside the folder or a data root) as this one was loaded: the diagrams a run
     reaches through a templated Subdiagram path (engine.compile.children)."""
-    _inherited: dict[tuple[ErrorLevel, MessageLevel], tuple[Mapping[CompiledBlock, ErrorLevel] | None,
-                                                            Mapping[CompiledBlock, MessageLevel] | None]] = \
-        field(default_factory=dict, repr=False)
+    _inherited: dict[tuple[ErrorLevel, MessageLevel], InheritedLevels] = field(default_factory=dict, repr=False)
 
     @functools.cached_property
     def graph(self) -> nx.DiGraph:
@@ -221,11 +230,10 @@ class Diagram:
             return None
         return {block: own_else_run(block.own_message_level, run) for block in self.blocks.values()}
 
-    def inherited_levels(self, error: ErrorLevel, message: MessageLevel) -> tuple[
-            Mapping[CompiledBlock, ErrorLevel] | None, Mapping[CompiledBlock, MessageLevel] | None]:
+    def inherited_levels(self, error: ErrorLevel, message: MessageLevel) -> InheritedLevels:
         """Each block's levels when this diagram runs as a Subdiagram of a block at `error` and `message`: a level
-        the Start block writes stands (the child sets it), else the block's own, else the caller's. None where that
-        changes no block's level. Made once per pair (six at most), so that a call costs a dictionary read."""
+        the Start block writes stands (the child sets it), else the block's own, else the caller's. Made once per
+        pair (six at most), so that a call costs a dictionary read."""
         key = (error, message)
         found = self._inherited.get(key)
         if found is None:
@@ -235,10 +243,11 @@ class Diagram:
             messages = None
             if self.start.message_level_from is LevelSource.DEFAULT and message != self.message_level:
                 messages = {block: own_else_run(block.own_message_level, message) for block in self.blocks.values()}
-            found = self._inherited[key] = (errors, messages)
+            highest = max(messages.values() if messages is not None else (b.message_level for b in self.blocks.values()))
+            found = self._inherited[key] = InheritedLevels(errors, messages, highest)
         return found
 
-    @property
+    @functools.cached_property
     def directory(self) -> DataFolder:
         """Where the diagram's relative paths start, with the data roots: the only places it reads files from."""
         return DataFolder(self.path.parent, self.data_roots)

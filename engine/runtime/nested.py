@@ -66,14 +66,13 @@ async def run_child(run: _Run, context: RunContext, written: str, inputs: Mappin
     run_id = f"{root.ctx.run_id}-{address.replace('/', '-')}-{calls}"
     lane = f"{run.lane}/{block.id}" if run.lane else block.id
     inherited = context.error_levels
-    error_tables, message_table = child.inherited_levels(
-        block.error_level if inherited is None else inherited[block], context.message_level)
+    levels = child.inherited_levels(block.error_level if inherited is None else inherited[block], context.message_level)
     # A child's block may trace at a level its caller's run never reaches (its own Detailed): the chain must serve it.
-    run.trace.reach(max(message_table.values() if message_table is not None
-                        else [b.message_level for b in child.blocks.values()]))
-    trace = run.trace.lane(lane, prefix=f"{address}/", depth=depth)
-    ctx = RunContext(run_id, child, child.env.new_scope({}), trace, context.services, message_table,
-                     error_levels=error_tables, prefix=f"{address}/")
+    run.trace.reach(levels.highest)
+    prefix = f"{address}/"
+    trace = run.trace.lane(lane, prefix=prefix, depth=depth)
+    ctx = RunContext(run_id, child, child.env.new_scope({}), trace, context.services, levels.messages,
+                     error_levels=levels.errors, prefix=prefix)
     ctx.started = root.ctx.started  # offsets from the top run's start, as its own steps have
     nested = type(run)(child, ctx, trace, root=root, depth=depth, lane=lane)
     if context.message_level:
@@ -90,7 +89,6 @@ async def run_child(run: _Run, context: RunContext, written: str, inputs: Mappin
             status = await _whole(nested, values)
     else:
         status = await _whole(nested, values)
-    prefix = f"{address}/"
     errors = []
     for record in nested.errors:  # the caller's run lists them too, each block addressed from the top
         addressed = dict(record)

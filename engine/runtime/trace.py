@@ -369,7 +369,7 @@ class TraceLane(Trace):
     sequence of steps it belongs to: `sub`, `each[3]`, `each[3]/sub`), the subdiagram `depth` and, in a child,
     the block ids as addressed from the top run (`sub/ask`). `diagrama trace` groups and indents by them."""
 
-    def __init__(self, root: Trace, lane: str, prefix: str, depth: int) -> None:  # noqa: D107  # no Trace.__init__
+    def __init__(self, root: Trace, lane: str, prefix: str, depth: int) -> None:  # no Trace.__init__
         # Not Trace.__init__: nothing is opened; the state that matters is the root's, read through it.
         self.root = root
         self.lane_name = lane
@@ -381,16 +381,16 @@ class TraceLane(Trace):
         self.wall_at_zero = root.wall_at_zero
 
     # The step loop reads these of its trace: the root's, always current.
-    @property  # type: ignore[override]  # read through to the root, whose attributes they are
-    def pending(self) -> bytearray:
+    @property
+    def pending(self) -> bytearray:  # type: ignore[override]  # read through to the root, whose attribute it is
         return self.root.pending
 
-    @property  # type: ignore[override]
-    def flush_due_at(self) -> float:
+    @property
+    def flush_due_at(self) -> float:  # type: ignore[override]  # likewise
         return self.root.flush_due_at
 
-    @property  # type: ignore[override]
-    def failure(self) -> OSError | None:
+    @property
+    def failure(self) -> OSError | None:  # type: ignore[override]  # likewise
         return self.root.failure
 
     def _mark(self, fields: dict[str, Any]) -> dict[str, Any]:
