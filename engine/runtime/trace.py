@@ -394,6 +394,7 @@ class TraceLane(Trace):
         return self.root.failure
 
     def _mark(self, fields: dict[str, Any]) -> dict[str, Any]:
+        fields["run_id"] = self.run_id  # the file's run: a child's own id is in its subdiagram_started
         fields["lane"] = self.lane_name
         if self.depth:
             fields["depth"] = self.depth
