@@ -15,7 +15,7 @@ only a Detailed run exports message contents (scrubbed by the run's own redactor
       <Subdiagram block id>             a Subdiagram's step: its child's steps inside (`sub/ask`)
       <Loop id with concurrency>        its passes inside (`<loop id> pass N`), side by side
 
-Events of a nested run (a child, a concurrent pass) carry their lane (engine.runtime.trace.TraceLane):
+Events of a nested run (a child, a concurrent pass) carry their lane (engine.runtime.trace_lane):
 each lane has its own block under way, under the span that started the lane.
 
 The run header of the JSONL trace gets `otel_trace_id`, so a trace file and the exported

@@ -37,6 +37,7 @@ from engine.runtime.failures import bug
 from engine.runtime.result import SubdiagramRun
 from engine.runtime.step_events import since
 from engine.runtime.trace import SLOW_STEP_S, Event
+from engine.runtime.trace_lane import lane_of
 
 if TYPE_CHECKING:
     from engine.compile.diagram import CompiledBlock, Diagram
@@ -70,7 +71,7 @@ async def run_child(run: _Run, context: RunContext, written: str, inputs: Mappin
     # A child's block may trace at a level its caller's run never reaches (its own Detailed): the chain must serve it.
     run.trace.reach(levels.highest)
     prefix = f"{address}/"
-    trace = run.trace.lane(lane, prefix=prefix, depth=depth)
+    trace = lane_of(run.trace, lane, prefix=prefix, depth=depth)
     ctx = RunContext(run_id, child, child.env.new_scope({}), trace, context.services, levels.messages,
                      error_levels=levels.errors, prefix=prefix)
     ctx.started = root.ctx.started  # offsets from the top run's start, as its own steps have
@@ -262,7 +263,7 @@ def _pass(run: _Run, context: RunContext, loop: CompiledBlock, index: int, bindi
     values = dict(context.scope.values)  # the pass's own copy: its `set` stays in it
     values.update(binding)
     lane = f"{run.lane}/{loop.id}[{index}]" if run.lane else f"{loop.id}[{index}]"
-    trace = run.trace.lane(lane, prefix=context.prefix, depth=run.depth)
+    trace = lane_of(run.trace, lane, prefix=context.prefix, depth=run.depth)
     ctx = RunContext(context.run_id, run.diagram, Scope(run.diagram.env, values), trace, context.services,
                      context.message_levels, error_levels=context.error_levels, prefix=context.prefix)
     ctx.started = context.started

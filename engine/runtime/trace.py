@@ -37,7 +37,6 @@ __all__ = [
     "Console",
     "Event",
     "Trace",
-    "TraceLane",
     "new_run_id",
     "read_events",
 ]
@@ -273,10 +272,6 @@ class Trace:
             self._level = level
             self._chains.clear()
 
-    def lane(self, lane: str, *, prefix: str = "", depth: int = 0) -> TraceLane:
-        """This trace as a nested run writes it: see TraceLane."""
-        return TraceLane(self, lane, prefix, depth)
-
     def observe(self, observer: Callable[[dict[str, Any]], object]) -> None:
         """Hand each event to `observer` just before it is rendered; what it adds to the event is written too."""
         self._observers.append(observer)
@@ -361,79 +356,6 @@ class Trace:
                 owned.close()
             except OSError as exc:
                 self.failure = self.failure or exc
-
-
-class TraceLane(Trace):
-    """The trace of a run nested in another (a Subdiagram's child, a pass of a concurrent Loop): the same file,
-    chain, redactor and batch as the run it is nested in, each event it records marked with its `lane` (the
-    sequence of steps it belongs to: `sub`, `each[3]`, `each[3]/sub`), the subdiagram `depth` and, in a child,
-    the block ids as addressed from the top run (`sub/ask`). `diagrama trace` groups and indents by them."""
-
-    def __init__(self, root: Trace, lane: str, prefix: str, depth: int) -> None:  # no Trace.__init__
-        # Not Trace.__init__: nothing is opened; the state that matters is the root's, read through it.
-        self.root = root
-        self.lane_name = lane
-        self.prefix = prefix
-        self.depth = depth
-        self.run_id = root.run_id
-        self.path = root.path
-        self.redactor = root.redactor
-        self.wall_at_zero = root.wall_at_zero
-
-    # The step loop reads these of its trace: the root's, always current.
-    @property
-    def pending(self) -> bytearray:  # type: ignore[override]  # read through to the root, whose attribute it is
-        return self.root.pending
-
-    @property
-    def flush_due_at(self) -> float:  # type: ignore[override]  # likewise
-        return self.root.flush_due_at
-
-    @property
-    def failure(self) -> OSError | None:  # type: ignore[override]  # likewise
-        return self.root.failure
-
-    def _mark(self, fields: dict[str, Any]) -> dict[str, Any]:
-        fields["run_id"] = self.run_id  # the file's run: a child's own id is in its subdiagram_started
-        fields["lane"] = self.lane_name
-        if self.depth:
-            fields["depth"] = self.depth
-        prefix = self.prefix
-        if prefix:
-            block = fields.get("block")
-            if block is not None:
-                fields["block"] = prefix + str(block)
-            following = fields.get("next")
-            if following is not None:
-                fields["next"] = prefix + str(following)
-        return fields
-
-    def lane(self, lane: str, *, prefix: str = "", depth: int = 0) -> TraceLane:
-        return TraceLane(self.root, lane, prefix, depth)
-
-    def reach(self, level: MessageLevel) -> None:
-        self.root.reach(level)
-
-    def observe(self, observer: Callable[[dict[str, Any]], object]) -> None:
-        self.root.observe(observer)
-
-    def redact(self, text: str) -> str:
-        return self.root.redact(text)
-
-    def record(self, event: str, fields: dict[str, Any]) -> None:
-        self.root.record(event, self._mark(fields))
-
-    def record_stamped(self, event: str, fields: dict[str, Any]) -> None:
-        self.root.record_stamped(event, self._mark(fields))
-
-    def flush(self) -> None:
-        self.root.flush()
-
-    def failure_message(self) -> str:
-        return self.root.failure_message()
-
-    def close(self) -> None:
-        """The root's to close, when the top run ends."""
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
