@@ -310,6 +310,6 @@ def _raise_pass_failure(index: int, nested: _Run | None, binding: Mapping[str, A
     if ended.get("type") == InternalError.type:
         raise InternalError(str(ended.get("message")), block=str(ended.get("block")))
     shown = ", ".join(f"{name} {short_value(value)!s}" for name, value in binding.items())
-    raise LoopPassFailed(f"pass {index} ({shown}) failed at '{nested.ctx.prefix}{ended.get('block')}': "
+    raise LoopPassFailed(f"pass {index} ({shown}) failed at '{_addressed(nested.ctx.prefix, ended.get('block'))}': "
                          f"{ended.get('type')}: {ended.get('message')}")
 
