@@ -21,6 +21,7 @@ from engine import Block, DataTable, Event, InputError, LoopLimitReached, Report
 
 if TYPE_CHECKING:
     from engine import RunContext  # annotations only: importing the run context loads asyncio
+    from engine.format.spec import BlockSpec
 
 _MODES = ("for_each", "while", "count")
 
@@ -75,6 +76,11 @@ class Loop(Block):
     body_names: ClassVar[tuple[str, ...]] = ("item", "index")
     deferred_inputs: ClassVar[tuple[str, ...]] = ("for_each", "while", "count", "break_when", "collect")
 
+    def __init__(self, spec: BlockSpec, settings: BaseModel | None = None) -> None:
+        super().__init__(spec, settings)
+        self._concurrent = _side_by_side(spec.with_)
+        """Whether `concurrency` is written: read at every pass, so decided once."""
+
     def check(self, constants: Mapping[str, Any], report: Report) -> None:
         written = [mode for mode in _MODES if mode in self.spec.with_]
         if len(written) != 1:
@@ -93,7 +99,7 @@ class Loop(Block):
                        "have no order to stop in", "drop break_when, or drop concurrency")
 
     def concurrent_body(self) -> bool:
-        return _side_by_side(self.spec.with_)
+        return self._concurrent
 
     @staticmethod
     def _items(context: RunContext) -> list[Any]:
@@ -143,9 +149,8 @@ class Loop(Block):
         return {"iterations": state.iterations, "collected": state.collected}
 
     def run(self, inputs: LoopInputs, context: RunContext) -> dict[str, Any] | Awaitable[dict[str, Any]]:
-        if context.current.awaits:
-            # `concurrency` is written: the executor awaits this block (`concurrent_body`), whose passes run
-            # inside this one step.
+        if self._concurrent:
+            # The executor awaits this block (`concurrent_body`): its passes run inside this one step.
             return self._passes_side_by_side(inputs, context)
         state: _Pass | None = context.loop_states.get(self.id) if context.entered_from_body else None
         if state is None:
