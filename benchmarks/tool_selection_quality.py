@@ -13,18 +13,30 @@ datasets/ToolLens): 464 ToolBench APIs with terse descriptions and natural reque
 each need about three of them; a request counts as found at the rank of its first gold
 tool. It was used beside BFCL for tuning, to keep the weights from fitting one data set.
 
-Requests are split in two by a hash of their id: the tuning part (what the ranking's
-weights were chosen on) and the held-out part (never looked at while tuning).
+Requests are split in two by a hash of their id (ToolLens: odd query ids): the tuning part
+(what the ranking's settings were chosen on) and the held-out part (never looked at while
+tuning, measured once the settings were chosen).
 
     git clone --depth 1 <the gorilla repository> /tmp/gorilla
     python -m benchmarks.tool_selection_quality /tmp/gorilla [--toollens /tmp/COLT/datasets/ToolLens]
     python -m benchmarks.tool_selection_quality /tmp/gorilla --part held-out --json
+    python -m benchmarks.tool_selection_quality /tmp/gorilla --toollens /tmp/COLT/datasets/ToolLens --grid
 
-Rankings side by side: `today` (the hashed n-gram embedding's cosine alone, the ranking
-before the hybrid one), `bm25` (BM25 over descriptions, the usual baseline), `words` (the
-hybrid's BM25F part alone: names, descriptions, parameters), `hybrid` (what `tools(query=…)`
-does now: words and embeddings fused, hubs corrected). `top1_hub` is the most tools'
-first choice: how often one tool is ranked first.
+Rankings side by side: `today` (the hashed n-gram embedding of description and examples,
+cosine alone: the ranking before the hybrid one), `bm25` (BM25 over descriptions, the usual
+baseline), `words` (the hybrid's BM25F part alone: names, descriptions, parameters),
+`hybrid` (what `tools(query=…)` does now: ranking.py's `Ranking()`), `hybrid-rrf`
+(reciprocal-rank fusion at its best setting on the grid) and `hybrid-0.8` (the fused
+ranking before the grid: 0.8 × words + 0.2 × an embedding of description and examples).
+`top1_hub` is the most tools' first choice: how often one tool is ranked first.
+
+`--grid` measures, on the tuning parts only, every setting the ranking exposes: what the
+embedding is made of, hub correction, the lexical share of the weighted sum, RRF's offset
+and share, and a calibrated sum (each part divided by its best score for the request, so
+that neither part's scale decides). It prints each setting's figures for both sets and
+their mean MRR, the criterion `Ranking()`'s defaults were chosen by. The calibrated sum
+never beat the plain one there, and its score would be relative to the request (the best
+tool always near 1), which `min_score` could not read, so it is not offered by ranking.py.
 """
 
 from __future__ import annotations
@@ -45,12 +57,16 @@ import numpy as np
 
 from engine.tools.embeddings import EmbeddingCache, HashedNgramEmbedder
 from engine.tools.lexical import Bm25f, LexicalIndex
-from engine.tools.ranking import Ranking, tool_document
+from engine.tools.ranking import Ranking, tool_document, tool_text
 from engine.tools.registry import Tool, ToolEntry, ToolRegistry
 from engine.tools.words import request_words
 
 SETS = ("BFCL_v4_simple_python", "BFCL_v4_multiple", "BFCL_v4_live_simple", "BFCL_v4_live_multiple")
 DATA = Path("berkeley-function-call-leaderboard/bfcl_eval/data")
+BEFORE = Ranking(lexical_weight=0.8, embedded="description")
+"""The fused ranking before the grid was run (its RRF option had an offset of 10)."""
+RRF = Ranking(fusion="rrf", lexical_weight=0.5)
+"""Reciprocal-rank fusion at its best share on the grid (with `Ranking`'s default offset)."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +159,8 @@ def held_out(case: Case) -> bool:
 
 def registry_of(tools: Sequence[dict[str, Any]], folder: Path, ranking: Ranking | None = None) -> ToolRegistry:
     """A ToolRegistry of the data's tools, embedded into a cache under `folder` (handlers never resolved)."""
-    cache = EmbeddingCache(folder / "quality.embeddings.json")
+    ranking = ranking or Ranking()
+    cache = EmbeddingCache(folder / f"quality-{ranking.embedded}-{ranking.hubs}.embeddings.json")
     entries = [Tool(ToolEntry(handler="bench:none", **tool), "quality", "quality.yaml", None) for tool in tools]
     registry = ToolRegistry(entries, HashedNgramEmbedder(), [cache], ranking)
     registry.prepare({"quality.yaml": cache})
@@ -157,7 +174,8 @@ def today(registry: ToolRegistry) -> Ranked:
     """The ranking before this one: the n-gram embedding's cosine alone, ties by name."""
     names = sorted(registry.tools)
     embed = registry.embedder.embed
-    matrix = embed([registry.tools[name].embedding_text for name in names])
+    entries = [registry.tools[name].entry for name in names]
+    matrix = embed([tool_text(e.function, e.description, e.examples, e.parameters, "description") for e in entries])
     return lambda query: [names[i] for i in np.argsort(-(matrix @ embed([query])[0]), kind="stable")]
 
 
@@ -219,7 +237,8 @@ def report(label: str, tools: list[dict[str, Any]], cases: list[Case], options: 
     with tempfile.TemporaryDirectory() as folder:
         registry = registry_of(tools, Path(folder))
         ranked = rankings(registry)
-        ranked["hybrid-rrf"] = hybrid(registry_of(tools, Path(folder), Ranking(fusion="rrf")))
+        ranked["hybrid-rrf"] = hybrid(registry_of(tools, Path(folder), RRF))
+        ranked["hybrid-0.8"] = hybrid(registry_of(tools, Path(folder), BEFORE))
         print(f"{label}: {len(tools)} tools, {len(cases)} requests ({', '.join(f'{p} {len(parts[p])}' for p in parts)})")
         if not options.json:
             print(f"{'part':<9} {'ranking':<10} {'recall@1':>8} {'recall@3':>8} {'recall@5':>8} {'MRR':>6} {'top1_hub':>8}")
@@ -242,7 +261,16 @@ def main() -> None:
     parser.add_argument("--toollens", type=Path, help="ToolLens's folder (COLT's datasets/ToolLens), a second set")
     parser.add_argument("--part", choices=("tuning", "held-out", "both"), default="both")
     parser.add_argument("--json", action="store_true", help="one JSON line per part and ranking")
+    parser.add_argument("--grid", action="store_true", help="every setting's figures on the tuning parts only")
     options = parser.parse_args()
+    if options.grid:
+        from benchmarks.tool_selection_grid import grid  # it imports this module's readers
+
+        sets = {"BFCL": bfcl(options.gorilla)}
+        if options.toollens:
+            sets["ToolLens"] = toollens(options.toollens)
+        grid(sets)
+        return
     report("BFCL", *bfcl(options.gorilla), options)
     if options.toollens:
         report("ToolLens", *toollens(options.toollens), options)

@@ -122,7 +122,13 @@ def make_embedder(spec: Mapping[str, Any] | None, environ: Mapping[str, str] | N
 
 
 class EmbeddingCache:
-    """Tool embeddings stored beside a registry, keyed by (function, version, embedder)."""
+    """Tool embeddings stored beside a registry, keyed by (function, version, embedder).
+
+    An entry also holds what was embedded (`metadata["embedded"]`: which of the tool's texts,
+    ranking.py's `EmbeddedText`) and the tool's words as the lexical index reads them (its
+    document, with the form they were worked out in), so that a registry's first ranked
+    selection stems nothing. Raising a tool's version refreshes all of it.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -138,18 +144,31 @@ class EmbeddingCache:
     def key(function: str, version: int, embedder: str) -> str:
         return f"{function}@{version}@{embedder}"
 
-    def has(self, key: str) -> bool:
-        """A non-empty vector is stored under `key` (checked without decoding it, so without numpy)."""
+    def has(self, key: str, embedded: str) -> bool:
+        """A non-empty vector of the text `embedded` names is stored under `key` (checked without numpy)."""
         entry = self._entries.get(key)
-        return bool(entry and entry.get("vector"))
+        if not (entry and entry.get("vector")):
+            return False
+        # Entries written before the text was named embedded the description and examples.
+        return bool((entry.get("metadata") or {}).get("embedded", "description") == embedded)
 
-    def get(self, key: str) -> np.ndarray | None:
-        entry = self._entries.get(key)
-        if entry is None:
+    def document(self, key: str, form: int) -> dict[str, list[str]] | None:
+        """The tool's words per field stored under `key`, if they were worked out in `form`."""
+        stored = (self._entries.get(key) or {}).get("document")
+        if not isinstance(stored, dict) or stored.get("form") != form or not isinstance(stored.get("fields"), dict):
             return None
-        import numpy as np
+        fields: dict[str, list[str]] = stored["fields"]
+        return fields if all(isinstance(terms, list) for terms in fields.values()) else None
 
-        return np.frombuffer(base64.b64decode(entry["vector"]), dtype=np.float32).copy()
+    def put_document(self, key: str, fields: Mapping[str, Sequence[str]], form: int) -> None:
+        """Store a tool's words per field beside its embedding (which `put` has stored under `key`)."""
+        self._entries[key]["document"] = {"form": form, "fields": {name: list(terms) for name, terms in fields.items()}}
+        self._dirty = True
+
+    def vector_bytes(self, key: str) -> bytes | None:
+        """The vector stored under `key`, as float32 bytes (a registry's ranking stacks them into one matrix)."""
+        entry = self._entries.get(key)
+        return None if entry is None else base64.b64decode(entry["vector"])
 
     def metadata(self, key: str) -> dict[str, Any] | None:
         entry = self._entries.get(key)

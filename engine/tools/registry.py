@@ -27,12 +27,11 @@ from engine.format.validation import dotted, validation_message
 from engine.format.yamlfile import LineMap, read_yaml
 from engine.tools.embeddings import Embedder, EmbeddingCache, make_embedder
 from engine.tools.handlers import STANDARD_MODULE, HandlerRefused, resolve_handler
-from engine.tools.ranking import Ranker, Ranking, ToolScore, tool_document
+from engine.tools.ranking import EmbeddedText, Ranker, Ranking, ToolScore, tool_document, tool_text
+from engine.tools.selection import RankedTools
 from engine.tools.tools_table import ToolsTable
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from engine.tools.mcp import McpServer
     from engine.tools.mcp_registry import DeclaredServer
 
@@ -100,9 +99,14 @@ class Tool:
             return f"{self.entry.description}\n\nRules: {self.entry.rules}"
         return self.entry.description
 
-    @property
-    def embedding_text(self) -> str:
-        return "\n".join([self.entry.description, *self.entry.examples])
+    def embedding_text(self, embedded: EmbeddedText) -> str:
+        entry = self.entry
+        return tool_text(self.name, entry.description, entry.examples, entry.parameters, embedded)
+
+    def document(self) -> dict[str, list[str]]:
+        """Its words per field, as the lexical index reads them."""
+        entry = self.entry
+        return tool_document(self.name, entry.description, entry.examples, entry.rules, entry.parameters)
 
     def embedding_key(self, embedder: str) -> str:
         if self.embedding_id is not None:
@@ -122,15 +126,7 @@ class ToolRegistry:
                  ranking: Ranking | None = None) -> None:
         self.tools = {tool.name: tool for tool in tools}
         self.embedder = embedder
-        self.ranking = ranking or Ranking()
-        self._caches = caches
-        self.embedded = 0
-        self._ranker: Ranker | None = None
-        self._order: list[str] = []
-        self._groups: dict[str | None, np.ndarray] = {}
-        self._by_name: np.ndarray | None = None
-        self._queries: dict[str, np.ndarray] = {}
-        self._cache_for: dict[str, EmbeddingCache] = {}
+        self._ranked = RankedTools(embedder, caches, ranking or Ranking())
         self.mcp_servers: list[McpServer] = []
         """The MCP servers its tools come from (listed by `start_servers`; called through a run's sessions)."""
         self._slots: list[Tool | DeclaredServer] = list(tools)
@@ -172,7 +168,7 @@ class ToolRegistry:
                 if problems:
                     self.tools = before
                     raise DiagramInvalid(problems)
-            self.prepare(self._cache_for)
+            self.prepare(self._ranked.cache_for)
             self._unlisted = []
 
     def groups(self) -> set[str]:
@@ -186,70 +182,27 @@ class ToolRegistry:
         tool = self.tools.get(name)
         return tool if tool is not None and tool.entry.enabled else None
 
-    def prepare(self, cache_for: Mapping[str, EmbeddingCache]) -> None:
-        """Embed what the caches lack (new tools, raised versions) and store it back.
+    @property
+    def ranking(self) -> Ranking:
+        """How tools are ranked (ranking.py); a new one is used from the next ranked selection."""
+        return self._ranked.ranking
 
-        The ranking (matrix, word index, hub correction) is built on the first ranked
-        selection: checking a diagram whose tools are all cached then needs neither numpy
-        nor the vectors.
-        """
-        enabled = self.enabled()
-        missing = [t for t in enabled if not cache_for[t.source].has(t.embedding_key(self.embedder.name))]
-        if missing:
-            computed = self.embedder.embed([t.embedding_text for t in missing])
-            self.embedded += len(missing)
-            for tool, vector in zip(missing, computed, strict=True):
-                cache_for[tool.source].put(
-                    tool.embedding_key(self.embedder.name), vector,
-                    {"description": tool.entry.description, "short_description": tool.entry.short_description,
-                     "group": tool.entry.group, "text": tool.embedding_text},
-                )
-            for cache in self._caches:
-                cache.save()
-        self._order = [t.name for t in enabled]
-        self._cache_for = dict(cache_for)
-        self._ranker = None
+    @ranking.setter
+    def ranking(self, ranking: Ranking) -> None:
+        self._ranked.ranking = ranking
+
+    @property
+    def embedded(self) -> int:
+        """How many tools' embeddings were computed, not found in a cache."""
+        return self._ranked.embedded
+
+    def prepare(self, cache_for: Mapping[str, EmbeddingCache]) -> None:
+        """Embed what the caches lack (new tools, raised versions), work out the tools' words, store both back."""
+        self._ranked.prepare(self.enabled(), cache_for)
 
     def ranker(self) -> Ranker:
-        """The enabled tools' ranking: their cached vectors, their words indexed, hubs corrected."""
-        if self._ranker is None:
-            import numpy as np  # loaded when a run ranks tools, not when a diagram is checked
-
-            vectors, documents = [], []
-            for name in self._order:
-                tool = self.tools[name]
-                vector = self._cache_for[tool.source].get(tool.embedding_key(self.embedder.name))
-                assert vector is not None, f"prepare() stored an embedding for {name}"
-                vectors.append(vector)
-                entry = tool.entry
-                documents.append(tool_document(name, entry.description, entry.examples, entry.rules, entry.parameters))
-            matrix = np.vstack(vectors) if vectors else np.zeros((0, 1), dtype=np.float32)
-            self._ranker = Ranker(documents, matrix, self.ranking)
-            # Ties are broken by name: positions in name order, sorted stably by score.
-            self._by_name = np.array(sorted(range(len(self._order)), key=self._order.__getitem__), dtype=np.intp)
-            self._groups = {}
-        return self._ranker
-
-    def _query_vector(self, query: str) -> np.ndarray:
-        vector = self._queries.get(query)
-        if vector is None:
-            vector = self.embedder.embed([query])[0]
-            if len(self._queries) > 4096:
-                self._queries.clear()
-            self._queries[query] = vector
-        return vector
-
-    def _in_group(self, group: str | None) -> np.ndarray:
-        """The positions of a group's enabled tools (all of them for None), in name order."""
-        positions = self._groups.get(group)
-        if positions is None:
-            import numpy as np
-
-            assert self._by_name is not None
-            positions = np.asarray([i for i in self._by_name.tolist()
-                                    if group is None or self.tools[self._order[i]].entry.group == group], dtype=np.intp)
-            self._groups[group] = positions
-        return positions
+        """The enabled tools' ranking, built from the caches at the first ranked selection (selection.py)."""
+        return self._ranked.ranker()
 
     def select(self, group: str | None = None, query: str | None = None, top_k: int | None = None,
                min_score: float | None = None) -> list[tuple[Tool, ToolScore | None]]:
@@ -260,20 +213,7 @@ class ToolRegistry:
         if not query:
             chosen: list[tuple[Tool, ToolScore | None]] = [(t, None) for t in self.enabled(group)]
             return chosen[:top_k] if top_k else chosen
-        import numpy as np
-
-        ranker = self.ranker()
-        if not self._order:
-            return []
-        fused, lexical, embedding = ranker.scores(query, self._query_vector(query))
-        positions = self._in_group(group)
-        if min_score is not None:
-            positions = positions[fused[positions] >= min_score]
-        order = positions[np.argsort(-fused[positions], kind="stable")]
-        if top_k:
-            order = order[:top_k]
-        return [(self.tools[self._order[i]], ToolScore(round(float(fused[i]), 6), round(float(lexical[i]), 6),
-                                                        round(float(embedding[i]), 6))) for i in order.tolist()]
+        return self._ranked.select(group, query, top_k, min_score)
 
     def table(self, chosen: list[tuple[Tool, ToolScore | None]]) -> ToolsTable:
         rows = [(t.name, t.model_description, t.entry.parameters, t.entry.strict) for t, _ in chosen]
@@ -283,7 +223,7 @@ class ToolRegistry:
     def template_function(self) -> Callable[..., ToolsTable]:
         def tools(group: str | None = None, query: str | None = None, top_k: int | None = None,
                   min_score: float | None = None) -> ToolsTable:
-            """tools('group', query=request, top_k=5, min_score=0.2): a tools table."""
+            """tools('group', query=request, top_k=5, min_score=0.05): a tools table."""
             return self.table(self.select(group, query, top_k, min_score))
 
         tools.check_literal_call = self._check_literal_call  # type: ignore[attr-defined]  # read by TemplateEnv

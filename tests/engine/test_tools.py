@@ -14,6 +14,7 @@ import pytest
 from engine import DiagramInvalid
 from engine.format.yamlfile import LineMap
 from engine.tools.embeddings import HashedNgramEmbedder, HttpEmbedder
+from engine.tools.ranking import Ranking
 from engine.tools.registry import load_registries
 
 HANDLERS = """
@@ -260,7 +261,8 @@ def test_scores_travel_with_the_rows_when_two_selections_are_joined(tmp_path: Pa
     for tool in selected[0]["tools"]:
         assert set(tool) == {"name", "score", "lexical", "embedding"}
         assert all(0 <= tool[part] <= 1 for part in ("score", "lexical", "embedding"))
-        assert tool["score"] == pytest.approx(0.8 * tool["lexical"] + 0.2 * tool["embedding"], abs=1e-5)
+        share = Ranking().lexical_weight
+        assert tool["score"] == pytest.approx(share * tool["lexical"] + (1 - share) * tool["embedding"], abs=1e-5)
 
 
 @pytest.mark.parametrize(("parameters", "message"), [
