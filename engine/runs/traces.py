@@ -13,6 +13,7 @@ import itertools
 import os
 import re
 import socket
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -255,7 +256,7 @@ class Step:
     @property
     def pass_index(self) -> int | None:
         """The concurrent Loop pass the step ran in (the innermost), if any."""
-        found = _PASS.search(self.lane or "")
+        found = _PASS.search(self.lane) if self.lane else None
         return int(found.group(1)) if found else None
 
 
@@ -269,30 +270,41 @@ def steps(events: Iterable[dict[str, Any]]) -> Iterator[Step]:
     A nested run's events (a Subdiagram's child, a concurrent Loop's passes) carry their lane and interleave
     with their caller's: each lane keeps its own step under way.
     """
-    ordered: list[Step] = []
-    current: dict[str, Step] = {}
+    # Steps wait here in start order until they and all before them have ended: most traces have one lane, where
+    # each step is handed on as it ends (a caller reading a long trace keeps only the steps it wants).
+    waiting: deque[Step] = deque()
+    ended: set[int] = set()
+    current: dict[str | None, Step] = {}
     number = 0
     for event in events:
         name = event.get("event")
-        lane = str(event.get("lane") or "")
+        lane = event.get("lane")  # None for the top run's own steps, most of a trace
         step = current.get(lane)
         if name == Event.BLOCK_STARTED:
             number += 1
             step = current[lane] = Step(event.get("step", number), event["block"], event.get("block_type", "?"),
-                                        event.get("offset_ms"), lane=lane or None, depth=int(event.get("depth") or 0))
-            ordered.append(step)
+                                        event.get("offset_ms"))
+            if lane is not None:
+                _place(step, event)
+            waiting.append(step)
         elif name == Event.BLOCK_FINISHED:
             if step is None or step.block != event["block"]:
                 number += 1
-                step = Step(number, event["block"], event.get("block_type", "?"), lane=lane or None,
-                            depth=int(event.get("depth") or 0))
-                ordered.append(step)
+                step = Step(number, event["block"], event.get("block_type", "?"))
+                if lane is not None:
+                    _place(step, event)
+                waiting.append(step)
             step.duration_ms = event.get("duration_ms")
             step.status = event.get("status", "?")
             step.next, step.via = event.get("next"), event.get("via")
             step.inputs, step.outputs = event.get("inputs") or {}, event.get("outputs") or {}
             step.set = event.get("set") or {}
             current.pop(lane, None)
+            if len(waiting) == 1 and waiting[0] is step:  # nothing else under way: the usual case, at once
+                waiting.clear()
+                yield step
+                continue
+            ended.add(id(step))
         elif name == Event.BLOCK_FAILED:
             error = f"{event.get('error_type')}: {event.get('message')}"
             if step is not None and step.block == event.get("block"):
@@ -300,11 +312,26 @@ def steps(events: Iterable[dict[str, Any]]) -> Iterator[Step]:
                 step.status = "failed"
             else:
                 number += 1
-                ordered.append(Step(number, str(event.get("block")), str(event.get("block_type", "?")), status="failed",
-                                    error=error, lane=lane or None, depth=int(event.get("depth") or 0)))
+                failed = Step(number, str(event.get("block")), str(event.get("block_type", "?")), status="failed",
+                              error=error)
+                if lane is not None:
+                    _place(failed, event)
+                waiting.append(failed)
+                ended.add(id(failed))
         elif step is not None:
             _detail(step, name, event)
-    yield from ordered
+            continue
+        while waiting and id(waiting[0]) in ended:
+            first = waiting.popleft()
+            ended.discard(id(first))
+            yield first
+    yield from waiting  # steps still under way (a run not finished, or one that died)
+
+
+def _place(step: Step, event: dict[str, Any]) -> None:
+    """A nested run's step: its lane and Subdiagram depth."""
+    step.lane = str(event["lane"])
+    step.depth = int(event.get("depth") or 0)
 
 
 def _detail(step: Step, name: Any, event: dict[str, Any]) -> None:
@@ -335,7 +362,8 @@ def keep_event(event: dict[str, Any], *, block: str | None = None, level: Messag
     """Whether `diagrama trace` shows an event: of `block` (and the run's start and end; for a Subdiagram, its
     child's steps too: `sub/…`), kept at `level`, and with `errors` only failures and the run's start and end."""
     named = event.get("block")
-    if block and named is not None and named != block and not str(named).startswith(f"{block}/"):
+    if block and named is not None and named != block and not (
+            isinstance(named, str) and "/" in named and named.startswith(f"{block}/")):
         return False
     if block and event.get("block") is None and event.get("event") not in (Event.RUN_STARTED, Event.RUN_FINISHED):
         return False
