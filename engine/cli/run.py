@@ -258,7 +258,7 @@ def _print_result(result: RunResult) -> None:
 
     out = console()
     style = "green" if result.succeeded else "red"
-    out.print(f"[{style}]{result.status}[/{style}] · {len(result.path)} steps · "
+    out.print(f"[{style}]{result.status}[/{style}] · {result.steps} steps · "
               f"{result.duration * 1000:.1f} ms · trace {escape(str(result.trace))}")
     out.print(f"path: {escape(' → '.join(result.path))}")
     for name, value in result.variables.items():
