@@ -333,9 +333,29 @@ def _addresses_a_block(diagram: Diagram, address: str) -> bool:
     return type(block.impl).diagram_input is not None
 
 
+def _known_tools(diagram: Diagram, known: dict[str, None], seen: set[Path]) -> bool:
+    """Add the tools of `diagram`'s registries, and its subdiagrams', to `known` (in order, once each); whether
+    they are all known: a subdiagram whose path is a template has tools only a run knows."""
+    if diagram.path in seen:
+        return True
+    seen.add(diagram.path)
+    known.update(dict.fromkeys(diagram.tools.tools if diagram.tools is not None else ()))
+    whole = True
+    for block in diagram.blocks.values():
+        if block.child is not None:
+            whole = _known_tools(block.child, known, seen) and whole
+        elif type(block.impl).diagram_input is not None:
+            whole = False
+    return whole
+
+
 def _unknown_stubs(spec: Scenario, diagram: Diagram) -> list[str]:
-    """A failure for each tool stub that names no tool of the diagram's registries."""
-    known = list(diagram.tools.tools) if diagram.tools is not None else []
+    """A failure for each tool stub that names no tool of the diagram's registries (its subdiagrams' too: stubs
+    reach every ToolDispatch of the run)."""
+    found: dict[str, None] = {}
+    if not _known_tools(diagram, found, set()):
+        return []  # below a templated subdiagram path any name may be a tool
+    known = list(found)
     failures = []
     for name in spec.tools:
         if name in known:

@@ -138,3 +138,37 @@ def test_the_studio_names_the_file_each_subdiagram_runs(tmp_path: Path) -> None:
     assert set(subdiagram["inputs_schema"]["properties"]) == {"diagram", "inputs"}
     assert subdiagram["outputs"] == ["variables", "status", "run_id"]
     assert "concurrency" in palette["Loop"]["inputs_schema"]["properties"]
+
+
+def test_a_tool_stub_reaches_a_childs_tool_dispatch(tmp_path: Path) -> None:
+    folder = tmp_path / "diagrams"
+    shutil.copytree(ROOT / "diagrams", folder, ignore=shutil.ignore_patterns("*.embeddings.json", "__pycache__"))
+    (folder / "desk.yaml").write_text("""
+diagram: desk
+blocks:
+  - {id: start, type: Start, next: agent}
+  - id: agent
+    type: Subdiagram
+    with: {diagram: order_agent.yaml, inputs: {question: "Where is order 999?"}}
+    set: {answer: "{{ variables.answer }}"}
+""")
+    path = tmp_path / "s.scenario.yaml"
+    path.write_text(f"""
+diagram: {folder / 'desk.yaml'}
+scenario: the child's tool is stubbed (its real handler knows no order 999)
+replies:
+  agent/ask:
+    - tool_calls: [{{name: get_order_status, arguments: {{order_id: 999}}}}]
+    - text: "Order 999 is lost."
+tools: {{get_order_status: {{status: lost}}}}
+expect:
+  variables: {{answer: "Order 999 is lost."}}
+  called_tools: [{{block: agent/ask, name: get_order_status, arguments: {{order_id: 999}}}}]
+  requests: [{{block: agent/ask, contains_message: {{role: tool, name: get_order_status, content: '{{"status":"lost"}}'}}}}]
+""")
+    verdict = run_scenario(load_scenarios(path)[0], real_registry(), tmp_path / "runs")
+    assert verdict.passed, verdict.report()
+    path.write_text(path.read_text().replace("tools: {get_order_status:", "tools: {get_order_statsu:"))
+    verdict = run_scenario(load_scenarios(path)[0], real_registry(), tmp_path / "runs")
+    assert verdict.result is None and verdict.failures[0].startswith(
+        "tools: the stub 'get_order_statsu' names no tool of the diagram's registries; did you mean 'get_order_status'?")
