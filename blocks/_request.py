@@ -3,8 +3,9 @@
 A request block is glue: render inputs, build a neutral request, `ask` the providers'
 request path (the shared client, or the simulator with --offline), and map the reply to
 outputs and rows (its `finish`, and the vendor's reasoning and server-tool parts sealed on
-the assistant row's `signature`). It also tells that path how this run traces each
-attempt. Each block module only names its adapter and adds its vendor's inputs and checks.
+the assistant row's `signature`; with a `response_schema`, the answer read as `output`). It
+also tells that path how this run traces each attempt (image and document data left out).
+Each block module only names its adapter, its vendor's refusals, and its own inputs and checks.
 """
 
 from __future__ import annotations
@@ -31,7 +32,22 @@ from engine import (
     history_table,
     to_table,
 )
-from engine.providers import Adapter, Request, ToolSpec, WireError, system_text, valid_tool_name
+from engine.providers import (
+    Adapter,
+    Message,
+    Part,
+    PartsError,
+    Refusal,
+    Request,
+    ResponseSchema,
+    ToolSpec,
+    WireError,
+    file_parts,
+    parts_of,
+    read_output,
+    system_text,
+    valid_tool_name,
+)
 
 if TYPE_CHECKING:
     from engine import RunContext  # annotations only: importing the run context loads asyncio
@@ -47,7 +63,9 @@ class RequestInputs(BaseModel):
 
     model: str = Field(min_length=1, description="the vendor's model id, e.g. claude-sonnet-5-5")
     role: str = Field(default="", description="system text: who the model is and how it answers")
-    request: str = Field(default="", description="the new user message")
+    request: Message = Field(default="", description="the new user message: text, or a list of parts "
+                                                               "({type: text, text}, {type: image, media_type, data | url}, "
+                                                               "{type: document, media_type: application/pdf, data | url})")
     history: Table = Field(default_factory=lambda: DataTable(()), description="chat history table, oldest row first")
     temperature: float | None = Field(default=None, ge=0, le=1, description="sampling temperature, 0 to 1")
     max_tokens: int | None = Field(default=None, gt=0, description="most tokens in the answer")
@@ -55,6 +73,9 @@ class RequestInputs(BaseModel):
     timeout: float = Field(default=60, gt=0, description="seconds for the whole call, retries included")
     base_url: str | None = Field(default=None, description="the vendor's host, e.g. https://api.anthropic.com")
     api_version: str | None = Field(default=None, description="override the vendor API version")
+    response_schema: ResponseSchema | None = Field(default=None, description="a JSON Schema the answer must match "
+                                                                               "(inline, or {file: schema.json}); the "
+                                                                               "parsed answer is the output `output`")
 
     @field_validator("request", "role", mode="before")
     @classmethod
@@ -95,6 +116,8 @@ class RequestOutputs(BaseModel):
     refusal: str | None = Field(default=None, description="the vendor's refusal text, where it gives one")
     stop_details: dict[str, Any] | None = Field(default=None, description="what the vendor says about the stop")
     citations: list[dict[str, str]] = Field(default=[], description="[{text, source}] the answer cites")
+    output: Any = Field(default=None, description="with response_schema: the answer parsed as JSON and validated "
+                                                  "against it (None when the turn called tools)")
 
 
 def tool_specs(table: DataTable | None, name_limit: int) -> list[ToolSpec]:
@@ -132,6 +155,20 @@ def tool_specs(table: DataTable | None, name_limit: int) -> list[ToolSpec]:
     return specs
 
 
+def _constant_parts(field: str, value: Any) -> tuple[Part, ...]:
+    """The parts a constant `request` or `history` holds (none when it has none, or when it is malformed: the
+    Inputs model and `check_history` report that)."""
+    try:
+        if field == "request":
+            return parts_of(value) if isinstance(value, list) else ()
+        if value is None:
+            return ()
+        rows = history_rows(value if isinstance(value, DataTable) else to_table(value))
+    except (PartsError, TableError):
+        return ()
+    return tuple(part for row in rows for part in row.parts)
+
+
 def _row_field(name: str, exc: TableError) -> str:
     """The field a load problem names: `name.<index>` (0-based, as YAML paths count) for one row, so that the
     problem gets that row's line."""
@@ -149,15 +186,37 @@ def check_history(value: Any, report: Report) -> None:
         report(_row_field("history", exc), exc.detail, None)
 
 
+def _without_data(value: Any, hidden: dict[str, str]) -> Any:
+    """A request body with each image's or document's base64 (`hidden`: data → how it is shown) left out, also
+    inside a `data:` URL; the rest as it was."""
+    if isinstance(value, str):
+        if value in hidden:
+            return hidden[value]
+        if value.startswith("data:"):
+            head, _, data = value.partition(",")
+            if data in hidden:
+                return f"{head},{hidden[data]}"
+        return value
+    if isinstance(value, dict):
+        return {key: _without_data(item, hidden) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_data(item, hidden) for item in value]
+    return value
+
+
 class _Traced:
     """What the providers' request path tells the run, as trace events: attempts (Detailed) and retries."""
 
-    __slots__ = ("context",)
+    __slots__ = ("context", "hidden")
 
-    def __init__(self, context: RunContext) -> None:
+    def __init__(self, context: RunContext, hidden: dict[str, str] | None = None) -> None:
         self.context = context
+        self.hidden = hidden
+        """The request's base64 data, and what the trace shows instead: never the data itself."""
 
     def requested(self, method: str, url: str, headers: dict[str, str], body: Any, attempt: int) -> None:
+        if self.hidden:
+            body = _without_data(body, self.hidden)
         self.context.emit(Event.HTTP_REQUEST, method=method, url=url, headers=headers, body=body, attempt=attempt)
 
     def responded(self, status: int, headers: dict[str, str], body: Any, duration_ms: float, attempt: int) -> None:
@@ -187,7 +246,27 @@ class RequestBlock(Block):
                 report(_row_field("tools", exc), exc.detail, None)
             except WireError as exc:
                 report("tools", str(exc), getattr(exc, "hint", None))
+        model = constants.get("model") if isinstance(constants.get("model"), str) else None
+        refusals = [self.parts_refusal(model, _constant_parts(field, constants.get(field)), field)
+                    for field in ("request", "history")]
+        schema = constants.get("response_schema")
+        if isinstance(schema, dict) and set(schema) != {"file"}:  # a file is read, and its schema checked, when validated
+            has_tools = bool(tools) if "tools" in constants else "tools" in self.spec.with_  # templated: offered, surely
+            refusals.append(self.output_refusal(model, schema, has_tools))
+        for refusal in refusals:
+            if refusal is not None:
+                report(refusal.field, refusal.message, None)
         self.check_vendor(constants, report)
+
+    @classmethod
+    def parts_refusal(cls, model: str | None, parts: tuple[Part, ...], field: str) -> Refusal | None:
+        """Why the vendor would refuse these parts of input `field` on this model (None while unknown); each block's."""
+        return None
+
+    @classmethod
+    def output_refusal(cls, model: str | None, schema: dict[str, Any], has_tools: bool) -> Refusal | None:
+        """Why the vendor would refuse this response schema on this model (None while unknown); each block's."""
+        return None
 
     tools_input: ClassVar[str | None] = "tools"
 
@@ -213,6 +292,18 @@ class RequestBlock(Block):
     def check_request(self, request: Request) -> None:  # optional
         """Vendor-specific checks of templated values before sending (constants were checked at load); raise InputError."""
 
+    def _check_templated(self, request: Request, history_parts: tuple[Part, ...], request_parts: tuple[Part, ...]) -> None:
+        """Before sending, what load could not check because some input is templated: the parts and the response
+        schema this model takes, then the vendor's own checks."""
+        found = [self.parts_refusal(request.model, request_parts, "request"),
+                 self.parts_refusal(request.model, history_parts, "history")]
+        if request.response_schema is not None:
+            found.append(self.output_refusal(request.model, request.response_schema, bool(request.tools)))
+        for refusal in found:
+            if refusal is not None:
+                raise InputError(f"with.{refusal.field}: {refusal.message}")
+        self.check_request(request)
+
     def _key(self, context: RunContext) -> str:
         environ = context.services.environ
         for variable in self.adapter.key_variables:
@@ -234,22 +325,27 @@ class RequestBlock(Block):
             tools = tool_specs(inputs.tools, adapter.name_limit)
         except TableError as exc:
             raise InputError(exc.message) from None
+        history_parts = tuple(part for row in rows for part in row.parts)
+        request_parts = tuple(inputs.request) if isinstance(inputs.request, list) else ()
         if inputs.request:
-            rows.append(HistoryRow("user", inputs.request))
+            rows.append(HistoryRow.user(inputs.request))
         selected = getattr(inputs.tools, "selected_tools", None)  # a ranked tools table: scores and their parts
         if selected:
             context.emit(Event.TOOLS_SELECTED, tools=selected)
         request = Request(inputs.model, system_text(inputs.role, rows), [r for r in rows if r.role != "system"],
                           tools, inputs.temperature, inputs.max_tokens, inputs.api_version,
-                          getattr(inputs, "thinking", None), getattr(inputs, "reasoning_effort", None))
+                          getattr(inputs, "thinking", None), getattr(inputs, "reasoning_effort", None),
+                          inputs.response_schema)
         if context.current.static_inputs is None:  # some input is templated: check what load could not
-            self.check_request(request)
+            self._check_templated(request, history_parts, request_parts)
         try:
             call = adapter.build(request, key)
         except WireError as exc:
             raise InputError(str(exc)) from None
         services = context.services
-        traced = _Traced(context)
+        files = file_parts((*history_parts, *request_parts))
+        traced = _Traced(context, {part.data: f"<{part.size} bytes of {part.media_type}>" for part in files
+                                   if part.data is not None} or None)
         # Each attempt's request and response are recorded only at Detailed: copying them costs on every request.
         exchanges = traced if context.message_level >= MessageLevel.DETAILED else None
         began = time.perf_counter()
@@ -277,11 +373,19 @@ class RequestBlock(Block):
         usage = {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens}
         if reply.thinking_tokens is not None:
             usage["thinking_tokens"] = reply.thinking_tokens
+        extra: dict[str, Any] = {}
+        if files:
+            extra["parts"] = [part.shown() for part in files]
+        if request.response_schema is not None:
+            extra["structured"] = True
         context.emit(Event.PROVIDER_CALLED, vendor=adapter.vendor, model=request.model, usage=usage,
                      stop_reason=reply.stop_reason, finish=reply.finish, called_tools=[c["name"] for c in called],
                      attempts=answer.attempts, duration_ms=round((time.perf_counter() - began) * 1000, 3),
                      offline=services.offline, notes=list(call.notes), api_version=call.api_version,
-                     max_tokens=request.max_tokens, temperature=request.temperature)
+                     max_tokens=request.max_tokens, temperature=request.temperature, **extra)
+        # After the call is told (its tokens were spent either way): an answer that does not match is `invalid_output`.
+        output = read_output(adapter.vendor, reply, request.response_schema) if request.response_schema is not None \
+            else None
         return {
             "result": reply.text,
             "called_tools": called,
@@ -292,4 +396,5 @@ class RequestBlock(Block):
             "refusal": reply.refusal,
             "stop_details": reply.stop_details,
             "citations": reply.citations,
+            "output": output,
         }

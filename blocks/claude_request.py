@@ -7,7 +7,17 @@ from typing import Any, ClassVar
 
 from blocks._request import RequestBlock, ThinkingInputs
 from engine import InputError, Report
-from engine.providers import Adapter, Anthropic, Refusal, Request, sampling_version, thinking_refusal
+from engine.providers import (
+    Adapter,
+    Anthropic,
+    Part,
+    Refusal,
+    Request,
+    claude_output_refusal,
+    claude_parts_refusal,
+    sampling_version,
+    thinking_refusal,
+)
 
 
 def _refusals(model: Any, temperature: Any, api_version: Any, thinking: Any, max_tokens: Any) -> list[Refusal]:
@@ -21,6 +31,14 @@ class ClaudeRequest(RequestBlock):
 
     Inputs = ThinkingInputs
     adapter: ClassVar[Adapter] = Anthropic()
+
+    @classmethod
+    def parts_refusal(cls, model: str | None, parts: tuple[Part, ...], field: str) -> Refusal | None:
+        return claude_parts_refusal(model, parts, field)
+
+    @classmethod
+    def output_refusal(cls, model: str | None, schema: dict[str, Any], has_tools: bool) -> Refusal | None:
+        return claude_output_refusal(model, schema)
 
     def check_vendor(self, constants: Mapping[str, Any], report: Report) -> None:
         for refusal in _refusals(constants.get("model"), constants.get("temperature"), constants.get("api_version"),

@@ -7,7 +7,19 @@ from typing import Any, ClassVar
 
 from blocks._request import RequestBlock, ThinkingInputs
 from engine import InputError, Report
-from engine.providers import Adapter, Gemini, Request, ToolSpec, WireError, gemini_schema, gemini_thinking_refusal
+from engine.providers import (
+    Adapter,
+    Gemini,
+    Part,
+    Refusal,
+    Request,
+    ToolSpec,
+    WireError,
+    gemini_output_refusal,
+    gemini_parts_refusal,
+    gemini_schema,
+    gemini_thinking_refusal,
+)
 
 _VERSIONS = ("v1", "v1beta")
 
@@ -17,6 +29,14 @@ class GeminiRequest(RequestBlock):
 
     Inputs = ThinkingInputs
     adapter: ClassVar[Adapter] = Gemini()
+
+    @classmethod
+    def parts_refusal(cls, model: str | None, parts: tuple[Part, ...], field: str) -> Refusal | None:
+        return gemini_parts_refusal(model, parts, field)
+
+    @classmethod
+    def output_refusal(cls, model: str | None, schema: dict[str, Any], has_tools: bool) -> Refusal | None:
+        return gemini_output_refusal(model, schema, has_tools)
 
     def check_vendor(self, constants: Mapping[str, Any], report: Report) -> None:
         version = constants.get("api_version")

@@ -9,7 +9,16 @@ from pydantic import Field
 
 from blocks._request import RequestBlock, RequestInputs
 from engine import InputError, Report
-from engine.providers import Adapter, Groq, Request, reasoning_refusal
+from engine.providers import (
+    Adapter,
+    Groq,
+    Part,
+    Refusal,
+    Request,
+    groq_output_refusal,
+    groq_parts_refusal,
+    reasoning_refusal,
+)
 
 
 class GroqInputs(RequestInputs):
@@ -22,6 +31,14 @@ class GroqChatRequest(RequestBlock):
 
     Inputs = GroqInputs
     adapter: ClassVar[Adapter] = Groq()
+
+    @classmethod
+    def parts_refusal(cls, model: str | None, parts: tuple[Part, ...], field: str) -> Refusal | None:
+        return groq_parts_refusal(model, parts, field)
+
+    @classmethod
+    def output_refusal(cls, model: str | None, schema: dict[str, Any], has_tools: bool) -> Refusal | None:
+        return groq_output_refusal(model, schema)
 
     def check_vendor(self, constants: Mapping[str, Any], report: Report) -> None:
         refusal = reasoning_refusal(constants.get("model"), constants.get("reasoning_effort"))

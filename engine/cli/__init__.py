@@ -126,7 +126,7 @@ def main() -> None:
 
 
 # The command groups import the helpers above; the commands are listed here, in the order `--help` shows them.
-from engine.cli import batch, run, serve, testing, traces  # noqa: E402  (after the helpers they import)
+from engine.cli import api, batch, run, serve, testing, traces  # noqa: E402  (after the helpers they import)
 
 app.command()(run.run)
 app.command()(batch.batch)
@@ -137,4 +137,6 @@ app.command()(run.graph)
 app.command()(traces.trace)
 app.command()(traces.runs)
 app.command()(serve.serve)
+app.command()(api.api)
+app.command("api-key")(api.api_key)
 app.command()(batch.worker)

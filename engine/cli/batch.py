@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from engine.cli import blocks_registry, console, fail, require_extra, runs_folder
+from engine.cli.api import LogFormatOption, LogLevelOption, start_logs
 from engine.cli.run import OTEL_HELP, otel_export
 
 if TYPE_CHECKING:
@@ -198,14 +199,19 @@ def worker(
     broker: Annotated[str | None, typer.Option("--broker", help="Celery broker URL (default redis://127.0.0.1:6379/0)")] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="runs at once in this worker")] = 2,
     otel: Annotated[bool, typer.Option("--otel", help=OTEL_HELP)] = False,
+    log_format: LogFormatOption = None,
+    log_level: LogLevelOption = "info",
 ) -> None:
-    """A Celery worker that runs batch rows (`diagrama batch --backend celery`)."""
+    """A Celery worker that runs batch rows (`diagrama batch --backend celery`) and `diagrama api`'s runs."""
     require_extra("celery", "celery", "worker")
     require_extra("sqlalchemy", "celery", "worker")
+    from engine.runs.service_logs import run_log_observer
+    from engine.runtime.context import PROCESS_RUN_OBSERVERS
+
+    start_logs(log_format, log_level)
+    PROCESS_RUN_OBSERVERS.append(run_log_observer)  # a `run` line as each task's run ends
     export = otel_export(otel, "worker")
     if export is not None:
-        from engine.runtime.context import PROCESS_RUN_OBSERVERS
-
         PROCESS_RUN_OBSERVERS.append(export)  # the tasks make their own Services; each starts with these
     from engine.runs.celery_backend import start_worker
 

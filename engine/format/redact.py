@@ -3,7 +3,10 @@
 One `Redactor` per run, built once from the run's secrets (environment values that hold
 keys, `Services.secrets()`), replaces with `[REDACTED]`: each secret, the keys of the
 three vendors that nobody registered, and the masked forms vendors print of a key
-(`sk-ant-...3456`, `gsk_ab****wxyz`). It leaves everything else as it was.
+(`sk-ant-...3456`, `gsk_ab****wxyz`). It leaves everything else as it was. The base64 `data` of an
+image or document part is scrubbed of the secrets alone: a vendor key's shape (`AIza` and ten
+letters) turns up by chance in a few percent of megabyte-sized images, and scrubbing it there
+would break the file.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ _MASKED_KEY = r"(?:sk-ant-|gsk_|AIza)[A-Za-z0-9_\-]*(?:[*.]{2,}|…)+[A-Za-z0-9_
 # Any masked token: head, a run of `*`, `.` or `…`, tail; it is a key's when both ends are the key's.
 _MASKED = r"(?<![A-Za-z0-9_\-])([A-Za-z0-9_\-]*)((?:[*.]{2,}|…)+)([A-Za-z0-9_\-]{2,})(?![A-Za-z0-9_\-])"
 _HINTS = ("sk-ant-", "gsk_", "AIza")
+_FILE_PARTS = ("image", "document")
 
 
 class Redactor:
@@ -128,6 +132,8 @@ class Redactor:
         if depth > 200:  # deeper than any value a template builds: a cycle, most likely
             return value
         if isinstance(value, Mapping):
+            if value.get("type") in _FILE_PARTS and isinstance(value.get("data"), str):
+                return self._file_part(value, depth)
             items = [(self._value(k, depth + 1), self._value(v, depth + 1)) for k, v in value.items()]
             if all(k is old_k and v is old_v for (k, v), (old_k, old_v) in zip(items, value.items(), strict=True)):
                 return value
@@ -149,6 +155,18 @@ class Redactor:
                 return value
             return DataTable(columns, rows)
         return self._other(value, depth)
+
+    def _file_part(self, part: Mapping[str, Any], depth: int) -> Any:
+        """An image or document part: its other fields as any value's, its base64 `data` scrubbed of the secrets only."""
+        data = part["data"]
+        scrubbed = data
+        for secret in self._secrets:
+            if secret in scrubbed:
+                scrubbed = scrubbed.replace(secret, REDACTED)
+        items = [(key, scrubbed if key == "data" else self._value(item, depth + 1)) for key, item in part.items()]
+        if all(new is part[key] for key, new in items):
+            return part
+        return dict(items)
 
     def _other(self, value: Any, depth: int) -> Any:
         from engine.format.jsonout import plain

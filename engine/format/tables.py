@@ -17,6 +17,7 @@ import orjson
 from pydantic import PlainValidator, ValidationInfo, WithJsonSchema
 
 from engine.errors import TableError
+from engine.format.parts import Part, PartsError, part_text, parts_of
 from engine.format.paths import DataFolder, PathRefused
 
 __all__ = [
@@ -208,13 +209,26 @@ def to_table(value: Any, base_dir: Path | DataFolder | None = None, *, files: bo
 
 @dataclass(frozen=True, slots=True)
 class HistoryRow:
-    """One row of a chat history in its normal form."""
+    """One row of a chat history in its normal form.
+
+    A user row whose content is a list of parts (text, images, documents) keeps them in `parts`,
+    and its text parts, joined, in `content`.
+    """
 
     role: str
     content: str
     tool_call_id: str | None = None
     name: str | None = None
     signature: str | None = None
+    parts: tuple[Part, ...] = ()
+
+    @classmethod
+    def user(cls, message: str | tuple[Part, ...] | list[Part]) -> HistoryRow:
+        """A user row of text, or of parts."""
+        if isinstance(message, str):
+            return cls("user", message)
+        parts = tuple(message)
+        return cls("user", part_text(parts), parts=parts)
 
     @property
     def is_tool_call(self) -> bool:
@@ -272,10 +286,20 @@ def history_rows(table: DataTable) -> list[HistoryRow]:
                 raise table.row_error(number, f"history row {number} is a tool result without tool_call_id and name")
         if role == "assistant" and call_id is not None and name is None:
             raise table.row_error(number, f"history row {number} is a tool call (tool_call_id set) without a name")
+        content = row[content_at]
+        if isinstance(content, (list, tuple)):  # a message of parts: text, images, documents
+            if role != "user":
+                raise table.row_error(number, f"history row {number} ({role}) has a list as content; only user rows "
+                                              "hold parts (text, images, documents)")
+            try:
+                rows.append(HistoryRow.user(parts_of(content)))
+            except PartsError as exc:
+                raise table.row_error(number, f"history row {number}: {exc}") from None
+            continue
         rows.append(
             HistoryRow(
                 role=role,
-                content=_cell_text(row[content_at]),
+                content=_cell_text(content),
                 tool_call_id=call_id if role in ("assistant", "tool") else None,
                 name=name if role in ("assistant", "tool") and call_id is not None else None,
                 signature=_optional(row[signature_at]) if signature_at is not None else None,
@@ -285,12 +309,14 @@ def history_rows(table: DataTable) -> list[HistoryRow]:
 
 
 def history_table(rows: Sequence[HistoryRow]) -> DataTable:
-    """Write normal-form rows back as a table (four columns, five when signatures exist)."""
+    """Write normal-form rows back as a table (four columns, five when signatures exist); a row of parts keeps
+    them as a list of part mappings in its content cell."""
     with_signature = any(row.signature for row in rows)
     columns = (*HISTORY_COLUMNS, "signature") if with_signature else HISTORY_COLUMNS
     cells = []
     for row in rows:
-        cell = [row.role, row.content, row.tool_call_id, row.name]
+        content: Any = [part.model_dump(exclude_none=True) for part in row.parts] if row.parts else row.content
+        cell = [row.role, content, row.tool_call_id, row.name]
         if with_signature:
             cell.append(row.signature)
         cells.append(cell)

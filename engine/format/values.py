@@ -1,6 +1,7 @@
 """Values as the trace shows them: short forms at Debug, whole ones at Detailed.
 
-Only JSON-ready data leaves here; tables become row lists, models become dicts.
+Only JSON-ready data leaves here; tables become row lists, models become dicts, and an image
+or document part shows its type, media type and size, never its base64 (at either level).
 `dumps` writes any value a template can make as JSON, integers past 64 bits included.
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
+from engine.format.parts import shown_part
 from engine.format.tables import DataTable
 
 __all__ = ["dumps", "full_value", "json_default", "short_value"]
@@ -32,6 +34,10 @@ def short_value(value: Any, depth: int = 0) -> Any:
                 "last": short_value(value[-1], depth + 1) if len(value) else None}
     if isinstance(value, BaseModel):
         return short_value(value.model_dump(mode="json", exclude_defaults=True), depth)
+    if isinstance(value, dict) and "type" in value:  # a part is shown whole however deep: it is small that way
+        part = shown_part(value)
+        if part is not None:
+            return part
     if depth >= 3:
         return f"<{type(value).__name__}>"
     if isinstance(value, dict):
@@ -52,11 +58,14 @@ def full_value(value: Any) -> Any:
     """The whole value in JSON-ready form."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    if isinstance(value, DataTable):
-        return {"columns": list(value.columns), "rows": [list(row) for row in value.rows]}
+    if isinstance(value, DataTable):  # cells as any value (a history's parts are shown without their base64)
+        return {"columns": list(value.columns), "rows": [[full_value(cell) for cell in row] for row in value.rows]}
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
+        return full_value(value.model_dump(mode="json"))
     if isinstance(value, dict):
+        part = shown_part(value) if "type" in value else None
+        if part is not None:
+            return part
         return {str(k): full_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [full_value(v) for v in value]

@@ -2,7 +2,9 @@
 
 `__all__` is the face request blocks use (blocks import nothing else from here):
 the neutral types, one adapter per vendor, Anthropic's temperature rule, each vendor's
-thinking / reasoning_effort rule, `ask` (the run's request path) and the simulator. Sending, the client pool and the simulator's
+thinking / reasoning_effort rule and what it takes of parts and response schemas, the
+`response_schema` input type and the reading of a structured answer, the message parts,
+`ask` (the run's request path) and the simulator. Sending, the client pool and the simulator's
 checks are this package's own (`engine.providers.http`, `.clients`, `.simulator`).
 """
 
@@ -13,13 +15,18 @@ from typing import TYPE_CHECKING
 from engine.format.lazy import lazy_face
 
 if TYPE_CHECKING:
+    from engine.format.parts import Message, Part, PartsError, parts_of
     from engine.providers.anthropic import Anthropic, Sampling, sampling_version, thinking_refusal
+    from engine.providers.anthropic_inputs import claude_output_refusal, claude_parts_refusal
     from engine.providers.ask import Answer, ask
     from engine.providers.gemini import Gemini, gemini_thinking_refusal
+    from engine.providers.gemini_inputs import gemini_output_refusal, gemini_parts_refusal
     from engine.providers.gemini_tool_schema import SchemaRefused, gemini_schema
     from engine.providers.groq import Groq, reasoning_refusal
+    from engine.providers.groq_inputs import groq_output_refusal, groq_parts_refusal
     from engine.providers.http import Exchanges, Retried
     from engine.providers.simulator import RecordedRequest, Simulator
+    from engine.providers.structured import ResponseSchema, read_output
     from engine.providers.wire import (
         FINISHES,
         Adapter,
@@ -30,6 +37,7 @@ if TYPE_CHECKING:
         ToolCall,
         ToolSpec,
         WireError,
+        file_parts,
         system_text,
         valid_tool_name,
     )
@@ -37,15 +45,20 @@ if TYPE_CHECKING:
 # Names load on first use (PEP 562): a block module needs the adapters and wire types to be
 # defined, and only a run that sends needs `ask`, httpx and the simulator.
 _HOMES = {
+    "engine.format.parts": ["Message", "Part", "PartsError", "parts_of"],
     "engine.providers.anthropic": ["Anthropic", "Sampling", "sampling_version", "thinking_refusal"],
+    "engine.providers.anthropic_inputs": ["claude_output_refusal", "claude_parts_refusal"],
     "engine.providers.ask": ["Answer", "ask"],
     "engine.providers.gemini": ["Gemini", "gemini_thinking_refusal"],
+    "engine.providers.gemini_inputs": ["gemini_output_refusal", "gemini_parts_refusal"],
     "engine.providers.gemini_tool_schema": ["SchemaRefused", "gemini_schema"],
     "engine.providers.groq": ["Groq", "reasoning_refusal"],
+    "engine.providers.groq_inputs": ["groq_output_refusal", "groq_parts_refusal"],
     "engine.providers.http": ["Exchanges", "Retried"],
     "engine.providers.simulator": ["RecordedRequest", "Simulator"],
+    "engine.providers.structured": ["ResponseSchema", "read_output"],
     "engine.providers.wire": ["FINISHES", "Adapter", "HttpCall", "Refusal", "Reply", "Request", "ToolCall",
-                              "ToolSpec", "WireError", "system_text", "valid_tool_name"],
+                              "ToolSpec", "WireError", "file_parts", "system_text", "valid_tool_name"],
 }
 
 
@@ -61,10 +74,14 @@ __all__ = [
     "Gemini",
     "Groq",
     "HttpCall",
+    "Message",
+    "Part",
+    "PartsError",
     "RecordedRequest",
     "Refusal",
     "Reply",
     "Request",
+    "ResponseSchema",
     "Retried",
     "Sampling",
     "SchemaRefused",
@@ -73,8 +90,17 @@ __all__ = [
     "ToolSpec",
     "WireError",
     "ask",
+    "claude_output_refusal",
+    "claude_parts_refusal",
+    "file_parts",
+    "gemini_output_refusal",
+    "gemini_parts_refusal",
     "gemini_schema",
     "gemini_thinking_refusal",
+    "groq_output_refusal",
+    "groq_parts_refusal",
+    "parts_of",
+    "read_output",
     "reasoning_refusal",
     "sampling_version",
     "system_text",

@@ -4,6 +4,7 @@ Translation only: no retries, no sleeping, no logging, no environment. Also the 
 of the temperature rule (docs/VENDORS.md, "API versions") (`sampling_version`) and of which models take which
 `thinking` (`thinking_refusal`), which the block's load check, `build` and the
 simulator all follow, and of the one table from `stop_reason` to `finish` (`FINISH`).
+What Claude takes of images, documents and response schemas is in `anthropic_inputs`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from typing import Annotated, Any, NamedTuple
 import orjson
 from pydantic import ConfigDict, Discriminator, Tag
 
+from engine.format.parts import TextPart
+from engine.format.tables import HistoryRow
+from engine.providers.anthropic_inputs import file_block
 from engine.providers.wire import (
     HttpCall,
     Refusal,
@@ -250,6 +254,11 @@ def _with_carried(content: list[dict[str, Any]], carried: list[Any]) -> list[dic
     return content
 
 
+def _user_content(row: HistoryRow) -> list[dict[str, Any]]:
+    """A user row of parts as content blocks, in the row's order."""
+    return [{"type": "text", "text": part.text} if isinstance(part, TextPart) else file_block(part) for part in row.parts]
+
+
 class Anthropic:
     vendor = "anthropic"
     key_variables: tuple[str, ...] = ("ANTHROPIC_API_KEY",)
@@ -262,11 +271,17 @@ class Anthropic:
         after_results = False
         for kind, rows in group_turns(request.rows):
             if kind == "user":
-                text = rows[0].content
-                if after_results and text:
-                    messages[-1]["content"].append({"type": "text", "text": text})
+                row = rows[0]
+                if row.parts:
+                    blocks = _user_content(row)
+                    if after_results:
+                        messages[-1]["content"] += blocks
+                    else:
+                        messages.append({"role": "user", "content": blocks})
+                elif after_results and row.content:
+                    messages[-1]["content"].append({"type": "text", "text": row.content})
                 else:
-                    messages.append({"role": "user", "content": text})
+                    messages.append({"role": "user", "content": row.content})
                 after_results = False
                 continue
             after_results = False
@@ -314,6 +329,8 @@ class Anthropic:
         if request.thinking is not None:
             body["thinking"] = ({"type": "adaptive"} if request.thinking == "adaptive"
                                 else {"type": "enabled", "budget_tokens": request.thinking})
+        if request.response_schema is not None:
+            body["output_config"] = {"format": {"type": "json_schema", "schema": request.response_schema}}
         if request.temperature is not None:
             body["temperature"] = request.temperature
             if not request.api_version:

@@ -2,6 +2,7 @@
 
 Also the one table from `finishReason` to `finish` (`FINISH`), and which models take which
 thinking budget (`THINKING_BUDGETS`), read by the block's load check and the simulator.
+What Gemini takes of images, documents and response schemas is in `gemini_inputs`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from typing import Any
 import orjson
 from pydantic import ConfigDict, Field
 
+from engine.format.parts import TextPart
+from engine.format.tables import HistoryRow
+from engine.providers.gemini_inputs import file_part
 from engine.providers.gemini_tool_schema import SchemaRefused, gemini_schema
 from engine.providers.wire import (
     HttpCall,
@@ -188,6 +192,13 @@ def _own(signature: str | None) -> str | None:
     return signature if signature_vendor(signature) == "gemini" else None
 
 
+def _user_parts(row: HistoryRow) -> list[dict[str, Any]]:
+    """A user row's parts in Gemini's form: its text, or each of its parts in order."""
+    if not row.parts:
+        return [{"text": row.content}]
+    return [{"text": part.text} if isinstance(part, TextPart) else file_part(part) for part in row.parts]
+
+
 def _json(text: str) -> Any:
     try:
         return orjson.loads(text)
@@ -207,11 +218,10 @@ class Gemini:
         after_results = False
         for kind, rows in group_turns(request.rows):
             if kind == "user":
-                text_part: dict[str, Any] = {"text": rows[0].content}
                 if after_results:
-                    contents[-1]["parts"].append(text_part)
+                    contents[-1]["parts"] += _user_parts(rows[0])
                 else:
-                    contents.append({"role": "user", "parts": [text_part]})
+                    contents.append({"role": "user", "parts": _user_parts(rows[0])})
                 after_results = False
                 continue
             after_results = kind == "tool"
@@ -272,6 +282,9 @@ class Gemini:
             config["maxOutputTokens"] = request.max_tokens
         if request.thinking is not None:
             config["thinkingConfig"] = {"thinkingBudget": -1 if request.thinking == "adaptive" else request.thinking}
+        if request.response_schema is not None:
+            config["responseMimeType"] = "application/json"
+            config["responseJsonSchema"] = request.response_schema
         if config:
             body["generationConfig"] = config
         headers = {"x-goog-api-key": key, "content-type": "application/json"}

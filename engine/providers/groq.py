@@ -2,6 +2,7 @@
 
 Also the one table from `finish_reason` to `finish` (`FINISH`) and of which models take
 which `reasoning_effort` (`REASONING_EFFORTS`), read by the block's load check and the simulator.
+What Groq models take of images and response schemas is in `groq_inputs`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from typing import Any
 import orjson
 from pydantic import Field
 
+from engine.format.parts import TextPart
 from engine.format.tables import HistoryRow
+from engine.providers.groq_inputs import image_part, response_format
 from engine.providers.wire import (
     HttpCall,
     Refusal,
@@ -120,7 +123,12 @@ class Groq:
             messages.append({"role": "system", "content": request.system})
         for kind, rows in group_turns(request.rows):
             if kind == "user":
-                messages.append({"role": "user", "content": rows[0].content})
+                row = rows[0]
+                content: Any = row.content
+                if row.parts:  # text and image_url content parts (the block refused documents before sending)
+                    content = [{"type": "text", "text": part.text} if isinstance(part, TextPart) else image_part(part)
+                               for part in row.parts]
+                messages.append({"role": "user", "content": content})
             elif kind == "assistant":
                 text = "".join(row.content for row in rows if not row.is_tool_call)
                 calls = [row for row in rows if row.is_tool_call]
@@ -158,9 +166,12 @@ class Groq:
         body["messages"] = self.messages(request)
         if request.tools:
             body["tools"] = [{"type": "function", "function": tool_declaration(tool, "parameters")} for tool in request.tools]
+        notes = foreign_parts_note(request.rows, self.vendor)
+        if request.response_schema is not None:
+            body["response_format"], note = response_format(request.model, request.response_schema)
+            notes += (note,) if note else ()
         headers = {"authorization": f"Bearer {key}", "content-type": "application/json"}
-        return HttpCall("/openai/v1/chat/completions", headers, body, foreign_parts_note(request.rows, self.vendor),
-                        api_version=request.api_version)
+        return HttpCall("/openai/v1/chat/completions", headers, body, notes, api_version=request.api_version)
 
     def parse(self, body: Any) -> Reply:
         completion = read_model(_Completion, body)

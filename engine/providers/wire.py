@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from engine.errors import WireError
 from engine.format.names import valid_tool_name
+from engine.format.parts import DocumentPart, ImagePart, Part
 from engine.format.tables import HistoryRow
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "WireModel",
     "call_arguments",
     "carried_parts",
+    "file_parts",
     "foreign_parts_note",
     "group_turns",
     "read_model",
@@ -116,6 +118,17 @@ class Request:
     """A thinking budget in tokens, or "adaptive" (Anthropic, Gemini)."""
     reasoning_effort: str | None = None
     """Groq's reasoning_effort, passed as it is."""
+    response_schema: dict[str, Any] | None = None
+    """A JSON Schema the answer must match (structured output), sent in the vendor's own form."""
+
+    def parts(self) -> list[Part]:
+        """Every part of the conversation's user rows (images, documents, text among them), in order."""
+        return [part for row in self.rows for part in row.parts]
+
+
+def file_parts(parts: list[Part] | tuple[Part, ...]) -> list[ImagePart | DocumentPart]:
+    """The image and document parts among `parts`."""
+    return [part for part in parts if isinstance(part, (ImagePart, DocumentPart))]
 
 
 @dataclass(frozen=True, slots=True)

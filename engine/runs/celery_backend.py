@@ -22,10 +22,12 @@ from engine.runs.store import RunStore
 from engine.runtime.context import Services
 from engine.runtime.execute import execute
 
-__all__ = ["DEFAULT_BROKER", "make_app", "run_batch_on_celery", "start_worker"]
+__all__ = ["API_TASK", "DEFAULT_BROKER", "make_app", "run_batch_on_celery", "start_worker"]
 
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
 TASK = "diagrama.run_row"
+API_TASK = "diagrama.run_api"
+"""One `diagrama api` run: its events go to a Redis stream (engine.runs.event_relay), its result to the run store."""
 # Redis token bucket: KEYS[1] bucket; ARGV rate/s, capacity, now. Returns seconds to wait (0 = taken).
 _BUCKET = """
 local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
@@ -102,7 +104,39 @@ def make_app(broker: str | None = None) -> Celery:
         store.record(result, diagram, inputs, batch_id=batch_id, row=row, attempt=attempt)
         return result.status
 
+    @app.task(name=API_TASK, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+    def run_api(run_id: str, diagram_path: str, inputs: dict[str, Any], store_url: str, runs_dir: str, offline: bool,
+                message_level: str | None = None, key_id: str | None = None) -> str:
+        import structlog
+
+        from blocks.registry import registry
+        from engine.compile.loader import load_diagram
+        from engine.format.levels import MessageLevel
+        from engine.runs.event_relay import RedisEventWriter, relay_observer, result_fields
+
+        store = _cached_store(store_url)
+        if store.run(run_id) is not None:
+            return "already_recorded"  # delivered again after it was recorded (its worker died before the ack)
+        diagram = _cached_diagram(diagram_path, Path(diagram_path).stat().st_mtime_ns, load_diagram, registry)
+        writer = RedisEventWriter(_cached_redis(broker), run_id)
+        services = Services(offline=offline)
+        services.run_observers.append(relay_observer(writer.sink, writer.first))  # last: it sees the written fields
+        level = MessageLevel[message_level.upper()] if message_level else None
+        with structlog.contextvars.bound_contextvars(key_id=key_id):  # in the worker's `run` line (never the key)
+            result = asyncio.run(execute(diagram, inputs, runs_dir=Path(runs_dir), services=services, run_id=run_id,
+                                         message_level=level))
+        store.record(result, diagram, inputs)
+        writer.end(result_fields(result))
+        return result.status
+
     return app
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_redis(url: str) -> Any:
+    import redis
+
+    return redis.Redis.from_url(url)
 
 
 @functools.lru_cache(maxsize=8)

@@ -1,7 +1,7 @@
 """The run store: every run, batch or single, in a SQL database (SQLite by default).
 
 One row per run (id, diagram (its resolved path) and its content hash, inputs, status, times, steps,
-errors, final variables, tokens, batch id, row and attempt). Writes are transactions; SQLite
+errors, final variables, tokens, batch id, row and attempt, the path of blocks taken). Writes are transactions; SQLite
 runs in WAL mode, so a crash leaves the store consistent. A (batch, row) is recorded
 once: a row that already succeeded is never overwritten. Inputs are stored scrubbed of
 keys, as the result's variables and errors already are.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,7 @@ runs = Table(
     Column("row", Integer),
     Column("trace", Text),
     Column("attempt", Integer),
+    Column("path", JSON),  # the blocks in the order they ran: `diagrama api` answers a recorded run with them
 )
 Index("runs_batch_row", runs.c.batch_id, runs.c.row, unique=True)
 batches = Table(
@@ -124,14 +126,7 @@ class RunStore:
     def record(self, result: RunResult, diagram: Diagram, inputs: dict[str, Any], *, batch_id: str | None = None,
                row: int | None = None, attempt: int = 1) -> bool:
         """Store a run; False when its (batch, row) already succeeded (nothing is stored twice)."""
-        values = {
-            "run_id": result.run_id, "diagram": str(diagram.path.resolve()), "content_hash": diagram.content_hash,
-            "inputs": plain(result.redact(inputs)), "status": result.status, "started": time.time() - result.duration,
-            "finished": time.time(), "duration_ms": round(result.duration * 1000, 3), "steps": result.steps,
-            "errors": plain(result.errors), "variables": plain(result.variables), "tokens": result.tokens,
-            "batch_id": batch_id, "row": row, "trace": str(result.trace.resolve()) if result.trace else None,
-            "attempt": attempt,
-        }
+        values = _row(result, diagram, inputs, batch_id=batch_id, row=row, attempt=attempt)
         with self.engine.begin() as connection:
             if batch_id is not None:
                 existing = connection.execute(
@@ -142,6 +137,15 @@ class RunStore:
             connection.execute(delete(runs).where(runs.c.run_id == result.run_id))
             connection.execute(insert(runs).values(**values))
         return True
+
+    def record_runs(self, recorded: Sequence[tuple[RunResult, Diagram, dict[str, Any]]]) -> None:
+        """Store runs outside any batch in one transaction (`diagrama api`'s, a few at a time: one commit for all)."""
+        if not recorded:
+            return
+        rows = [_row(result, diagram, inputs) for result, diagram, inputs in recorded]
+        with self.engine.begin() as connection:
+            connection.execute(delete(runs).where(runs.c.run_id.in_([row["run_id"] for row in rows])))
+            connection.execute(insert(runs), rows)
 
     def begin_batch(self, batch_id: str, diagram: Diagram, inputs_file: str, rows: int, collect: list[str]) -> None:
         with self.engine.begin() as connection:
@@ -191,6 +195,18 @@ class RunStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def _row(result: RunResult, diagram: Diagram, inputs: dict[str, Any], *, batch_id: str | None = None,
+         row: int | None = None, attempt: int = 1) -> dict[str, Any]:
+    return {
+        "run_id": result.run_id, "diagram": str(diagram.path.resolve()), "content_hash": diagram.content_hash,
+        "inputs": plain(result.redact(inputs)), "status": result.status, "started": time.time() - result.duration,
+        "finished": time.time(), "duration_ms": round(result.duration * 1000, 3), "steps": result.steps,
+        "errors": plain(result.errors), "variables": plain(result.variables), "tokens": result.tokens,
+        "batch_id": batch_id, "row": row, "trace": str(result.trace.resolve()) if result.trace else None,
+        "attempt": attempt, "path": list(result.path),
+    }
 
 
 def _add_new_columns(engine: Engine) -> None:

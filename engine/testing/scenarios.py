@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
@@ -77,6 +77,15 @@ class Reply(BaseModel):
     thinking: str | None = Field(default=None, description="the model's reasoning, in the vendor's form")
     citations: list[CitationReply] | None = None
     usage: dict[str, int] | None = None
+    output: Any = Field(default=None, description="a structured answer (for a block with response_schema), sent as the "
+                                                  "vendor's JSON answer text; it is checked against the schema as a "
+                                                  "real answer is")
+
+    @model_validator(mode="after")
+    def _output_alone(self) -> Reply:
+        if self.output is not None and (self.text is not None or self.tool_calls):
+            raise ValueError("a reply gives output (the structured answer) or text and tool_calls, not both")
+        return self
 
 
 class ExpectedCall(BaseModel):

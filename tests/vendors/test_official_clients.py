@@ -7,10 +7,12 @@ calls, a 429 then a 200, a 400, and each scripted outcome.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
 
+import jsonschema
 import pytest
 
 from engine.providers import Simulator
@@ -162,3 +164,44 @@ def test_gemini_sdk_parses_every_answer_and_its_snake_case_requests_are_taken(se
     cited = ask()
     assert cited.candidates[0].citation_metadata.citations[0].uri == "https://example.com"
     assert all(r.status == (429 if i == 2 else 400 if i == 4 else 200) for i, r in enumerate(simulator.requests))
+
+
+RECEIPT = {"type": "object", "properties": {"merchant": {"type": "string"}, "total": {"type": "number"}},
+           "required": ["merchant", "total"], "additionalProperties": False}
+
+
+def test_each_sdk_sends_an_image_with_a_schema_and_reads_a_matching_answer(serve) -> None:
+    """Images and a response schema as each official client sends them: the made-up answer, then a scripted one."""
+    anthropic, groq, genai = (pytest.importorskip(name) for name in ("anthropic", "groq", "google.genai"))
+    from google.genai import types
+
+    from tests.blocks.files import PNG, PNG_BYTES
+
+    scripted = {"merchant": "Padaria Lisboa", "total": 4.5}
+    answers = []
+    simulator = Simulator({"sdk": [{"match": "second", "output": scripted}] * 3})
+    claude = anthropic.Anthropic(api_key="sk-ant-test", base_url=serve(simulator.app("anthropic")),
+                                 default_headers=BLOCK, max_retries=0)
+    for text in ("first", "second"):
+        answers.append(claude.messages.create(
+            model="claude-sonnet-5-5", max_tokens=256, output_config={"format": {"type": "json_schema", "schema": RECEIPT}},
+            messages=[{"role": "user", "content": [{"type": "text", "text": text}, {"type": "image", "source": {
+                "type": "base64", "media_type": "image/png", "data": PNG}}]}]).content[0].text)
+    chat = groq.Groq(api_key="gsk_test", base_url=serve(simulator.app("groq")), default_headers=BLOCK, max_retries=0)
+    for text in ("first", "second"):
+        answers.append(chat.chat.completions.create(
+            model="meta-llama/llama-4-scout-17b-16e-instruct",
+            response_format={"type": "json_schema", "json_schema": {"name": "receipt", "schema": RECEIPT}},
+            messages=[{"role": "user", "content": [{"type": "text", "text": text}, {"type": "image_url", "image_url": {
+                "url": f"data:image/png;base64,{PNG}"}}]}]).choices[0].message.content)
+    gemini = genai.Client(api_key="AIzaTest", http_options=types.HttpOptions(base_url=serve(simulator.app("gemini")),
+                                                                            headers=BLOCK))
+    for text in ("first", "second"):
+        answers.append(gemini.models.generate_content(
+            model="gemini-3.5-flash", contents=[types.Part(text=text), types.Part.from_bytes(data=PNG_BYTES,
+                                                                                             mime_type="image/png")],
+            config=types.GenerateContentConfig(response_mime_type="application/json", response_json_schema=RECEIPT)).text)
+    assert [r.status for r in simulator.requests] == [200] * 6
+    for made, given in zip(answers[::2], answers[1::2], strict=True):
+        jsonschema.validate(json.loads(made), RECEIPT)
+        assert json.loads(given) == scripted

@@ -2,16 +2,19 @@
 
 Served to httpx in-process (`transport(vendor)`) or on a loopback port (`app(vendor)`
 under any ASGI server, its lifespan answered). A reply is scripted per block id (text,
-tool calls, an outcome such as a refusal or a prompt block, an HTTP error, a delay) or
-made up deterministically: an echo, or a call of the offered tool that best matches the
-request. Requests are checked as the vendor would check them (Gemini's in either JSON
-spelling, as Google's parser takes both); bodies are rendered by `replies`.
+tool calls, a structured `output`, an outcome such as a refusal or a prompt block, an HTTP
+error, a delay) or made up deterministically: an echo, a call of the offered tool that best
+matches the request, or, for a request with a response schema, an object that matches it
+(`shapes`, seeded by the simulator's `seed` and the request). Requests are checked as the vendor
+would check them (Gemini's in either JSON spelling, as Google's parser takes both); bodies
+are rendered by `replies`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import random
 import re
 import unicodedata
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
@@ -23,6 +26,7 @@ import orjson
 
 from engine.providers.simulator.checks import Rejected, camel_gemini, check_anthropic, check_gemini, check_groq
 from engine.providers.simulator.replies import Outcome, render, vendor_error
+from engine.providers.simulator.shapes import conforming
 
 __all__ = ["BLOCK_HEADER", "RecordedRequest", "Simulator", "neutral_messages"]
 
@@ -64,6 +68,8 @@ class Simulator:
     scripts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     requests: list[RecordedRequest] = field(default_factory=list)
     exhausted: list[str] = field(default_factory=list)
+    seed: int = 0
+    """Seeds the made-up structured answers (with the request itself): the same seed and request, the same object."""
     _count: int = 0
     _transports: dict[str, httpx.AsyncBaseTransport] = field(default_factory=dict, init=False, repr=False)
 
@@ -169,18 +175,24 @@ class Simulator:
         return match.group(2)
 
     def _content(self, vendor: str, body: Any, model: str, reply: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        if "output" in reply:  # a scripted structured answer: its JSON text, as each vendor sends one
+            return orjson.dumps(reply["output"]).decode(), []
         if any(key in reply for key in ("text", "tool_calls", "finish", "blocked", "refusal")):
             calls = [{"name": c["name"], "arguments": c.get("arguments") or {}, "id": c.get("id")}
                      for c in reply.get("tool_calls") or []]
             return str(reply.get("text") or ""), calls
         view = _view(vendor, body, model)
-        if view.results:
-            summary = "; ".join(f"{name}: {content}" for name, content in view.results)
-            return f"(simulated {view.model}) Here is what the tools returned — {summary}", []
-        tool = _best_tool(view)
+        wanted = _response_schema(vendor, body)
+        tool = _best_tool(view) if not view.results else None
         if tool is not None:
             name, _description, schema = tool
             return "", [{"name": name, "arguments": _arguments_for(schema, view.last_user), "id": None}]
+        if wanted is not None:
+            seed = hashlib.sha256(f"{self.seed}:".encode() + orjson.dumps(body)).digest()
+            return orjson.dumps(conforming(wanted, random.Random(seed))).decode(), []
+        if view.results:
+            summary = "; ".join(f"{name}: {content}" for name, content in view.results)
+            return f"(simulated {view.model}) Here is what the tools returned — {summary}", []
         echo = view.last_user if len(view.last_user) <= 200 else view.last_user[:199] + "…"
         return f"(simulated {view.model}) You said: {echo}", []
 
@@ -200,6 +212,19 @@ class Simulator:
 class _Delayed:
     seconds: float
     then: tuple[int, Any, dict[str, Any]]
+
+
+def _response_schema(vendor: str, body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON Schema the request asks the answer to match, in any vendor's form; None without one."""
+    if vendor == "anthropic":
+        form = (body.get("output_config") or {}).get("format") or {}
+        schema = form.get("schema") if form.get("type") == "json_schema" else None
+    elif vendor == "groq":
+        form = body.get("response_format") or {}
+        schema = (form.get("json_schema") or {}).get("schema") if form.get("type") == "json_schema" else None
+    else:
+        schema = (body.get("generationConfig") or {}).get("responseJsonSchema")
+    return schema if isinstance(schema, dict) else None
 
 
 def _text_of(content: Any) -> str:
@@ -280,8 +305,12 @@ def neutral_messages(vendor: str, body: Any) -> list[dict[str, Any]]:
             for call in message.get("tool_calls") or []:
                 found.append({"role": "assistant", "content": call["function"]["arguments"],
                               "name": call["function"]["name"]})
-            if message.get("content") is not None:
-                found.append({"role": message["role"], "content": message["content"], "name": message.get("name")})
+            content = message.get("content")
+            if isinstance(content, list):  # content parts: each text part (images carry no text to match)
+                found += [{"role": message["role"], "content": part.get("text"), "name": None} for part in content
+                          if isinstance(part, dict) and part.get("type") == "text"]
+            elif content is not None:
+                found.append({"role": message["role"], "content": content, "name": message.get("name")})
     else:
         body = camel_gemini(body)
         instruction = body.get("systemInstruction")

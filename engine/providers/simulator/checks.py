@@ -19,6 +19,15 @@ from engine.errors import SimulatorRejected as Rejected
 from engine.providers.anthropic import SAMPLING_VERSION, VERSIONS, takes_temperature, thinking_refusal
 from engine.providers.gemini import gemini_thinking_refusal
 from engine.providers.groq import reasoning_refusal
+from engine.providers.simulator.gemini_names import camel_gemini
+from engine.providers.simulator.inputs import (
+    check_anthropic_file,
+    check_anthropic_output,
+    check_gemini_file,
+    check_gemini_output,
+    check_groq_content,
+    check_groq_output,
+)
 
 __all__ = ["Rejected", "camel_gemini", "check_anthropic", "check_gemini", "check_groq"]
 
@@ -37,7 +46,7 @@ def _anthropic(message: str, status: int = 400, kind: str = "invalid_request_err
 
 
 _ANTHROPIC_FIELDS = {"model", "max_tokens", "messages", "system", "stop_sequences", "tools", "tool_choice",
-                     "metadata", "stream", "thinking", "service_tier"}
+                     "metadata", "stream", "thinking", "service_tier", "output_config"}
 _SAMPLING = {"temperature", "top_p", "top_k"}
 
 
@@ -70,8 +79,9 @@ def check_anthropic(headers: dict[str, str], body: Any) -> None:
     messages = body["messages"]
     if not isinstance(messages, list) or not messages:
         raise _anthropic("messages: at least one message is required")
-    _anthropic_messages(messages, thinking_on)
+    images = _anthropic_messages(messages, str(body["model"]), thinking_on)
     _anthropic_tools(body.get("tools") or [])
+    check_anthropic_output(body, images)
 
 
 def _anthropic_thinking(body: dict[str, Any]) -> bool:
@@ -109,9 +119,10 @@ def _carried_block(block: dict[str, Any], kind: str | None) -> bool:
 
 # One pass over the messages checking the refusals docs/VENDORS.md lists for Anthropic, in its order;
 # split, the checks would lose the order they are documented in.
-def _anthropic_messages(messages: list[Any], thinking_on: bool = False) -> None:
-    """Roles, non-empty content, and each tool_use answered by the next user turn."""
+def _anthropic_messages(messages: list[Any], model: str, thinking_on: bool = False) -> int:
+    """Roles, non-empty content, each tool_use answered by the next user turn, images and documents; the images."""
     previous_uses: set[str] = set()
+    images = 0
     for number, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             raise _anthropic(f"messages.{number}.role: Input should be 'user' or 'assistant'")
@@ -134,6 +145,9 @@ def _anthropic_messages(messages: list[Any], thinking_on: bool = False) -> None:
                 seen_text = True
             elif message["role"] == "assistant" and _carried_block(block, kind):
                 pass
+            elif kind in ("image", "document") and message["role"] == "user":
+                check_anthropic_file(block, f"messages.{number}.content.{index}", model)
+                images += kind == "image"
             elif kind == "tool_use" and message["role"] == "assistant":
                 if not isinstance(block.get("input"), dict):
                     raise _anthropic(f"messages.{number}.content.{index}.tool_use.input: Input should be an object")
@@ -170,6 +184,7 @@ def _anthropic_messages(messages: list[Any], thinking_on: bool = False) -> None:
                              f"but found `{blocks[0].get('type')}`. When `thinking` is enabled, a final `assistant` "
                              "message must start with a thinking block (preceding the lastmost set of `tool_use` and "
                              "`tool_result` blocks).")
+    return images
 
 
 def _anthropic_tools(tools: list[Any]) -> None:
@@ -234,6 +249,7 @@ def check_groq(headers: dict[str, str], body: Any) -> None:
     if not isinstance(messages, list) or not messages:
         raise _groq("'messages' : minimum number of items is 1")
     pending: list[str] = []
+    inline = 0
     for index, message in enumerate(messages):
         role = message.get("role") if isinstance(message, dict) else None
         if role not in ("system", "developer", "user", "assistant", "tool"):
@@ -241,8 +257,10 @@ def check_groq(headers: dict[str, str], body: Any) -> None:
         if role != "tool" and pending:
             raise _groq(f"'messages.{index}' : an assistant message with 'tool_calls' must be followed by tool "
                         f"messages responding to each 'tool_call_id' ({', '.join(pending)})")
-        if role in ("system", "developer", "user") and message.get("content") in (None, ""):
+        if role in ("system", "developer", "user") and message.get("content") in (None, "", []):
             raise _groq(f"'messages.{index}' : property 'content' is missing")
+        if role == "user" and isinstance(message["content"], list):
+            inline += check_groq_content(message["content"], index, str(body["model"]))
         if role == "assistant":
             calls = message.get("tool_calls") or []
             if message.get("content") is None and not calls:
@@ -258,6 +276,7 @@ def check_groq(headers: dict[str, str], body: Any) -> None:
     if pending:
         raise _groq("an assistant message with 'tool_calls' must be followed by tool messages responding to each "
                     f"'tool_call_id' ({', '.join(pending)})")
+    check_groq_output(body, inline)
 
 
 # -- Gemini --------------------------------------------------------------------------------------
@@ -270,7 +289,9 @@ _GEMINI_FIELDS: dict[str, set[str]] = {
     "": {"contents", "systemInstruction", "tools", "toolConfig", "generationConfig", "safetySettings",
          "cachedContent"},
     "content": {"role", "parts"},
-    "part": {"text", "functionCall", "functionResponse", "thoughtSignature", "thought", "inlineData"},
+    "part": {"text", "functionCall", "functionResponse", "thoughtSignature", "thought", "inlineData", "fileData"},
+    "inlineData": {"mimeType", "data"},
+    "fileData": {"mimeType", "fileUri"},
     "functionCall": {"name", "args", "id"},
     "functionResponse": {"name", "response", "id"},
     "tool": {"functionDeclarations"},
@@ -342,6 +363,7 @@ def check_gemini(headers: dict[str, str], body: Any, model: str) -> None:
         if refusal:
             raise _gemini(f"generation_config.thinking_config.thinking_budget: {refusal.message}")
     _gemini_tools(body.get("tools") or [])
+    check_gemini_output(config, model, bool(body.get("tools")))
     if "systemInstruction" in body:
         _known(body["systemInstruction"], "content", "system_instruction")
     last_user_text = _gemini_contents(contents)
@@ -386,8 +408,12 @@ def _gemini_contents(contents: list[Any]) -> int:
             raise _gemini(f"* GenerateContentRequest.contents[{index}].parts: contents.parts must not be empty")
         for number, part in enumerate(parts):
             part = _known(part, "part", f"contents[{index}].parts[{number}]")
-            if not any(key in part for key in ("text", "functionCall", "functionResponse", "inlineData")):
+            if not any(key in part for key in ("text", "functionCall", "functionResponse", "inlineData", "fileData")):
                 raise _gemini(f"* contents[{index}].parts[{number}]: a part must hold data")
+            for kind in ("inlineData", "fileData"):
+                if kind in part:
+                    _known(part[kind], kind, f"contents[{index}].parts[{number}].{kind}")
+                    check_gemini_file(part, f"contents[{index}].parts[{number}]")
             if "functionCall" in part:
                 _known(part["functionCall"], "functionCall", f"contents[{index}].parts[{number}].function_call")
             if "functionResponse" in part:
@@ -416,27 +442,3 @@ def _gemini_contents(contents: list[Any]) -> int:
                     raise _gemini(f"function response '{response.get('name')}' matches no call of the previous turn")
         previous = content
     return last_user_text
-
-
-_OPAQUE = {"args", "response", "parametersJsonSchema", "responseJsonSchema", "default", "example", "enum"}
-"""Free-form JSON inside a Gemini body: its keys are the user's, never renamed."""
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(word[:1].upper() + word[1:] for word in rest)
-
-
-def camel_gemini(value: Any, under: str = "") -> Any:
-    """A Gemini body with snake_case field names read as camelCase, as Google's JSON parser reads them."""
-    if isinstance(value, list):
-        return [camel_gemini(item, under) for item in value]
-    if not isinstance(value, dict):
-        return value
-    if under == "properties":  # a Schema's property names are the user's; their values are Schemas
-        return {key: camel_gemini(item) for key, item in value.items()}
-    renamed: dict[str, Any] = {}
-    for key, item in value.items():
-        name = _camel(key)
-        renamed[name] = item if name in _OPAQUE else camel_gemini(item, name)
-    return renamed

@@ -1,0 +1,102 @@
+"""`diagrama api` and `diagrama api-key`: the folder's robots as an HTTP service (the web extra), and its keys; the
+`--log-format`/`--log-level` options every service command shares."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from engine.cli import blocks_registry, console, fail, require_extra, runs_folder
+
+LogFormatOption = Annotated[str | None, typer.Option(
+    "--log-format", help="console or json (default: json when stderr is not a terminal)")]
+LogLevelOption = Annotated[str, typer.Option("--log-level", help="debug, info, warning or error")]
+
+
+def start_logs(log_format: str | None, log_level: str, secrets: list[str] | None = None) -> None:
+    """Configure a service's logs (engine.runs.service_logs), or exit 2 naming the bad option."""
+    from engine.errors import UsageError
+    from engine.runs.service_logs import LOG_FORMATS, LOG_LEVELS, configure
+
+    if log_format is not None and log_format not in LOG_FORMATS:
+        raise fail(UsageError(f"--log-format is console or json, not {log_format!r}"))
+    if log_level.lower() not in LOG_LEVELS:
+        raise fail(UsageError(f"--log-level is one of {', '.join(LOG_LEVELS)}, not {log_level!r}"))
+    configure(log_format, log_level.lower(), secrets or ())  # type: ignore[arg-type]  # checked just above
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def api(
+    folder: Annotated[Path, typer.Argument(help="folder of diagrams: each is a robot named by its file's stem")] = Path(
+        "diagrams"),
+    port: Annotated[int, typer.Option("--port", help="port on the host")] = 8080,
+    host: Annotated[str, typer.Option("--host", help="127.0.0.1 keeps it local; 0.0.0.0 serves the network")] = "127.0.0.1",
+    keys_file: Annotated[Path | None, typer.Option(
+        "--keys-file", help="keys' digests, `ID sha256:HEX [rpm=N]` a line (`diagrama api-key ID`)")] = None,
+    no_auth: Annotated[bool, typer.Option("--no-auth", help="serve without keys: loopback addresses only")] = False,
+    rpm: Annotated[float, typer.Option("--rpm", min=0, help="requests a minute per key (0: no limit)")] = 600,
+    offline: Annotated[bool, typer.Option("--offline", help="answer request blocks with the simulator")] = False,
+    backend: Annotated[str, typer.Option("--backend", help="local (runs in this process) or celery (on workers)")] = "local",
+    broker: Annotated[str | None, typer.Option("--broker", help="Celery broker URL (default redis://127.0.0.1:6379/0)")] = None,
+    store_url: Annotated[str | None, typer.Option("--store", help="SQLAlchemy URL of the run store")] = None,
+    runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
+    data_root: Annotated[list[Path] | None, typer.Option(
+        "--data-root", help="a folder besides the diagrams' own that they may read files from (repeatable)")] = None,
+    log_format: LogFormatOption = None,
+    log_level: LogLevelOption = "info",
+) -> None:
+    """Serve the folder's robots over HTTP: list them, run them, follow their events (SSE); bearer keys required."""
+    for module in ("starlette", "uvicorn", "sse_starlette"):
+        require_extra(module, "web", "api")
+    if backend == "celery":
+        require_extra("celery", "celery", "api --backend celery")
+        require_extra("sqlalchemy", "celery", "api --backend celery")
+    import uvicorn
+
+    from engine.errors import DiagramaError, UsageError
+    from engine.runs.service_logs import log
+    from engine.runtime.context import Services
+    from engine.web.api import create_app
+    from engine.web.service.keys import keys_from_environ
+
+    if no_auth and not _loopback(host):
+        raise fail(UsageError(f"--no-auth serves only a loopback address (127.0.0.1, ::1, localhost), not {host}; "
+                              "give keys to serve the network"))
+    services = Services(offline=offline)
+    try:
+        _keys, plain = keys_from_environ(services.environ)
+        start_logs(log_format, log_level, plain)
+        app = create_app(folder, runs_dir=runs_folder(runs_dir), registry=blocks_registry(), services=services,
+                         keys_file=keys_file, no_auth=no_auth, rpm=rpm or None, offline=offline,
+                         backend=backend,  # type: ignore[arg-type]  # create_app refuses another name
+                         broker=broker, store_url=store_url, data_roots=tuple(data_root or ()))
+    except DiagramaError as exc:
+        raise fail(exc) from None
+    log("diagrama.api").info("serving", url=f"http://{host}:{port}/v1/robots", folder=str(folder), backend=backend,
+                             auth="none" if no_auth else "keys", offline=offline)
+    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False)
+
+
+def api_key(key_id: Annotated[str, typer.Argument(help="the key's id, shown in logs (never the key)")]) -> None:
+    """Make an API key: prints the key (give it to the caller; it is not kept) and its keys-file line."""
+    from engine.errors import UsageError
+    from engine.web.service.keys import new_key
+
+    try:
+        key, line = new_key(key_id)
+    except UsageError as exc:
+        raise fail(exc) from None
+    out = console()
+    out.print(f"key: {key}", markup=False)
+    out.print(f"keys-file line: {line}", markup=False)

@@ -1,0 +1,101 @@
+"""`diagrama api`'s ASGI app: `create_app(DIR)` serves every diagram of DIR as a robot (engine.web.service), for
+`diagrama api` or any ASGI server (`uvicorn --factory engine.web.api:create_app` reads DIAGRAMA_API_DIR and
+DIAGRAMA_API_KEYS).
+
+Keys: DIAGRAMA_API_KEYS and the keys file's; with none, it refuses to start unless `no_auth` (the CLI allows that on
+a loopback address only). The run store is the batch extra's, where SQLAlchemy is installed (always for Celery).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Literal
+
+import structlog
+from starlette.applications import Starlette
+
+from engine.compile.block import BlockRegistry
+from engine.errors import UsageError
+from engine.runs.service_logs import configure as configure_logs
+from engine.runtime.context import Services
+from engine.web.service.app import OPERATIONS, Backend, RobotsApi
+from engine.web.service.gate import Gate, RateLimits, RequestLog
+from engine.web.service.keys import KEYS_VARIABLE, ApiKey, KeyRing, LocalRateLimits, keys_from_environ, keys_from_file
+from engine.web.service.robots import Robots
+from engine.web.service.runs import LocalBackend
+
+__all__ = ["DIR_VARIABLE", "create_app"]
+
+DIR_VARIABLE = "DIAGRAMA_API_DIR"
+
+
+def _store(runs_dir: Path, url: str | None) -> Any:
+    try:
+        from engine.runs.store import open_store
+    except ImportError:  # no batch extra: the traces are the record
+        return None
+    return open_store(url, runs_dir)
+
+
+def create_app(
+    folder: Path | str | None = None,
+    *,
+    runs_dir: Path | None = None,
+    registry: BlockRegistry | None = None,
+    services: Services | None = None,
+    keys_file: Path | None = None,
+    no_auth: bool = False,
+    rpm: float | None = 600,
+    offline: bool = False,
+    backend: Literal["local", "celery"] = "local",
+    broker: str | None = None,
+    store_url: str | None = None,
+    data_roots: tuple[Path, ...] = (),
+) -> Starlette | Any:
+    """The robots API over `folder` (default $DIAGRAMA_API_DIR, else `diagrams`) as an ASGI app; UsageError when it
+    cannot serve (no keys without `no_auth`, a bad keys file, not a folder)."""
+    from engine.runtime.api import default_registry
+
+    root = Path(folder if folder is not None else os.environ.get(DIR_VARIABLE, "diagrams"))
+    if not root.is_dir():
+        raise UsageError(f"{root} is not a folder of diagrams")
+    services = services or Services(offline=offline)
+    services.offline = offline
+    keys, plain = keys_from_environ(services.environ)
+    keys += keys_from_file(keys_file) if keys_file is not None else list[ApiKey]()
+    if not keys and not no_auth:
+        raise UsageError(f"no API keys: set {KEYS_VARIABLE} or give --keys-file (make one with `diagrama api-key ID`), "
+                         "or, on a loopback address only, --no-auth")
+    ring = None if no_auth and not keys else KeyRing(keys)
+    if not structlog.is_configured():  # served by another ASGI server (uvicorn --factory): logs as `diagrama api`'s
+        configure_logs(None, "info", plain)
+    runs = Path(runs_dir if runs_dir is not None else os.environ.get("DIAGRAMA_RUNS_DIR", "runs"))
+    limits: RateLimits = LocalRateLimits()
+    chosen: Backend
+    if backend == "celery":
+        from engine.runs.store import default_store_url
+        from engine.web.service.celery import CeleryBackend
+
+        url = store_url or os.environ.get("DIAGRAMA_STORE") or default_store_url(runs)
+        celery = CeleryBackend(root, runs, broker=broker, store_url=url, offline=offline)
+        limits, chosen = celery.limits, celery
+    elif backend == "local":
+        chosen = LocalBackend(root, runs, services, store=_store(runs, store_url))
+    else:
+        raise UsageError(f"the backend is local or celery, not {backend!r}")
+    api = RobotsApi(root, Robots(root, registry or default_registry(), data_roots), chosen, plain,
+                    secured=ring is not None)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        yield
+        await chosen.close()  # a local run still going is interrupted (its trace says so)
+
+    app = Starlette(routes=api.routes(), lifespan=lifespan)
+    app.state.api = api
+    app.state.backend = chosen
+    public = frozenset(op.path for op in OPERATIONS if op.public)
+    return RequestLog(Gate(app, ring, limits, rpm, public), "diagrama.api")

@@ -1,0 +1,233 @@
+"""The robots API's routes: list robots, start a run (wait for it or not), read a run, follow its events (SSE), and
+the OpenAPI document; each answers through its model, each refusal as `{error, problems}`.
+
+The routes are the `OPERATIONS` table (engine.web.service.openapi), mounted from it. `resume` and `sessions` are
+described in `DURABLE_OPERATIONS`, with their models, and join the table (a handler each, a Backend method each)
+when durable runs land; `RunRequest.session` is already in the model and refused (501) until then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+from pydantic import ValidationError
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from engine.compile.diagram import Diagram
+from engine.errors import DiagramaError, DiagramInvalid
+from engine.format.levels import MessageLevel
+from engine.format.redact import Redactor
+from engine.format.validation import dotted, validation_message
+from engine.web.files import FolderError
+from engine.web.http import answer, read_body
+from engine.web.service.models import (
+    ErrorAnswer,
+    ResumeRequest,
+    RobotInfo,
+    RobotList,
+    RunAccepted,
+    RunAnswer,
+    RunRequest,
+    SessionAnswer,
+)
+from engine.web.service.openapi import Answer, Operation, openapi_document
+from engine.web.service.robots import InputProblems, Robots, can_wait, input_schema, memory, typed_inputs
+from engine.web.service.runs import RunEvent
+
+__all__ = ["DURABLE_OPERATIONS", "OPERATIONS", "Backend", "RobotsApi"]
+
+_PING_S = 15
+"""A comment line this often keeps an idle event stream open through proxies."""
+
+
+class Backend(Protocol):
+    """Where runs go: this process (LocalBackend) or Celery workers (CeleryBackend)."""
+
+    async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
+                    key_id: str | None, secrets: list[str]) -> str: ...
+
+    async def result(self, run_id: str) -> RunAnswer: ...
+
+    async def get(self, run_id: str) -> RunAnswer | None: ...
+
+    async def events(self, run_id: str, after: int) -> AsyncIterator[RunEvent] | None: ...
+
+    async def close(self) -> None: ...
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.problems = problems or []
+
+
+_NOT_FOUND = Answer("no such robot or run", ErrorAnswer)
+_BAD = Answer("the body is not a RunRequest, or the inputs do not fit the robot's: every problem", ErrorAnswer)
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation("GET", "/v1/robots", "listRobots", "Every robot: its inputs' JSON Schema, memory, whether it can wait",
+              {200: Answer("the robots", RobotList)}),
+    Operation("POST", "/v1/robots/{name}/runs", "startRun",
+              "Run a robot: answer its result when it ends (`wait`, the default), or its id at once",
+              {200: Answer("the run ended (succeeded or failed)", RunAnswer),
+               202: Answer("the run is started (`wait: false`)", RunAccepted, headers={"Location": "the run's URL"}),
+               400: _BAD, 404: _NOT_FOUND, 413: Answer("the body is larger than 8 MB", ErrorAnswer),
+               422: Answer("the robot's diagram has problems (it cannot run)", ErrorAnswer),
+               501: Answer("sessions come with durable runs", ErrorAnswer)},
+              body=RunRequest),
+    Operation("GET", "/v1/runs/{run_id}", "getRun", "A run: its status, and its result once it ended",
+              {200: Answer("the run", RunAnswer), 404: _NOT_FOUND}),
+    Operation("GET", "/v1/runs/{run_id}/events", "runEvents",
+              "The run's events as Server-Sent Events, as they happen, ending with `run_finished`",
+              {200: Answer("`id` the event's number, `event` its name, `data` its JSON (a trace line; `text_delta` "
+                           "carries a piece of a model's text)", media="text/event-stream"),
+               400: Answer("Last-Event-ID is not a number", ErrorAnswer), 404: _NOT_FOUND},
+              headers={"Last-Event-ID": "the last event's number the client has: the stream goes on after it"}),
+    Operation("GET", "/openapi.json", "openapi", "This document",
+              {200: Answer("the OpenAPI document", schema={"type": "object"})}, public=True),
+)
+
+DURABLE_OPERATIONS: tuple[Operation, ...] = (
+    Operation("POST", "/v1/runs/{run_id}/resume", "resumeRun",
+              "Answer the `Wait` a run stopped at: it goes on (`wait` as for startRun)",
+              {200: Answer("the run ended, or stopped at its next Wait", RunAnswer),
+               202: Answer("the run goes on", RunAccepted, headers={"Location": "the run's URL"}),
+               400: Answer("the answer does not fit the Wait's form: every problem", ErrorAnswer), 404: _NOT_FOUND,
+               409: Answer("the run is not waiting", ErrorAnswer)},
+              body=ResumeRequest),
+    Operation("GET", "/v1/sessions/{session_id}", "getSession", "A conversation: its robot and its memory",
+              {200: Answer("the session", SessionAnswer), 404: Answer("no such session", ErrorAnswer)}),
+    Operation("DELETE", "/v1/sessions/{session_id}", "forgetSession", "Forget a conversation's memory",
+              {204: Answer("forgotten", media=""), 404: Answer("no such session", ErrorAnswer)}),
+)
+"""Served once durable runs (issue 27) land: moved into OPERATIONS with their handlers; until then not mounted, and
+not in /openapi.json."""
+
+
+class RobotsApi:
+    def __init__(self, folder: Path, robots: Robots, backend: Backend, secrets: list[str], *, secured: bool) -> None:
+        self.folder = folder.resolve()
+        self.robots = robots
+        self.backend = backend
+        self.secrets = secrets
+        self.document = openapi_document(OPERATIONS, title="diagrama robots", version="1", secured=secured)
+        self._document = orjson.dumps(self.document)  # rendered once: it never changes while the server runs
+        self._redactor = Redactor(secrets)
+
+    def routes(self) -> list[Route]:
+        handlers: dict[str, Callable[[Request], Awaitable[Response]]] = {
+            "listRobots": self.list_robots, "startRun": self.start_run, "getRun": self.get_run,
+            "runEvents": self.run_events, "openapi": self.openapi}
+        return [Route(op.path, self._answering(handlers[op.name]), methods=[op.method], name=op.name)
+                for op in OPERATIONS]
+
+    def _answering(self, handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        """Refusals as `{error, problems}`, never a traceback; messages scrubbed (an input may be a key)."""
+
+        async def answered(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except ApiError as exc:
+                return self._refusal(exc.status, exc.message, exc.problems)
+            except FolderError as exc:  # the body reader's refusals (413, 400)
+                return self._refusal(exc.status, exc.message, [])
+            except DiagramaError as exc:
+                return self._refusal(400, str(exc), [])
+
+        return answered
+
+    def _refusal(self, status: int, message: str, problems: list[str]) -> Response:
+        scrub = self._redactor.text
+        return answer(ErrorAnswer(error=scrub(message), problems=[scrub(p) for p in problems]), status)
+
+    async def openapi(self, _request: Request) -> Response:
+        return Response(self._document, media_type="application/json")
+
+    async def list_robots(self, _request: Request) -> Response:
+        listed = [RobotInfo(name=name, description=diagram.spec.description, inputs=input_schema(diagram),
+                            memory=memory(diagram), can_wait=can_wait(diagram))
+                  for name, diagram in await self.robots.valid()]
+        return answer(RobotList(robots=listed))
+
+    async def _diagram(self, name: str) -> Diagram:
+        try:
+            diagram = await self.robots.diagram(name)
+        except DiagramInvalid as exc:
+            where = f"{self.folder}/"
+            raise ApiError(422, f"robot '{name}' has problems in its diagram; it cannot run",
+                           [str(problem).replace(where, "") for problem in exc.problems]) from None
+        if diagram is None:
+            raise ApiError(404, f"no robot named '{name}'")
+        return diagram
+
+    async def start_run(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        state = request.scope.setdefault("state", {})
+        state["robot"] = name
+        raw = await read_body(request)
+        try:
+            asked = RunRequest.model_validate_json(raw or b"{}")
+        except ValidationError as exc:
+            problems = [f"{dotted(error['loc']) or 'body'}: {validation_message(error)}"
+                        for error in exc.errors(include_url=False)]
+            raise ApiError(400, "the body is not a run request: {inputs, session?, wait?, message_level?}",
+                           problems) from None
+        diagram = await self._diagram(name)
+        if asked.session is not None:
+            raise ApiError(501, "sessions come with durable runs, which this version does not have yet")
+        try:
+            inputs = typed_inputs(diagram, asked.inputs)
+        except InputProblems as exc:
+            raise ApiError(400, f"the inputs do not fit robot '{name}'", exc.problems) from None
+        level = MessageLevel[asked.message_level.upper()] if asked.message_level else None
+        key = state.get("key")
+        run_id = await self.backend.start(name, diagram, inputs, level, state.get("key_id"),
+                                          [*self.secrets, *([key] if key else [])])
+        state["run_id"] = run_id
+        if asked.wait:
+            return answer(await self.backend.result(run_id))
+        url = str(request.url_for("getRun", run_id=run_id).path)
+        accepted = RunAccepted(run_id=run_id, status="running", run=url, events=f"{url}/events")
+        found = await self.backend.get(run_id)
+        if found is not None:
+            accepted.status = found.status
+        response = answer(accepted, 202)
+        response.headers["location"] = url
+        return response
+
+    async def get_run(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        request.scope.setdefault("state", {})["run_id"] = run_id
+        found = await self.backend.get(run_id)
+        if found is None:
+            raise ApiError(404, f"no run '{run_id}'")
+        return answer(found)
+
+    async def run_events(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        request.scope.setdefault("state", {})["run_id"] = run_id
+        last = request.headers.get("last-event-id", "0").strip() or "0"
+        if not last.isdigit():
+            raise ApiError(400, "Last-Event-ID is the number of the last event received")
+        stream = await self.backend.events(run_id, int(last))
+        if stream is None:
+            raise ApiError(404, f"no run '{run_id}'")
+        return EventSourceResponse(_sent(stream), ping=_PING_S,
+                                   headers={"cache-control": "no-store", "x-accel-buffering": "no"})
+
+
+async def _sent(stream: AsyncIterator[RunEvent]) -> AsyncIterator[ServerSentEvent]:
+    # Closed whatever ends the response (a client gone mid-stream cancels it here): the run's listener count goes
+    # back down, and nothing of the run is held for a client that left.
+    async with contextlib.aclosing(stream):  # type: ignore[type-var]  # an async generator: it has aclose
+        async for number, name, data in stream:
+            yield ServerSentEvent(data=data.decode(), event=name, id=str(number))

@@ -1,0 +1,159 @@
+"""Runs on Celery workers (`diagrama api --backend celery`): this process only enqueues, reads results from the run
+store and relays events from each run's Redis stream; what API processes share is the broker and the run store.
+
+The worker side is engine.runs.celery_backend's `diagrama.run_api` task. The run's existence (and robot) is a
+Redis hash written before the task is sent, so a queued run is known to every API process; its events are the
+stream the worker writes (engine.runs.event_relay); a run older than the stream's hour is read from the store, and
+its events from the trace file when the runs folder is shared. Per-key limits are a token bucket in Redis, shared by
+every API process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from engine.compile.diagram import Diagram
+from engine.format.jsonout import plain
+from engine.format.levels import MessageLevel, level_name
+from engine.runs.celery_backend import API_TASK, DEFAULT_BROKER, make_app
+from engine.runs.event_relay import END_FIELD, EVENT_FIELD, READ_BLOCK_MS, RedisEventReader, event_name, run_key
+from engine.runs.service_logs import log
+from engine.runs.store import RunStore
+from engine.runtime.trace import Event, new_run_id
+from engine.web.service.models import RunAnswer
+from engine.web.service.runs import RunEvent, recorded_answer, trace_events
+
+__all__ = ["CeleryBackend", "RedisRateLimits"]
+
+_KEY_BUCKET = """
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local rate, capacity, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local tokens = tonumber(state[1]) or capacity
+local at = tonumber(state[2]) or now
+tokens = math.min(capacity, tokens + (now - at) * rate)
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = (1 - tokens) / rate end
+redis.call('HSET', KEYS[1], 'tokens', tokens, 'at', now)
+redis.call('EXPIRE', KEYS[1], 3600)
+return tostring(wait)
+"""
+"""A key's bucket (KEYS[1]); ARGV rate a second, capacity, now. Seconds to wait, 0 when a token was taken: the
+batch's vendor bucket (engine.runs.celery_backend), holding a minute's worth here."""
+
+
+class RedisRateLimits:
+    """LocalRateLimits' interface with each key's bucket in Redis: the limit holds across API processes."""
+
+    def __init__(self, client: Any) -> None:
+        self._script = client.register_script(_KEY_BUCKET)
+
+    async def take(self, key_id: str, rpm: float) -> float:
+        wait = await self._script(keys=[f"diagrama:api:rpm:{key_id}"], args=[rpm / 60, rpm, time.time()])
+        return float(wait)
+
+
+class CeleryBackend:
+    def __init__(self, folder: Path, runs_dir: Path, *, broker: str | None, store_url: str, offline: bool) -> None:
+        self.folder = folder.resolve()
+        self.runs_dir = runs_dir.resolve()
+        self.broker = broker or os.environ.get("DIAGRAMA_BROKER") or DEFAULT_BROKER
+        self.app = make_app(self.broker)
+        self.reader = RedisEventReader(self.broker)
+        self.store = RunStore(store_url)
+        self.offline = offline
+        self.limits = RedisRateLimits(self.reader.client)
+        self._log = log("diagrama.api")
+
+    def active(self) -> int:
+        return 0  # the runs are the workers'
+
+    async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
+                    key_id: str | None, secrets: list[str]) -> str:
+        # `secrets` (the caller's key) stay here: sent with the task, they would sit in the broker. The workers scrub
+        # their own environment's keys.
+        run_id = new_run_id()
+        client = self.reader.client
+        await client.hset(run_key(run_id), mapping={"robot": robot, "key_id": key_id or "", "created": time.time()})
+        await client.expire(run_key(run_id), 24 * 3600)  # a run left queued that long is forgotten
+        await asyncio.to_thread(self.app.send_task, API_TASK, args=[
+            run_id, str(diagram.path.resolve()), plain(inputs), self.store.url, str(self.runs_dir), self.offline,
+            level_name(level) if level is not None else None], kwargs={"key_id": key_id})
+        self._log.info("run_queued", run_id=run_id, robot=robot, key_id=key_id, backend="celery")
+        return run_id
+
+    async def result(self, run_id: str) -> RunAnswer:
+        robot = await self._robot(run_id) or ""
+        after = 0
+        while True:
+            for number, field, value in await self.reader.read(run_id, after, READ_BLOCK_MS):
+                after = number
+                if field == END_FIELD:
+                    found = orjson.loads(value)
+                    return RunAnswer(robot=robot, **found)
+            row = await asyncio.to_thread(self.store.run, run_id)  # the stream expired, or never came (a lost task)
+            if row is not None:
+                return recorded_answer(row)
+
+    async def _robot(self, run_id: str) -> str | None:
+        found = await self.reader.client.hget(run_key(run_id), "robot")
+        return found.decode() if found else None
+
+    async def get(self, run_id: str) -> RunAnswer | None:
+        row = await asyncio.to_thread(self.store.run, run_id)
+        if row is not None:
+            return recorded_answer(row) if Path(str(row["diagram"])).parent == self.folder else None
+        robot = await self._robot(run_id)
+        if robot is None:
+            return None
+        started = await self.reader.first_number(run_id) is not None
+        return RunAnswer(run_id=run_id, robot=robot, status="running" if started else "queued")
+
+    async def events(self, run_id: str, after: int) -> AsyncIterator[RunEvent] | None:
+        row = await asyncio.to_thread(self.store.run, run_id)
+        if row is None and await self._robot(run_id) is None:
+            return None
+        trace = Path(row["trace"]) if row is not None and row.get("trace") else self.runs_dir / run_id / "trace.jsonl"
+        return self._follow(run_id, after, trace, recorded=row is not None)
+
+    async def _follow(self, run_id: str, after: int, trace: Path, *, recorded: bool) -> AsyncIterator[RunEvent]:
+        first = await self.reader.first_number(run_id)
+        if (first is None and recorded) or (first is not None and after + 1 < first):
+            # Older than the stream holds: the trace file has them, where this process can read the runs folder.
+            until = None if first is None else first - 1
+            for event in await asyncio.to_thread(_read_trace, trace, after, until):
+                yield event
+                after = event[0]
+            if first is None:
+                return
+        finished = False
+        while True:
+            entries = await self.reader.read(run_id, after, READ_BLOCK_MS)
+            for number, field, value in entries:
+                if field == END_FIELD:
+                    return
+                if field != EVENT_FIELD:
+                    continue
+                name = event_name(value)
+                yield number, name, value
+                after = number
+                finished = finished or name == Event.RUN_FINISHED
+            # After run_finished the stream stays open until the worker has recorded the run (its end entry): a
+            # client that reads the run as soon as its stream closes finds the result, not `running`.
+            if finished and not entries and await asyncio.to_thread(self.store.run, run_id) is not None:
+                return  # recorded, but the end entry never came (its worker died just after)
+
+    async def close(self) -> None:
+        await self.reader.close()
+        await asyncio.to_thread(self.store.close)
+
+
+def _read_trace(trace: Path, after: int, until: int | None) -> list[RunEvent]:
+    return list(trace_events(trace, after, until))
+

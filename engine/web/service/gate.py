@@ -1,0 +1,111 @@
+"""ASGI middleware in front of the robots API and the studio: the bearer key and its rate limit (`Gate`), and one
+log line per request (`RequestLog`): method, path (never the query, which may carry a secret), status, duration,
+the key's id (never the key), and the run and robot a handler names in the request's state.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from engine.runs.service_logs import log
+from engine.web.service.keys import KeyRing, retry_after
+
+__all__ = ["Gate", "RateLimits", "RequestLog"]
+
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+class RateLimits(Protocol):
+    async def take(self, key_id: str, rpm: float) -> float: ...
+
+
+async def _refuse(send: Send, status: int, message: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    body = orjson.dumps({"error": message, "problems": []})
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _state(scope: Scope) -> dict[str, Any]:
+    state: dict[str, Any] = scope.setdefault("state", {})
+    return state
+
+
+class Gate:
+    """401 without a known bearer key, 429 (with Retry-After) past the key's requests per minute; `ring` None
+    (`--no-auth`, loopback only) lets every request through. Public paths (the OpenAPI document) need no key."""
+
+    def __init__(self, app: ASGIApp, ring: KeyRing | None, limits: RateLimits, rpm: float | None,
+                 public: frozenset[str] = frozenset()) -> None:
+        self.app = app
+        self.ring = ring
+        self.limits = limits
+        self.rpm = rpm
+        self.public = public
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.ring is None or scope["path"] in self.public:
+            await self.app(scope, receive, send)
+            return
+        presented = b""
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                presented = value
+                break
+        scheme, _, token = presented.decode("latin-1").partition(" ")
+        key = self.ring.identify(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+        if key is None:
+            await _refuse(send, 401, "send a key of this server as `Authorization: Bearer KEY`",
+                          [(b"www-authenticate", b'Bearer realm="diagrama"')])
+            return
+        _state(scope)["key_id"] = key.key_id
+        rpm = key.rpm or self.rpm
+        if rpm:
+            wait = await self.limits.take(key.key_id, rpm)
+            if wait > 0:
+                await _refuse(send, 429, f"key '{key.key_id}' is past its {rpm:g} requests a minute",
+                              [(b"retry-after", retry_after(wait).encode())])
+                return
+        _state(scope)["key"] = token.strip()  # only for the run's redactor: it scrubs the caller's key from the run
+        await self.app(scope, receive, send)
+
+
+class RequestLog:
+    """One `request` line per HTTP request, written when its answer ends (an event stream's, when it closes); the
+    request's id (its X-Request-ID, or a new one) is sent back in X-Request-ID."""
+
+    def __init__(self, app: ASGIApp, logger: str) -> None:
+        self.app = app
+        self.log = log(logger)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        began = time.perf_counter()
+        given = next((value.decode("latin-1") for name, value in scope["headers"] if name == b"x-request-id"), "")
+        request_id = given if _REQUEST_ID.match(given) else secrets.token_hex(8)
+        status = 500  # an answer never started: the server's own failure
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", request_id.encode())]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            state = scope.get("state", {})
+            self.log.info("request", method=scope["method"], path=scope["path"], status=status,
+                          duration_ms=round((time.perf_counter() - began) * 1000, 3), key_id=state.get("key_id"),
+                          request_id=request_id, run_id=state.get("run_id"), robot=state.get("robot"))

@@ -1,0 +1,148 @@
+"""Who may call the robots: bearer keys, kept only as SHA-256 digests and compared in constant time, each with an id
+for logs (never the key) and a requests-per-minute limit.
+
+Keys come from `DIAGRAMA_API_KEYS` (`id=key,id=key`, or bare keys, whose id is taken from their digest) and from
+a keys file, which holds digests only (`ID sha256:HEX [rpm=N]` a line; `diagrama api-key ID` makes a key and its
+line). A plain SHA-256 suffices for keys made of 32 random bytes: nothing shorter is accepted from the file, and a
+key is never guessed from its digest. The limit is a token bucket per key holding a minute's worth of requests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+import re
+import secrets
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.errors import UsageError
+
+__all__ = ["KEYS_VARIABLE", "ApiKey", "KeyRing", "LocalRateLimits", "keys_from_environ", "keys_from_file", "new_key", "retry_after"]
+
+KEYS_VARIABLE = "DIAGRAMA_API_KEYS"
+_KEY_PREFIX = "dgk_"
+_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+_DIGEST = re.compile(r"^sha256:([0-9a-f]{64})$")
+_MIN_KEY = 16
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    key_id: str
+    digest: bytes
+    rpm: float | None = None
+    """This key's own requests per minute; None: the server's `--rpm`."""
+
+
+def digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode()).digest()
+
+
+def new_key(key_id: str) -> tuple[str, str]:
+    """A fresh key and its keys-file line (`ID sha256:HEX`): the key is shown once, the file keeps the digest."""
+    if not _ID.match(key_id):
+        raise UsageError(f"a key id is letters, digits and _ . @ - (at most 64), not {key_id!r}")
+    key = _KEY_PREFIX + secrets.token_urlsafe(32)
+    return key, f"{key_id} sha256:{digest(key).hex()}"
+
+
+def keys_from_environ(environ: Mapping[str, str]) -> tuple[list[ApiKey], list[str]]:
+    """The keys in DIAGRAMA_API_KEYS, and the keys themselves (only to scrub them from logs and runs' outputs)."""
+    text = environ.get(KEYS_VARIABLE, "")
+    keys: list[ApiKey] = []
+    plain: list[str] = []
+    for number, item in enumerate(part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        key_id, sep, key = item.partition("=")
+        if not sep:
+            key_id, key = "", item
+        key_id, key = key_id.strip(), key.strip()
+        if len(key) < _MIN_KEY:
+            raise UsageError(f"{KEYS_VARIABLE}: key {number + 1} is shorter than {_MIN_KEY} characters; make keys "
+                             "with `diagrama api-key ID`")
+        if key_id and not _ID.match(key_id):
+            raise UsageError(f"{KEYS_VARIABLE}: key {number + 1}'s id is letters, digits and _ . @ -, not {key_id!r}")
+        found = digest(key)
+        keys.append(ApiKey(key_id or f"key-{found.hex()[:8]}", found))
+        plain.append(key)
+    return keys, plain
+
+
+def keys_from_file(path: Path) -> list[ApiKey]:
+    """The keys-file's keys: `ID sha256:HEX [rpm=N]` a line, `#` comments; UsageError naming the file and line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read the keys file {path}: {exc.strerror}") from None
+    keys: list[ApiKey] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        where = f"{path}:{number}"
+        words = line.split()
+        if len(words) not in (2, 3) or not _ID.match(words[0]):
+            raise UsageError(f"{where}: write `ID sha256:HEX [rpm=N]` (`diagrama api-key ID` prints the line)")
+        found = _DIGEST.match(words[1])
+        if found is None:
+            raise UsageError(f"{where}: the file keeps a key's digest (sha256:HEX), never the key itself; "
+                             "`diagrama api-key ID` prints the line")
+        rpm = None
+        if len(words) == 3:
+            name, _, value = words[2].partition("=")
+            try:
+                rpm = float(value) if name == "rpm" else None
+            except ValueError:
+                rpm = None
+            if rpm is None or rpm <= 0:
+                raise UsageError(f"{where}: the third word is rpm=N, a number of requests per minute above 0")
+        keys.append(ApiKey(words[0], bytes.fromhex(found.group(1)), rpm))
+    return keys
+
+
+class KeyRing:
+    """The server's keys; `identify` finds a presented key's entry in time that does not depend on which one, or
+    whether any, matches (every digest is compared)."""
+
+    def __init__(self, keys: Iterable[ApiKey]) -> None:
+        self.keys = tuple(keys)
+        ids = [key.key_id for key in self.keys]
+        duplicated = sorted({key_id for key_id in ids if ids.count(key_id) > 1})
+        if duplicated:
+            raise UsageError(f"key ids must differ; given twice: {', '.join(duplicated)}")
+
+    def identify(self, presented: str) -> ApiKey | None:
+        wanted = digest(presented)
+        found = None
+        for key in self.keys:
+            if hmac.compare_digest(key.digest, wanted):
+                found = key
+        return found
+
+
+class LocalRateLimits:
+    """Per-key token buckets in this process: each holds `rpm` requests and refills at `rpm / 60` a second."""
+
+    def __init__(self) -> None:
+        self._buckets: dict[str, tuple[float, float]] = {}  # key id → (tokens, when)
+
+    async def take(self, key_id: str, rpm: float) -> float:
+        """0 when the request may go; else the seconds until it may (the answer's Retry-After)."""
+        now = time.monotonic()
+        tokens, at = self._buckets.get(key_id, (rpm, now))
+        tokens = min(rpm, tokens + (now - at) * rpm / 60)
+        if tokens >= 1:
+            self._buckets[key_id] = (tokens - 1, now)
+            return 0.0
+        self._buckets[key_id] = (tokens, now)
+        return (1 - tokens) * 60 / rpm
+
+
+def retry_after(seconds: float) -> str:
+    """Retry-After's whole seconds, at least one."""
+    return str(max(1, math.ceil(seconds)))

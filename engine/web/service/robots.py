@@ -1,0 +1,192 @@
+"""The served folder's robots: each top-level diagram file, named by its stem, loaded once per version of the file;
+the JSON Schema of its inputs; a request's inputs typed and checked as `--input` types them.
+
+Only files directly in the folder are robots (its subfolders hold data, registries and other files the diagrams
+read); a name is letters, digits, `_` and `-`, so a request's name never reaches a path unchecked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.compile.block import BlockRegistry
+from engine.compile.diagram import Diagram
+from engine.compile.inputs import typed_input
+from engine.compile.loader import load_diagram
+from engine.errors import DiagramInvalid, UsageError
+from engine.format.jsonout import plain
+from engine.format.names import suggest
+
+__all__ = ["InputProblems", "Robots", "input_schema", "typed_inputs"]
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
+_WAIT_BLOCK = "Wait"
+"""The block type that stops a run for a person's answer (durable runs): a robot with one `can_wait`."""
+
+
+class InputProblems(Exception):
+    """A request's inputs do not fit the robot's Start inputs: every problem, for one 400 answer."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    stamp: tuple[int, int]
+    diagram: Diagram
+
+
+class Robots:
+    """The folder's diagrams as robots; a changed file is loaded again on its next use."""
+
+    def __init__(self, folder: Path, registry: BlockRegistry, data_roots: tuple[Path, ...] = ()) -> None:
+        self.folder = folder.resolve()
+        self.registry = registry
+        self.data_roots = data_roots
+        self._loaded: dict[str, _Loaded] = {}
+        self._loading: dict[str, asyncio.Lock] = {}
+
+    def names(self) -> list[str]:
+        return sorted(path.stem for path in self.folder.glob("*.yaml")
+                      if _NAME.match(path.stem) and not path.name.endswith(".scenario.yaml") and path.is_file())
+
+    def path(self, name: str) -> Path | None:
+        if not _NAME.match(name):
+            return None
+        path = self.folder / f"{name}.yaml"
+        # A symlink leading out of the folder is no robot of it.
+        return path if path.is_file() and path.resolve().is_relative_to(self.folder) else None
+
+    async def diagram(self, name: str) -> Diagram | None:
+        """The robot's compiled diagram (None: no such robot); DiagramInvalid when its file has problems.
+
+        Loaded off the event loop (a thousand-block file takes milliseconds), once per version of the file: a run
+        costs a stat here, not a load.
+        """
+        path = self.path(name)
+        if path is None:
+            return None
+        stat = path.stat()
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        kept = self._loaded.get(name)
+        if kept is not None and kept.stamp == stamp:
+            return kept.diagram
+        lock = self._loading.setdefault(name, asyncio.Lock())
+        async with lock:  # 200 first requests for one robot load it once
+            kept = self._loaded.get(name)
+            if kept is not None and kept.stamp == stamp:
+                return kept.diagram
+            diagram = await asyncio.to_thread(load_diagram, path, self.registry, data_roots=self.data_roots)
+            self._loaded[name] = _Loaded(stamp, diagram)
+            return diagram
+
+    async def valid(self) -> list[tuple[str, Diagram]]:
+        """Every robot whose diagram loads; a file with problems is left out (`diagrama validate` names them)."""
+        found = []
+        for name in self.names():
+            try:
+                diagram = await self.diagram(name)
+            except DiagramInvalid:
+                continue
+            if diagram is not None:
+                found.append((name, diagram))
+        return found
+
+
+def can_wait(diagram: Diagram) -> bool:
+    return any(block.type_name == _WAIT_BLOCK for block in diagram.blocks.values())
+
+
+def memory(diagram: Diagram) -> list[str]:
+    """Start's `memory` names, once the format has them (durable runs); none before."""
+    names = getattr(diagram.settings, "memory", None)
+    return [str(name) for name in names] if isinstance(names, (list, tuple)) else []
+
+
+def _value_schema(default: Any) -> dict[str, Any]:
+    if isinstance(default, bool):
+        return {"type": "boolean", "default": default}
+    if isinstance(default, int):
+        return {"type": "integer", "default": default}
+    if isinstance(default, float):
+        return {"type": "number", "default": default}
+    if isinstance(default, str):
+        return {"type": "string", "default": default}
+    if isinstance(default, dict) and set(default) == {"csv"}:  # a data table read from a CSV file: rows, or the file
+        return {"type": ["array", "object"], "items": {"type": "object"}, "description": "a table: a list of rows"}
+    if isinstance(default, list):
+        return {"type": "array", "default": plain(default)}
+    if isinstance(default, dict):
+        return {"type": "object", "default": plain(default)}
+    return {}  # no default (null): any JSON value
+
+
+def input_schema(diagram: Diagram) -> dict[str, Any]:
+    """The run's inputs as JSON Schema: each Start input typed by its default (as `--input` types it), none required."""
+    return {"type": "object", "additionalProperties": False,
+            "properties": {name: _value_schema(default) for name, default in diagram.settings.inputs.items()}}
+
+
+def _typed(name: str, value: Any, default: Any) -> Any:
+    """`value` if it is of the default's JSON type; text converted as `--input name=text` converts it; else
+    UsageError saying what the input takes."""
+    if isinstance(value, str) and not isinstance(default, str):
+        return typed_input(name, value, default)
+    if default is None:
+        return value
+    if isinstance(default, bool):
+        fits = isinstance(value, bool)
+    elif isinstance(default, int):
+        fits = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, float):
+        fits = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif isinstance(default, dict) and set(default) == {"csv"}:
+        fits = isinstance(value, (list, dict))
+    elif isinstance(default, (list, dict, str)):
+        fits = isinstance(value, type(default))
+    else:
+        fits = True
+    if not fits:
+        raise UsageError(f"input '{name}' is {_kind(default)} (its default is {plain(default)!r}), got {plain(value)!r}")
+    return value
+
+
+def _kind(default: Any) -> str:
+    if isinstance(default, bool):
+        return "true or false"
+    if isinstance(default, int):
+        return "a whole number"
+    if isinstance(default, float):
+        return "a number"
+    if isinstance(default, str):
+        return "text"
+    if isinstance(default, dict) and set(default) == {"csv"}:
+        return "a table (a list of rows)"
+    return "a list" if isinstance(default, list) else "a mapping"
+
+
+def typed_inputs(diagram: Diagram, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The request's inputs, typed; InputProblems listing every name the robot lacks and every value that does not fit."""
+    known = diagram.settings.inputs
+    problems: list[str] = []
+    typed: dict[str, Any] = {}
+    for name, value in values.items():
+        if name not in known:
+            hint = suggest(name, list(known))
+            problems.append(f"the robot has no input '{name}'"
+                            + (f"; {hint}" if hint else f" (inputs: {', '.join(known) or 'none'})"))
+            continue
+        try:
+            typed[name] = _typed(name, value, known[name])
+        except UsageError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise InputProblems(problems)
+    return typed

@@ -1,0 +1,307 @@
+"""Runs in the API's own process (the local backend): each request's run is a task on the server's event loop, its
+events kept in a bounded buffer that SSE clients read as they arrive, its result recorded in the run store.
+
+A run's events are numbered as its trace's lines (engine.runs.event_relay); a client further behind than the buffer,
+or asking about a run this process no longer holds, is answered from the trace file. The run belongs to no request:
+a client that goes away (a wait, an event stream) leaves it running; the server's shutdown interrupts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import re
+import time
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from engine.compile.diagram import Diagram
+from engine.format.levels import MessageLevel
+from engine.format.redact import Redactor
+from engine.runs.event_relay import event_name, render_event, result_fields
+from engine.runs.service_logs import log
+from engine.runtime.context import RunObserver, Services
+from engine.runtime.execute import RunResult, execute
+from engine.runtime.trace import Event, new_run_id
+from engine.web.service.models import RunAnswer, RunStatus
+
+__all__ = ["LocalBackend", "RunEvent", "trace_events"]
+
+RunEvent = tuple[int, str, bytes]
+"""(number, event name, the event's JSON): one event of a run's stream."""
+
+_RUN_ID = re.compile(r"^[0-9A-Za-z_-]{1,80}$")
+_BUFFER = 4096
+"""Events a run keeps in memory for its clients; an older one is read back from the trace file."""
+_RECORD_AFTER_S = 0.05
+"""Runs that end within this long of each other are written to the store in one transaction, off the loop: a commit
+and a thread's turn for each run cost more CPU than the run itself (a three-block one)."""
+_KEPT_FINISHED = 256
+"""Finished runs kept in memory with their buffers (reconnects, GET); older ones are read from the store or trace."""
+
+
+class RunRecord:
+    """One run this process started: its events so far, and its result once it ends."""
+
+    def __init__(self, run_id: str, robot: str, trace: Path | None) -> None:
+        self.run_id = run_id
+        self.robot = robot
+        self.trace = trace
+        self.status: RunStatus = "running"
+        self.result: dict[str, Any] | None = None
+        self.events: deque[RunEvent] = deque(maxlen=_BUFFER)
+        self.last = 0
+        self.listeners = 0
+        self._changed = asyncio.Event()
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def add(self, number: int, name: str, data: bytes) -> None:
+        """The relay's sink: called from inside the run, on the loop's thread, for each event it records."""
+        self.events.append((number, name, data))
+        self.last = number
+        if self.listeners:  # nobody to wake for most runs: not even an Event's allocation
+            self._wake()
+
+    def _wake(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    def finish(self, result: dict[str, Any] | None, status: RunStatus) -> None:
+        self.result = result
+        self.status = status
+        self._wake()
+        if not self.done.done():
+            self.done.set_result(None)
+
+    def answer(self) -> RunAnswer:
+        if self.result is None:
+            return RunAnswer(run_id=self.run_id, robot=self.robot, status=self.status)
+        return RunAnswer(robot=self.robot, **{**self.result, "status": self.status})
+
+    async def follow(self, after: int) -> AsyncIterator[RunEvent]:
+        """The run's events after number `after`, as they come, up to `run_finished`."""
+        self.listeners += 1
+        try:
+            while True:
+                changed = self._changed  # taken before reading: an event added after the read sets this one
+                first = self.events[0][0] if self.events else self.last + 1
+                if after + 1 < first and self.trace is not None:  # fell behind the buffer: the file has them
+                    for event in trace_events(self.trace, after, until=first - 1):
+                        yield event
+                        after = event[0]
+                start = max(0, after + 1 - first)
+                for event in list(itertools.islice(self.events, start, None)):
+                    yield event
+                    after = event[0]
+                    if event[1] == Event.RUN_FINISHED:
+                        await asyncio.shield(self.done)  # closed once the result is set: a GET then reads it
+                        return
+                if self.done.done() and after >= self.last:
+                    return  # ended without a run_finished event it could send (its trace could not be written)
+                await changed.wait()
+        finally:
+            self.listeners -= 1
+
+
+def trace_events(trace: Path, after: int, until: int | None = None) -> Iterator[RunEvent]:
+    """A trace file's events numbered by line, after `after` (and up to `until`); none when it cannot be read."""
+    try:
+        with trace.open("rb") as file:
+            for number, line in enumerate(file, 1):
+                if number <= after:
+                    continue
+                if (until is not None and number > until) or not line.endswith(b"\n"):
+                    return  # a line still being written is not yet an event
+                data = line.rstrip(b"\n")
+                try:
+                    yield number, event_name(data), data
+                except orjson.JSONDecodeError:
+                    return
+    except OSError:
+        return
+
+
+def run_from_trace(trace: Path, run_id: str) -> RunAnswer | None:
+    """What a trace alone tells of a finished run (no variables: the store keeps those)."""
+    events = [orjson.loads(data) for _, _, data in trace_events(trace, 0)]
+    if not events:
+        return None
+    finished = next((e for e in reversed(events) if e.get("event") == Event.RUN_FINISHED), None)
+    robot = Path(str(events[0].get("path", ""))).stem
+    if finished is None:
+        return RunAnswer(run_id=run_id, robot=robot, status="interrupted")
+    status = finished.get("status")
+    return RunAnswer(run_id=run_id, robot=robot, status=status if status == "succeeded" else "failed",
+                     path=list(finished.get("path") or []), errors=list(finished.get("errors") or []),
+                     steps=finished.get("steps"), duration_ms=finished.get("duration_ms"))
+
+
+class LocalBackend:
+    """Runs as tasks of this server; the newest finished ones stay in memory."""
+
+    def __init__(self, folder: Path, runs_dir: Path, services: Services, *, store: Any = None) -> None:
+        self.folder = folder.resolve()
+        self.runs_dir = runs_dir
+        # One Services for every run, as a batch shares one: one client pool, one simulator. The relay is its last
+        # observer, after any that adds fields the trace's line then has (--otel's).
+        self.services = services
+        services.run_observers = [*services.run_observers, self._relay]
+        self.store = store
+        """A RunStore each run is recorded in (off the loop, after its answer), or None without the batch extra."""
+        self._to_record: list[tuple[RunResult, Diagram, dict[str, Any]]] = []
+        self.runs: OrderedDict[str, RunRecord] = OrderedDict()
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self._recording: set[asyncio.Task[Any]] = set()
+        """The tasks among `tasks` that write finished runs to the store."""
+        self._log = log("diagrama.api")
+
+    def active(self) -> int:
+        return sum(1 for record in self.runs.values() if not record.done.done())
+
+    def _relay(self, _diagram: Diagram, redactor: Redactor) -> RunObserver:
+        """The run observer that hands each event to its run's record, numbered as the trace's lines."""
+        record: RunRecord | None = None
+        number = 0
+
+        def observe(fields: dict[str, Any]) -> None:
+            nonlocal record, number
+            if record is None:
+                record = self.runs.get(str(fields.get("run_id")))
+                if record is None:
+                    return  # not a run of this backend's (cannot happen: its record is made before it starts)
+            number += 1
+            record.add(number, str(fields.get("event", "")), render_event(fields, redactor))
+
+        return observe
+
+    async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
+                    key_id: str | None, secrets: list[str]) -> str:
+        run_id = new_run_id()
+        record = RunRecord(run_id, robot, self.runs_dir / run_id / "trace.jsonl")
+        self.runs[run_id] = record
+        self._forget_old()
+        began = time.perf_counter()
+
+        async def go() -> None:
+            status: RunStatus = "interrupted"
+            try:
+                result = await execute(diagram, inputs, runs_dir=self.runs_dir, message_level=level,
+                                       services=self.services, run_id=run_id, secrets=secrets)
+                status = "succeeded" if result.succeeded else "failed"
+                record.finish(result_fields(result), status)
+                if self.store is not None:
+                    self._to_record.append((result, diagram, inputs))
+                    if len(self._to_record) == 1:  # the first of a batch: the rest join it for one commit
+                        asyncio.get_running_loop().call_later(_RECORD_AFTER_S, self._record_now)
+            finally:
+                if not record.done.done():
+                    record.finish(None, status)  # cancelled (the server stops): the trace says interrupted
+                self._log.info("run", run_id=run_id, robot=robot, key_id=key_id, status=status,
+                               duration_ms=round((time.perf_counter() - began) * 1000, 3), backend="local")
+
+        self._spawn(go())
+        return run_id
+
+    def _record_now(self) -> None:
+        batch, self._to_record = self._to_record, []
+        if batch:
+            task = self._spawn(asyncio.to_thread(self._record, batch))
+            self._recording.add(task)
+            task.add_done_callback(self._recording.discard)
+
+    def _record(self, batch: list[tuple[RunResult, Diagram, dict[str, Any]]]) -> None:
+        try:
+            self.store.record_runs(batch)
+        except Exception as exc:  # a store that cannot be written (locked, full): the traces still hold the runs
+            self._log.warning("runs_not_recorded", run_ids=[result.run_id for result, _, _ in batch],
+                              error=type(exc).__name__)
+
+    async def recorded(self) -> None:
+        """Every finished run written to the store (at shutdown; tests)."""
+        self._record_now()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+    def _spawn(self, work: Any) -> asyncio.Task[Any]:
+        task: asyncio.Task[Any] = asyncio.ensure_future(work)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+    def _forget_old(self) -> None:
+        """Drop the oldest finished runs past _KEPT_FINISHED; a look at the oldest few, not a pass over all."""
+        extra = len(self.runs) - _KEPT_FINISHED
+        if extra <= 0:
+            return
+        for run_id in [run_id for run_id, _ in zip(self.runs, range(extra + 8), strict=False)]:
+            if extra <= 0:
+                break
+            if self.runs[run_id].done.done():  # one still running stays, however old
+                del self.runs[run_id]
+                extra -= 1
+
+    async def result(self, run_id: str) -> RunAnswer:
+        """The run's answer once it ends; a caller that goes away leaves it running (shielded)."""
+        record = self.runs[run_id]
+        await asyncio.shield(record.done)
+        return record.answer()
+
+    async def get(self, run_id: str) -> RunAnswer | None:
+        record = self.runs.get(run_id)
+        if record is not None:
+            return record.answer()
+        if not _RUN_ID.match(run_id):
+            return None
+        if self.store is not None:
+            row = await asyncio.to_thread(self.store.run, run_id)
+            if row is not None:
+                return self._recorded(row)
+        trace = self.runs_dir / run_id / "trace.jsonl"
+        found = await asyncio.to_thread(run_from_trace, trace, run_id) if trace.is_file() else None
+        return found if found is not None and self._ours(found.robot) else None
+
+    def _ours(self, robot: str) -> bool:
+        return (self.folder / f"{robot}.yaml").is_file()
+
+    def _recorded(self, row: dict[str, Any]) -> RunAnswer | None:
+        diagram = Path(str(row["diagram"]))
+        if diagram.parent != self.folder:
+            return None  # a run of another diagram, recorded in the same store
+        return recorded_answer(row)
+
+    async def events(self, run_id: str, after: int) -> AsyncIterator[RunEvent] | None:
+        """The run's events after `after`, following it while it runs; None for a run this server does not know."""
+        record = self.runs.get(run_id)
+        if record is not None:
+            return record.follow(after)
+        found = await self.get(run_id)
+        if found is None:
+            return None
+        return _replay(self.runs_dir / run_id / "trace.jsonl", after)
+
+    async def close(self) -> None:
+        # Runs still going are interrupted (their traces say so); the store's writes are let finish, not cancelled
+        # (a cancelled thread's write goes on anyway, past the store's closing), and the runs that ended before the
+        # shutdown are written with them.
+        running = [task for task in self.tasks if task not in self._recording]
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        await self.recorded()
+
+
+def recorded_answer(row: dict[str, Any]) -> RunAnswer:
+    """A run store row as the API answers it."""
+    status = row["status"]
+    return RunAnswer(run_id=row["run_id"], robot=Path(str(row["diagram"])).stem,
+                     status=status if status in ("succeeded", "failed") else "failed",
+                     variables=row.get("variables") or {}, path=row.get("path") or [], errors=row.get("errors") or [],
+                     steps=row.get("steps"), duration_ms=row.get("duration_ms"))
+
+
+async def _replay(trace: Path, after: int) -> AsyncIterator[RunEvent]:
+    for event in await asyncio.to_thread(lambda: list(trace_events(trace, after))):
+        yield event

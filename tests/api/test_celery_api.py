@@ -1,0 +1,108 @@
+"""`diagrama api --backend celery` end to end: a real redis-server, a real worker process, the API enqueuing, reading
+results from the run store and relaying events from the run's Redis stream; per-key limits shared by API processes."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from engine.runtime.trace import read_events as read_trace
+from tests.api.conftest import AUTH, Served, read_events
+from tests.batch.test_celery import broker, start_worker, stop
+
+pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None,
+                                reason="redis-server is absent (apt-get install redis-server)")
+__all__ = ["broker"]  # the fixture, imported for this module's tests
+
+QA = """
+diagram: qa
+description: Asks Claude (offline) and keeps the answer.
+blocks:
+  - id: start
+    type: Start
+    message_level: Debug
+    inputs: {question: "Quanto fa 2+2?"}
+    next: ask
+  - id: ask
+    type: ClaudeRequest
+    with: {model: claude-haiku-5-5, request: "{{ question }}", max_tokens: 50}
+    set: {answer: "{{ result }}"}
+"""
+
+
+@pytest.fixture
+def celery_app(make_app: Callable[..., Any], robots_dir: Path, tmp_path: Path, broker: str) -> Callable[..., Any]:
+    (robots_dir / "qa.yaml").write_text(QA.lstrip())
+
+    def make(**options: Any) -> Any:
+        return make_app(backend="celery", broker=broker, store_url=f"sqlite:///{tmp_path / 'shared.db'}", **options)
+
+    return make
+
+
+def test_runs_go_to_the_workers_and_answer_from_the_store(celery_app: Callable[..., Any], serve: Callable[..., Served],
+                                                          broker: str, tmp_path: Path) -> None:
+    served = serve(celery_app())
+    # Before any worker: the run is known to the API, and queued.
+    queued = httpx.post(f"{served.url}/v1/robots/qa/runs", json={"wait": False}, headers=AUTH)
+    assert queued.status_code == 202 and queued.json()["status"] == "queued"
+    run_id = queued.json()["run_id"]
+    assert httpx.get(f"{served.url}/v1/runs/{run_id}", headers=AUTH).json()["status"] == "queued"
+    # The store is held locked until the test has seen run_finished: the worker records the run only after that.
+    lock = sqlite3.connect(tmp_path / "shared.db", isolation_level=None)
+    lock.execute("BEGIN IMMEDIATE")
+    worker = start_worker(broker, tmp_path)
+    try:
+        with httpx.stream("GET", f"{served.url}/v1/runs/{run_id}/events", headers=AUTH, timeout=60) as response:
+            lines = response.iter_lines()
+            events = []
+            while not events or events[-1].event != "run_finished":
+                events += read_events(lines, stop_after=1)
+            lock.execute("COMMIT")
+            assert read_events(lines) == []  # the stream ends after run_finished once the run is recorded...
+        found = httpx.get(f"{served.url}/v1/runs/{run_id}", headers=AUTH).json()  # ...so a read then finds it
+        waited = httpx.post(f"{served.url}/v1/robots/counter/runs", json={"inputs": {"times": "2"}}, headers=AUTH,
+                            timeout=60)
+    finally:
+        lock.close()
+        stop(worker)
+    assert [e.id for e in events] == list(range(1, len(events) + 1))
+    assert events[0].event == "run_started" and events[-1].event == "run_finished"
+    assert "provider_called" in [e.event for e in events]
+    # The stream's events are the trace's lines, written by the worker.
+    assert [orjson.loads(e.data) for e in events] == read_trace(tmp_path / "runs" / run_id / "trace.jsonl")
+    assert found["status"] == "succeeded" and found["robot"] == "qa" and found["path"] == ["start", "ask"]
+    assert found["variables"]["answer"].startswith("(simulated claude-haiku-5-5)")
+    assert waited.status_code == 200
+    body = waited.json()
+    assert body["status"] == "succeeded" and body["path"] == ["start", "count", "count", "greet"]
+    assert body["variables"]["greeting"] == "Olá, Ana! Counted to 2." and body["robot"] == "counter"
+    # Another API process, sharing only the broker and the store, answers for the same run and its events.
+    other = serve(celery_app())
+    assert httpx.get(f"{other.url}/v1/runs/{run_id}", headers=AUTH).json() == found
+    with httpx.stream("GET", f"{other.url}/v1/runs/{run_id}/events", headers={**AUTH, "Last-Event-ID": "2"},
+                      timeout=60) as response:
+        assert [e.id for e in read_events(response)] == [e.id for e in events][2:]
+    assert httpx.get(f"{other.url}/v1/runs/20260101-000000-abcdef", headers=AUTH).status_code == 404
+
+
+def test_a_keys_limit_is_shared_by_api_processes(celery_app: Callable[..., Any],
+                                                 client: Callable[..., httpx.AsyncClient]) -> None:
+    first, second = celery_app(rpm=2), celery_app(rpm=2)
+
+    async def go() -> list[httpx.Response]:
+        async with client(first) as one, client(second) as two:
+            return [await one.get("/v1/robots"), await two.get("/v1/robots"), await one.get("/v1/robots"),
+                    await two.get("/v1/robots", headers={"Authorization": "Bearer dgk_other-key-0123456789abcdef"})]
+
+    answers = asyncio.run(go())
+    assert [a.status_code for a in answers] == [200, 200, 429, 200]
+    assert int(answers[2].headers["retry-after"]) >= 1
