@@ -4,14 +4,15 @@ A request block is glue: render inputs, build a neutral request, `ask` the provi
 request path (the shared client, or the simulator with --offline), and map the reply to
 outputs and rows (its `finish`, and the vendor's reasoning and server-tool parts sealed on
 the assistant row's `signature`; with a `response_schema`, the answer read as `output`). It
-also tells that path how this run traces each attempt (image and document data left out).
+also tells that path how this run traces each attempt (image and document data left out) and, when the
+block streams, where each piece of text goes as it comes (`text_delta` events, the run's text observers).
 Each block module only names its adapter, its vendor's refusals, and its own inputs and checks.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import orjson
@@ -76,6 +77,9 @@ class RequestInputs(BaseModel):
     response_schema: ResponseSchema | None = Field(default=None, description="a JSON Schema the answer must match "
                                                                                "(inline, or {file: schema.json}); the "
                                                                                "parsed answer is the output `output`")
+    stream: bool | None = Field(default=None, description="ask the vendor for a stream: each piece of the answer's "
+                                                           "text is a text_delta event as it comes, the outputs are "
+                                                           "the same; unset: as the run asks (diagrama run --stream)")
 
     @field_validator("request", "role", mode="before")
     @classmethod
@@ -227,6 +231,23 @@ class _Traced:
         self.context.emit(Event.PROVIDER_RETRIED, attempt=attempt, wait_s=wait_s, reason=reason)
 
 
+def _text_sink(context: RunContext, block: str) -> Callable[[str], None] | None:
+    """Where a streamed answer's pieces go: a `text_delta` event each (Debug and above; the trace's console and
+    observers, `diagrama api`'s relay among them, hear it as it is recorded) and the run's text observers."""
+    observers = context.services.text_observers
+    emit = context.message_level >= MessageLevel.DEBUG
+    if not emit and not observers:
+        return None
+
+    def on_text(piece: str) -> None:
+        if emit:
+            context.emit(Event.TEXT_DELTA, text=piece)
+        for observer in observers:
+            observer(block, piece)
+
+    return on_text
+
+
 class RequestBlock(Block):
     """Base of ClaudeRequest, GroqChatRequest and GeminiRequest."""
 
@@ -351,9 +372,13 @@ class RequestBlock(Block):
         began = time.perf_counter()
         from engine.providers import ask  # the request path (httpx, the simulator) loads when a run sends
 
-        # Addressed from the top run (`sub/ask` in a Subdiagram's child): scripted replies and recordings use it.
-        answer = await ask(services, adapter, call, block=context.address, timeout=inputs.timeout, explicit_base=inputs.base_url,
-                           exchanges=exchanges, retried=traced.retried)
+        stream = inputs.stream if inputs.stream is not None else services.stream
+        # Addressed from the top run (`sub/ask` in a Subdiagram's child): scripted replies, recordings and the
+        # streamed pieces' listeners name the block so.
+        address = context.address
+        answer = await ask(services, adapter, call, block=address, timeout=inputs.timeout, explicit_base=inputs.base_url,
+                           exchanges=exchanges, retried=traced.retried, stream=stream,
+                           on_text=_text_sink(context, address) if stream else None)
         reply = answer.reply
         answer_rows = list(rows)
         # The turn's sealed parts ride on its first assistant row (a row of their own when the turn has

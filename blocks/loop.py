@@ -74,6 +74,7 @@ class Loop(Block):
     Outputs = LoopOutputs
     body_port: ClassVar[str | None] = "body"
     body_names: ClassVar[tuple[str, ...]] = ("item", "index")
+    body_exit: ClassVar[str | None] = "break_when"
     deferred_inputs: ClassVar[tuple[str, ...]] = ("for_each", "while", "count", "break_when", "collect")
 
     def __init__(self, spec: BlockSpec, settings: BaseModel | None = None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from blocks.claude_request import ClaudeRequest
+from blocks.function import Function
 from blocks.gemini_request import GeminiRequest
 from blocks.groq_chat_request import GroqChatRequest
 from blocks.loop import Loop
@@ -15,7 +16,7 @@ from engine import Block, BlockRegistry, entry_point_blocks
 __all__ = ["BUILTIN_BLOCKS", "registry"]
 
 BUILTIN_BLOCKS: tuple[type[Block], ...] = (Start, Set, Loop, ClaudeRequest, GroqChatRequest, GeminiRequest,
-                                            ToolDispatch, Subdiagram)
+                                            ToolDispatch, Function, Subdiagram)
 
 
 def registry(*, plugins: bool = True) -> BlockRegistry:

@@ -6,7 +6,8 @@ tool's timeout; a handler still running at the timeout or at the run's deadline 
 abandoned, never waited for (`engine.tools.calls`). A failure becomes a tool row the
 model can read, unless this block's own error level is Handle, which the executor
 applies: the failures go back with the outputs (`WithFailures`). Results are keyed by
-call id, so parallel calls never mix.
+call id, so parallel calls never mix. Each result becomes JSON data (`engine.json_result`: a
+Decimal a number, bytes base64 text, an unknown type an `unserializable_result` row), never a repr.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from blocks._request import check_history
 from engine import (
     Block,
+    BlockError,
     DataTable,
     Event,
     HistoryRow,
@@ -34,6 +36,7 @@ from engine import (
     dumps,
     history_rows,
     history_table,
+    json_result,
 )
 
 if TYPE_CHECKING:
@@ -75,7 +78,16 @@ class ToolDispatch(Block):
         check_history(constants.get("history"), report)
 
     async def _one(self, call: dict[str, Any], inputs: ToolDispatchInputs, registry: ToolRegistry | None,
-                   context: RunContext) -> Any:
+                   context: RunContext, notes: list[str]) -> Any:
+        """The call's result as JSON data (`notes`: what the conversion says, for the Debug trace)."""
+        value = await self._handled(call, inputs, registry, context)
+        try:
+            return json_result(value, notes)
+        except BlockError as exc:
+            raise ToolError(f"tool '{call.get('name')}' returned {exc.message}", type=exc.type) from None
+
+    async def _handled(self, call: dict[str, Any], inputs: ToolDispatchInputs, registry: ToolRegistry | None,
+                       context: RunContext) -> Any:
         import asyncio  # imported where it runs: loading the block for `validate` needs no event loop
 
         from engine.tools import HandlerTimeout, call_handler, check_arguments
@@ -120,25 +132,28 @@ class ToolDispatch(Block):
             raise InputError(exc.message) from exc
         limit = asyncio.Semaphore(inputs.concurrency)
 
-        async def guarded(call: dict[str, Any]) -> tuple[Any, ToolError | None, float]:
+        async def guarded(call: dict[str, Any]) -> tuple[Any, ToolError | None, float, list[str]]:
             async with limit:
                 began = time.perf_counter()
+                notes: list[str] = []
                 try:
-                    result = await self._one(call, inputs, registry, context)
-                    return result, None, time.perf_counter() - began
+                    result = await self._one(call, inputs, registry, context, notes)
+                    return result, None, time.perf_counter() - began, notes
                 except ToolError as exc:
-                    return None, exc, time.perf_counter() - began
+                    return None, exc, time.perf_counter() - began, notes
 
         outcomes = await asyncio.gather(*(guarded(call) for call in inputs.calls))
         results: dict[str, Any] = {}
         errors: list[dict[str, Any]] = []
         failures: list[ToolError] = []
-        for call, (result, error, seconds) in zip(inputs.calls, outcomes, strict=True):
+        for call, (result, error, seconds, notes) in zip(inputs.calls, outcomes, strict=True):
             call_id, name = str(call.get("id")), str(call.get("name"))
             cause = error.__cause__ if error is not None else None
             left: dict[str, Any] = {"abandoned": True} if isinstance(cause, HandlerTimeout) and cause.left_running else {}
             if error is not None:
                 left["error_type"] = error.type
+            if notes:
+                left["notes"] = notes
             if context.message_level >= MessageLevel.DETAILED:  # contents: Detailed alone, like request bodies
                 left["arguments"] = call.get("arguments")
                 if error is None:

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     )
     from engine.format.levels import ErrorLevel, MessageLevel
     from engine.format.tables import DataTable, HistoryRow, Table, TableError, history_rows, history_table, to_table
-    from engine.format.values import dumps
+    from engine.format.values import dumps, json_result
     from engine.runtime.api import default_registry, load, run, run_async, validate
     from engine.runtime.context import RunContext, Services
     from engine.runtime.execute import execute
@@ -72,7 +72,7 @@ _HOMES = {
         "TemplateError", "TemplateSyntax", "ToolError",
         "TraceWriteFailed", "UsageError", "WireError",
     ],
-    "engine.format.values": ["dumps"],
+    "engine.format.values": ["dumps", "json_result"],
     "engine.format.levels": ["ErrorLevel", "MessageLevel"],
     "engine.format.tables": ["DataTable", "HistoryRow", "Table", "TableError", "history_rows", "history_table", "to_table"],
     "engine.runtime.api": ["default_registry", "load", "run", "run_async", "validate"],
@@ -133,6 +133,7 @@ __all__ = [
     "execute",
     "history_rows",
     "history_table",
+    "json_result",
     "load",
     "read_events",
     "run",

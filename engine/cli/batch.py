@@ -6,6 +6,7 @@ the options, shows progress and the summary, and says how to resume.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -89,7 +90,9 @@ def batch(
                                  grace=grace, rpm_limits=rpm_limits, concurrent_limits=concurrent_limits, export=export)
         finally:
             if export is not None:
-                export.shutdown()  # sends the last runs' spans
+                dropped = export.shutdown()  # sends the last runs' spans, waiting a moment at most
+                if dropped:
+                    sys.stderr.write(dropped + "\n")
     if output is not None:
         write_results(output, store, batch_id, len(rows), names)
     store.close()

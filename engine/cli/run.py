@@ -63,12 +63,14 @@ class ConsoleLines:
     went away (a closed pipe) silences the lines; the run goes on.
     """
 
-    __slots__ = ("_lines", "_redact", "_stream")
+    __slots__ = ("_lines", "_redact", "_stream", "before_lines")
 
     def __init__(self, stream: TextIO) -> None:
         self._stream: TextIO | None = stream
         self._lines: list[str] = []
         self._redact: Callable[[str], str] = str
+        self.before_lines: Callable[[], None] | None = None
+        """Called before a batch of lines is written (`--stream` ends the answer's open line there)."""
 
     def shows(self, event: str, redact: Callable[[str], str]) -> Callable[[Mapping[str, Any]], None] | None:
         """The function that adds `event`'s line, or None for an event not shown."""
@@ -99,6 +101,8 @@ class ConsoleLines:
         stream = self._stream
         if stream is None:
             return
+        if self.before_lines is not None:
+            self.before_lines()
         try:
             stream.write(text)
             stream.flush()
@@ -157,6 +161,9 @@ def run(
     data_root: Annotated[list[Path] | None, typer.Option(
         "--data-root", help="a folder besides the diagram's own that it may read files from (repeatable)")] = None,
     otel: Annotated[bool, typer.Option("--otel", help=OTEL_HELP)] = False,
+    stream: Annotated[bool, typer.Option("--stream", help="request blocks stream (unless one says stream: false); the "
+                                                          "model's text is printed as it comes: on stdout, on stderr "
+                                                          "with --output json")] = False,
 ) -> None:
     """Run a diagram once."""
     import asyncio
@@ -188,7 +195,8 @@ def run(
     _go_quiet_on_broken_pipe(err, console())
     printer = None if quiet else console_printer(sys.stderr)
     folder = runs_folder(runs_dir)
-    services = Services(offline=offline)
+    services = Services(offline=offline, stream=stream)
+    streamed = _stream_printer(services, printer, to_stderr=output is OutputFormat.json) if stream else None
     if export is not None:
         services.run_observers.append(export)
     recorded: list[dict[str, Any]] = []
@@ -201,8 +209,12 @@ def run(
     except DiagramaError as exc:
         raise fail(exc) from None
     finally:
+        if streamed is not None:
+            streamed.end_line()
         if export is not None:
-            export.shutdown()  # sends the run's spans before the command ends
+            dropped = export.shutdown()  # sends the run's spans before the command ends, waiting a moment at most
+            if dropped:
+                sys.stderr.write(dropped + "\n")
     _store_run(loaded, values, result, folder)
     if record is not None:
         from engine.testing.scenarios import record_scenario
@@ -220,6 +232,17 @@ def run(
     else:
         _print_result(result)
     raise typer.Exit(0 if result.succeeded else 1)  # the run's status: output lost to a closed pipe changes nothing
+
+
+def _stream_printer(services: Any, lines: ConsoleLines | None, *, to_stderr: bool) -> Any:
+    """`--stream`'s printer, made the run's text observer; the per-block lines end its open line first."""
+    from engine.cli.streamed import StreamPrinter
+
+    printer = StreamPrinter(sys.stderr if to_stderr else sys.stdout, redactor())
+    services.text_observers.append(printer.piece)
+    if lines is not None:
+        lines.before_lines = printer.end_line
+    return printer
 
 
 def _discard_output(stream: Any) -> None:

@@ -62,10 +62,17 @@ class Block:
     """A port whose chain runs inside this block and links back to it (Loop's `body`)."""
     body_names: ClassVar[tuple[str, ...]] = ()
     """Names this block binds for the blocks of its body (Loop's `item`, `index`)."""
+    body_exit: ClassVar[str | None] = None
+    """The input that ends this block's body early (Loop's `break_when`), named in the hints for leaving it."""
     deferred_inputs: ClassVar[tuple[str, ...]] = ()
     """Inputs the block evaluates itself, when it needs them (`context.evaluate_input`)."""
     is_start: ClassVar[bool] = False
     """The block a run begins at; its Settings must be RunSettings."""
+    code_input: ClassVar[str | None] = None
+    """An input naming Python code the block calls (Function's `function`: `module:function` or
+    `module:Class.method`). It must be written literally; loading imports it as a tool handler is imported (the
+    diagram's folder first, its module one of the diagram's `allowed_modules`), a bad one being a load error, and
+    hands the callable to `bind_code` before `check` runs."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -95,6 +102,10 @@ class Block:
 
     def check(self, constants: Mapping[str, Any], report: Report) -> None:  # optional hook
         """Load-time checks across this block's constant inputs; call `report` per problem."""
+
+    def bind_code(self, code: Callable[..., Any]) -> None:  # hook of blocks with a `code_input`
+        """Load time: the callable `code_input` names, imported; keep it for `check` and `run`."""
+        raise NotImplementedError(f"{type(self).__name__} declares a code_input and must take its code")
 
     diagram_input: ClassVar[str | None] = None
     """An input naming another diagram file that this block runs (Subdiagram's `diagram`). Written as a literal

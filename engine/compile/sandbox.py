@@ -4,6 +4,8 @@ A template may not build a string, list or number past the limits in `sizes` (`'
 that multiplies a text, a `%` format with a huge width): the size is estimated before the work
 is done where it can be, and every value a filter, method or output yields is measured after.
 Exceeding a limit is a TemplateError of type `template_too_large`. Time is not bounded here.
+`TEMPLATE_GLOBALS` are jinja2's standard globals (`range`, `dict`, `namespace`, ...), `range` and `lipsum`
+bounded by the same limits.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from jinja2.compiler import CodeGenerator, Frame
 from jinja2.nativetypes import NativeCodeGenerator
 from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.utils import Cycler, Joiner, Namespace, generate_lorem_ipsum
 
 from engine.compile.sizes import (
     MAX_INT_BITS,
@@ -35,7 +38,31 @@ from engine.compile.sizes import (
     weight,
 )
 
-__all__ = ["MAX_INT_BITS", "MAX_ITEMS", "MAX_TEXT", "NativeSandbox", "TextSandbox", "weight"]
+__all__ = ["MAX_INT_BITS", "MAX_ITEMS", "MAX_TEXT", "TEMPLATE_GLOBALS", "NativeSandbox", "TextSandbox", "weight"]
+
+
+def _range(*args: int) -> range:
+    """jinja2's `range`, no longer than a list a template may build: `{% for %}` over it stays bounded."""
+    numbers = range(*args)
+    try:
+        length = len(numbers)
+    except OverflowError:  # past what a length can hold
+        length = MAX_ITEMS + 1
+    if length > MAX_ITEMS:
+        raise too_large("a range", length, MAX_ITEMS, "items", by="range")
+    return numbers
+
+
+def _lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:  # jinja2 names them so (min, max)
+    """jinja2's `lipsum`, refused before it writes more than a template may build (about 12 characters a word)."""
+    if n * max * 12 > MAX_TEXT:
+        raise too_large("a text", n * max * 12, by="lipsum")
+    return str(generate_lorem_ipsum(n, html, min, max))
+
+
+TEMPLATE_GLOBALS: dict[str, Any] = {"range": _range, "dict": dict, "namespace": Namespace, "cycler": Cycler,
+                                    "joiner": Joiner, "lipsum": _lipsum}
+"""jinja2's standard globals: every template sees them, as it sees a diagram's template functions."""
 
 class _BoundedCodes(CodeGenerator):
     def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:

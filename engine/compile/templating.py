@@ -36,7 +36,8 @@ from engine.compile.evaluators import (
     truthy,
 )
 from engine.compile.expressions import Expression, PythonCode, compile_expression, expression_code
-from engine.compile.sandbox import NativeSandbox, TextSandbox
+from engine.compile.regex import REGEX_FILTERS, check_pattern
+from engine.compile.sandbox import TEMPLATE_GLOBALS, NativeSandbox, TextSandbox
 from engine.errors import TemplateSyntax
 from engine.format.names import suggest
 from engine.format.values import dumps
@@ -133,8 +134,10 @@ class TemplateEnv:
         self.native = NativeSandbox(**options, optimized=False)
         self.text = TextSandbox(**options)
         for env in (self.native, self.text):
-            env.bound_filters({"to_json": _to_json, "from_json": _from_json})
-        self.functions: dict[str, Any] = dict(functions or {})
+            env.bound_filters({"to_json": _to_json, "from_json": _from_json, **REGEX_FILTERS})
+        # jinja2's standard globals (range, dict, namespace, ...) are template functions like the diagram's own:
+        # bound in every scope, known to the name check, and no variable may hide one.
+        self.functions: dict[str, Any] = {**TEMPLATE_GLOBALS, **(functions or {})}
         self._parsed: dict[str, _Parsed] = {}
         self._compiled: dict[tuple[str, bool], tuple[Callable[[Context], Any], bool]] = {}
         self._evaluators: dict[str, Evaluator] = {}
@@ -182,7 +185,14 @@ class TemplateEnv:
                 if node.name not in known:
                     raise TemplateSyntax(f"no {kind} named '{node.name}'", node.lineno, code=f"template_unknown_{kind}",
                                          hint=suggest(node.name, known) or f"the {kind}s are jinja2's built-in ones"
-                                         + (" and to_json, from_json" if kind == "filter" else ""))
+                                         + (" and to_json, from_json, regex_search, regex_replace, regex_findall"
+                                            if kind == "filter" else ""))
+                if kind == "filter" and node.name in REGEX_FILTERS and node.args \
+                        and isinstance(node.args[0], nodes.Const) and isinstance(node.args[0].value, str):
+                    refusal = check_pattern(node.args[0].value)  # a literal pattern RE2 refuses fails every run
+                    if refusal is not None:
+                        raise TemplateSyntax(f"{node.name}: {refusal[0]}", node.lineno, code="template_bad_regex",
+                                             hint=refusal[1])
         for call in tree.find_all(nodes.Call):
             check = getattr(self.functions.get(call.node.name), "check_literal_call", None) \
                 if isinstance(call.node, nodes.Name) else None

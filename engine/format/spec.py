@@ -106,4 +106,7 @@ class DiagramSpec(BaseModel):
     tools: str | list[str] | None = Field(
         default=None, description="tool registry files or folders, relative to this file"
     )
+    allowed_modules: list[str] = Field(
+        default_factory=lambda: [], description="modules whose functions Function blocks may call (and their submodules)"
+    )
     blocks: list[dict[str, Any]] = Field(min_length=1)

@@ -9,6 +9,7 @@ What Claude takes of images, documents and response schemas is in `anthropic_inp
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any, NamedTuple
 
 import orjson
@@ -17,6 +18,7 @@ from pydantic import ConfigDict, Discriminator, Tag
 from engine.format.parts import TextPart
 from engine.format.tables import HistoryRow
 from engine.providers.anthropic_inputs import file_block
+from engine.providers.anthropic_stream import AnthropicStream
 from engine.providers.wire import (
     HttpCall,
     Refusal,
@@ -365,6 +367,12 @@ class Anthropic:
         return Reply("".join(texts), calls, input_tokens, usage.output_tokens or 0, message.stop_reason, finish=finish,
                      refusal=refusal, stop_details=details.model_dump(exclude_none=True) if details else None,
                      citations=citations, signature=seal(self.vendor, carried), thinking_tokens=thinking)
+
+    def streamed(self, call: HttpCall) -> HttpCall:
+        return replace(call, body={**call.body, "stream": True}, headers={**call.headers, "accept": "text/event-stream"})
+
+    def assembler(self) -> AnthropicStream:
+        return AnthropicStream()
 
     def error(self, status: int, body: Any) -> tuple[str, str]:
         if isinstance(body, dict) and isinstance(body.get("error"), dict):

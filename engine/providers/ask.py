@@ -15,6 +15,7 @@ from engine.errors import OutputTruncated, ProviderBlocked, ProviderError, Provi
 from engine.providers.clients import client_for, simulator_for
 from engine.providers.http import Exchanges, Retried, SendHooks, base_url, send
 from engine.providers.simulator import BLOCK_HEADER
+from engine.providers.streaming import TextSink
 from engine.providers.wire import Adapter, HttpCall, Reply, WireError
 
 if TYPE_CHECKING:
@@ -81,8 +82,16 @@ async def ask(
     explicit_base: str | None = None,
     exchanges: Exchanges | None = None,
     retried: Retried | None = None,
+    stream: bool = False,
+    on_text: TextSink | None = None,
 ) -> Answer:
-    """Send `call` for `block` (to the simulator when offline) and read the reply."""
+    """Send `call` for `block` (to the simulator when offline) and read the reply.
+
+    With `stream`, the vendor is asked for a stream, read into the same reply; `on_text` hears each piece of its
+    text as it arrives.
+    """
+    if stream:
+        call = adapter.streamed(call)
     extra: dict[str, str] = {}
     if services.offline:
         client = client_for(services, f"simulated-{adapter.vendor}", simulator_for(services).transport(adapter.vendor))
@@ -91,8 +100,9 @@ async def ask(
     else:
         client = client_for(services, adapter.vendor)
         base = base_url(explicit_base, adapter, services.environ)
-    hooks = SendHooks(services.clock, services.sleep, services.limits, exchanges, retried)
-    response = await send(client, base, call, adapter, block=block, timeout=timeout, hooks=hooks, extra_headers=extra)
+    hooks = SendHooks(services.clock, services.sleep, services.limits, exchanges, retried, on_text=on_text)
+    response = await send(client, base, call, adapter, block=block, timeout=timeout, hooks=hooks, extra_headers=extra,
+                          assemble=adapter.assembler if stream else None)
     reply = read_reply(adapter, response.body)
     if services.reply_observers:
         seen = {"text": reply.text,

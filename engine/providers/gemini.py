@@ -8,6 +8,7 @@ What Gemini takes of images, documents and response schemas is in `gemini_inputs
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -16,6 +17,7 @@ from pydantic import ConfigDict, Field
 from engine.format.parts import TextPart
 from engine.format.tables import HistoryRow
 from engine.providers.gemini_inputs import file_part
+from engine.providers.gemini_stream import GeminiStream
 from engine.providers.gemini_tool_schema import SchemaRefused, gemini_schema
 from engine.providers.wire import (
     HttpCall,
@@ -328,6 +330,13 @@ class Gemini:
                      stop_details={"finish_message": message} if message else None,
                      citations=_citations(candidate, text), signature=text_signature if text else None,
                      thinking_tokens=usage.thoughts)
+
+    def streamed(self, call: HttpCall) -> HttpCall:
+        path = call.path.replace(":generateContent", ":streamGenerateContent") + "?alt=sse"
+        return replace(call, path=path, headers={**call.headers, "accept": "text/event-stream"})
+
+    def assembler(self) -> GeminiStream:
+        return GeminiStream()
 
     def error(self, status: int, body: Any) -> tuple[str, str]:
         if isinstance(body, dict) and isinstance(body.get("error"), dict):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+import jsonschema_rs
 import orjson
 
 from engine.providers.wire import WireError
@@ -66,7 +67,35 @@ def gemini_schema(schema: Any, tool: str, *, strict: bool = False, notes: list[s
     left out while ToolDispatch still enforces them (`additionalProperties: false`), and integer enums sent
     as strings, add a Debug note to `notes`.
     """
-    return _Converter(tool, strict, notes if notes is not None else []).convert(schema, "parameters", {}, (), True)
+    converter = _Converter(tool, strict, notes if notes is not None else [])
+    problem = _meta_problem(schema)
+    if problem is None:
+        return converter.convert(schema, "parameters", {}, (), True)
+    # Not a JSON Schema at all (`properties: "0"` a few levels down, in a tool written inline rather than in a
+    # registry, which checks this at load): refused as such, never mapped into something Gemini would misread.
+    # Where the mapping refuses the same keyword, its reason says more (a list of `items` schemas: use one).
+    try:
+        converter.convert(schema, "parameters", {}, (), True)
+    except SchemaRefused as refused:
+        if refused.path == problem[0]:
+            raise
+    except (AttributeError, TypeError, ValueError):
+        pass
+    converter.refuse(*problem)
+
+
+def _meta_problem(schema: Any) -> tuple[str, str] | None:
+    """Where and why `schema` is not a JSON Schema (draft 2020-12), or None."""
+    if not isinstance(schema, dict):
+        return None  # the mapping refuses a schema that is not a mapping itself
+    try:
+        jsonschema_rs.meta.validate({key: value for key, value in schema.items() if key != "$schema"})
+    except jsonschema_rs.ValidationError as exc:
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in exc.instance_path)
+        return f"parameters{where}", f"not a JSON Schema: {exc.message}"
+    except (jsonschema_rs.ReferencingError, ValueError) as exc:
+        return "parameters", f"not a JSON Schema: {exc}"
+    return None
 
 
 class _Converter:

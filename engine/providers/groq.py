@@ -7,6 +7,7 @@ What Groq models take of images and response schemas is in `groq_inputs`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -15,6 +16,7 @@ from pydantic import Field
 from engine.format.parts import TextPart
 from engine.format.tables import HistoryRow
 from engine.providers.groq_inputs import image_part, response_format
+from engine.providers.groq_stream import GroqStream
 from engine.providers.wire import (
     HttpCall,
     Refusal,
@@ -200,6 +202,12 @@ class Groq:
                      choice.finish_reason, finish=finish, refusal=message.refusal,
                      signature=seal(self.vendor, [{"reasoning": message.reasoning}] if message.reasoning else []),
                      thinking_tokens=details.reasoning_tokens if details else None)
+
+    def streamed(self, call: HttpCall) -> HttpCall:
+        return replace(call, body={**call.body, "stream": True}, headers={**call.headers, "accept": "text/event-stream"})
+
+    def assembler(self) -> GroqStream:
+        return GroqStream()
 
     def error(self, status: int, body: Any) -> tuple[str, str]:
         if isinstance(body, dict) and isinstance(body.get("error"), dict):

@@ -4,7 +4,9 @@ Retries follow docs/VENDORS.md ("Retries"): 408, 409, 429 and 5xx and dropped co
 `x-should-retry` deciding first, then `retry-after-ms`, `retry-after` or Gemini's
 `retryDelay` as the wait, else exponential backoff with jitter — never past the
 block's timeout. A response body is read as a stream and refused past `max_body`
-bytes (32 MB by default), so a runaway body cannot fill memory. Knows no vendor's JSON
+bytes (32 MB by default), so a runaway body cannot fill memory. A streamed reply (`assemble`) is read event by
+event into the body the non-streaming call gives, each piece of text handed on as it comes: a stream that breaks
+before its first piece is retried like a request, one that breaks after it is `stream_interrupted`. Knows no vendor's JSON
 beyond the error hints it reads, and no run: each attempt and retry is told to the hooks
 the caller passes (the run's trace).
 """
@@ -27,7 +29,8 @@ from tenacity.stop import stop_base
 
 from engine.errors import BlockTimeout, ProviderError
 from engine.errors import RetryableProviderError as _Retryable
-from engine.providers.wire import Adapter, HttpCall
+from engine.providers.streaming import Assembler, StreamBroke, StreamReader, TextSink
+from engine.providers.wire import Adapter, HttpCall, WireError
 
 if TYPE_CHECKING:
     from engine.runtime.context import VendorSlots
@@ -72,6 +75,8 @@ class SendHooks:
     retried: Retried | None = None
     max_body: int = MAX_BODY_BYTES
     """Bytes past which a response body is refused (`provider_malformed_response`) without reading on."""
+    on_text: TextSink | None = None
+    """Hears each piece of a streamed answer's text as it arrives."""
 
 
 def base_url(explicit: str | None, adapter: Adapter, environ: dict[str, str] | Any) -> str:
@@ -139,16 +144,18 @@ def _decoded(raw: bytes) -> tuple[Any, bool]:
 class _Attempts:
     """One send's attempts: each call posts once and returns the 2xx response or raises."""
 
-    __slots__ = ("adapter", "block", "body", "client", "count", "deadline", "headers", "hooks", "payload", "timeout",
-                 "url")
+    __slots__ = ("adapter", "assemble", "block", "body", "client", "count", "deadline", "headers", "hooks", "payload",
+                 "timeout", "url")
 
     def __init__(self, client: httpx.AsyncClient, url: str, call: HttpCall, headers: dict[str, str], adapter: Adapter,
-                 block: str, timeout: float, hooks: SendHooks) -> None:
+                 block: str, timeout: float, hooks: SendHooks,
+                 assemble: Callable[[], Assembler] | None = None) -> None:
         self.client, self.url, self.headers, self.adapter = client, url, headers, adapter
         self.body, self.payload = call.body, orjson.dumps(call.body)
         self.block, self.timeout, self.hooks = block, timeout, hooks
         self.deadline = hooks.clock() + timeout
         self.count = 0
+        self.assemble = assemble
 
     def timed_out(self) -> BlockTimeout:
         return BlockTimeout(f"block '{self.block}' timed out after {self.timeout:g} s (its 'timeout' input), "
@@ -164,7 +171,7 @@ class _Attempts:
             exchanges.requested("POST", self.url, self.headers, self.body, self.count)
         began = time.perf_counter()
         response, raw = await self._post(remaining)
-        body, malformed = _decoded(raw)
+        body, malformed = _decoded(raw) if isinstance(raw, bytes) else (raw, False)
         if exchanges is not None:
             exchanges.responded(response.status_code, dict(response.headers), body,
                                 round((time.perf_counter() - began) * 1000, 3), self.count)
@@ -191,8 +198,10 @@ class _Attempts:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    async def _post(self, remaining: float) -> tuple[httpx.Response, bytes]:
+    async def _post(self, remaining: float) -> tuple[httpx.Response, bytes | dict[str, Any]]:
+        """The response and its body: the raw bytes, or a stream's assembled reply."""
         limits = self.hooks.limits
+        reader: StreamReader | None = None
         try:
             async with asyncio.timeout(remaining):
                 async with limits.slot(self.adapter.vendor) if limits is not None else contextlib.nullcontext():
@@ -200,18 +209,42 @@ class _Attempts:
                                                         timeout=httpx.Timeout(remaining))
                     response = await self.client.send(request, stream=True)
                     try:
+                        if self.assemble is not None and 200 <= response.status_code < 300:
+                            reader = StreamReader(self.assemble(), self.hooks.on_text, self.hooks.max_body)
+                            return response, await reader.read(response.aiter_lines(), self._too_large)
                         return response, await self._read(response)
                     finally:
                         await response.aclose()
         except (TimeoutError, httpx.TimeoutException):
             raise self.timed_out() from None
+        except StreamBroke as broke:
+            raise self._broken(reader, broke.vendor_type, broke.message, broke.retryable) from None
+        except EOFError:
+            raise self._broken(reader, None, "the stream ended before the reply did", True) from None
+        except WireError as exc:
+            raise ProviderError(f"{self.adapter.vendor} sent a stream we cannot read: {exc}",
+                                type="provider_malformed_response", block=self.block) from None
         except httpx.DecodingError as exc:  # a content-encoding (gzip, ...) that does not decode: unreadable
             raise ProviderError(f"{self.adapter.vendor} sent a body that cannot be decoded ({exc})",
                                 type="provider_malformed_response", block=self.block) from None
         except httpx.TransportError as exc:
+            if reader is not None:
+                raise self._broken(reader, None, f"connection lost ({type(exc).__name__}: {exc})", True) from None
             error = ProviderError(f"{self.adapter.vendor}: connection failed ({type(exc).__name__}: {exc})",
                                   type="provider_connection_error", block=self.block)
             raise _Retryable(error, None) from None
+
+    def _broken(self, reader: StreamReader | None, vendor_type: str | None, reason: str, retryable: bool) -> Exception:
+        """A stream that stopped: retried like a request before its first piece of text (nobody has seen any of
+        it; when `retryable`), `stream_interrupted` after it (what was shown cannot be taken back)."""
+        vendor = self.adapter.vendor
+        said = f" ({vendor_type})" if vendor_type else ""
+        if reader is not None and reader.pieces:
+            return ProviderError(f"{vendor}'s stream broke after {reader.pieces} piece(s) of text{said}: {reason}",
+                                 type="stream_interrupted", block=self.block, vendor_type=vendor_type)
+        error = ProviderError(f"{vendor}'s stream broke before its first piece of text{said}: {reason}",
+                              type="provider_error", block=self.block, vendor_type=vendor_type)
+        return _Retryable(error, None) if retryable else error
 
     def _judge(self, response: httpx.Response, body: Any, malformed: bool) -> Response:
         """A 2xx with JSON is the answer; a retryable status raises _Retryable; any other raises at once."""
@@ -272,14 +305,16 @@ async def send(
     hooks: SendHooks | None = None,
     extra_headers: dict[str, str] | None = None,
     max_retries: int = MAX_RETRIES,
+    assemble: Callable[[], Assembler] | None = None,
 ) -> Response:
     """POST `call` with retries: the 2xx response, or ProviderError or BlockTimeout, never an httpx error.
 
-    `block` names the block in timeout messages.
+    `block` names the block in timeout messages. With `assemble` the call is a stream read by a fresh assembler
+    per attempt (the Response's body is the assembled reply), each piece of text told to `hooks.on_text`.
     """
     hooks = hooks or SendHooks()
     attempts = _Attempts(client, _join(base, call.path), call, {**call.headers, **(extra_headers or {})}, adapter,
-                         block, timeout, hooks)
+                         block, timeout, hooks, assemble)
     at_deadline = _stop_at_deadline(hooks.clock, attempts.deadline)
     retrying = AsyncRetrying(
         stop=stop_any(stop_after_attempt(max_retries + 1), at_deadline),

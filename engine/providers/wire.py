@@ -9,7 +9,7 @@ vendor's reasoning and server-tool parts ride on a history row's `signature` cel
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -18,6 +18,9 @@ from engine.errors import WireError
 from engine.format.names import valid_tool_name
 from engine.format.parts import DocumentPart, ImagePart, Part
 from engine.format.tables import HistoryRow
+
+if TYPE_CHECKING:
+    from engine.providers.streaming import Assembler
 
 __all__ = [
     "FINISHES",
@@ -189,6 +192,14 @@ class Adapter(Protocol):
     def parse(self, body: Any) -> Reply: ...
 
     def error(self, status: int, body: Any) -> tuple[str, str]: ...
+
+    def streamed(self, call: HttpCall) -> HttpCall:
+        """The same request, asking the vendor for a stream of Server-Sent Events."""
+        ...
+
+    def assembler(self) -> Assembler:
+        """A fresh reader of one streamed reply (engine.providers.streaming)."""
+        ...
 
 
 def group_turns(rows: list[HistoryRow]) -> list[tuple[str, list[HistoryRow]]]:

@@ -21,29 +21,40 @@ each lane has its own block under way, under the span that started the lane.
 The run header of the JSONL trace gets `otel_trace_id`, so a trace file and the exported
 trace join. The SDK is imported only here, and only when `--otel` (or DIAGRAMA_OTEL=1)
 asks for the export: `pip install 'diagrama[otel]'`.
+
+The export never holds the command up: at the end it waits for the collector at most
+EXIT_WAIT seconds (a collector that is down or hangs cannot delay the exit by its timeouts
+and retries), and says in one warning line how many spans were dropped. The SDK's own log
+lines (a retry a line) are kept quiet.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from engine.format.levels import MESSAGE_LEVELS, MessageLevel
 from engine.runs.otel_genai import chat_attributes, content_attributes, tool_attributes
 from engine.runtime.trace import Event
 
 if TYPE_CHECKING:
-    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
     from opentelemetry.trace import Span, Tracer
 
     from engine.compile.diagram import Diagram
     from engine.format.redact import Redactor
 
-__all__ = ["OtelExport", "otel_wanted", "otlp_export"]
+__all__ = ["EXIT_WAIT", "OtelExport", "otel_wanted", "otlp_export"]
 
 _SCOPE = "diagrama"
+EXIT_WAIT = 0.8
+"""Seconds a command waits, after its run, for the collector to take the last spans."""
 
 
 def otel_wanted(flag: bool) -> bool:
@@ -59,29 +70,94 @@ def otlp_export() -> OtelExport:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+    for name in ("opentelemetry.exporter", "opentelemetry.sdk"):  # a failed export is our one warning line
+        logger = logging.getLogger(name)
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
     resource = Resource.create({SERVICE_NAME: os.environ.get("OTEL_SERVICE_NAME") or "diagrama"})
-    provider = TracerProvider(resource=resource)
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    return OtelExport(provider)
+    # Not shut down at exit by the SDK (which waits out the exporter's timeout and retries): `shutdown` bounds it.
+    provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+    exporter = _Counted(OTLPSpanExporter())
+
+    class Counting(BatchSpanProcessor):
+        """The batch processor, counting the spans that ended: what the collector should receive."""
+
+        ended = 0
+
+        def on_end(self, span: ReadableSpan) -> None:
+            Counting.ended += 1
+            super().on_end(span)
+
+    processor = Counting(cast("SpanExporter", exporter))
+    provider.add_span_processor(processor)
+    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") \
+        or "http://localhost:4318"
+    return OtelExport(provider, lambda: (Counting.ended, exporter.taken), endpoint)
+
+
+class _Counted:
+    """An exporter that counts the spans the collector took (SpanExporter's methods, passed on)."""
+
+    def __init__(self, inner: SpanExporter) -> None:
+        self.inner = inner
+        self.taken = 0
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        result = self.inner.export(spans)
+        if result.name == "SUCCESS":
+            self.taken += len(spans)
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
 
 
 class OtelExport:
     """A run observer factory (see `Services.run_observers`): one `_RunSpans` per run, all on one tracer provider."""
 
-    def __init__(self, provider: TracerProvider) -> None:
+    def __init__(self, provider: TracerProvider, counts: Callable[[], tuple[int, int]] | None = None,
+                 endpoint: str = "") -> None:
         self.provider = provider
         self._tracer = provider.get_tracer(_SCOPE)
+        self._counts = counts
+        """The spans ended so far, and those the collector took."""
+        self._endpoint = endpoint
 
     def __call__(self, diagram: Diagram, redactor: Redactor) -> _RunSpans:
         return _RunSpans(self._tracer, diagram, redactor)
 
-    def flush(self) -> None:
-        """Send what the processor holds (between runs; the batch processor otherwise sends on its own)."""
-        self.provider.force_flush()
+    def flush(self, wait: float = EXIT_WAIT) -> None:
+        """Send what the processor holds, waiting at most `wait` seconds (the processor otherwise sends on its own)."""
+        _bounded(self.provider.force_flush, wait)
 
-    def shutdown(self) -> None:
-        """Send the last spans and stop the exporter; the command calls it before it exits."""
-        self.provider.shutdown()
+    def shutdown(self, wait: float = EXIT_WAIT) -> str | None:
+        """Send the last spans and stop the exporter, waiting at most `wait` seconds for the collector; the command
+        calls it before it exits. A warning line when spans were dropped (the collector is down, hangs or refused)."""
+        finished = _bounded(self.provider.shutdown, wait)
+        ended, taken = self._counts() if self._counts is not None else (0, 0)
+        if ended <= taken:
+            return None
+        why = "did not take them" if finished else f"did not answer within {wait:g} s"
+        return (f"warning: {ended - taken} of {ended} OpenTelemetry span{'s' if ended != 1 else ''} dropped: "
+                f"the collector at {self._endpoint} {why}")
+
+
+def _bounded(work: Callable[[], object], wait: float) -> bool:
+    """`work()` in a daemon thread, waited for at most `wait` seconds; whether it finished. (A daemon thread: a
+    collector that never answers cannot keep the process from exiting.)"""
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            work()
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name="diagrama-otel-export", daemon=True).start()
+    return done.wait(wait)
 
 
 @dataclass(slots=True)

@@ -86,6 +86,12 @@ def configure(format: LogFormat | None = None, level: str = "info", secrets: Ite
     # uvicorn's access lines repeat our request lines without the key id or duration: ours stand for them; httpx's
     # line per vendor call (a run's own requests are in its trace) only below info.
     logging.getLogger("uvicorn.access").disabled = True
+    # uvicorn's own logging config (one a host app or an earlier server applied) sends its lines to handlers of its
+    # own that never reach the redactor: they go through ours instead.
+    for name in ("uvicorn", "uvicorn.error"):
+        logger = logging.getLogger(name)
+        logger.handlers.clear()
+        logger.propagate = True
     logging.getLogger("httpx").setLevel(max(number, logging.WARNING) if number > logging.DEBUG else number)
 
 

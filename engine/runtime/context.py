@@ -2,7 +2,7 @@
 
 The scope holds inputs, variables, the current outputs (inside `set`/`when`), `error`
 and loop bindings. Services are typed fields the caller fills (environment, clock,
-transports, the simulator, limits, reply observers, tool stubs) so that blocks read no
+transports, the simulator, limits, reply observers, tool stubs, scripted blocks) so that blocks read no
 globals and tests can swap the far side of the wire. The providers' own types stay
 out: this layer names what it needs of them as small Protocols.
 """
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from engine.compile.templating import Scope
 from engine.errors import TemplateError
 from engine.format.levels import MessageLevel
+from engine.format.values import full_value, short_value
 from engine.runtime.trace import EVENT_LEVELS, Trace
 
 if TYPE_CHECKING:
@@ -30,10 +31,11 @@ if TYPE_CHECKING:
     from engine.format.levels import ErrorLevel
     from engine.format.redact import Redactor
     from engine.runtime.result import SubdiagramRun
+    from engine.runtime.scripted import ScriptedBlocks
     from engine.tools.mcp import McpSessions
 
 __all__ = ["PROCESS_RUN_OBSERVERS", "Nesting", "OfflineVendors", "ReplyObserver", "RunContext", "RunObserver",
-           "RunObserverFactory", "Services", "VendorSlots"]
+           "RunObserverFactory", "Services", "TextObserver", "VendorSlots"]
 
 
 class OfflineVendors(Protocol):
@@ -58,6 +60,8 @@ class Nesting(Protocol):
 
 
 ReplyObserver = Callable[[str, dict[str, Any]], None]
+TextObserver = Callable[[str, str], None]
+"""text_observer(block id, piece): one piece of a streamed answer's text."""
 """observer(block id, {"text": ..., "calls": [{id, name, arguments}]}): hears each vendor reply a run reads."""
 
 RunObserver = Callable[[dict[str, Any]], None]
@@ -98,6 +102,12 @@ class Services:
     """Each makes one observer per run that hears the run's trace events (`--otel`)."""
     mcp_sessions: McpSessions | None = None
     """MCP client sessions the runs share (a batch's, per process); None: each run opens its own, closed at its end."""
+    stream: bool = False
+    """Request blocks ask for a stream unless their `stream` input says otherwise (`diagrama run --stream`)."""
+    text_observers: list[TextObserver] = field(default_factory=list)
+    """Called with (block id, piece) for each piece of a streamed answer as it arrives, whatever the message level."""
+    scripted: ScriptedBlocks | None = None
+    """A scenario's replies for blocks it scripts itself (a Function's), and the calls they make; None outside one."""
 
     def share(self, source: Services) -> None:
         """Use `source`'s shared state (wire stand-ins, client pool, simulator, limits, observers, stubs, sessions)."""
@@ -109,6 +119,9 @@ class Services:
         self.tool_stubs = source.tool_stubs
         self.run_observers = source.run_observers
         self.mcp_sessions = source.mcp_sessions
+        self.scripted = source.scripted
+        self.stream = source.stream
+        self.text_observers = source.text_observers
 
     def secrets(self) -> list[str]:
         """Values of environment variables that hold keys, so the trace can scrub them."""
@@ -197,6 +210,10 @@ class RunContext:
         if self.message_level >= EVENT_LEVELS.get(event, _DEBUG):
             current = self.current
             self.trace.record(event, {"block": current.id, "block_type": current.type_name, **fields})
+
+    def shown(self, value: Any) -> Any:
+        """`value` as the current block's trace shows it: short at Debug, whole at Detailed."""
+        return full_value(value) if self.message_level >= MessageLevel.DETAILED else short_value(value)
 
     def has_input(self, name: str) -> bool:
         return name in self.current.deferred

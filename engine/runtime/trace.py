@@ -59,6 +59,8 @@ class Event:
     HTTP_RESPONSE = "http_response"
     TOOLS_SELECTED = "tools_selected"
     TOOL_CALLED = "tool_called"
+    FUNCTION_CALLED = "function_called"
+    TEXT_DELTA = "text_delta"
     SUBDIAGRAM_STARTED = "subdiagram_started"
     SUBDIAGRAM_FINISHED = "subdiagram_finished"
 
@@ -74,6 +76,8 @@ EVENT_LEVELS: dict[str, MessageLevel] = {
     Event.PROVIDER_RETRIED: MessageLevel.DEBUG,
     Event.TOOLS_SELECTED: MessageLevel.DEBUG,
     Event.TOOL_CALLED: MessageLevel.DEBUG,
+    Event.FUNCTION_CALLED: MessageLevel.DEBUG,
+    Event.TEXT_DELTA: MessageLevel.DEBUG,
     Event.SUBDIAGRAM_STARTED: MessageLevel.DEBUG,
     Event.SUBDIAGRAM_FINISHED: MessageLevel.DEBUG,
     Event.HTTP_REQUEST: MessageLevel.DETAILED,

@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine.compile.block import BlockRegistry
-from engine.compile.diagram import Diagram
+from engine.compile.diagram import CompiledBlock, Diagram
 from engine.compile.inputs import check_inputs
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramaError, DiagramInvalid, Problem
@@ -32,6 +32,7 @@ from engine.providers.simulator import Simulator
 from engine.runs.traces import SCENARIO_SUFFIX
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
+from engine.runtime.scripted import ScriptedBlocks
 from engine.runtime.trace import new_run_id
 
 __all__ = ["Scenario", "ScenarioFile", "Verdict", "load_scenarios", "record_scenario", "run_scenario", "scenario_files"]
@@ -77,6 +78,10 @@ class Reply(BaseModel):
     thinking: str | None = Field(default=None, description="the model's reasoning, in the vendor's form")
     citations: list[CitationReply] | None = None
     usage: dict[str, int] | None = None
+    pieces: list[str] | None = Field(default=None, description="when the block streams, its text in these pieces "
+                                                                 "(the text is their join; without them, a word each)")
+    break_after: int | None = Field(default=None, ge=0, description="when the block streams, the stream breaks after "
+                                                                    "this many pieces of text (0: before the first)")
     output: Any = Field(default=None, description="a structured answer (for a block with response_schema), sent as the "
                                                   "vendor's JSON answer text; it is checked against the schema as a "
                                                   "real answer is")
@@ -85,7 +90,30 @@ class Reply(BaseModel):
     def _output_alone(self) -> Reply:
         if self.output is not None and (self.text is not None or self.tool_calls):
             raise ValueError("a reply gives output (the structured answer) or text and tool_calls, not both")
+        if self.pieces is not None and self.text is not None and "".join(self.pieces) != self.text:
+            raise ValueError("a reply's pieces must make up its text (or give pieces alone)")
         return self
+
+
+class FunctionReply(BaseModel):
+    """One scripted outcome of a Function block: what its function returns, or the error it raises."""
+
+    model_config = ConfigDict(extra="forbid")
+    result: Any = Field(default=None, description="what the function returns (the block's `result`)")
+    error: str | None = Field(default=None, description="the function raises: a function_error with this message")
+
+    @model_validator(mode="after")
+    def _one_outcome(self) -> FunctionReply:
+        if "result" in self.model_fields_set and self.error is not None:
+            raise ValueError("a Function reply is either {result: ...} or {error: \"...\"}, not both")
+        return self
+
+
+class ExpectedFunctionCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    block: str | None = None
+    function: str | None = None
+    arguments: dict[str, Any] | None = None
 
 
 class ExpectedCall(BaseModel):
@@ -115,6 +143,8 @@ class Expect(BaseModel):
     path_contains: list[str] | None = None
     variables: dict[str, Any] | None = None
     called_tools: list[ExpectedCall] | None = None
+    function_calls: list[ExpectedFunctionCall] | None = Field(
+        default=None, description="every call of a Function block, in order: {block, function, arguments}")
     requests: list[ExpectedRequest] | None = None
     errors: list[ExpectedError] | None = None
 
@@ -126,8 +156,10 @@ class Scenario(BaseModel):
     scenario: str = Field(description="what the robot should do, in words")
     diagram: str | None = Field(default=None, description="the diagram file, relative to this file")
     inputs: dict[str, Any] = Field(default_factory=dict)
-    replies: dict[str, list[Reply]] = Field(default_factory=dict, description="per request block id, used in order; "
-                                            "a subdiagram's block by its Subdiagram block's id, '/', its own: sub/ask")
+    replies: dict[str, list[Reply | FunctionReply]] = Field(
+        default_factory=dict, description="per block id, used in order: a request block's vendor replies, a Function "
+                                          "block's {result} or {error}; a subdiagram's block by its Subdiagram "
+                                          "block's id, '/', its own: sub/ask")
     tools: dict[str, Any] = Field(default_factory=dict, description="tool stubs: name → result, replacing handlers")
     tags: list[str] = Field(default_factory=list)
     expect: Expect = Field(default_factory=Expect)
@@ -245,11 +277,13 @@ def _is_subsequence(wanted: list[str], path: list[str]) -> bool:
     return all(any(step == block for step in walk) for block in wanted)
 
 
-def _check(scenario: Scenario, result: RunResult, simulator: Simulator) -> Iterator[str]:
+def _check(scenario: Scenario, result: RunResult, simulator: Simulator, scripted: ScriptedBlocks) -> Iterator[str]:
     expect = scenario.expect
     if simulator.exhausted:
         for block in dict.fromkeys(simulator.exhausted):
             yield f"block '{block}' asked the model more times than the scenario scripted replies for it"
+    for block in dict.fromkeys(scripted.exhausted):
+        yield f"block '{block}' ran its function more times than the scenario scripted replies for it"
     if expect.status and result.status != expect.status:
         errors = "; ".join(f"{e['block']}: {e['type']}: {e['message']}" for e in result.errors)
         yield f"status: expected {expect.status}, got {result.status}" + (f" ({errors})" if errors else "")
@@ -268,6 +302,12 @@ def _check(scenario: Scenario, result: RunResult, simulator: Simulator) -> Itera
         wanted_calls = [c.model_dump(exclude_none=True) for c in expect.called_tools]
         if len(wanted_calls) != len(actual) or not all(_matches(w, a) for w, a in zip(wanted_calls, actual, strict=False)):
             yield f"called_tools: expected {_dumps(wanted_calls)}\n                  got {_dumps(actual)}"
+    if expect.function_calls is not None:
+        wanted_functions = [c.model_dump(exclude_none=True) for c in expect.function_calls]
+        made = scripted.calls
+        if len(wanted_functions) != len(made) or not all(_matches(w, a) for w, a in zip(wanted_functions, made,
+                                                                                         strict=False)):
+            yield f"function_calls: expected {_dumps(wanted_functions)}\n                    got {_dumps(made)}"
     for wanted_request in expect.requests or []:
         sent = [r for r in simulator.requests if r.block == wanted_request.block]
         if not sent:
@@ -300,12 +340,26 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
         inputs = check_inputs(diagram, scenario.spec.inputs)
     except DiagramaError as exc:
         return Verdict(scenario, None, [Redactor(secrets).text(f"the diagram cannot run: {exc}")])
-    scripts = {block: [reply.model_dump(exclude_none=True) for reply in replies]
-               for block, replies in scenario.spec.replies.items()}
-    unknown = [block for block in scripts if not _addresses_a_block(diagram, block)]
+    named = {block: _block_at(diagram, block) for block in scenario.spec.replies}
+    unknown = [block for block, (known, _) in named.items() if not known]
     if unknown:
         return Verdict(scenario, None, [f"replies name blocks the diagram does not have: {', '.join(unknown)} (a "
                                         "subdiagram's block is addressed through the Subdiagram block: sub/ask)"])
+    # A block that calls code (a Function) is scripted by its outcomes; request blocks by their vendor's replies.
+    # Below a templated subdiagram path, whose blocks only a run knows, the replies' own shape tells.
+    calls_code = {block for block, (_, compiled) in named.items()
+                  if (type(compiled.impl).code_input is not None if compiled is not None else
+                      all(isinstance(reply, FunctionReply) for reply in scenario.spec.replies[block]))}
+    misfits = [f"replies for block '{block}' ({_type_name(named[block][1])}) must be "
+               + ("{result: ...} or {error: \"...\"}" if block in calls_code else "vendor replies (text, tool_calls, ...)")
+               for block, replies in scenario.spec.replies.items()
+               if any(isinstance(reply, FunctionReply) != (block in calls_code) for reply in replies)]
+    if misfits:
+        return Verdict(scenario, None, misfits)
+    scripts = {block: [reply.model_dump(exclude_none=True) for reply in replies]
+               for block, replies in scenario.spec.replies.items() if block not in calls_code}
+    scripted = ScriptedBlocks({block: [reply.model_dump(exclude_unset=True) for reply in replies]
+                               for block, replies in scenario.spec.replies.items() if block in calls_code})
     stubbed = _unknown_stubs(scenario.spec, diagram)
     if stubbed:
         return Verdict(scenario, None, stubbed)  # before running: a misspelt stub would let the real handler run
@@ -319,27 +373,32 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
         await asyncio.sleep(0)  # retries happen at once: scenarios test behaviour, not clocks
 
     services = Services(environ={}, offline=True, sleep=no_wait,
-                        simulator=simulator, tool_stubs=dict(scenario.spec.tools))
+                        simulator=simulator, tool_stubs=dict(scenario.spec.tools), scripted=scripted)
     result = await execute(diagram, inputs, runs_dir=runs_dir, services=services, secrets=secrets,
                            run_id=new_run_id() + SCENARIO_SUFFIX)  # `diagrama runs` marks it a scenario run
-    found = [*_check(scenario.spec, result, simulator)]
+    found = [*_check(scenario.spec, result, simulator, scripted)]
     found += [f"replies: reply {number} for block '{block}' was never used"
               for replies in simulator.scripts.values() for block, number in (numbered[id(r)] for r in replies)]
+    found += [f"replies: reply {number} for block '{block}' was never used" for block, number in scripted.unused()]
     failures = [result.redactor.text(failure) for failure in found]
     return Verdict(scenario, result, failures)
 
 
-def _addresses_a_block(diagram: Diagram, address: str) -> bool:
-    """Whether `address` names a block: an id of the diagram, or `sub/ask` for the block `ask` of the diagram the
-    Subdiagram block `sub` runs (one more `/` per level). Below a templated path, whose child only a run knows,
-    any name is taken."""
+def _block_at(diagram: Diagram, address: str) -> tuple[bool, CompiledBlock | None]:
+    """Whether `address` names a block, and which: an id of the diagram, or `sub/ask` for the block `ask` of the
+    diagram the Subdiagram block `sub` runs (one more `/` per level). Below a templated path, whose child only a
+    run knows, any name is taken (and its block is None)."""
     head, _, rest = address.partition("/")
     block = diagram.blocks.get(head)
     if block is None or not rest:
-        return block is not None
+        return block is not None, block
     if block.child is not None:
-        return _addresses_a_block(block.child, rest)
-    return type(block.impl).diagram_input is not None
+        return _block_at(block.child, rest)
+    return type(block.impl).diagram_input is not None, None
+
+
+def _type_name(block: CompiledBlock | None) -> str:
+    return block.type_name if block is not None else "in a subdiagram only a run knows"
 
 
 def _known_tools(diagram: Diagram, known: dict[str, None], seen: set[Path]) -> bool:

@@ -14,7 +14,7 @@ import contextlib
 import contextvars
 import inspect
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from engine.errors import ToolError
@@ -112,15 +112,33 @@ async def _wait(work: asyncio.Future[Any], deadline: float) -> bool:
     return bool(done)
 
 
+_EAGER: Callable[..., asyncio.Future[Any]] | None = getattr(asyncio, "eager_task_factory", None)
+"""Python 3.12's factory of tasks whose first step runs at once; None before 3.12."""
+
+
+def _start_task(coroutine: Coroutine[Any, Any, Any]) -> asyncio.Future[Any]:
+    """The handler's coroutine as a task of its own: started eagerly where Python can (3.12's eager tasks, whose
+    first step runs at once as that task: one that returns without waiting is done before any scheduling), else
+    scheduled. Its steps always run as its own task, never the caller's: an `asyncio.timeout` or an anyio cancel
+    scope it enters belongs to it, so its expiry cancels the handler, never the run."""
+    return _EAGER(asyncio.get_running_loop(), coroutine) if _EAGER is not None else asyncio.ensure_future(coroutine)
+
+
 async def call_handler(handler: Callable[..., Any], arguments: Mapping[str, Any], *,
-                       timeout: float, name: str = "") -> Any:  # noqa: ASYNC109 -- enforced here, without cancelling-and-waiting
+                       timeout: float,  # noqa: ASYNC109 -- enforced here, without cancelling-and-waiting
+                       name: str = "", is_async: bool | None = None) -> Any:
     """The handler's result, or its own exception; `HandlerTimeout` after `timeout` seconds.
 
-    Cancelling the caller (the run's deadline) stops the wait at once and abandons the call.
+    Cancelling the caller (the run's deadline) stops the wait at once and abandons the call. An async
+    handler runs as a task of its own (`_start_task`: eagerly on Python 3.12+, so one that returns without
+    waiting costs no scheduling and no timer). `is_async`: whether the handler is a coroutine function, when
+    the caller knows it already.
     """
+    thread = not (inspect.iscoroutinefunction(handler) if is_async is None else is_async)
+    work = _start_thread(handler, arguments, name) if thread else _start_task(handler(**arguments))
+    if not thread and work.done() and not inspect.isawaitable(work.result()):
+        return work.result()  # finished in its eager first step: no timer to set
     deadline = asyncio.get_running_loop().time() + timeout
-    thread = not inspect.iscoroutinefunction(handler)
-    work = _start_thread(handler, arguments, name) if thread else asyncio.ensure_future(handler(**arguments))
     if not await _wait(work, deadline):
         raise HandlerTimeout(timeout, left_running=thread)
     result = work.result()

@@ -2,7 +2,9 @@
 
 A handler path may name only what its module itself defines: `getattr` would follow what the
 module imports (`shop.tools:os.system`, `engine.tools.standard:httpx.post`) or reach Python's
-machinery. Modules are imported from the diagram's folder for their own import alone.
+machinery. Modules are imported from the diagram's folder for their own import alone. One
+implementation for a registry's tool handlers and a Function block's function: the path's form,
+`allowed_modules`, and the import (`load_handler`, whose failures are HandlerRefused or HandlerUnloadable).
 """
 
 from __future__ import annotations
@@ -11,19 +13,46 @@ import contextlib
 import functools
 import importlib
 import inspect
+import re
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STANDARD_MODULE", "HandlerRefused", "resolve_handler"]
+__all__ = ["HANDLER_PATH", "STANDARD_MODULE", "HandlerRefused", "HandlerUnloadable", "handler_path_problem",
+           "load_handler", "module_allowed", "resolve_handler"]
 
 STANDARD_MODULE = "engine.tools.standard"
+
+HANDLER_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")
+"""`package.module:callable` or `package.module:Class.method`."""
 
 
 class HandlerRefused(Exception):
     """A handler path that leaves its module: something it imports, or Python's own machinery."""
+
+
+class HandlerUnloadable(Exception):
+    """A handler whose module cannot be imported (missing, a syntax error, raising while it loads) or that names
+    nothing callable; the message says what happened, never with a traceback."""
+
+
+def module_allowed(module: str, allowed: list[str] | tuple[str, ...]) -> bool:
+    """Whether `module` is one of `allowed`, or inside one of them (`shop` allows `shop.pricing`)."""
+    return any(module == a or module.startswith(a + ".") for a in allowed)
+
+
+def handler_path_problem(path: str, allowed_modules: list[str] | tuple[str, ...]) -> tuple[str, str] | None:
+    """(message, hint) when a handler path is malformed or its module is not in `allowed_modules`; None when fine."""
+    if not HANDLER_PATH.match(path):
+        return (f"'{path}' must be package.module:function or package.module:Class.method",
+                "for example shop.pricing:quote")
+    module = path.partition(":")[0]
+    if not module_allowed(module, allowed_modules):
+        return (f"module '{module}' is not in allowed_modules",
+                f"add it to allowed_modules ({', '.join(allowed_modules) or 'none yet'})")
+    return None
 
 
 def _defined_in(value: Any, module_name: str) -> bool:
@@ -67,6 +96,18 @@ def _import_handler_module(module_name: str, folder: Path | None) -> Any:
             with contextlib.suppress(ValueError):
                 sys.path.remove(entry)
             sys.path_importer_cache.pop(entry, None)
+
+
+def load_handler(handler: str, allowed_hosts: tuple[str, ...], folder: Path | None = None) -> Callable[..., Any]:
+    """`resolve_handler`, with every way the module can fail to load as HandlerUnloadable (HandlerRefused stays)."""
+    try:
+        return resolve_handler(handler, allowed_hosts, folder)
+    except HandlerRefused:
+        raise
+    except (ImportError, AttributeError, TypeError) as exc:
+        raise HandlerUnloadable(str(exc)) from exc
+    except Exception as exc:  # the module is user code: a SyntaxError, or whatever it raises as it loads
+        raise HandlerUnloadable(f"{type(exc).__name__}: {exc}") from exc
 
 
 def resolve_handler(handler: str, allowed_hosts: tuple[str, ...], folder: Path | None = None) -> Callable[..., Any]:

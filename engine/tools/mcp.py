@@ -5,11 +5,14 @@ embeddings and the argument checks), through a short-lived session bounded by th
 `timeout` and cached per process by its configuration. Calls go through the run's own
 session per server (a batch's, when it shares one), opened on first use, closed at the end.
 The `mcp` SDK (the `mcp` extra) is imported here only, and only when a server is used.
+
+A server that writes what is not JSON-RPC fails the requests in flight at once (engine.tools.mcp_faults).
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import contextvars
 import hashlib
@@ -22,13 +25,14 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine.errors import ToolError
 from engine.format.redact import REDACTED
+from engine.tools.mcp_faults import OPEN_FAULTS, Faults, McpFault, fault_line, quiet_sdk_logs
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -48,7 +52,6 @@ __all__ = [
 ]
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_T = TypeVar("_T")
 
 
 class McpServerEntry(BaseModel):
@@ -160,23 +163,34 @@ async def _client(server: McpServer) -> AsyncIterator[Client]:
         from mcp.client.stdio import stdio_client
     except ImportError as exc:
         raise McpUnavailable("MCP servers need the mcp extra: pip install 'diagrama[mcp]'") from exc
+    quiet_sdk_logs()
+    faults = Faults()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, Exception):  # a line the transport could not read as JSON-RPC
+            faults.add(fault_line(message))
+
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
         if server.command is not None:
             executable, arguments = _interpreter(server.command)
             parameters = StdioServerParameters(command=executable, args=list(arguments), env=dict(server.env) or None,
                                                cwd=server.cwd)
-            client = Client(stdio_client(parameters, errlog=errlog), read_timeout_seconds=server.timeout)
+            client = Client(stdio_client(parameters, errlog=errlog), read_timeout_seconds=server.timeout,
+                            message_handler=on_message)
         else:
             assert server.url is not None
-            client = Client(server.url, read_timeout_seconds=server.timeout)
+            client = Client(server.url, read_timeout_seconds=server.timeout, message_handler=on_message)
         try:
             async with asyncio.timeout(server.timeout):  # not wait_for: the SDK's task groups must stay in this task
                 entered = await client.__aenter__()
         except Exception as exc:
-            raise McpUnavailable(server.scrub(_reason(exc, errlog, server.timeout))) from exc
+            reason = faults.lines[0] if faults.lines else _reason(exc, errlog, server.timeout)
+            raise McpUnavailable(server.scrub(reason)) from exc
         try:
+            OPEN_FAULTS[id(entered)] = faults
             yield entered
         finally:
+            OPEN_FAULTS.pop(id(entered), None)
             await client.__aexit__(None, None, None)
 
 
@@ -197,47 +211,49 @@ def _reason(exc: BaseException, errlog: Any, timeout: float) -> str:
     return text
 
 
-async def _list(server: McpServer) -> list[McpToolInfo]:
+async def _list(server: McpServer, deliver: Callable[[list[McpToolInfo]], object]) -> None:
+    """Lists the server's tools and hands them to `deliver` before the session closes (the server's stop)."""
     async with _client(server) as client:
         found: list[McpToolInfo] = []
         cursor: str | None = None
         for _ in range(100):  # pages; a server whose cursor never ends cannot hold the load
             try:
                 async with asyncio.timeout(server.timeout):
-                    page = await client.list_tools(cursor=cursor)
+                    page = await OPEN_FAULTS[id(client)].unless_faulted(client.list_tools(cursor=cursor))
             except Exception as exc:
-                raise McpUnavailable(server.scrub(f"listing its tools failed: {_reason(exc, None, server.timeout)}")) \
-                    from exc
+                reason = str(exc) if isinstance(exc, McpFault) else _reason(exc, None, server.timeout)
+                raise McpUnavailable(server.scrub(f"listing its tools failed: {reason}")) from exc
             found += [McpToolInfo(tool.name, tool.description or "", tool.title or "",
                                   dict(tool.input_schema or {"type": "object", "properties": {}}))
                       for tool in page.tools]
             cursor = page.next_cursor
             if not cursor:
                 break
-        return found
+        deliver(found)
 
 
 _listed: dict[McpServer, tuple[McpToolInfo, ...]] = {}
 _listed_lock = threading.Lock()
 
 
-def _in_own_loop(work: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
-    """Run `work` on an event loop of its own, in a thread: a registry may load inside a running loop (the studio)."""
-    outcome: list[Any] = []
+def _listed_in_own_loop(server: McpServer) -> list[McpToolInfo]:
+    """The listing, on an event loop of its own in a thread (a registry may load inside a running loop: the studio).
 
-    def target() -> None:
+    It is handed back as soon as it is read: stopping the server (its stdin closed, then as long as it takes to
+    exit, up to the SDK's bound of 2 s and a kill) goes on in that thread, beside the rest of the load. The thread
+    is not a daemon, so the process does not exit before its server is stopped.
+    """
+    listing: concurrent.futures.Future[list[McpToolInfo]] = concurrent.futures.Future()
+
+    async def work() -> None:
         try:
-            outcome.append(("ok", asyncio.run(work())))
-        except BaseException as exc:  # handed to the caller's thread as it is
-            outcome.append(("error", exc))
+            await _list(server, listing.set_result)
+        except BaseException as exc:  # handed to the caller's thread; once the listing is, a failed stop is the SDK's
+            if not listing.done():
+                listing.set_exception(exc)
 
-    thread = threading.Thread(target=target, name="diagrama-mcp-list", daemon=True)
-    thread.start()
-    thread.join()
-    kind, value = outcome[0]
-    if kind == "error":
-        raise value
-    return value  # type: ignore[no-any-return]
+    threading.Thread(target=asyncio.run, args=(work(),), name=f"diagrama-mcp-list:{server.name}").start()
+    return listing.result()
 
 
 def list_server_tools(server: McpServer, *, fresh: bool = False) -> tuple[McpToolInfo, ...]:
@@ -250,7 +266,7 @@ def list_server_tools(server: McpServer, *, fresh: bool = False) -> tuple[McpToo
     if known is not None:
         return known
     try:
-        tools = tuple(_in_own_loop(lambda: _list(server)))
+        tools = tuple(_listed_in_own_loop(server))
     except McpUnavailable:
         raise
     except Exception as exc:
@@ -382,20 +398,24 @@ def _content(result: CallToolResult) -> Any:
 async def _call(server: McpServer, tool: str, arguments: Mapping[str, Any]) -> Any:
     pool = _current.get()
     began = time.perf_counter()
+    client: Client | None = None
     try:
         if pool is None:  # outside a run (a direct call): a session for this call alone
             async with _client(server) as client:
-                result = await client.call_tool(tool, dict(arguments), read_timeout_seconds=server.timeout)
+                result = await OPEN_FAULTS[id(client)].unless_faulted(
+                    client.call_tool(tool, dict(arguments), read_timeout_seconds=server.timeout))
         else:
             client = await pool.client(server)
-            result = await client.call_tool(tool, dict(arguments), read_timeout_seconds=server.timeout)
+            faults = OPEN_FAULTS.get(id(client))
+            called = client.call_tool(tool, dict(arguments), read_timeout_seconds=server.timeout)
+            result = await (faults.unless_faulted(called) if faults is not None else called)
     except McpUnavailable as exc:
         raise ToolError(f"MCP server '{server.name}' ({server.where}) could not be started: {exc}",
                         type="mcp_server_failed") from exc
     except ToolError:
         raise
     except Exception as exc:  # the protocol's errors (MCPError, a broken connection, a timeout): data for the model
-        reason = _reason(exc, None, max(server.timeout, time.perf_counter() - began))
+        reason = str(exc) if isinstance(exc, McpFault) else _reason(exc, None, max(server.timeout, time.perf_counter() - began))
         raise ToolError(f"tool '{tool}' of MCP server '{server.name}' failed: {server.scrub(reason)}",
                         type="mcp_error") from exc
     if result.is_error:

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from engine.errors import Problem
+from engine.errors import DiagramInvalid, Problem
 from engine.format.names import valid_tool_name
 from engine.format.validation import dotted, validation_message
 from engine.tools.mcp import McpServer, McpServerEntry, McpUnavailable, environment, list_server_tools, mcp_handler, resolve_server
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from engine.format.yamlfile import LineMap
     from engine.tools.registry import Tool
 
-__all__ = ["DeclaredServer", "declared_servers", "listed_tools", "url_host_problem"]
+__all__ = ["DeclaredServer", "declared_servers", "listed_tools", "url_host_problem", "with_listed"]
 
 
 @dataclass(frozen=True)
@@ -164,3 +164,18 @@ def listed_tools(declared: list[DeclaredServer], seen: dict[str, str], problems:
                               _callable=mcp_handler(server, info.name),
                               embedding_id=f"mcp:{entry.name}/{info.name}@{info.fingerprint}", mcp_server=server))
     return found
+
+
+def with_listed(slots: list[Tool | DeclaredServer], unlisted: list[DeclaredServer],
+                tools: Mapping[str, Tool]) -> tuple[dict[str, Tool], set[str]]:
+    """A registry's tools with those of its `unlisted` servers (started and listed now) where their entries stand,
+    and the names that are new; DiagramInvalid with every problem when one cannot be started or listed."""
+    problems: list[Problem] = []
+    found = listed_tools(unlisted, {name: tool.source for name, tool in tools.items()}, problems)
+    if problems:
+        raise DiagramInvalid(problems)
+    listed = {id(declared): found[position] for position, declared in enumerate(unlisted)}
+    ordered: list[Tool] = []
+    for slot in slots:
+        ordered += listed[id(slot)] if isinstance(slot, DeclaredServer) else [slot]
+    return {tool.name: tool for tool in ordered}, {tool.name for new in found.values() for tool in new}

@@ -11,7 +11,6 @@ runs no server's command. Calling a model is not done here; ToolDispatch runs wh
 from __future__ import annotations
 
 import functools
-import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,7 +25,14 @@ from engine.format.names import suggest, valid_tool_name
 from engine.format.validation import dotted, validation_message
 from engine.format.yamlfile import LineMap, read_yaml
 from engine.tools.embeddings import Embedder, EmbeddingCache, make_embedder
-from engine.tools.handlers import STANDARD_MODULE, HandlerRefused, resolve_handler
+from engine.tools.handlers import (
+    STANDARD_MODULE,
+    HandlerRefused,
+    HandlerUnloadable,
+    handler_path_problem,
+    load_handler,
+    module_allowed,
+)
 from engine.tools.ranking import EmbeddedText, Ranker, Ranking, ToolScore, tool_document, tool_text
 from engine.tools.selection import RankedTools
 from engine.tools.tools_table import ToolsTable
@@ -36,9 +42,6 @@ if TYPE_CHECKING:
     from engine.tools.mcp_registry import DeclaredServer
 
 __all__ = ["STANDARD_MODULE", "Tool", "ToolRegistry", "ToolsTable", "load_registries"]
-
-_HANDLER = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)?$")
-
 
 class ToolEntry(BaseModel):
     """One tool, with the fields of the ERP assistant's tool table."""
@@ -115,7 +118,7 @@ class Tool:
 
     def handler(self) -> Callable[..., Any]:
         if self._callable is None:
-            self._callable = resolve_handler(self.entry.handler, self.allowed_hosts, self.folder)
+            self._callable = load_handler(self.entry.handler, self.allowed_hosts, self.folder)
         return self._callable
 
 
@@ -152,22 +155,14 @@ class ToolRegistry:
         with self._listing:
             if not self._unlisted:
                 return
-            from engine.tools.mcp_registry import listed_tools
+            from engine.tools.mcp_registry import with_listed
 
-            problems: list[Problem] = []
-            found = listed_tools(self._unlisted, {name: tool.source for name, tool in self.tools.items()}, problems)
+            tools, new = with_listed(self._slots, self._unlisted, self.tools)
+            before, self.tools = self.tools, tools
+            problems = self.offered_check(new) if self.offered_check is not None else []
             if problems:
+                self.tools = before
                 raise DiagramInvalid(problems)
-            listed = {id(declared): found[position] for position, declared in enumerate(self._unlisted)}
-            ordered: list[Tool] = []
-            for slot in self._slots:
-                ordered += [slot] if isinstance(slot, Tool) else listed[id(slot)]
-            before, self.tools = self.tools, {tool.name: tool for tool in ordered}
-            if self.offered_check is not None:
-                problems = self.offered_check({tool.name for tools in found.values() for tool in tools})
-                if problems:
-                    self.tools = before
-                    raise DiagramInvalid(problems)
             self.prepare(self._ranked.cache_for)
             self._unlisted = []
 
@@ -270,10 +265,6 @@ def _registry_files(path: Path) -> list[Path]:
     if path.is_dir():
         return sorted([*path.glob("*.yaml"), *path.glob("*.yml")])
     return [path]
-
-
-def _module_allowed(module: str, allowed: list[str]) -> bool:
-    return any(module == a or module.startswith(a + ".") for a in allowed)
 
 
 def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: LineMap,
@@ -399,16 +390,16 @@ class _Reading:
     def check_handler(self, handler: str, allowed_modules: list[str], add: Callable[..., None]) -> None:
         """A handler path's form, and its module against allowed_modules (the standard module's own rule apart)."""
         standard = self.standard_handlers
-        if not _HANDLER.match(handler):
-            add(f"handler '{handler}' must be package.module:callable or package.module:Class.method", "handler")
-        elif handler.startswith(f"{STANDARD_MODULE}:") and handler not in standard \
-                and not _module_allowed(STANDARD_MODULE, allowed_modules):
+        if handler in standard:
+            return
+        if handler.startswith(f"{STANDARD_MODULE}:") and not module_allowed(STANDARD_MODULE, allowed_modules):
             add(f"handler '{handler}' is not a standard tool; only the standard tools' handlers "
                 f"({', '.join(sorted(standard))}) may come from {STANDARD_MODULE}", "handler",
                 "include a standard tool by name under standard_tools, or write the handler in your module")
-        elif handler not in standard and not _module_allowed(handler.partition(":")[0], allowed_modules):
-            add(f"handler module '{handler.partition(':')[0]}' is not in allowed_modules",
-                "handler", f"add it to allowed_modules ({', '.join(allowed_modules) or 'none yet'})")
+            return
+        problem = handler_path_problem(handler, allowed_modules)
+        if problem is not None:
+            add(f"handler {problem[0]}", "handler", problem[1])
 
     def import_handlers(self) -> None:
         """Each tool's handler imported and resolved now, so a bad one is a load error, not a failed call."""
@@ -421,7 +412,7 @@ class _Reading:
                     field="handler", code="handler_not_allowed",
                     hint="name a function or class written in the allowed module itself, "
                          "or a method of such a class (package.module:Class.method)"))
-            except (ImportError, AttributeError, TypeError) as exc:
+            except HandlerUnloadable as exc:
                 self.problems.append(Problem(tool.source, tool.handler_line,
                                              f"handler '{tool.entry.handler}' cannot be loaded: {exc}",
                                              field="handler", code="invalid_handler"))

@@ -26,7 +26,6 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from engine.compile.block import BlockRegistry
-from engine.compile.diagram import Diagram
 from engine.errors import DiagramInvalid, Problem
 from engine.format.yamlfile import read_yaml_text
 from engine.runtime.context import Services
@@ -34,6 +33,7 @@ from engine.web.concurrency import Compilations, PathLocks
 from engine.web.files import Folder, FolderError, write_failure
 from engine.web.guard import TOKEN_HEADER, Guard, allowed_hosts, new_token
 from engine.web.http import answer, handle, json_body
+from engine.web.layouts import LayoutCache
 from engine.web.models import (
     BlockType,
     Checked,
@@ -44,13 +44,15 @@ from engine.web.models import (
     DiagramSummary,
     Hash,
     PathAnswer,
-    Registry,
     Saved,
     Session,
     format_facts,
 )
 from engine.web.models import Problem as ProblemAnswer
 from engine.web.runs import RunRoutes
+from engine.web.source import SourceRoutes
+from engine.web.tool_groups import tool_groups
+from engine.web.versions import Versions
 from engine.web.view import compile_text, problem_json, studio_document
 from engine.web.yaml_edit import EditError, apply_edit, content_hash, new_diagram_text
 
@@ -105,8 +107,9 @@ class _Texts:
 class Studio:
     """The diagram endpoints: read, save, validate, create, rename, delete, CSV preview, the listing."""
 
-    def __init__(self, folder: Folder, registry: BlockRegistry, compilations: Compilations) -> None:
+    def __init__(self, folder: Folder, registry: BlockRegistry, compilations: Compilations, versions: Versions) -> None:
         self.folder = folder
+        self.versions = versions
         self.registry = registry
         self.texts = _Texts()
         self.compilations = compilations
@@ -124,7 +127,7 @@ class Studio:
                        compiled=Compiled.model_validate(studio_document(data, diagram, scope, self.registry,
                                                                         self._locate(path))),
                        valid=diagram is not None,
-                       registries=_registries(diagram))
+                       registries=tool_groups(diagram, data, path, self.folder))
 
     def _locate(self, path: Path) -> Callable[[str], str | None]:
         """A path as a block of the diagram at `path` writes it → that diagram file in the folder, or None."""
@@ -139,9 +142,16 @@ class Studio:
         found = await self.compilations.run(path, text, lambda: self.document(path, text, data, with_lines=with_lines))
         return found if found is not None else _unchecked(path, data, self.compilations.timeout, self.registry)
 
+    def unreadable(self, path: Path, problems: list[Problem]) -> Checked:
+        """The answer for a text that cannot be read as a diagram: why, and nothing compiled."""
+        return Checked(problems=[ProblemAnswer.model_validate(problem_json(p, own=path, folder=self.folder))
+                                 for p in problems],
+                       compiled=Compiled.model_validate(studio_document({}, None, {}, self.registry)), valid=False,
+                       registries=[])
+
     async def summary(self, path: Path) -> DiagramSummary:
         """A diagram as the listing shows it: name, description, whether it is valid, how many blocks."""
-        entry = DiagramSummary(path=path.name, name=path.stem, description="", valid=False, blocks=0)
+        entry = DiagramSummary(path=self.folder.relative(path), name=path.stem, description="", valid=False, blocks=0)
         try:
             text = self.folder.read(path)
         except (FolderError, OSError):
@@ -166,10 +176,7 @@ class Studio:
         digest = self.texts.remember(text)
         data, unread = read_for_page(text, path)
         if unread:
-            document = Checked(problems=[ProblemAnswer.model_validate(problem_json(p, own=path, folder=self.folder))
-                                         for p in unread],
-                               compiled=Compiled.model_validate(studio_document({}, None, {}, self.registry)), valid=False,
-                               registries=[])
+            document = self.unreadable(path, unread)
         else:
             document = await self.checked(path, text, data)
         blocks = data.get("blocks")
@@ -192,7 +199,7 @@ class Studio:
         async with self.locks.hold(path):
             current = self.folder.read(path)
             if self.texts.remember(current) != base:
-                return self._conflict(base, current)
+                return self.conflict(base, current)
             try:
                 text = await run_in_threadpool(apply_edit, current, diagram)
             except EditError as exc:
@@ -200,12 +207,13 @@ class Studio:
             if text != current:
                 now = self.folder.read(path)  # an editor outside the studio may have saved meanwhile
                 if now != current:
-                    return self._conflict(base, now)
+                    return self.conflict(base, now)
                 self.folder.write(path, text)
+                self.versions.saved(path, current, text)
         digest = self.texts.remember(text)
         return answer(Saved(hash=digest, **dict(await self.checked(path, text, diagram))))
 
-    def _conflict(self, base: str, current: str) -> Response:
+    def conflict(self, base: str, current: str) -> Response:
         digest = self.texts.remember(current)
         before = self.texts.get(base)
         diff = "".join(difflib.unified_diff(before.splitlines(True), current.splitlines(True), "loaded", "on disk")) \
@@ -230,12 +238,13 @@ class Studio:
         path = self.folder.new_name(name)
         copy_of = payload.get("copy_of")
         if copy_of is not None:
-            text = self.folder.read(self.folder.diagram(str(copy_of)))
+            text = _renamed(self.folder.read(self.folder.diagram(str(copy_of))), path.stem.replace(" ", "-"))
         else:
             text = new_diagram_text(path.stem.replace(" ", "-"))
         async with self.locks.hold(path):
             self.folder.new_name(name)  # still free: a create of the same name may have come first
             self.folder.write(path, text)
+            self.versions.saved(path, None, text)
         return answer(PathAnswer(path=self.folder.relative(path)), 201)
 
     async def rename(self, request: Request) -> Response:
@@ -283,6 +292,18 @@ def read_for_page(text: str, path: Path) -> tuple[dict[str, Any], list[Problem]]
     return data, []
 
 
+def _renamed(text: str, name: str) -> str:
+    """A copy's text with its `diagram:` name changed to the copy's (the smallest edit); as it was when the file
+    cannot be edited (not YAML: the copy is repaired like the original)."""
+    data, unread = read_for_page(text, Path("copy.yaml"))
+    if unread or "diagram" not in data:
+        return text
+    try:
+        return apply_edit(text, {**data, "diagram": name})
+    except EditError:
+        return text
+
+
 def _as_yaml(diagram: dict[str, Any]) -> str:
     """The draft as YAML text for the loader: JSON is YAML, and orjson writes it a hundred times faster than a
     YAML dumper. (Lines would all be 1, which is why a draft's problems go without lines.)"""
@@ -299,20 +320,6 @@ def _unchecked(path: Path, data: Any, seconds: float, registry: BlockRegistry) -
                       code="compile_timeout")
     return Checked(problems=[ProblemAnswer.model_validate(problem_json(problem, with_line=False))],
                    compiled=Compiled.model_validate(studio_document(data, None, {}, registry)), valid=False, registries=[])
-
-
-def _registries(diagram: Diagram | None) -> list[Registry]:
-    """The diagram's tools by group, for the tools field's `tools('group')` choices. An MCP server's group is there
-    without its tools: the studio does not start servers to list them."""
-    if diagram is None or diagram.tools is None:
-        return []
-    groups: dict[str, dict[str, Any]] = {}
-    for tool in diagram.tools.tools.values():
-        group = groups.setdefault(tool.entry.group or "", {"group": tool.entry.group or "", "tools": []})
-        group["tools"].append({"name": tool.name, "description": tool.entry.description, "enabled": tool.entry.enabled})
-    for name in sorted(diagram.tools.groups() - set(groups)):
-        groups[name] = {"group": name, "tools": []}
-    return [Registry.model_validate(group) for group in groups.values()]
 
 
 def _index(token: str) -> Callable[[Request], Awaitable[Response]]:
@@ -349,8 +356,10 @@ def create_app(
     """The studio as an ASGI app, guarded; `token` is made per server unless given (tests)."""
     folder = Folder(root, data_roots)
     token = token or new_token()
-    studio = Studio(folder, registry, Compilations(compile_timeout))
+    studio = Studio(folder, registry, Compilations(compile_timeout), Versions(folder, runs_dir.resolve() / ".versions"))
     runs = RunRoutes(folder, runs_dir.resolve(), registry, services, allow_online=allow_online)
+    source = SourceRoutes(studio, registry)
+    layouts = LayoutCache()
 
     facts = format_facts()
 
@@ -390,6 +399,16 @@ def create_app(
         Route("/api/diagrams", writes(studio.create), methods=["POST"]),
         Route("/api/scenarios", scenarios, methods=["GET"]),
         Route("/api/validate", handle(studio.validate), methods=["POST"]),
+        Route("/api/parse", handle(source.parse), methods=["POST"]),
+        Route("/api/registries", handle(source.registries), methods=["GET"]),
+        Route("/api/schema", handle(source.schema), methods=["GET"]),
+        Route("/api/layouts/{key}", handle(layouts.get), methods=["GET"]),
+        Route("/api/layouts/{key}", handle(layouts.put), methods=["PUT"]),
+        Route("/api/diagrams/{path:path}/source", handle(source.source), methods=["GET"]),
+        Route("/api/diagrams/{path:path}/source", writes(source.save), methods=["PUT"]),
+        Route("/api/diagrams/{path:path}/preview", handle(source.preview), methods=["POST"]),
+        Route("/api/diagrams/{path:path}/versions", handle(studio.versions.list_route), methods=["GET"]),
+        Route("/api/diagrams/{path:path}/versions/{version}", handle(studio.versions.text_route), methods=["GET"]),
         Route("/api/diagrams/{path:path}/runs", handle(runs.listing), methods=["GET"]),
         Route("/api/diagrams/{path:path}/runs", handle(runs.start), methods=["POST"]),
         Route("/api/diagrams/{path:path}/hash", handle(studio.hash), methods=["GET"]),

@@ -30,6 +30,7 @@ _SCENARIO_SUFFIXES = (".scenario.yaml", ".scenario.yml")
 _TOP_KEY = re.compile(r"""^["']?([A-Za-z_][\w-]*)["']?[ \t]*:(?=[ \t]|$)""", re.MULTILINE)
 _ANY_KEY = re.compile(r"""["']?\b(registry|diagram|blocks)\b["']?[ \t]*:""")
 _MAX_LISTED = 1000
+_SKIPPED = frozenset({"node_modules", "venv", "runs", "site-packages"})
 
 FileKind = Literal["diagram", "registry", "scenario", "data"]
 
@@ -65,6 +66,15 @@ def write_failure(name: str, exc: OSError) -> FolderError:
     """A failed write as an answer naming the file and the cause (507 for a full disk)."""
     status, cause = os_failure(exc)
     return FolderError(status, f"cannot write {name}: {cause}; the file on disk is unchanged")
+
+def _read_umask() -> int:
+    mask = os.umask(0o022)  # the only way to read it sets it: read once, at import, before any thread writes
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
 
 class FolderError(Exception):
     """A path the studio refuses, with the HTTP status to answer."""
@@ -111,16 +121,29 @@ class Folder:
         return file_kind(path.name, text)
 
     def _yaml_files(self) -> list[Path]:
-        found = []
-        for path in sorted([*self.root.glob("*.yaml"), *self.root.glob("*.yml")]):
-            resolved = self.inside(path.name)
-            if resolved is not None and resolved.is_file():
-                found.append(path)
+        """The YAML files of the folder and its subfolders (hidden folders, virtual environments and node_modules
+        left out), folders' files after the folder's own, at most a thousand."""
+        found: list[Path] = []
+        for folder, subfolders, files in os.walk(self.root):
+            subfolders[:] = sorted(name for name in subfolders if not name.startswith((".", "__")) and name not in _SKIPPED)
+            for name in sorted(files):
+                if not name.endswith((".yaml", ".yml")) or name.startswith("."):
+                    continue
+                path = Path(folder) / name
+                resolved = self.inside(path.relative_to(self.root).as_posix())
+                if resolved is not None and resolved.is_file():
+                    found.append(path)
+                if len(found) >= _MAX_LISTED:
+                    return found
         return found
 
     def diagrams(self) -> list[Path]:
-        """The diagram files directly inside the folder."""
+        """The diagram files of the folder and its subfolders."""
         return [path for path in self._yaml_files() if self.kind(path) == "diagram"]
+
+    def registries(self) -> list[Path]:
+        """The tool registry files of the folder and its subfolders."""
+        return [path for path in self._yaml_files() if self.kind(path) == "registry"]
 
     def scenarios(self) -> list[Path]:
         """The scenario files inside the folder, at any depth (at most a thousand)."""
@@ -165,8 +188,8 @@ class Folder:
         try:
             with os.fdopen(handle, "w", encoding="utf-8", newline="") as file:
                 file.write(text)
-            if path.exists():
-                os.chmod(temporary, path.stat().st_mode & 0o777)
+            # mkstemp makes the file 0600: a replaced file keeps its mode, a new one gets what the umask allows
+            os.chmod(temporary, path.stat().st_mode & 0o777 if path.exists() else 0o666 & ~_UMASK)
             os.replace(temporary, path)
         except OSError as exc:
             Path(temporary).unlink(missing_ok=True)

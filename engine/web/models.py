@@ -156,6 +156,7 @@ class Registry(Answer):
     """A group of the diagram's tools, for the tools field's `tools('group')` choices."""
 
     group: str
+    description: str = Field(default="", description="the group's description, from its registry's `groups:`")
     tools: list[RegistryTool]
 
 
@@ -314,6 +315,9 @@ class RunData(Answer):
     steps: list[Step]
     events: list[dict[str, Any]] = Field(description="the trace's events after `after`")
     count: int
+    variables: dict[str, Any] | None = Field(
+        description="the run's variables when it ended (scrubbed as its trace is); null while it runs, or for a run "
+                    "this studio session did not start")
 
 
 class ScenarioResult(Answer):
@@ -325,6 +329,81 @@ class ScenarioResult(Answer):
 
 class ScenarioResults(Answer):
     results: list[ScenarioResult]
+
+
+# -- the YAML source beside the canvas (engine.web.source) -------------------------------------------------------------
+
+
+class BlockLines(Answer):
+    """Where a block is written: its first and last line (1-based)."""
+
+    first: int
+    last: int
+
+
+class SourceText(Answer):
+    """`GET /api/diagrams/{path}/source`: the file's text as it is on disk (or as it was at `?hash=`), and its blocks'
+    lines."""
+
+    path: str
+    hash: str
+    text: str
+    blocks: dict[str, BlockLines]
+
+
+class Parsed(Checked):
+    """`POST /api/parse`: a text typed in the YAML pane read by the run's reader and checked as validation checks
+    it, with lines; `diagram` is null while it cannot be drawn."""
+
+    diagram: DiagramData | None
+    blocks: dict[str, BlockLines]
+    checked: bool = Field(description="false when asked for the reading only (`check: false`): then `problems` are the "
+                                      "reader's alone and `compiled` is drawn from the file's links")
+
+
+class Preview(Answer):
+    """`POST /api/diagrams/{path}/preview`: the text a save of the diagram would write (nothing is written)."""
+
+    text: str
+    blocks: dict[str, BlockLines]
+
+
+class DiagramSchemaAnswer(Answer):
+    """`GET /api/schema`: the published JSON Schema of diagram files (`diagrama schema`), for the YAML pane's
+    completion and hover documentation."""
+
+    schema_: JsonSchemaData = Field(alias="schema")
+
+
+class LayoutAnswer(Answer):
+    """`GET /api/layouts/{key}`: an automatic layout a page stored for the layout graph whose SHA-256 is `key`."""
+
+    layout: dict[str, Any] = Field(description="{nodes: {id: {x, y}}, edges: {id: {points, label}}}, as the page stored it")
+
+
+class RegistryFile(Answer):
+    """A tool registry file of the folder, for the diagram's `tools:` picker."""
+
+    path: str
+    registry: str
+    groups: dict[str, str]
+
+
+class Version(Answer):
+    """A version of a file the studio saved (engine.web.versions): `saved` in seconds since the epoch."""
+
+    id: str
+    saved: float
+    hash: str
+    lines: int
+
+
+class VersionText(Answer):
+    """`GET /api/diagrams/{path}/versions/{version}`: that version's whole text."""
+
+    id: str
+    hash: str
+    text: str
 
 
 class ErrorAnswer(Answer):
@@ -359,10 +438,21 @@ ANSWERS: dict[str, type[BaseModel] | None] = {
     "GET /api/runs/{run_id}": RunData,
     "POST /api/runs/{run_id}/scenario": PathAnswer,
     "POST /api/scenarios/run": ScenarioResults,
+    "GET /api/diagrams/{path}/source": SourceText,
+    "PUT /api/diagrams/{path}/source": Saved,
+    "POST /api/diagrams/{path}/preview": Preview,
+    "POST /api/parse": Parsed,
+    "GET /api/registries": RegistryFile,
+    "GET /api/schema": DiagramSchemaAnswer,
+    "GET /api/layouts/{key}": LayoutAnswer,
+    "PUT /api/layouts/{key}": None,
+    "GET /api/diagrams/{path}/versions": Version,
+    "GET /api/diagrams/{path}/versions/{version}": VersionText,
 }
 """Each route's answer when it succeeds (a list of the model for the listings, None for no body); a refusal is
 an ErrorAnswer, a refused save a Conflict."""
-LISTS = frozenset({"GET /api/blocks", "GET /api/diagrams", "GET /api/scenarios", "GET /api/diagrams/{path}/runs"})
+LISTS = frozenset({"GET /api/blocks", "GET /api/diagrams", "GET /api/scenarios", "GET /api/diagrams/{path}/runs",
+                   "GET /api/registries", "GET /api/diagrams/{path}/versions"})
 
 
 class _Generator(GenerateJsonSchema):

@@ -179,9 +179,14 @@ class RunRoutes:
             failed=sorted(drawn.failed_blocks()) if drawn.handled else drawn.failed, passes=drawn.passes,
             # The HTTP payloads stay in the trace: the page shows inputs and outputs.
             steps=[dataclasses.replace(step, payloads=[]) for step in steps(events)],
-            events=events[after:], count=len(events))
+            events=events[after:], count=len(events), variables=self._variables(run_id))
         # Traces are scrubbed when written; this scrubs again for traces written elsewhere or by older versions.
         return JSON(redact_value(dumped(data), self._secrets()))
+
+    def _variables(self, run_id: str) -> dict[str, Any] | None:
+        """The final variables of a run this session started, once it has ended (the trace does not keep them)."""
+        kept = self.recorded.get(run_id)
+        return dict(kept[2][0].variables) if kept is not None and kept[2] else None
 
     def _secrets(self) -> list[str]:
         return (self.services or Services()).secrets()
@@ -206,12 +211,20 @@ class RunRoutes:
         from engine.testing.scenarios import load_scenarios, run_scenario_async
 
         payload = await json_body(request)
-        relative = payload.get("folder", ".")
-        folder = self.folder.inside(relative) if isinstance(relative, str) else None
-        if folder is None or not folder.is_dir():
-            raise FolderError(422, "folder: a folder inside the served folder")
+        one = payload.get("file")
+        if one is not None:  # one scenario file, run from the files list
+            path = self.folder.inside(one) if isinstance(one, str) else None
+            if path is None or not path.is_file() or not path.name.endswith(".scenario.yaml"):
+                raise FolderError(422, "file: a .scenario.yaml file inside the served folder")
+            files = [path]
+        else:
+            relative = payload.get("folder", ".")
+            folder = self.folder.inside(relative) if isinstance(relative, str) else None
+            if folder is None or not folder.is_dir():
+                raise FolderError(422, "folder: a folder inside the served folder")
+            files = sorted(folder.rglob("*.scenario.yaml"))
         results: list[ScenarioResult] = []
-        for file in sorted(folder.rglob("*.scenario.yaml")):
+        for file in files:
             if self.folder.inside(str(file.relative_to(self.folder.root))) is None:
                 continue  # a symlink that leaves the folder
             try:

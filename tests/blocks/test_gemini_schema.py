@@ -112,3 +112,15 @@ def test_a_strict_tool_refuses_an_integer_enum() -> None:
     with pytest.raises(SchemaRefused) as caught:
         converted({"type": "integer", "enum": [1, 2]}, strict=True)
     assert "strict" in caught.value.reason and "non-strict" in (caught.value.hint or "")
+
+
+@pytest.mark.parametrize(("nested", "path"), [
+    ({"type": "object", "properties": "0"}, "parameters.properties.a.properties"),  # a fuzzed diagram's traceback
+    ({"anyOf": "x"}, "parameters.properties.a.anyOf"),
+    ({"type": "string", "enum": "x"}, "parameters.properties.a.enum"),
+    ({"type": "object", "required": "x"}, "parameters.properties.a.required"),
+])
+def test_what_is_not_a_json_schema_is_refused_at_its_path(nested: dict[str, Any], path: str) -> None:
+    with pytest.raises(SchemaRefused) as refused:
+        gemini_schema({"type": "object", "properties": {"a": nested}}, "t")
+    assert refused.value.path == path

@@ -188,3 +188,39 @@ def test_item_outside_a_loop_body_is_a_load_error(write, registry) -> None:
     """)
     with pytest.raises(DiagramInvalid, match="template names 'item'"):
         load_diagram(path, registry)
+
+
+def test_a_link_from_an_inner_body_to_the_outer_loop_is_blamed_on_the_block_that_makes_it(write, registry) -> None:
+    # The defect: the walk of inner's body went through `outer` (whose body port leads back to `inner`) and blamed
+    # `done`, a block after the outer loop, which is in no body at all.
+    path = write("""
+        diagram: nested
+        blocks:
+          - {id: start, type: Start, variables: {rows: [[1, 2], [3]], total: 0}, next: outer}
+          - {id: outer, type: Loop, with: {for_each: "{{ rows }}"}, body: inner, next: done}
+          - {id: inner, type: Loop, with: {for_each: "{{ item }}"}, body: add, next: outer}
+          - {id: add, type: Set, set: {total: "{{ total + item }}"}, next: outer}
+          - {id: done, type: Set}
+    """)
+    with pytest.raises(DiagramInvalid) as caught:
+        load_diagram(path, registry)
+    [problem] = caught.value.problems
+    assert (problem.block, problem.field, problem.line, problem.code) == ("add", "next", 6, "loop_body_leaves")
+    assert problem.message == "this block is in the body of 'inner' but links to 'outer', the loop around it"
+    assert problem.hint is not None and "'next: inner'" in problem.hint and "break_when" in problem.hint
+
+
+def test_the_hint_for_a_chain_that_leaves_its_loop_mentions_break_when(write, registry) -> None:
+    path = write("""
+        diagram: d
+        blocks:
+          - {id: start, type: Start, next: loop}
+          - {id: loop, type: Loop, with: {count: 2}, body: step, next: done}
+          - {id: step, type: Set, next: [{to: loop, when: '{{ true }}'}, {to: away}]}
+          - {id: away, type: Set}
+          - {id: done, type: Set}
+    """)
+    with pytest.raises(DiagramInvalid) as caught:
+        load_diagram(path, registry)
+    [problem] = [p for p in caught.value.problems if p.code == "loop_body_leaves"]
+    assert problem.block == "away" and "give it a break_when" in (problem.hint or "")

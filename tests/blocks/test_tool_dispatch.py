@@ -7,6 +7,7 @@ import re
 import orjson
 import pytest
 
+from engine import MessageLevel
 from tests.engine.test_tools import BASIC, make_registry
 
 
@@ -151,3 +152,39 @@ def test_every_schema_error_of_the_arguments_is_reported(runner, write, tmp_path
     assert error.startswith("invalid arguments for 'refund_payment': ")
     assert "order_id: 'x' is not of type 'integer'" in error and "amount: 'lots' is not of type 'number'" in error
     assert "'extra' was unexpected" in error
+
+
+PRICED = BASIC + """
+- function: get_price
+  handler: MODULE:priced
+  group: orders
+  description: Prices an order.
+  parameters: {type: object, properties: {order_id: {type: integer}}}
+- function: get_opaque
+  handler: MODULE:opaque
+  group: orders
+  description: Returns what JSON cannot hold.
+  parameters: {type: object, properties: {order_id: {type: integer}}}
+"""
+
+
+def test_a_decimal_result_reaches_the_model_as_a_number_not_its_repr(runner, write, tmp_path) -> None:
+    # The regression: Decimal("120.50") used to reach the model as "Decimal('120.50')", bytes as "b'\\x00\\x01'".
+    calls = [{"id": "a", "name": "get_price", "arguments": {"order_id": 1}}]
+    result = runner.run(dispatch_diagram(write, tmp_path, calls, tools=PRICED), message_level=MessageLevel.DEBUG)
+    content = result.variables["rows"][0]["content"]
+    assert "Decimal" not in content and "b'" not in content
+    assert orjson.loads(content) == {"total": 120.5, "paid_at": "2025-03-01T09:30:00",
+                                     "ref": "00000000-0000-0000-0000-000000000001", "raw": "AAE="}
+    assert result.variables["results"]["a"]["total"] == 120.5
+    called = [e for e in runner.events(result) if e["event"] == "tool_called"]
+    assert called[0]["notes"] == ["result.raw: 2 bytes written as base64 text"]
+
+
+def test_a_result_json_cannot_hold_is_an_unserializable_result_row_naming_the_type(runner, write, tmp_path) -> None:
+    calls = [{"id": "a", "name": "get_opaque", "arguments": {"order_id": 1}}]
+    result = runner.run(dispatch_diagram(write, tmp_path, calls, tools=PRICED))
+    error = tool_rows(result)[0][2]["error"]
+    assert "result.row: a value of type" in error and ".Opaque cannot be turned into JSON" in error
+    assert "object at 0x" not in error
+    assert result.variables["failures"][0]["type"] == "unserializable_result"

@@ -44,7 +44,7 @@ def test_failed_run_exits_1(write, tmp_path: Path) -> None:
         diagram: d
         blocks:
           - {id: start, type: Start, max_steps: 3, next: loop}
-          - {id: loop, type: Set, next: loop}
+          - {id: loop, type: Set, next: [{to: loop, when: "{{ true }}"}]}  # a loop validation cannot rule out
     """)
     result = cli.invoke(app, ["run", str(path), "--runs-dir", str(tmp_path), "--output", "json"])
     assert result.exit_code == 1

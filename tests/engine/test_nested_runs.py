@@ -172,3 +172,36 @@ expect:
     verdict = run_scenario(load_scenarios(path)[0], real_registry(), tmp_path / "runs")
     assert verdict.result is None and verdict.failures[0].startswith(
         "tools: the stub 'get_order_statsu' names no tool of the diagram's registries; did you mean 'get_order_status'?")
+
+
+def test_a_childs_function_is_scripted_and_its_calls_expected_by_address(tmp_path: Path) -> None:
+    folder = tmp_path / "diagrams"
+    shutil.copytree(ROOT / "diagrams", folder, ignore=shutil.ignore_patterns("*.embeddings.json", "__pycache__"))
+    (folder / "desk.yaml").write_text("""
+diagram: desk
+blocks:
+  - {id: start, type: Start, next: quote}
+  - id: quote
+    type: Subdiagram
+    with: {diagram: order_quote.yaml, inputs: {order_id: 7}}
+    set: {answer: "{{ variables.answer }}", total: "{{ variables.quote.total }}"}
+""")
+    path = tmp_path / "s.scenario.yaml"
+    path.write_text(f"""
+diagram: {folder / 'desk.yaml'}
+scenario: the child's Function answers as scripted
+replies:
+  quote/price: [{{result: {{order_id: 7, currency: EUR, lines: [], total: 0}}}}]
+  quote/write: [{{text: "Order 7 is free."}}]
+expect:
+  variables: {{answer: "Order 7 is free.", total: 0}}
+  function_calls: [{{block: quote/price, function: "shop.pricing:quote", arguments: {{order_id: 7}}}}]
+""")
+    verdict = run_scenario(load_scenarios(path)[0], real_registry(), tmp_path / "runs")
+    assert verdict.passed, verdict.report()
+    # Vendor replies for the child's Function are refused as they are for a Function of the diagram itself.
+    path.write_text(path.read_text().replace("quote/price: [{result: {order_id: 7, currency: EUR, lines: [], total: 0}}]",
+                                             'quote/price: [{text: "7"}]'))
+    verdict = run_scenario(load_scenarios(path)[0], real_registry(), tmp_path / "runs")
+    assert verdict.result is None and verdict.failures == [
+        "replies for block 'quote/price' (Function) must be {result: ...} or {error: \"...\"}"]

@@ -138,7 +138,7 @@ def test_a_run_killed_with_sigkill_shows_as_interrupted(write, tmp_path: Path) -
         diagram: quick
         blocks:
           - {id: start, type: Start, max_steps: 3, next: loop}
-          - {id: loop, type: Set, next: loop}
+          - {id: loop, type: Set, next: [{to: loop, when: "{{ true }}"}]}  # a loop validation cannot rule out
     """, "quick.yaml")
     # A finished run first, so that the run store exists: `diagrama runs` then lists from it.
     assert cli.invoke(app(), ["run", str(quick), "--runs-dir", str(runs_dir), "-q"]).exit_code == 1
@@ -198,7 +198,7 @@ def test_block_failed_says_how_long_the_block_ran(write, runner) -> None:
         diagram: d
         blocks:
           - {id: start, type: Start, max_steps: 3, next: loop}
-          - {id: loop, type: Set, next: loop}
+          - {id: loop, type: Set, next: [{to: loop, when: "{{ true }}"}]}  # a loop validation cannot rule out
     """, "steps.yaml"))
     for result, at_least in ((failing, 0.0), (timed_out, 150.0), (looping, 0.0)):
         failed = [e for e in runner.events(result) if e["event"] == Event.BLOCK_FAILED]

@@ -157,3 +157,37 @@ def test_recorded_scenarios_are_plain_yaml_in_the_documented_shape(tmp_path: Pat
     data = yaml.safe_load(text)
     assert list(data) == ["setup", "scenarios"] and data["setup"]["diagram"].endswith("order_agent.yaml")
     assert [list(s)[:4] for s in data["scenarios"]] == [["scenario", "inputs", "replies", "expect"]]
+
+
+def function_scenario(tmp_path: Path, body: str) -> list[str]:
+    path = tmp_path / "f.scenario.yaml"
+    path.write_text(f"scenario: pricing\ndiagram: {ROOT / 'diagrams/order_quote.yaml'}\n{body}")
+    verdict = run_scenario(load_scenarios(path)[0], real_registry(), tmp_path / "runs")
+    return verdict.failures
+
+
+def test_function_calls_are_matched_with_a_readable_diff(tmp_path: Path) -> None:
+    failures = function_scenario(tmp_path, """
+replies: {write: [{text: ok}]}
+expect:
+  function_calls: [{block: price, arguments: {order_id: 57}}]
+""")
+    assert len(failures) == 1 and failures[0].startswith("function_calls: expected")
+    assert '"order_id":57' in failures[0] and '"function":"shop.pricing:quote"' in failures[0]
+
+
+def test_function_replies_too_many_too_few_and_of_the_wrong_kind(tmp_path: Path) -> None:
+    unused = function_scenario(tmp_path, "replies: {price: [{result: 1}, {result: 2}], write: [{text: ok}]}\n")
+    assert unused == ["replies: reply 2 for block 'price' was never used"]
+    wrong = function_scenario(tmp_path, "replies: {price: [{text: hi}], write: [{result: 1}]}\n")
+    assert wrong == ["replies for block 'price' (Function) must be {result: ...} or {error: \"...\"}",
+                     "replies for block 'write' (ClaudeRequest) must be vendor replies (text, tool_calls, ...)"]
+
+
+def test_a_function_reply_cannot_be_both_a_result_and_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "f.scenario.yaml"
+    path.write_text(f"scenario: x\ndiagram: {ROOT / 'diagrams/order_quote.yaml'}\n"
+                    "replies: {price: [{result: 1, error: boom}]}\n")
+    with pytest.raises(DiagramInvalid) as caught:
+        load_scenarios(path)
+    assert any(p.line == 3 for p in caught.value.problems)

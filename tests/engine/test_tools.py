@@ -26,6 +26,17 @@ def boom(order_id: int):
 
 def refund(order_id: int, amount: float):
     return {"refunded": amount}
+
+def priced(order_id: int):  # what a Postgres row gives: numeric, timestamp, uuid, bytea
+    import datetime, decimal, uuid
+    return {"total": decimal.Decimal("120.50"), "paid_at": datetime.datetime(2025, 3, 1, 9, 30),
+            "ref": uuid.UUID(int=1), "raw": b"\\x00\\x01"}
+
+class Opaque:
+    pass
+
+def opaque(order_id: int):
+    return {"row": Opaque()}
 """
 
 

@@ -244,3 +244,65 @@ def test_subdiagram_steps_and_concurrent_passes_nest_under_the_step_that_ran_the
         assert lines[at + 1:at + 5] == ["        classify", "          classify/start", "          classify/classify",
                                         "            chat llama-3.3-70b-versatile"]
     assert all(span.end_time is not None for span in spans)
+
+
+# -- a collector that is down or hangs does not hold the command up ---------------------------------------------
+
+
+@pytest.fixture
+def hanging_collector() -> Iterator[str]:
+    """A loopback port that accepts connections and never answers."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(5)
+        for connection in accepted:
+            connection.close()
+        listener.close()
+
+
+def _dead_port() -> str:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"  # closed again: connections are refused
+
+
+@pytest.mark.parametrize("kind", ["down", "hanging"])
+def test_a_down_or_hanging_collector_drops_the_spans_with_one_warning_and_does_not_hold_the_exit(
+        tmp_path: Path, kind: str, request: pytest.FixtureRequest) -> None:
+    import os
+    import subprocess
+    import sys
+
+    endpoint = _dead_port() if kind == "down" else request.getfixturevalue("hanging_collector")
+    environ = os.environ | {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_TIMEOUT": "30"}
+    # The exporter would retry for 30 s; the command waits a moment (EXIT_WAIT) and says what was dropped.
+    outcome = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(DIAGRAMS / "greeting_counter.yaml"),
+                              "--otel", "--quiet", "--runs-dir", str(tmp_path)], capture_output=True, text=True,
+                             env=environ, timeout=25, check=False)
+    assert outcome.returncode == 0, outcome.stderr
+    warnings = [line for line in outcome.stderr.splitlines() if line.strip()]
+    assert len(warnings) == 1, outcome.stderr
+    assert warnings[0].startswith("warning: ") and "OpenTelemetry spans dropped" in warnings[0]
+    assert endpoint in warnings[0] and "Traceback" not in outcome.stderr

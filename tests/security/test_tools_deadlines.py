@@ -163,3 +163,65 @@ def test_event_loop_keeps_running_while_tools_work(runner, write, tmp_path, hand
     assert len(gaps) >= 3  # the ticker ran while the half-second sync handler did
     assert max(gaps) < 1  # the calculator never held the loop (it did for seconds)
 
+
+def test_async_handlers_return_at_once_wait_fail_and_are_abandoned_past_their_timeout() -> None:
+    from engine.tools import HandlerTimeout, call_handler
+
+    async def at_once(x: int) -> int:
+        return x + 1
+
+    async def waits(x: int) -> int:
+        await asyncio.sleep(0)
+        await asyncio.sleep(0.01)
+        return x * 2
+
+    async def fails_later() -> None:
+        await asyncio.sleep(0)
+        raise LookupError("no order")
+
+    async def ignores_cancellation() -> str:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.2)  # a handler slow to stop: abandoned, not waited for
+        return "late"
+
+    async def check() -> None:
+        assert await call_handler(at_once, {"x": 1}, timeout=1) == 2
+        assert await call_handler(waits, {"x": 4}, timeout=5) == 8
+        with pytest.raises(LookupError, match="no order"):
+            await call_handler(fails_later, {}, timeout=5)
+        with pytest.raises(HandlerTimeout):
+            await call_handler(ignores_cancellation, {}, timeout=0.05)
+
+    asyncio.run(check())
+
+
+def test_a_timeout_a_handler_sets_itself_cancels_the_handler_never_the_run() -> None:
+    # The defect (an eager first step run as the caller's task): the handler's own asyncio.timeout or anyio
+    # fail_after belonged to the caller, so its expiry cancelled the run (anyio's crashed it) instead of raising
+    # TimeoutError in the handler.
+    import anyio
+
+    from engine.tools import call_handler
+
+    async def own_timeout() -> str:
+        async with asyncio.timeout(0.01):
+            await asyncio.sleep(5)
+        return "not reached"
+
+    async def own_anyio_deadline() -> str:
+        with anyio.fail_after(0.01):
+            await anyio.sleep(5)
+        return "not reached"
+
+    async def check() -> list[str]:
+        seen = []
+        for handler in (own_timeout, own_anyio_deadline):
+            with pytest.raises(TimeoutError):
+                await call_handler(handler, {}, timeout=5)
+            await asyncio.sleep(0.05)  # the caller goes on: it was not cancelled
+            seen.append(handler.__name__)
+        return seen
+
+    assert asyncio.run(check()) == ["own_timeout", "own_anyio_deadline"]

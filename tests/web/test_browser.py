@@ -83,10 +83,27 @@ def deselect(page: Any) -> None:
     page.locator("#diagram-name").wait_for()
 
 
+# The HTML5 drag and drop of a user's drag, event by event: the palette item's own dragstart handler fills the
+# DataTransfer; the element under the point takes dragenter, dragover and drop. (Playwright's drag_to decides that a
+# drag began only if dragstart fires within one setTimeout(0) of the first mouse move; on a busy machine it fires
+# later, drag_to then drops nothing, and the test waited 15 s for a block.)
+DROP = """([source, canvas, x, y]) => {
+    const data = new DataTransfer();
+    const box = canvas.getBoundingClientRect();
+    const point = {clientX: box.left + x, clientY: box.top + y, bubbles: true, cancelable: true, dataTransfer: data};
+    source.dispatchEvent(new DragEvent('dragstart', {bubbles: true, cancelable: true, dataTransfer: data}));
+    const under = document.elementFromPoint(point.clientX, point.clientY);
+    for (const type of ['dragenter', 'dragover', 'drop']) under.dispatchEvent(new DragEvent(type, point));
+    source.dispatchEvent(new DragEvent('dragend', {bubbles: true, dataTransfer: data}));
+}"""
+
+
 def drag_from_palette(page: Any, block_type: str, x: float, y: float) -> None:
-    """Drags a palette item onto the canvas at (x, y) of the canvas, with the browser's own HTML5 drag and drop."""
+    """Drags a palette item onto the canvas at (x, y) of the canvas, as HTML5 drag and drop events (see DROP)."""
     before = page.locator(BLOCKS_SELECTOR).count()
-    page.get_by_test_id(f"palette-{block_type}").drag_to(page.get_by_test_id("canvas"), target_position={"x": x, "y": y})
+    item = page.get_by_test_id(f"palette-{block_type}")
+    assert item.get_attribute("draggable") == "true"
+    page.evaluate(DROP, [item.element_handle(), page.get_by_test_id("canvas").element_handle(), x, y])
     page.wait_for_function(f"document.querySelectorAll('{BLOCKS_SELECTOR}').length === {before + 1}")
 
 
@@ -135,9 +152,31 @@ def save(page: Any) -> None:
     page.locator(".pill--clean").wait_for()
 
 
+def valid(page: Any) -> None:
+    """Waits until the toolbar says the diagram is valid (a check still running, or one an edit started after the
+    last, is waited for; problems fail the wait, listed)."""
+    status = page.locator(".toolbar__file .pill--ok").filter(has_text=re.compile("^valid$"))
+    try:
+        status.wait_for()
+    except Exception:  # Playwright's timeout, reported with the problems the page lists
+        raise AssertionError(f"not valid: {page.locator('.problems').all_inner_texts()}") from None
+
+
 def settle(page: Any) -> None:
     """Waits for the debounced validation round trip to be over (the status says "checking" from the edit on)."""
     page.wait_for_function("!document.querySelector('.toolbar__file .pill')?.textContent?.includes('checking')")
+
+
+# Records each moment the number of drawn links falls (no link is deleted while the order agent is built).
+WATCH_LINKS = """() => {
+    window.__linksLost = [];
+    let drawn = 0;
+    new MutationObserver(() => {
+        const now = document.querySelectorAll('.react-flow__edge').length;
+        if (now < drawn) window.__linksLost.push({from: drawn, to: now, at: Math.round(performance.now())});
+        drawn = now;
+    }).observe(document.body, {childList: true, subtree: true});
+}"""
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -156,6 +195,7 @@ def test_build_the_order_agent_from_an_empty_folder(page: Any, studio: Any, arti
     assert not list(served.root.glob("*.yaml"))
 
     page.goto(served.url + "/")
+    page.evaluate(WATCH_LINKS)
     page.locator(".files").get_by_role("button", name="+ New").click()
     dialog = page.get_by_role("dialog")
     dialog.get_by_label("File name").fill("order_agent.yaml")
@@ -226,7 +266,10 @@ def test_build_the_order_agent_from_an_empty_folder(page: Any, studio: Any, arti
     fill_template(page, "field-when-dispatch", "{{ called_tools | length > 0 }}")
     settle(page)
     shot(page, artifacts, "build-4-linked")
-    assert page.locator(".toolbar__file .pill--ok").inner_text() == "valid", page.locator(".problems").all_inner_texts()
+    # No drawn link ever vanished meanwhile: a node rebuilt without its measured size loses its handles for a frame
+    # or more, its links go undrawn and a drag started on it is lost (connect() waited 15 s for an edge, issue 25).
+    assert page.evaluate("window.__linksLost") == []
+    valid(page)
 
     save(page)
     shot(page, artifacts, "build-5-saved")
@@ -287,6 +330,36 @@ def test_build_the_order_agent_from_an_empty_folder(page: Any, studio: Any, arti
     moved = {b["id"]: b["position"] for b in yaml.safe_load(file.read_text(encoding="utf-8"))["blocks"]}
     assert [b for b in blocks if moved[b] != blocks[b]["position"]] == ["done"]
 
+    # the same agent typed in the YAML pane, in a new file: it validates and runs as the drawn one does
+    from tests.web.test_browser_source import PANE_TEXT, TYPED_AGENT, open_pane, replace_text
+
+    page.locator(".files").get_by_role("button", name="+ New").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_label("File name").fill("typed_agent.yaml")
+    dialog.get_by_role("button", name="Create").click()
+    page.wait_for_function("() => window.__diagramaStudio.getState().path === 'typed_agent.yaml'")
+    open_pane(page)
+    page.wait_for_function(PANE_TEXT + " !== null")
+    replace_text(page, TYPED_AGENT)
+    page.wait_for_function(f"document.querySelectorAll('{BLOCKS_SELECTOR}').length === 5")
+    settle(page)
+    valid(page)
+    shot(page, artifacts, "build-6-typed")
+    save(page)
+    typed = served.root / "typed_agent.yaml"
+    assert typed.read_text(encoding="utf-8") == TYPED_AGENT  # written as typed, comment and all
+    typed_blocks = {b["id"]: {k: v for k, v in b.items() if k != "position"} for b in yaml.safe_load(TYPED_AGENT)["blocks"]}
+    drawn_blocks = {b["id"]: {k: v for k, v in b.items() if k != "position"}
+                    for b in yaml.safe_load(file.read_text(encoding="utf-8"))["blocks"]}
+    assert typed_blocks == drawn_blocks
+    checked = cli("validate", str(typed), cwd=served.root)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    ran_typed = cli("run", str(typed), "--offline", "--runs-dir", str(tmp_path / "cli-runs"), "--output", "json",
+                    cwd=served.root)
+    assert ran_typed.returncode == 0, ran_typed.stdout + ran_typed.stderr
+    typed_result = json.loads(ran_typed.stdout)
+    assert (typed_result["status"], typed_result["path"]) == (result["status"], result["path"])
+
 
 # ---------------------------------------------------------------- a folder of examples, shared by the tests below
 
@@ -314,6 +387,7 @@ def examples(studio: Any, tmp_path_factory: pytest.TempPathFactory) -> Served:
     shutil.copytree(DIAGRAMS, root, ignore=shutil.ignore_patterns("*.embeddings.json", "__pycache__"))
     for copy in ("history_table.yaml", "undo.yaml"):
         shutil.copy(root / ORDER_AGENT, root / copy)
+    shutil.copy(root / "order_quote.yaml", root / "function.yaml")
     shutil.copy(root / "claude_qa.yaml", root / "problems.yaml")
     (root / "big.yaml").write_text(generated_diagram(200), encoding="utf-8")
     return studio(root)
@@ -371,7 +445,7 @@ def test_open_a_200_block_generated_diagram(page: Any, examples: Served, artifac
     assert page.locator(".react-flow__edge").count() == 199 + 7 + 1  # the chain, 7 branches, the loop back
     ids = set(page.locator(BLOCKS_SELECTOR).evaluate_all("ns => ns.map(n => n.dataset.id)"))
     assert ids == {"start", *(f"b{i}" for i in range(1, 200))}
-    assert page.locator(".toolbar__file .pill--ok").inner_text() == "valid"
+    valid(page)
     still_view(page)
     shot(page, artifacts, "open-200-blocks")
     record_property("open_200_blocks_ms", round(rendered_at))
@@ -535,6 +609,49 @@ def test_cross_site_requests_from_a_real_browser_are_refused(page: Any, studio: 
     time.sleep(0.5)  # a run, had one started, would be writing its trace by now
     assert not served.runs.exists() or not any(served.runs.iterdir()), list(served.runs.rglob("*"))
     assert (root / ORDER_AGENT).read_bytes() == before
+
+
+# ---------------------------------------------------------------- 6b. a Function block from the palette
+
+
+def test_a_function_block_from_the_palette_with_its_form_and_allowed_modules(page: Any, examples: Served,
+                                                                             artifacts: Path) -> None:
+    open_diagram(page, examples, "function.yaml", blocks=4)
+    drag_from_palette(page, "Function", 300, 560)
+    page.get_by_test_id("field-id").fill("tax")
+    page.get_by_test_id("field-id").press("Enter")
+    node(page, "tax").wait_for()
+    # the form comes from the block's Inputs model: function, arguments (name → value), timeout
+    fill_template(page, "field-function", "shop.pricing:quote")
+    arguments = field_row(page, "field-arguments")
+    # the signature is checked at load, so the studio shows a missing argument on the field
+    arguments.locator(".field-problems").get_by_text("missing argument 'order_id' of shop.pricing:quote").wait_for()
+    add_row(page, "field-arguments", "+ Add arguments", "order_id", "57", template=True)
+    arguments.locator(".field-problems").wait_for(state="detached")
+    page.get_by_test_id("field-timeout").fill("2")
+    shot(page, artifacts, "function-form")
+
+    # the module must be in the diagram's allowed_modules, edited with nothing selected
+    deselect(page)
+    modules = page.get_by_test_id("field-allowed_modules")
+    assert modules.input_value() == "shop.pricing"
+    modules.fill("shop.tools")
+    select_block(page, "tax")
+    field_row(page, "field-function").locator(".field-problems").get_by_text(
+        "module 'shop.pricing' is not in allowed_modules").wait_for()
+    deselect(page)
+    page.get_by_test_id("field-allowed_modules").fill("shop.tools, shop.pricing")
+    node(page, "tax").locator(".problem-badge--error").wait_for(state="detached")
+    save(page)
+
+    file = examples.root / "function.yaml"
+    saved = yaml.safe_load(file.read_text(encoding="utf-8"))
+    assert saved["allowed_modules"] == ["shop.tools", "shop.pricing"]
+    tax = next(b for b in saved["blocks"] if b["id"] == "tax")
+    assert tax["type"] == "Function"
+    assert tax["with"] == {"function": "shop.pricing:quote", "arguments": {"order_id": 57}, "timeout": 2}
+    checked = cli("validate", str(file), cwd=examples.root)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 # ---------------------------------------------------------------- 7. read-only mode

@@ -115,6 +115,10 @@ def test_palette_lists_every_registered_type_with_its_input_schema(client) -> No
     assert subdiagram["inputs_schema"]["properties"]["diagram"]["type"] == "string"
     assert subdiagram["inputs_schema"]["properties"]["inputs"]["type"] == "object"
     assert subdiagram["outputs"] == ["variables", "status", "run_id"] and subdiagram["ports"] == []
+    # The Function block's form comes from its Inputs model, like every other type's.
+    function = palette["Function"]
+    assert set(function["inputs_schema"]["properties"]) == {"function", "arguments", "timeout"}
+    assert function["inputs_schema"]["required"] == ["function"] and function["outputs"] == ["result"]
 
 
 # -- saving with minimal diffs ------------------------------------------------------------------------------
@@ -195,7 +199,9 @@ def test_new_duplicate_rename_delete(client, folder: Path) -> None:
     assert loaded(client, "novo.yaml")["problems"] == []
     assert client("POST", "/api/diagrams", json={"path": "copia.yaml", "copy_of": "order_agent.yaml"},
                   headers=HEADERS).status_code == 201
-    assert (folder / "copia.yaml").read_text() == (folder / "order_agent.yaml").read_text()
+    # the copy is the original but for its `diagram:` name, the copy's own (issue 29)
+    assert (folder / "copia.yaml").read_text() == \
+        (folder / "order_agent.yaml").read_text().replace("diagram: order-agent", "diagram: copia")
     assert client("POST", "/api/diagrams/copia.yaml/rename", json={"to": "outra.yaml"}, headers=HEADERS).json() == {
         "path": "outra.yaml"}
     assert client("DELETE", "/api/diagrams/outra.yaml", headers=HEADERS | {"content-type": "application/json"}).status_code == 204
@@ -325,3 +331,16 @@ def test_no_key_reaches_the_studio(client, monkeypatch) -> None:
     assert "sk-ant-secret-value-123456" not in str(started.extensions["run"])
     for url in ("/api/diagrams/claude_qa.yaml", "/api/session", "/api/blocks", "/api/diagrams"):
         assert "sk-ant-secret-value-123456" not in client("GET", url).text
+
+
+def test_a_function_diagram_opens_valid_and_a_save_keeps_its_allowed_modules(client, folder: Path) -> None:
+    view = loaded(client, "order_quote.yaml")
+    assert view["valid"], view["problems"]
+    assert view["diagram"]["allowed_modules"] == ["shop.pricing"]
+    diagram = view["diagram"]
+    diagram["blocks"][1]["position"] = [300, 40]
+    response = put(client, "order_quote.yaml", view["hash"], diagram)
+    assert response.status_code == 200, response.text
+    text = (folder / "order_quote.yaml").read_text()
+    assert "allowed_modules: [shop.pricing]" in text and "position: [300, 40]" in text
+    assert loaded(client, "order_quote.yaml")["valid"]

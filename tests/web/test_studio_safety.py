@@ -96,16 +96,22 @@ WRITING_ROUTES = [
     ("POST", "/api/diagrams/order_agent.yaml/rename"),
     ("DELETE", "/api/diagrams/order_agent.yaml"),
     ("POST", "/api/runs/{run_id}/scenario"),
+    ("PUT", "/api/diagrams/order_agent.yaml/source"),
 ]
 # State-changing methods that read-only allows: checking a draft, running, running scenarios.
 READ_ONLY_ALLOWED = [
     ("POST", "/api/validate"),
     ("POST", "/api/diagrams/{path}/runs"),
     ("POST", "/api/scenarios/run"),
+    ("POST", "/api/parse"),
+    ("POST", "/api/diagrams/{path}/preview"),
+    ("PUT", "/api/layouts/{key}"),
 ]
 
 
 def _writing_body(method: str, url: str, folder: Path, view: dict[str, Any]) -> dict[str, Any] | None:
+    if method == "PUT" and url.endswith("/source"):
+        return {"base_hash": view["hash"], "text": "diagram: changed\n"}
     if method == "PUT":
         return {"base_hash": view["hash"], "diagram": view["diagram"] | {"description": "changed"}}
     if url == "/api/diagrams":

@@ -1,7 +1,7 @@
 """Checks across a diagram's blocks, and their compilation for the executor, stage by stage.
 
 Every problem found is collected (with file, line, block and field) and raised together as
-DiagramInvalid: the blocks' own keys (`blocks`), links, one Start, reachability and loop
+DiagramInvalid: the blocks' own keys (`blocks`), the code they call (`code`), links, one Start, reachability and loop
 bodies (`links`), template syntax and names nothing binds (`values`, in the scope `scope` gives).
 Warnings (an unreachable block) do not stop a diagram loading: they are kept on `Diagram.warnings`.
 """
@@ -18,6 +18,7 @@ from engine.compile.diagram import Diagram, resolve_levels
 from engine.compile.graph import LinkMap
 from engine.compile.templating import TemplateEnv
 from engine.compile.validate.blocks import build_blocks, read_blocks
+from engine.compile.validate.code import import_code
 from engine.compile.validate.compilation import Compilation
 from engine.compile.validate.concurrency import check_concurrent_bodies
 from engine.compile.validate.links import check_bodies, check_reachable, check_start, link_blocks
@@ -55,6 +56,7 @@ def compile_diagram(
     if spec is None:
         raise DiagramInvalid(c.problems.items)
     build_blocks(c)
+    import_code(c, spec.allowed_modules)
     link_blocks(c)
     start = check_start(c)
     links = LinkMap(c.blocks.values())

@@ -42,6 +42,12 @@ def link_blocks(c: Compilation) -> None:
                 _target(c, link.target, link.where, link.source, link.field)
             continue
         target = _target(c, link.target, link.where, compiled.id, link.field)
+        if link.kind == "next" and link.target == compiled.id and link.when is None and link.position == 0:
+            # its first link, always taken: the run would come back here until max_steps
+            c.problems.add(link.where, f"'{compiled.id}' links to itself with no 'when': a run would repeat it "
+                           "until max_steps", block=compiled.id, field=link.field,
+                           hint="give the link a 'when' that ends the loop, or link to another block",
+                           code="self_link")
         if link.kind == "next":
             when = _compile_when(c, link.when, ("blocks", link.index, "next", link.position, "when"), compiled,
                                  link.position)
@@ -108,37 +114,59 @@ def check_reachable(c: Compilation, links: LinkMap, start: CompiledBlock) -> Non
 
 def check_bodies(c: Compilation, links: LinkMap) -> None:
     """Each body chain must come back to its block; the blocks it runs (handlers too) become its body_region."""
-    for compiled in c.blocks.values():
-        port = type(compiled.impl).body_port
-        if port and port in compiled.ports:
-            _check_body(c, links, compiled, port)
+    bodies = {compiled.id: compiled.ports[port].id for compiled in c.blocks.values()
+              if (port := type(compiled.impl).body_port) and port in compiled.ports}
+    for block_id in bodies:
+        _check_body(c, links, c.blocks[block_id], bodies)
 
 
-def _check_body(c: Compilation, links: LinkMap, compiled: CompiledBlock, port: str) -> None:
+def _enclosing(links: LinkMap, loop: str, bodies: dict[str, str]) -> set[str]:
+    """The blocks whose body holds `loop` (the loops around it): their body heads reach it without passing them."""
+    return {other for other, head in bodies.items()
+            if other != loop and loop in links.reach(head, within=set(links.order) - {other})}
+
+
+def _leave_hint(compiled: CompiledBlock) -> str:
+    """How to leave a body: back to its block, early through the block's own exit (Loop's break_when), on_error."""
+    loop, exit_input = compiled.id, type(compiled.impl).body_exit
+    early = f"; to end '{loop}' early, give it a {exit_input}" if exit_input else ""
+    return f"link it back with 'next: {loop}'{early}; or leave the loop only through on_error"
+
+
+def _check_body(c: Compilation, links: LinkMap, compiled: CompiledBlock, bodies: dict[str, str]) -> None:
     loop = compiled.id
-    head = compiled.ports[port].id
+    port = type(compiled.impl).body_port
+    assert port is not None  # check_bodies passes only blocks with a body
+    head = bodies[loop]
     where = ("blocks", c.index_of[loop], port)
     if head == loop:
         c.problems.add(where, f"the {port} of '{loop}' cannot be the block itself", block=loop, field=port,
                        code="invalid_loop_body")
         return
-    others = set(links.order) - {loop}
-    # The chain: what the body head reaches by normal links without passing the loop block.
+    # The chain: what the body head reaches by normal links without passing the loop block, nor a loop around it
+    # (a link to that one leaves this body: its own body entry must not count as coming back here).
+    around = _enclosing(links, loop, bodies)
+    others = set(links.order) - {loop} - around
     chain = links.reach(head, within=others, errors=False)
+    leavers = {n: outer for n in chain for outer in around if links.kind(n, outer) not in (None, "error")}
+    for member in sorted(leavers, key=c.index_of.__getitem__):
+        c.problems.add(("blocks", c.index_of[member]),
+                       f"this block is in the {port} of '{loop}' but links to '{leavers[member]}', the loop around it",
+                       block=member, field="next", hint=_leave_hint(compiled), code="loop_body_leaves")
     returning = {n for n in chain if links.kind(n, loop) not in (None, "error")}
     if not returning:
-        c.problems.add(where, f"the {port} chain starting at '{head}' never links back to '{loop}'", block=loop,
-                       field=port, hint=f"make the chain's last block link 'next: {loop}'", code="loop_body_open")
+        if not leavers:
+            c.problems.add(where, f"the {port} chain starting at '{head}' never links back to '{loop}'", block=loop,
+                           field=port, hint=f"make the chain's last block link 'next: {loop}'", code="loop_body_open")
         return
     comes_back = set(returning)
     for member in returning:
         comes_back |= links.reaching(member, within=chain, errors=False)
-    for member in sorted(chain - comes_back):
+    for member in sorted(chain - comes_back - set(leavers), key=c.index_of.__getitem__):
         c.problems.add(("blocks", c.index_of[member]),
                        f"this block is in the {port} of '{loop}' but its chain never links back to it",
-                       block=member, field="next", hint=f"link it back with 'next: {loop}', or leave "
-                       "the loop only through on_error", code="loop_body_leaves")
+                       block=member, field="next", hint=_leave_hint(compiled), code="loop_body_leaves")
     # Handlers reached by on_error inside the body that come back belong to it too.
-    reached = links.reach(head, within=others)
+    reached = links.reach(head, within=set(links.order) - {loop})
     leads_back = links.reaching(loop, within=set(links.order))
     compiled.body_region = frozenset(n for n in reached if n in comes_back or n in leads_back)

@@ -7,7 +7,6 @@ inputs: unknown or missing ones, and constant ones checked by the block's Inputs
 from __future__ import annotations
 
 import functools
-import keyword
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -20,7 +19,7 @@ from engine.compile.validate.compilation import Compilation, check_csv_path, com
 from engine.compile.validate.problems import shown
 from engine.compile.validate.scope import block_scopes
 from engine.errors import Problem, TableError
-from engine.format.names import suggest
+from engine.format.names import suggest, variable_name_problem
 from engine.format.tables import DataTable, to_table
 
 __all__ = ["compile_values"]
@@ -55,9 +54,9 @@ def _check_bound_names(c: Compilation, start: CompiledBlock, settings: RunSettin
 
 
 def _check_name(c: Compilation, name: str, path: Where, block: str, field: str, functions: set[str]) -> None:
-    if not (name.isidentifier() and not keyword.iskeyword(name)):
-        c.problems.add(path, f"'{name}' is not a usable variable name", block=block, field=field,
-                       hint="use letters, digits and '_', not starting with a digit", code="invalid_name")
+    problem = variable_name_problem(name)
+    if problem is not None:
+        c.problems.add(path, problem[0], block=block, field=field, hint=problem[1], code="invalid_name")
     elif name in functions:
         c.problems.add(path, f"'{name}' would hide the template function of that name", block=block,
                        field=field, hint="choose another name", code="invalid_name")

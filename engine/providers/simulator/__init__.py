@@ -3,11 +3,12 @@
 Served to httpx in-process (`transport(vendor)`) or on a loopback port (`app(vendor)`
 under any ASGI server, its lifespan answered). A reply is scripted per block id (text,
 tool calls, a structured `output`, an outcome such as a refusal or a prompt block, an HTTP
-error, a delay) or made up deterministically: an echo, a call of the offered tool that best
+error, a delay; for a request that asks for a stream, its text's `pieces` and a `break_after`) or
+made up deterministically: an echo, a call of the offered tool that best
 matches the request, or, for a request with a response schema, an object that matches it
 (`shapes`, seeded by the simulator's `seed` and the request). Requests are checked as the vendor
 would check them (Gemini's in either JSON spelling, as Google's parser takes both); bodies
-are rendered by `replies`.
+are rendered by `replies`, and told as the vendor streams them by `streams` when the request asks.
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ import orjson
 from engine.providers.simulator.checks import Rejected, camel_gemini, check_anthropic, check_gemini, check_groq
 from engine.providers.simulator.replies import Outcome, render, vendor_error
 from engine.providers.simulator.shapes import conforming
+from engine.providers.simulator.streams import sse_events
 
 __all__ = ["BLOCK_HEADER", "RecordedRequest", "Simulator", "neutral_messages"]
 
 BLOCK_HEADER = "x-diagrama-block"
 _CALLS = "x-diagrama-calls"  # carried beside a reply inside the simulator; never sent
-_GEMINI_PATH = re.compile(r"^/(v1|v1beta)/models/([^/:]+):generateContent$")
+_STREAM = "x-diagrama-stream"  # likewise: how a 200 to a streaming request is streamed
+_GEMINI_PATH = re.compile(r"^/(v1|v1beta)/models/([^/:]+):(generateContent|streamGenerateContent)$")
 ASGIApp = Callable[[MutableMapping[str, Any], Callable[[], Awaitable[MutableMapping[str, Any]]],
                     Callable[[MutableMapping[str, Any]], Awaitable[None]]], Awaitable[None]]
 
@@ -98,6 +101,14 @@ class Simulator:
                     break
             headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
             status, body, extra = await self.answer(vendor, scope["path"], headers, b"".join(chunks))
+            streamed = extra.pop(_STREAM, None)
+            if streamed is not None:
+                await send({"type": "http.response.start", "status": status,
+                            "headers": [(b"content-type", b"text/event-stream; charset=utf-8")]})
+                for event in sse_events(vendor, body, streamed.get("pieces"), streamed.get("break_after")):
+                    await send({"type": "http.response.body", "body": event, "more_body": True})
+                await send({"type": "http.response.body", "body": b""})
+                return
             raw = orjson.dumps(body) if not isinstance(body, bytes) else body
             response_headers = [(b"content-type", b"application/json"), *((k.encode(), v.encode()) for k, v in extra.items())]
             await send({"type": "http.response.start", "status": status, "headers": response_headers})
@@ -112,6 +123,9 @@ class Simulator:
         except orjson.JSONDecodeError:
             body = None
         read = camel_gemini(body) if vendor == "gemini" else body
+        if isinstance(read, dict) and read.get("stream") is True:  # the same request streamed: the same reply
+            read = {key: value for key, value in read.items() if key != "stream"}
+            headers = {**headers, _STREAM: "1"}
         status, reply, extra = self._answer(vendor, path, dict(headers), read, block)
         if isinstance(reply, _Delayed):
             await asyncio.sleep(reply.seconds)
@@ -151,7 +165,10 @@ class Simulator:
             text, calls = self._content(vendor, body, model, reply)
             status, answer, headers_out = self._render(vendor, body, model, text, calls, reply)
             made = [{"name": c["name"], "arguments": c["arguments"]} for c in calls] if status == 200 else []
-            result = status, answer, {**headers_out, _CALLS: made}
+            headers_out = {**headers_out, _CALLS: made}
+            if status == 200 and _streaming(vendor, path, headers):
+                headers_out[_STREAM] = {"pieces": reply.get("pieces"), "break_after": reply.get("break_after")}
+            result = status, answer, headers_out
         if delay > 0:
             return 200, _Delayed(delay, result), {}
         return result
@@ -177,10 +194,10 @@ class Simulator:
     def _content(self, vendor: str, body: Any, model: str, reply: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         if "output" in reply:  # a scripted structured answer: its JSON text, as each vendor sends one
             return orjson.dumps(reply["output"]).decode(), []
-        if any(key in reply for key in ("text", "tool_calls", "finish", "blocked", "refusal")):
+        if any(key in reply for key in ("text", "pieces", "tool_calls", "finish", "blocked", "refusal")):
             calls = [{"name": c["name"], "arguments": c.get("arguments") or {}, "id": c.get("id")}
                      for c in reply.get("tool_calls") or []]
-            return str(reply.get("text") or ""), calls
+            return str(reply.get("text") or "".join(reply.get("pieces") or [])), calls
         view = _view(vendor, body, model)
         wanted = _response_schema(vendor, body)
         tool = _best_tool(view) if not view.results else None
@@ -206,6 +223,14 @@ class Simulator:
         thinking_on = vendor == "anthropic" and isinstance(body.get("thinking"), dict) and \
             body["thinking"].get("type") in ("enabled", "adaptive")
         return render(vendor, Outcome(model, digest, text, calls, input_tokens, output_tokens, reply, thinking_on))
+
+
+def _streaming(vendor: str, path: str, headers: Mapping[str, str]) -> bool:
+    """Whether the request asks for a stream: `stream: true` (Anthropic, Groq: `answer` noted it and took it out of
+    the body the reply is made from), the streaming method (Gemini)."""
+    if vendor == "gemini":
+        return path.endswith(":streamGenerateContent")
+    return _STREAM in headers
 
 
 @dataclass

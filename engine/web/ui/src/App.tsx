@@ -1,19 +1,43 @@
 import { useCallback, useEffect } from 'react';
 import { ReactFlowProvider, useReactFlow } from '@xyflow/react';
-import { isDirty, useStudio } from './store';
+import { decodeHash, isDirty, useStudio } from './store';
 import { useShortcuts } from './shortcuts';
 import { Toolbar } from './components/Toolbar';
 import { FilesSidebar } from './components/FilesSidebar';
 import { Palette } from './components/Palette';
 import { Canvas } from './components/canvas/Canvas';
 import { SidePanel } from './components/panels/SidePanel';
-import { ConflictBanner, DialogHost, HelpPanel, Toasts } from './components/Overlays';
+import { ConflictBanner, DialogHost, DraftBanner, HelpPanel, MergeView, Toasts } from './components/Overlays';
+import { SourcePanel } from './components/source/SourcePanel';
+import { fitOptions } from './model/sizes';
+import { ContextMenu } from './components/canvas/ContextMenu';
+import { VersionHistory } from './components/VersionHistory';
+
+/** The page's theme: the system's (prefers-color-scheme, followed live), or the one chosen in the toolbar. */
+function useTheme() {
+  const theme = useStudio((s) => s.theme);
+  useEffect(() => {
+    const media = window.matchMedia?.('(prefers-color-scheme: dark)');
+    const apply = () => {
+      const dark = theme === 'dark' || (theme === 'system' && !!media?.matches);
+      document.documentElement.dataset.theme = dark ? 'dark' : 'light';
+      if (useStudio.getState().dark !== dark) useStudio.setState({ dark });
+    };
+    apply();
+    media?.addEventListener?.('change', apply);
+    return () => media?.removeEventListener?.('change', apply);
+  }, [theme]);
+}
 
 function Studio() {
   const loadError = useStudio((s) => s.loadError);
+  const paneOpen = useStudio((s) => s.paneOpen);
+  // a file that cannot be drawn opens in its YAML, to be repaired here
+  const broken = useStudio((s) => !!s.path && !s.diagram);
   const rf = useReactFlow();
-  const fit = useCallback(() => void rf.fitView({ padding: 0.15, duration: 200 }), [rf]);
+  const fit = useCallback(() => void rf.fitView(fitOptions(useStudio.getState().diagram?.blocks.length ?? 0)), [rf]);
   useShortcuts(fit);
+  useTheme();
 
   useEffect(() => {
     const beforeUnload = (e: BeforeUnloadEvent) => {
@@ -23,7 +47,19 @@ function Studio() {
       }
     };
     window.addEventListener('beforeunload', beforeUnload);
-    return () => window.removeEventListener('beforeunload', beforeUnload);
+    // the address's #file, typed or reached by Back and Forward, opens that file (unsaved edits stay as a draft)
+    const follow = () => {
+      const wanted = decodeHash(window.location.hash);
+      const s = useStudio.getState();
+      if (wanted && wanted !== s.path) void s.open(wanted, { replace: true });
+    };
+    window.addEventListener('hashchange', follow);
+    window.addEventListener('popstate', follow);
+    return () => {
+      window.removeEventListener('beforeunload', beforeUnload);
+      window.removeEventListener('hashchange', follow);
+      window.removeEventListener('popstate', follow);
+    };
   }, []);
 
   return (
@@ -37,12 +73,19 @@ function Studio() {
         <main className="stage">
           {loadError && <div className="note note--error" role="alert">Cannot reach the studio server: {loadError}</div>}
           <ConflictBanner />
-          <Canvas />
+          <DraftBanner />
+          <div className={`stage__split${broken ? ' is-broken' : ''}`}>
+            <Canvas />
+            {(paneOpen || broken) && <SourcePanel closable={!broken} />}
+          </div>
         </main>
         <SidePanel />
       </div>
       <DialogHost />
       <HelpPanel />
+      <VersionHistory />
+      <MergeView />
+      <ContextMenu />
       <Toasts />
     </div>
   );

@@ -10,6 +10,9 @@ import { useStudio } from './store';
 // index.html started, so the diagram's layout can begin while React draws the page
 preloadLayout();
 void useStudio.getState().init();
+// the store, read-only by intent, for the browser tests and benchmarks to read what the page holds (the YAML
+// pane's text: CodeMirror draws only the lines in view)
+(window as unknown as { __diagramaStudio: typeof useStudio }).__diagramaStudio = useStudio;
 
 createRoot(document.getElementById('root')!).render(
   <StrictMode>

@@ -89,5 +89,27 @@ export const api = {
     request('GET /api/runs/{run_id}', `/api/runs/${encodeURIComponent(runId)}?after=${after}`),
   saveScenario: (runId: string, path: string) =>
     request('POST /api/runs/{run_id}/scenario', `/api/runs/${encodeURIComponent(runId)}/scenario`, { path }),
-  runScenarios: (folder: string) => request('POST /api/scenarios/run', '/api/scenarios/run', { folder }),
+  runScenarios: (folder: string, file?: string) =>
+    request('POST /api/scenarios/run', '/api/scenarios/run', file ? { file } : { folder }),
+  /** the file's text now, or as it was at `hash` (a conflict's base) */
+  source: (path: string, hash?: string) =>
+    request('GET /api/diagrams/{path}/source', `${d(path)}/source${hash ? `?hash=${encodeURIComponent(hash)}` : ''}`),
+  saveSource: (path: string, baseHash: string, text: string) =>
+    request('PUT /api/diagrams/{path}/source', `${d(path)}/source`, { base_hash: baseHash, text }),
+  /** the text a save of `diagram` would write over `text` (the pane's), or over the file at `baseHash` */
+  preview: (path: string, baseHash: string, diagram: Diagram, text?: string) =>
+    request('POST /api/diagrams/{path}/preview', `${d(path)}/preview`,
+      text === undefined ? { base_hash: baseHash, diagram } : { base_hash: baseHash, diagram, text }),
+  /** a typed text read (and checked, unless `check` is false: the reading alone answers at once) */
+  parse: (path: string, text: string, check = true) =>
+    request('POST /api/parse', '/api/parse', check ? { path, text } : { path, text, check }),
+  registries: () => request('GET /api/registries', '/api/registries'),
+  versions: (path: string) => request('GET /api/diagrams/{path}/versions', `${d(path)}/versions`),
+  version: (path: string, id: string) =>
+    request('GET /api/diagrams/{path}/versions/{version}', `${d(path)}/versions/${encodeURIComponent(id)}`),
+  schema: () => request('GET /api/schema', '/api/schema'),
+  scenarios: () => request('GET /api/scenarios', '/api/scenarios'),
+  /** an automatic layout a page stored for the layout graph with this SHA-256 (404 when none) */
+  layout: (key: string) => request('GET /api/layouts/{key}', `/api/layouts/${key}`),
+  storeLayout: (key: string, layout: unknown) => request('PUT /api/layouts/{key}', `/api/layouts/${key}`, { layout }),
 };

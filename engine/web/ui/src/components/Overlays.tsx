@@ -1,5 +1,6 @@
 /** Dialogs, the conflict banner, the help panel, toasts. */
 import { useEffect, useId, useRef, useState } from 'react';
+import { hasConflictMarkers } from '../model/merge';
 import { SHORTCUTS } from '../shortcuts';
 import { useStudio } from '../store';
 
@@ -47,9 +48,9 @@ export function DialogHost() {
   );
 }
 
-export function DiffView({ diff }: { diff: string }) {
+export function DiffView({ diff, label = 'Changes on disk' }: { diff: string; label?: string }) {
   return (
-    <pre className="diff" aria-label="Changes on disk">
+    <pre className="diff" aria-label={label}>
       {diff.split('\n').map((line, i) => {
         const cls = line.startsWith('+++') || line.startsWith('---') ? 'diff__file' : line.startsWith('@@') ? 'diff__hunk'
           : line.startsWith('+') ? 'diff__add' : line.startsWith('-') ? 'diff__del' : '';
@@ -74,9 +75,64 @@ export function ConflictBanner() {
       </div>
       {conflict.diff ? <DiffView diff={conflict.diff} /> : <div className="small">Your edits are kept until you choose.</div>}
       <div className="conflict__actions">
+        <button type="button" className="btn btn--primary" onClick={() => void resolve('merge')}>Merge (yours, theirs, base)</button>
         <button type="button" className="btn btn--danger" onClick={() => void resolve('reload')}>Reload from disk (drop my edits)</button>
-        <button type="button" className="btn" onClick={() => void resolve('keep')}>Keep editing</button>
-        <span className="muted small">Keep editing: your next save replaces the file on disk.</span>
+        <button type="button" className="btn" onClick={() => void resolve('overwrite')}>Overwrite with mine</button>
+        <span className="muted small">Overwrite: your next save replaces their change.</span>
+      </div>
+    </div>
+  );
+}
+
+/** A draft of this file kept from an earlier page (a reload, a crash): restore it or drop it. */
+export function DraftBanner() {
+  const draft = useStudio((s) => s.draftOffer);
+  const hash = useStudio((s) => s.hash);
+  if (!draft) return null;
+  const when = new Date(draft.at).toLocaleString(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+  return (
+    <div className="conflict conflict--draft" role="alertdialog" aria-labelledby="draft-title">
+      <div className="conflict__head">
+        <strong id="draft-title">Unsaved edits from {when} were kept</strong>
+        <span className="muted small">{draft.hash === hash ? 'The file has not changed since.' : 'The file changed since: restoring merges them.'}</span>
+      </div>
+      <div className="conflict__actions">
+        <button type="button" className="btn btn--primary" onClick={() => void useStudio.getState().restoreDraft()}>Restore my edits</button>
+        <button type="button" className="btn" onClick={() => useStudio.getState().dismissDraft()}>Discard them</button>
+      </div>
+    </div>
+  );
+}
+
+/** The three-way merge of a conflict: yours, the base, theirs, and the merged text to settle and use. */
+export function MergeView() {
+  const merge = useStudio((s) => s.merge);
+  const [text, setText] = useState('');
+  useEffect(() => setText(merge?.result ?? ''), [merge]);
+  if (!merge) return null;
+  const unsettled = hasConflictMarkers(text);
+  return (
+    <div className="modal-backdrop">
+      <div className="modal modal--merge" role="dialog" aria-modal="true" aria-labelledby="merge-title">
+        <h2 id="merge-title">Merge your edits with the file on disk</h2>
+        <p className="small">{merge.conflicts ? `${merge.conflicts} place${merge.conflicts > 1 ? 's' : ''} changed on both sides: settle them in the result (between the <<<<<<< and >>>>>>> lines).`
+          : 'No change collides: the result keeps both.'}</p>
+        <div className="merge">
+          {([['Yours', merge.yours], ['Base (as you loaded it)', merge.base], ['Theirs (on disk now)', merge.theirs]] as const).map(([title, body]) => (
+            <section key={title} className="merge__side" aria-label={title}>
+              <h3>{title}</h3>
+              <pre>{body}</pre>
+            </section>
+          ))}
+        </div>
+        <label className="field__label" htmlFor="merge-result">Result</label>
+        <textarea id="merge-result" className="merge__result" spellCheck={false} value={text} onChange={(e) => setText(e.target.value)} />
+        <div className="modal__actions">
+          <button type="button" className="btn" onClick={() => useStudio.getState().cancelMerge()}>Cancel</button>
+          <button type="button" className="btn btn--primary" disabled={unsettled}
+            title={unsettled ? 'settle every conflict first' : 'the result becomes your edit; save to write it'}
+            onClick={() => useStudio.getState().acceptMerge(text)}>Use the result</button>
+        </div>
       </div>
     </div>
   );

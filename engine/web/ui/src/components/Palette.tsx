@@ -1,4 +1,7 @@
-/** Block types from the server: drag one onto the canvas (or press Enter to add it in the middle of the view). */
+/**
+ * Block types from the server: type to filter, Enter adds the first match at the middle of the view; drag one onto
+ * the canvas, or click it (or press Enter on it) to add it there.
+ */
 import { useState } from 'react';
 import { useReactFlow } from '@xyflow/react';
 import { addBlock } from '../model/ops';
@@ -13,7 +16,9 @@ export function Palette() {
   const hasDiagram = useStudio((s) => !!s.diagram);
   const rf = useReactFlow();
   const [filter, setFilter] = useState('');
-  const shown = palette.filter((t) => `${t.type} ${t.description}`.toLowerCase().includes(filter.toLowerCase()));
+  const words = filter.toLowerCase().split(/\s+/).filter(Boolean);
+  const shown = palette.filter((t) => words.every((w) => `${t.type} ${t.description}`.toLowerCase().includes(w)));
+  const enabled = !readOnly && hasDiagram;
 
   const addInView = (type: string) => {
     const el = document.querySelector('.canvas');
@@ -33,9 +38,13 @@ export function Palette() {
       <div className="sidebar__head">
         <h2>Blocks</h2>
       </div>
-      {palette.length > 8 && (
-        <input className="palette__filter" aria-label="Filter blocks" placeholder="Filter…" value={filter} onChange={(e) => setFilter(e.target.value)} />
-      )}
+      <input className="palette__filter" type="search" aria-label="Search blocks" placeholder="Search blocks… (Enter adds)" value={filter}
+        onChange={(e) => setFilter(e.target.value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter' && shown[0] && enabled) { e.preventDefault(); addInView(shown[0].type); setFilter(''); }
+          if (e.key === 'Escape') setFilter('');
+        }} />
+      {shown.length === 0 && <div className="muted small palette__none">No block type matches “{filter}”.</div>}
       <ul className="palette__list">
         {shown.map((t) => (
           <li key={t.type}>
@@ -47,14 +56,14 @@ export function Palette() {
               tabIndex={0}
               aria-label={`Add ${t.type} block`}
               aria-disabled={readOnly || !hasDiagram || undefined}
-              title={`${t.description}\nDrag onto the canvas, or press Enter.`}
+              title={`${t.description}\nClick or drag onto the canvas.`}
               onDragStart={(e) => {
                 e.dataTransfer.setData(DRAG_MIME, t.type);
                 e.dataTransfer.setData('text/plain', t.type);
                 e.dataTransfer.effectAllowed = 'copy';
               }}
-              onKeyDown={(e) => { if ((e.key === 'Enter' || e.key === ' ') && !readOnly) { e.preventDefault(); addInView(t.type); } }}
-              onDoubleClick={() => !readOnly && addInView(t.type)}
+              onKeyDown={(e) => { if ((e.key === 'Enter' || e.key === ' ') && enabled) { e.preventDefault(); addInView(t.type); } }}
+              onClick={() => enabled && addInView(t.type)}
             >
               <TypeIcon type={t.type} size={14} />
               <span className="palette-item__text">

@@ -1,8 +1,11 @@
 /** Top bar: file name and state, undo/redo, layout, fit, save, help. */
 import { useReactFlow } from '@xyflow/react';
 import { counts } from '../model/problems';
+import { fitOptions } from '../model/sizes';
 import { isDirty, useStudio } from '../store';
 import { Icon } from './Icon';
+
+const NEXT_THEME = { system: 'dark', dark: 'light', light: 'system' } as const;
 
 export function Toolbar() {
   const path = useStudio((s) => s.path);
@@ -14,6 +17,9 @@ export function Toolbar() {
   const validating = useStudio((s) => s.validating);
   const problems = useStudio((s) => s.problems);
   const readOnly = useStudio((s) => !!s.session?.read_only);
+  const paneOpen = useStudio((s) => s.paneOpen);
+  const theme = useStudio((s) => s.theme);
+  const hasText = useStudio((s) => s.sourceText !== null);
   const rf = useReactFlow();
   const { undo, redo, save, apply, setHelp } = useStudio.getState();
   const c = counts(problems);
@@ -60,15 +66,22 @@ export function Toolbar() {
         <button type="button" className="tool-btn" onClick={autoLayout} disabled={!diagram || readOnly} title="Clear written positions and lay out automatically">
           <Icon name="layout" /><span>Auto-layout</span>
         </button>
-        <button type="button" className="tool-btn" onClick={() => void rf.fitView({ padding: 0.15, duration: 200 })} disabled={!diagram} aria-label="Fit to view" title="Fit to view (F)">
+        <button type="button" className="tool-btn" onClick={() => void rf.fitView(fitOptions(diagram?.blocks.length ?? 0))} disabled={!diagram} aria-label="Fit to view" title="Fit to view (F)">
           <Icon name="fit" />
         </button>
+        <button type="button" className={`tool-btn${paneOpen ? ' is-on' : ''}`} onClick={() => useStudio.getState().setPaneOpen(!paneOpen)}
+          aria-pressed={paneOpen} aria-label="YAML source" title="Show the YAML beside the canvas"><Icon name="code" /><span>YAML</span></button>
+        <button type="button" className="tool-btn" onClick={() => useStudio.getState().setHistoryOpen(true)} disabled={!path}
+          aria-label="Version history" title="Version history: the texts the studio saved"><Icon name="history" /></button>
+        <button type="button" className="tool-btn" onClick={() => useStudio.getState().setTheme(NEXT_THEME[theme])}
+          aria-label={`Theme: ${theme} (switch to ${NEXT_THEME[theme]})`} title={`Theme: ${theme === 'system' ? 'as the system' : theme}`}>
+          <Icon name="moon" /></button>
         <button type="button" className="tool-btn" onClick={() => setHelp(true)} aria-label="Keyboard shortcuts" title="Keyboard shortcuts (?)"><Icon name="help" /></button>
         <span className="toolbar__sep" />
         <button type="button" className="tool-btn" onClick={() => useStudio.getState().setPanelTab('run')} disabled={!diagram} title="Run panel" aria-label="Open the run panel">
           <Icon name="play" /><span>Run</span>
         </button>
-        <button type="button" className="btn btn--primary" onClick={() => void save()} disabled={!diagram || readOnly || saving || !dirty}
+        <button type="button" className="btn btn--primary" onClick={() => void save()} disabled={(!diagram && !hasText) || readOnly || saving || !dirty}
           title={c.errors ? 'Save (Ctrl+S) — the diagram has problems' : 'Save (Ctrl+S)'}>
           <Icon name="save" /> {saving ? 'Saving…' : 'Save'}
         </button>

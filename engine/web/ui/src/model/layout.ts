@@ -4,6 +4,7 @@
 import type { ElkExtendedEdge, ElkNode, ElkPoint } from 'elkjs/lib/elk-api';
 import ElkApi from 'elkjs/lib/elk-api.js';
 import workerUrl from 'elkjs/lib/elk-worker.min.js?url';
+import { api } from '../api/client';
 import type { Diagram } from '../api/types';
 import { buildLayoutGraph, CHAIN_GAP } from './elkGraph';
 import { NEXT, type LinkKeys } from './format';
@@ -65,12 +66,42 @@ export function layoutDiagram(
   const { graph, runs } = buildLayoutGraph(diagram, bodies, keys);
   const key = JSON.stringify(graph);
   if (latest?.key === key) return latest.result;
-  const result = runLayout(diagram, graph, runs, keys);
+  const result = storedLayout(key).then((stored) => stored ?? runLayout(diagram, graph, runs, keys).then((made) => {
+    store(key, made);
+    return made;
+  }));
   latest = { key, result };
   result.catch(() => {
     if (latest?.result === result) latest = null;
   });
   return result;
+}
+
+/** The SHA-256 of a layout graph, hex: the key the server keeps its layout under. */
+async function graphKey(graph: string): Promise<string | null> {
+  if (typeof crypto === 'undefined' || !crypto.subtle || typeof window === 'undefined' || !window.location?.host) return null;
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(graph));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/**
+ * The layout an earlier page made of this very graph, which the server kept (engine/web/layouts.py): a reload or
+ * another tab draws a large diagram without running ELK again, whose first layout in a fresh page is the slow
+ * part of opening it. Null when there is none (or no server to ask).
+ */
+async function storedLayout(graph: string): Promise<LayoutResult | null> {
+  try {
+    const key = await graphKey(graph);
+    if (!key) return null;
+    const { layout } = await api.layout(key);
+    return layout as unknown as LayoutResult;
+  } catch {
+    return null;
+  }
+}
+
+function store(graph: string, layout: LayoutResult): void {
+  void graphKey(graph).then((key) => (key ? api.storeLayout(key, layout) : undefined)).catch(() => undefined);
 }
 
 async function runLayout(diagram: Diagram, graph: ElkNode, runs: Map<string, string[]>, keys: LinkKeys): Promise<LayoutResult> {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  addBlock, addLink, isValidId, moveBlock, moveBlocks, nextLinks, normaliseNext, paste, removeBlocks, removeLink, renameBlock,
+  addBlock, addLink, clearOffset, isValidId, moveBlock, moveBlocks, nextLinks, normaliseNext, paste, removeBlocks, removeLink, renameBlock,
   renameKey, reorderLink, setField, setLink, setWhen, snakeCase, uniqueId,
 } from './ops';
 import { linkKeys } from './format';
@@ -195,6 +195,18 @@ describe('paste', () => {
     // pasting twice keeps ids unique
     const again = paste(diagram, keys, copied, [80, 80]);
     expect(again.ids).toEqual(['ask_3', 'dispatch_3']);
+  });
+  it('puts pasted blocks where no block is (issue 29: they landed on the originals)', () => {
+    const size = { width: 220, height: 76 };
+    const originals: Array<[number, number]> = [[0, 0], [300, 0], [0, 116]];
+    const offset = clearOffset([[0, 0], [300, 0]], originals, size);
+    for (const [x, y] of [[0, 0], [300, 0]]) {
+      for (const o of originals) {
+        const overlaps = x + offset[0] < o[0] + size.width && o[0] < x + offset[0] + size.width
+          && y + offset[1] < o[1] + size.height && o[1] < y + offset[1] + size.height;
+        expect(overlaps).toBe(false);
+      }
+    }
   });
   it('deep-copies values', () => {
     const d0 = orderAgent();

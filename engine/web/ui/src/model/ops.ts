@@ -299,3 +299,26 @@ export function paste(
   });
   return { diagram: { ...diagram, blocks: [...diagram.blocks, ...copies] }, ids: copies.map((b) => b.id) };
 }
+
+/**
+ * Where pasted blocks go so that none lands on a block already there: the copies' own places moved down by
+ * their group's height and a gap, then further down (and then right) until every copy is clear.
+ */
+export function clearOffset(copies: Position[], occupied: Position[], size: { width: number; height: number }, gap = 40): Position {
+  if (!copies.length) return [0, 0];
+  const top = Math.min(...copies.map((p) => p[1]));
+  const bottom = Math.max(...copies.map((p) => p[1])) + size.height;
+  const left = Math.min(...copies.map((p) => p[0]));
+  const right = Math.max(...copies.map((p) => p[0])) + size.width;
+  const hits = (a: Position, b: Position) =>
+    a[0] < b[0] + size.width + gap / 2 && b[0] < a[0] + size.width + gap / 2 && a[1] < b[1] + size.height + gap / 2 && b[1] < a[1] + size.height + gap / 2;
+  const clear = (dx: number, dy: number) => copies.every((c) => occupied.every((o) => !hits([c[0] + dx, c[1] + dy], o)));
+  for (let column = 0; column < 20; column++) {
+    const dx = column * (right - left + gap);
+    for (let row = column === 0 ? 1 : 0; row < 40; row++) {
+      const dy = row * (bottom - top + gap);
+      if (clear(dx, dy)) return [dx, dy];
+    }
+  }
+  return [right - left + gap, 0];
+}

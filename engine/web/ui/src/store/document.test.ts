@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { sharing } from './document';
 import { createStudio, isDirty } from './index';
 import { addBlock, setField } from '../model/ops';
 import { format, keys, loopDiagram, orderAgent, palette } from '../test/fixtures';
@@ -123,5 +124,18 @@ describe('moving blocks', () => {
     studio.getState().moveTo({ ask: { x: 10, y: 20 } });
     expect(studio.getState().dragging).toBeNull();
     expect(studio.getState().diagram!.blocks[1]).not.toHaveProperty('position');
+  });
+});
+
+describe('a text read again (the YAML pane)', () => {
+  it('keeps the blocks that did not change, so the canvas redraws only the one typed in', () => {
+    const before = orderAgent();
+    const read = JSON.parse(JSON.stringify(before)) as typeof before;
+    read.blocks[1] = { ...read.blocks[1], label: 'Typed' };
+    const next = sharing(before, read);
+    expect(next.blocks[0]).toBe(before.blocks[0]);
+    expect(next.blocks[1]).not.toBe(before.blocks[1]);
+    expect(next.blocks[1].label).toBe('Typed');
+    expect(sharing(before, JSON.parse(JSON.stringify(before)))).toBe(before);
   });
 });

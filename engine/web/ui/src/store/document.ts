@@ -6,7 +6,8 @@ import type { StateCreator } from 'zustand';
 import type { Block, Diagram } from '../api/types';
 import type { LinkKeys } from '../model/format';
 import { parseEdgeId } from '../model/graph';
-import { moveBlocks, paste as pasteOp, removeBlocks, removeLink, type Position } from '../model/ops';
+import { clearOffset, moveBlocks, paste as pasteOp, removeBlocks, removeLink, type Position } from '../model/ops';
+import { NODE_HEIGHT, NODE_WIDTH } from '../model/sizes';
 import type { StudioState } from './index';
 import type { XY } from './ui';
 
@@ -30,6 +31,8 @@ export interface DocumentSlice {
   redo: () => void;
   /** a diagram read from the file: the history starts again unless `keepHistory` (a reload of the same file) */
   replaceDocument: (diagram: Diagram | null, opts?: { keepHistory?: boolean }) => void;
+  /** the diagram the YAML pane's text reads as (one undo step; its problems came with it) */
+  adoptDiagram: (diagram: Diagram) => void;
   /** blocks put down where a drag or the arrow keys left them: one edit, and the drag is over */
   moveTo: (positions: Record<string, XY>) => void;
   copy: () => void;
@@ -38,6 +41,25 @@ export interface DocumentSlice {
 }
 
 const HISTORY_LIMIT = 200;
+
+/**
+ * `next` with the blocks (and the whole) of `before` where they are equal: a text read again after one keystroke
+ * changes one block, so the canvas redraws that block's node only.
+ */
+export function sharing(before: Diagram, next: Diagram): Diagram {
+  const old = new Map(before.blocks.map((b) => [b.id, b]));
+  let same = before.blocks.length === next.blocks.length;
+  const blocks = next.blocks.map((b, i) => {
+    const was = old.get(b.id);
+    const kept = was && JSON.stringify(was) === JSON.stringify(b) ? was : b;
+    if (kept !== before.blocks[i]) same = false;
+    return kept;
+  });
+  const { blocks: _a, ...restBefore } = before;
+  const { blocks: _b, ...restNext } = next;
+  if (same && JSON.stringify(restBefore) === JSON.stringify(restNext)) return before;
+  return { ...next, blocks };
+}
 const COALESCE_MS = 1500;
 
 function message(e: unknown): string {
@@ -104,6 +126,19 @@ export const createDocumentSlice: StateCreator<StudioState, [], [], DocumentSlic
       set({ diagram, past: opts.keepHistory ? get().past : [], future: opts.keepHistory ? get().future : [], pasteCount: 0 });
     },
 
+    adoptDiagram(read) {
+      const { diagram, past } = get();
+      const next = diagram ? sharing(diagram, read) : read;
+      if (next === diagram) {
+        set({ sourceFor: diagram });
+        return;
+      }
+      const merge = coalesceKey === 'source' && Date.now() - coalesceAt < COALESCE_MS && past.length > 0;
+      coalesceKey = 'source';
+      coalesceAt = Date.now();
+      set({ diagram: next, sourceFor: next, past: merge || !diagram ? past : [...past, diagram].slice(-HISTORY_LIMIT), future: [] });
+    },
+
     moveTo(positions) {
       const dragged = get().dragging;
       const places: Record<string, Position> = {};
@@ -137,7 +172,10 @@ export const createDocumentSlice: StateCreator<StudioState, [], [], DocumentSlic
       for (const [id, p] of Object.entries(layout?.nodes ?? {})) positions[id] = [p.x, p.y];
       let ids: string[] = [];
       const ok = get().apply((d, keys) => {
-        const r = pasteOp(d, keys, clipboard, [40 * n, 40 * n], positions);
+        for (const b of d.blocks) if (Array.isArray(b.position)) positions[b.id] = [Number(b.position[0]) || 0, Number(b.position[1]) || 0];
+        const copies = clipboard.map((b) => (Array.isArray(b.position) ? b.position as Position : positions[b.id] ?? [0, 0]));
+        const offset = clearOffset(copies, Object.values(positions), { width: NODE_WIDTH, height: NODE_HEIGHT });
+        const r = pasteOp(d, keys, clipboard, offset, positions);
         ids = r.ids;
         return r.diagram;
       });

@@ -6,27 +6,39 @@
  */
 import { create } from 'zustand';
 import { createDocumentSlice, type DocumentSlice } from './document';
+import { createDraftsSlice, type DraftsSlice } from './drafts';
 import { createRunsSlice, type RunsSlice } from './runs';
+import { createSourceSlice, type SourceSlice } from './source';
 import { createSyncSlice, type SyncSlice } from './sync';
 import { createUiSlice, type UiSlice } from './ui';
 
-export type StudioState = DocumentSlice & SyncSlice & RunsSlice & UiSlice;
+export type StudioState = DocumentSlice & SyncSlice & RunsSlice & UiSlice & SourceSlice & DraftsSlice;
 
 /** A fresh store (the page has one, `useStudio`; tests make their own). */
 export function createStudio() {
-  return create<StudioState>()((...a) => ({
+  const store = create<StudioState>()((...a) => ({
     ...createDocumentSlice(...a),
     ...createSyncSlice(...a),
     ...createRunsSlice(...a),
     ...createUiSlice(...a),
+    ...createSourceSlice(...a),
+    ...createDraftsSlice(...a),
   }));
+  // an edit anywhere but the pane (canvas, forms, undo): the pane asks for the text the save would write
+  store.subscribe((s, before) => {
+    if (s.diagram !== before.diagram && s.diagram && s.diagram !== s.sourceFor && s.sourceText !== null) s.followDocument();
+    // unsaved edits are kept in the browser's storage, per file, until they are saved or discarded
+    if ((s.diagram !== before.diagram || s.sourceText !== before.sourceText) && s.path && s.path === before.path) s.keepDraft();
+  });
+  return store;
 }
 
 export const useStudio = createStudio();
 
-export { isDirty } from './sync';
+export { decodeHash, isDirty } from './sync';
 export const isReadOnly = (s: Pick<StudioState, 'session'>) => !!s.session?.read_only;
 export type { ApplyOptions, Edit } from './document';
 export type { ActiveRun } from './runs';
 export type { Conflict } from './sync';
-export type { Dialog, PanelTab, Toast, XY } from './ui';
+export type { Draft, Merge } from './drafts';
+export type { ContextMenu, Dialog, PanelTab, Theme, Toast, XY } from './ui';

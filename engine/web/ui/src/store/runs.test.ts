@@ -22,7 +22,7 @@ afterEach(() => {
 function runData(status: string, events: number, count: number): RunData {
   return {
     run_id: 'r1', diagram: 'order_agent.yaml', status, errors: [], blocks: ['start'], links: [], failed: null, passes: {},
-    steps: [], events: Array.from({ length: events }, (_, i) => ({ event: 'e', n: count - events + i })), count,
+    steps: [], events: Array.from({ length: events }, (_, i) => ({ event: 'e', n: count - events + i })), count, variables: null,
   };
 }
 

@@ -26,7 +26,7 @@ export interface RunsSlice {
   /** another diagram is open: its runs are not this one's */
   forgetRuns: () => void;
   saveScenario: (path: string) => Promise<void>;
-  runScenarios: (folder?: string) => Promise<void>;
+  runScenarios: (folder?: string, file?: string) => Promise<void>;
 }
 
 const RUN_POLL_MS = 300;
@@ -117,10 +117,10 @@ export const createRunsSlice: StateCreator<StudioState, [], [], RunsSlice> = (se
       }
     },
 
-    async runScenarios(folder = '.') {
-      set({ scenariosRunning: true });
+    async runScenarios(folder = '.', file) {
+      set({ scenariosRunning: true, panelTab: 'run' });
       try {
-        const r = await api.runScenarios(folder);
+        const r = await api.runScenarios(folder, file);
         set({ scenarioResults: r.results, scenariosRunning: false });
       } catch (e) {
         set({ scenariosRunning: false });

@@ -110,7 +110,7 @@ describe('the sync slice: saving and conflicts', () => {
     await studio.getState().save();
     expect(studio.getState().conflict).toEqual({ kind: 'save', hash: 'h9', diff: '-a\n+b\n' });
     expect(isDirty(studio.getState())).toBe(true);
-    await studio.getState().resolveConflict('keep');
+    await studio.getState().resolveConflict('overwrite');
     expect(studio.getState().conflict).toBeNull();
     await studio.getState().save();
     expect(server.requests.filter((r) => r.method === 'PUT').map((r) => (r.body as { base_hash: string }).base_hash)).toEqual(['h1', 'h9']);
@@ -159,6 +159,28 @@ describe('the sync slice: validation', () => {
     await older;
     expect(studio.getState().problems).toEqual([problem]);
     expect(studio.getState().validating).toBe(false);
+  });
+  it('keeps saying "checking" when an edit comes while the previous one is checked: that answer is stale', async () => {
+    // The flaky end-to-end build of issue 25: the answer for the links just drawn came after the condition was typed,
+    // ended "checking" with their verdict, and the test read "valid", then "checking…" once the new check began.
+    const answers: Array<(v: unknown) => void> = [];
+    const server = opened({ 'POST /api/validate': () => new Promise((resolve) => answers.push(resolve)) });
+    const inFlight = studio.getState().validateNow();
+    await vi.waitFor(() => expect(answers).toHaveLength(1));
+    studio.getState().apply((d) => setField(d, 'ask', ['label'], 'Ask again'));
+    const problem = { file: null, line: null, column: null, block: 'ask', field: null, message: 'm', hint: null, code: 'invalid',
+      severity: 'error' as const };
+    answers[0](checked({ problems: [problem] }));
+    await inFlight;
+    expect(studio.getState().validating).toBe(true);
+    expect(studio.getState().problems).toEqual([]);
+    await vi.runOnlyPendingTimersAsync();
+    await vi.waitFor(() => expect(answers).toHaveLength(2));
+    answers[1](checked());
+    await vi.waitFor(() => expect(studio.getState().validating).toBe(false));
+    const labels = server.requests.filter((r) => r.method === 'POST')
+      .map((r) => (r.body as { diagram: { blocks: Array<{ label?: string }> } }).diagram.blocks[1].label);
+    expect(labels).toEqual(['Ask Claude', 'Ask again']);
   });
 });
 

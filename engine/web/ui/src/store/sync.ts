@@ -25,6 +25,8 @@ export interface OpenOptions {
   keepSelection?: boolean;
   /** no toast when it cannot open */
   quiet?: boolean;
+  /** the address names it already (the first open, Back and Forward): no new history entry */
+  replace?: boolean;
 }
 
 export interface SyncSlice {
@@ -34,6 +36,8 @@ export interface SyncSlice {
   /** the format's link keys with each type's ports: known once the format and the palette are */
   links: LinkKeys | null;
   files: DiagramSummary[];
+  /** the folder's scenario files (`*.scenario.yaml`), at any depth */
+  scenarioFiles: string[];
   loadError: string | null;
 
   path: string | null;
@@ -55,13 +59,35 @@ export interface SyncSlice {
   validateNow: () => Promise<void>;
   save: () => Promise<void>;
   pollHash: () => Promise<void>;
-  resolveConflict: (choice: 'reload' | 'keep') => Promise<void>;
+  /** reload: drop my edits; merge: yours, theirs and the base merged; overwrite: my next save replaces the file */
+  resolveConflict: (choice: 'reload' | 'merge' | 'overwrite') => Promise<void>;
   createFile: (path: string, copyOf?: string) => Promise<void>;
   renameFile: (path: string, to: string) => Promise<void>;
   deleteFile: (path: string) => Promise<void>;
 }
 
-export const isDirty = (s: Pick<StudioState, 'diagram' | 'saved'>) => s.diagram !== s.saved;
+/**
+ * The compiled picture, with the effective levels of the last one that had them while this one has none (a
+ * diagram with problems does not compile, so its levels are not known again until it does): the form keeps
+ * showing what a block inherits instead of nothing.
+ */
+export function keptLevels(next: Compiled, before: Compiled | null): Compiled {
+  if (Object.keys(next.levels).length || !before || !Object.keys(before.levels).length) return next;
+  return { ...next, levels: before.levels };
+}
+
+/** The file an address's fragment names (`#sub/x.yaml`), or '' for none or a malformed one. */
+export function decodeHash(hash: string): string {
+  try {
+    return decodeURIComponent(hash.replace(/^#\/?/, ''));
+  } catch {
+    return '';
+  }
+}
+
+/** Unsaved edits: on the canvas and forms (another document), or in the YAML pane (another text). */
+export const isDirty = (s: Pick<StudioState, 'diagram' | 'saved' | 'sourceText' | 'savedText'>) =>
+  s.diagram !== s.saved || (s.sourceText !== null && s.savedText !== null && s.sourceText !== s.savedText);
 
 const VALIDATE_DELAY_MS = 300;
 const HASH_POLL_MS = 2000;
@@ -119,6 +145,7 @@ export const createSyncSlice: StateCreator<StudioState, [], [], SyncSlice> = (se
     format: null,
     links: null,
     files: [],
+    scenarioFiles: [],
     loadError: null,
     path: null,
     hash: '',
@@ -139,20 +166,16 @@ export const createSyncSlice: StateCreator<StudioState, [], [], SyncSlice> = (se
       const session = api.session().then((s) => set({ session: s }), fail);
       const format = api.format().then((f) => learn({ format: f }), fail);
       const palette = api.blocks().then((p) => learn({ palette: p }), fail);
-      let fromHash = '';
-      try {
-        fromHash = decodeURIComponent(window.location.hash.replace(/^#\/?/, ''));
-      } catch {
-        // a malformed address opens the first diagram
-      }
-      const opened = fromHash ? await get().open(fromHash, { quiet: true }) : false;
+      const fromHash = decodeHash(window.location.hash);
+      const opened = fromHash ? await get().open(fromHash, { quiet: true, replace: true }) : false;
       if (opened) await drawn();
+      void api.scenarios().then((s) => set({ scenarioFiles: s.map((f) => f.path) }), () => undefined);
       try {
         const files = await api.diagrams();
         set({ files });
         if (!opened && !get().path) {
           const first = files.find((f) => f.path === fromHash) ?? files[0];
-          if (first) await get().open(first.path);
+          if (first) await get().open(first.path, { replace: true });
         }
       } catch (e) {
         fail(e);
@@ -164,7 +187,8 @@ export const createSyncSlice: StateCreator<StudioState, [], [], SyncSlice> = (se
 
     async refreshFiles() {
       try {
-        set({ files: await api.diagrams() });
+        const [files, scenarios] = await Promise.all([api.diagrams(), api.scenarios().catch(() => [])]);
+        set({ files, scenarioFiles: scenarios.map((s) => s.path) });
       } catch (e) {
         get().toast(message(e), 'error');
       }
@@ -172,6 +196,8 @@ export const createSyncSlice: StateCreator<StudioState, [], [], SyncSlice> = (se
 
     async open(path, opts = {}) {
       const seq = ++loadSeq;
+      // another file: this one's unsaved edits stay in the browser's storage, offered back when it opens again
+      if (get().path && get().path !== path) get().keepDraft(true);
       try {
         const file = await api.diagram(path);
         if (seq !== loadSeq) return false;
@@ -180,6 +206,10 @@ export const createSyncSlice: StateCreator<StudioState, [], [], SyncSlice> = (se
         const diagram = file.diagram;
         get().replaceDocument(diagram, { keepHistory: samePath && opts.silent });
         set({
+          sourceText: null,
+          savedText: null,
+          sourceFor: null,
+          blockLines: {},
           path: file.path,
           hash: file.hash,
           saved: diagram,
@@ -191,17 +221,21 @@ export const createSyncSlice: StateCreator<StudioState, [], [], SyncSlice> = (se
           conflict: null,
           layout: samePath ? get().layout : null,
         });
-        if (!diagram) {
-          get().toast(`${file.path} cannot be drawn: see its problems`, 'error');
-          set({ panelTab: 'problems' });
-        }
+        // the text is read when the YAML pane shows it (a broken file opens in it): not on the way to the canvas
+        if (!diagram || get().paneOpen) void get().loadSource(file.path);
+        if (!opts.silent) get().offerDraft(file.path);
+        if (!diagram) set({ panelTab: 'problems' });
         if (!samePath) {
           if (diagram) startLayout(diagram, file.compiled);
           get().forgetRuns();
           void get().loadRuns();
           get().requestFit();
         }
-        if (window.location.hash !== `#${file.path}`) history.replaceState(null, '', `#${file.path}`);
+        // a file the user opened is a step Back and Forward return to; the first one replaces the bare address
+        if (decodeHash(window.location.hash) !== file.path) {
+          if (opts.replace || !window.location.hash) history.replaceState(null, '', `#${file.path}`);
+          else history.pushState(null, '', `#${file.path}`);
+        }
         return true;
       } catch (e) {
         if (!opts.quiet) get().toast(`cannot open ${path}: ${message(e)}`, 'error');
@@ -212,6 +246,9 @@ export const createSyncSlice: StateCreator<StudioState, [], [], SyncSlice> = (se
     /** Validation after the edits pause; the status says "checking" from the edit on, never a stale verdict. */
     scheduleValidate() {
       if (validateTimer) clearTimeout(validateTimer);
+      // A check in flight is for the document before this edit: its answer must neither end "checking" nor show
+      // its problems (the seq makes validateNow drop it).
+      validateSeq++;
       set({ validating: true });
       validateTimer = setTimeout(() => void get().validateNow(), VALIDATE_DELAY_MS);
     },
@@ -227,7 +264,8 @@ export const createSyncSlice: StateCreator<StudioState, [], [], SyncSlice> = (se
       try {
         const result = await api.validate(path, diagram);
         if (seq !== validateSeq) return;
-        set({ problems: result.problems, compiled: result.compiled, validating: false });
+        set({ problems: result.problems, compiled: keptLevels(result.compiled, get().compiled), registries: result.registries,
+          validating: false });
       } catch (e) {
         if (seq === validateSeq) set({ validating: false });
         get().toast(`validation: ${message(e)}`, 'error');
@@ -235,16 +273,23 @@ export const createSyncSlice: StateCreator<StudioState, [], [], SyncSlice> = (se
     },
 
     async save() {
-      const { diagram, path, hash, saving, session } = get();
-      if (!diagram || !path || saving) return;
+      const { diagram, path, hash, saving, session, sourceText, sourceFor } = get();
+      if (!path || saving || (!diagram && sourceText === null)) return;
       if (session?.read_only) {
         get().toast('read-only session: saving is disabled', 'warning');
         return;
       }
       set({ saving: true });
       try {
-        const result = await api.save(path, hash, diagram);
-        set({ hash: result.hash, saved: diagram, problems: result.problems, compiled: result.compiled, saving: false });
+        // the pane's text when it holds the document (what was typed in it, comments and all, is written as typed),
+        // else the document, written as its smallest edit
+        const asText = sourceText !== null && (!diagram || sourceFor === diagram);
+        const result = asText ? await api.saveSource(path, hash, sourceText) : await api.save(path, hash, diagram!);
+        set({ hash: result.hash, saved: diagram, problems: result.problems, compiled: keptLevels(result.compiled, get().compiled), saving: false,
+          registries: result.registries, ...(asText ? { savedText: sourceText } : {}) });
+        get().forgetDraft(path);
+        if (!asText && get().sourceText !== null) void get().loadSource(path);
+        else if (!diagram) void get().open(path, { silent: true, keepSelection: true });
         const errors = result.problems.filter((p) => p.severity === 'error').length;
         if (errors) get().toast(`saved ${path} — with ${errors} problem${errors > 1 ? 's' : ''}: it will not run until fixed`, 'warning');
         else get().toast(`saved ${path}`, 'success');
@@ -284,8 +329,11 @@ export const createSyncSlice: StateCreator<StudioState, [], [], SyncSlice> = (se
       const { conflict, path } = get();
       if (!conflict || !path) return;
       if (choice === 'reload') {
+        get().forgetDraft(path);
         await get().open(path, { keepSelection: true });
         get().toast('reloaded from disk', 'info');
+      } else if (choice === 'merge') {
+        await get().startMerge(get().hash);
       } else {
         // keep the edits; the next save replaces the file as it is now
         set({ conflict: null, hash: conflict.hash });

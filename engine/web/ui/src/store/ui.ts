@@ -24,6 +24,16 @@ export interface Dialog {
   onConfirm: (value: string) => void | Promise<void>;
 }
 
+export type Theme = 'system' | 'light' | 'dark';
+
+/** A context menu open on a block or a link, at a point of the page. */
+export interface ContextMenu {
+  kind: 'block' | 'link';
+  id: string;
+  x: number;
+  y: number;
+}
+
 export interface XY {
   x: number;
   y: number;
@@ -41,12 +51,24 @@ export interface UiSlice {
   toasts: Toast[];
   dialog: Dialog | null;
   helpOpen: boolean;
+  /** the open file's version history is shown */
+  historyOpen: boolean;
   panelTab: PanelTab;
   fitRequest: number;
+  /** the field of the selected block to show (a problem's, an error's): the form scrolls to it once */
+  focusField: string | null;
+  /** a line of the YAML for the pane to show and put the cursor on, once (a problem's) */
+  revealLine: number | null;
+  theme: Theme;
+  /** the theme in effect: the chosen one, or the system's */
+  dark: boolean;
+  contextMenu: ContextMenu | null;
 
   select: (ids: string[], edge?: string | null) => void;
   /** selects a block and shows its properties (from a problem, a step, a new block) */
-  focusBlock: (id: string) => void;
+  focusBlock: (id: string, field?: string | null) => void;
+  setTheme: (theme: Theme) => void;
+  setContextMenu: (menu: ContextMenu | null) => void;
   selectEdge: (id: string | null) => void;
   dragTo: (positions: Record<string, XY>) => void;
   setLayout: (layout: LayoutResult | null, layoutFor?: string) => void;
@@ -55,11 +77,22 @@ export interface UiSlice {
   dismissToast: (id: number) => void;
   setDialog: (dialog: Dialog | null) => void;
   setHelp: (open: boolean) => void;
+  setHistoryOpen: (open: boolean) => void;
   setPanelTab: (tab: PanelTab) => void;
   requestFit: () => void;
 }
 
 const TOASTS_SHOWN = 5;
+const THEME_KEY = 'diagrama:theme';
+
+function storedTheme(): Theme {
+  try {
+    const t = localStorage.getItem(THEME_KEY);
+    return t === 'light' || t === 'dark' ? t : 'system';
+  } catch {
+    return 'system';
+  }
+}
 
 export const createUiSlice: StateCreator<StudioState, [], [], UiSlice> = (set, get) => {
   let toastSeq = 0;
@@ -73,8 +106,14 @@ export const createUiSlice: StateCreator<StudioState, [], [], UiSlice> = (set, g
     toasts: [],
     dialog: null,
     helpOpen: false,
+    historyOpen: false,
     panelTab: 'properties',
     fitRequest: 0,
+    focusField: null,
+    revealLine: null,
+    theme: storedTheme(),
+    dark: false,
+    contextMenu: null,
 
     select(ids, edge = null) {
       const { selection, selectedEdge } = get();
@@ -82,9 +121,22 @@ export const createUiSlice: StateCreator<StudioState, [], [], UiSlice> = (set, g
       if (!same) set({ selection: ids, selectedEdge: edge });
     },
 
-    focusBlock(id) {
+    focusBlock(id, field = null) {
       get().select([id], null);
-      if (get().panelTab !== 'properties') set({ panelTab: 'properties' });
+      set({ focusField: field, ...(get().panelTab !== 'properties' ? { panelTab: 'properties' as const } : {}) });
+    },
+
+    setTheme(theme) {
+      set({ theme });
+      try {
+        localStorage.setItem(THEME_KEY, theme);
+      } catch {
+        // remembering the theme is optional
+      }
+    },
+
+    setContextMenu(menu) {
+      set({ contextMenu: menu });
     },
 
     selectEdge(id) {
@@ -118,6 +170,10 @@ export const createUiSlice: StateCreator<StudioState, [], [], UiSlice> = (set, g
     },
     setHelp(open) {
       set({ helpOpen: open });
+    },
+
+    setHistoryOpen(open) {
+      set({ historyOpen: open });
     },
     setPanelTab(tab) {
       set({ panelTab: tab });

@@ -2,14 +2,14 @@
  * The canvas: the open diagram in React Flow. What it draws comes from the store through the canvas mapping
  * (mapping.ts), with no copy of its own; what the user does on it goes back to the store as edits.
  */
-import { useCallback, useEffect, useMemo, useRef, type DragEvent } from 'react';
+import { useCallback, useEffect, useMemo, useRef, type DragEvent, type MouseEvent as ReactMouseEvent } from 'react';
 import {
-  Background, BackgroundVariant, Controls, MiniMap, ReactFlow, useReactFlow,
+  Background, BackgroundVariant, Controls, MiniMap, ReactFlow, useReactFlow, useStore,
   type Connection, type EdgeChange, type Node, type NodeChange,
 } from '@xyflow/react';
 import { kindOfKey } from '../../model/format';
 import { addBlock, addLink } from '../../model/ops';
-import { NODE_HEIGHT, NODE_WIDTH } from '../../model/sizes';
+import { fitOptions, NODE_HEIGHT, NODE_WIDTH } from '../../model/sizes';
 import { useStudio, type XY } from '../../store';
 import { mark } from '../../timing';
 import { typeColour } from '../TypeIcon';
@@ -70,6 +70,21 @@ function toProperties(): void {
 
 function onPaneClick(): void {
   useStudio.getState().select([], null);
+  useStudio.getState().setContextMenu(null);
+}
+
+function onNodeContextMenu(e: ReactMouseEvent, n: Node): void {
+  if (n.id.startsWith('group:')) return;
+  e.preventDefault();
+  const s = useStudio.getState();
+  if (!s.selection.includes(n.id)) s.select([n.id], null);
+  s.setContextMenu({ kind: 'block', id: n.id, x: e.clientX, y: e.clientY });
+}
+
+function onEdgeContextMenu(e: ReactMouseEvent, edge: LinkEdgeType): void {
+  e.preventDefault();
+  useStudio.getState().select([], edge.id);
+  useStudio.getState().setContextMenu({ kind: 'link', id: edge.id, x: e.clientX, y: e.clientY });
 }
 
 // React Flow copies every prop that changes into its store, and each change there runs every node's and edge's
@@ -80,6 +95,21 @@ const PRO_OPTIONS = { hideAttribution: true };
 const DEFAULT_EDGE_OPTIONS = { type: 'link' };
 const miniMapColour = (n: Node) => (n.type === 'loopGroup' ? 'rgba(124,58,237,0.08)' : typeColour((n.data as { block?: { type: string } }).block?.type ?? ''));
 const miniMapStroke = (n: Node) => (n.type === 'loopGroup' ? '#c4b5fd' : 'transparent');
+
+/**
+ * The view's zoom as the CSS variable `--zoom` on the canvas, for text that stays readable when zoomed out
+ * (styles.css); set on the element, so a zoom re-renders nothing.
+ */
+function ZoomVariable() {
+  const zoom = useStore((s) => Math.round(s.transform[2] * 50) / 50);
+  useEffect(() => {
+    // once the zoom settles: a new size for every text of a large diagram is costly, never done frame by frame
+    const timer = setTimeout(() => document.querySelector<HTMLElement>('.canvas')?.style.setProperty('--zoom', String(zoom)), ZOOM_SETTLE_MS);
+    return () => clearTimeout(timer);
+  }, [zoom]);
+  return null;
+}
+const ZOOM_SETTLE_MS = 160;
 
 export function Canvas() {
   const diagram = useStudio((s) => s.diagram);
@@ -96,6 +126,7 @@ export function Canvas() {
   const path = useStudio((s) => s.path);
   const readOnly = useStudio((s) => !!s.session?.read_only);
   const apply = useStudio((s) => s.apply);
+  const colorMode = useStudio((s) => (s.dark ? 'dark' : 'light'));
   const rf = useReactFlow();
   const needsLayout = useAutoLayout();
 
@@ -116,7 +147,7 @@ export function Canvas() {
   useEffect(() => {
     if (fitted.current === fitRequest || needsLayout || !shown) return;
     fitted.current = fitRequest;
-    requestAnimationFrame(() => void rf.fitView({ padding: 0.15, maxZoom: 1.1, duration: 200 }));
+    requestAnimationFrame(() => void rf.fitView(fitOptions(useStudio.getState().diagram?.blocks.length ?? 0)));
   }, [fitRequest, shown, rf, needsLayout]);
 
   const onConnect = useCallback((c: Connection) => {
@@ -157,6 +188,9 @@ export function Canvas() {
         onNodeClick={toProperties}
         onEdgeClick={toProperties}
         onPaneClick={onPaneClick}
+        onNodeContextMenu={onNodeContextMenu}
+        onEdgeContextMenu={onEdgeContextMenu}
+        colorMode={colorMode}
         nodesDraggable={!readOnly}
         nodesConnectable={!readOnly}
         elementsSelectable
@@ -173,15 +207,16 @@ export function Canvas() {
         defaultEdgeOptions={DEFAULT_EDGE_OPTIONS}
         aria-label="Diagram canvas"
       >
-        <Background variant={BackgroundVariant.Dots} gap={20} size={1.2} color="#cbd5e1" />
+        <Background variant={BackgroundVariant.Dots} gap={20} size={1.2} color="var(--dots, #cbd5e1)" />
         <MiniMap pannable zoomable ariaLabel="Overview" nodeColor={miniMapColour} nodeStrokeColor={miniMapStroke} />
         <Controls showInteractive={false} />
+        <ZoomVariable />
       </ReactFlow>
       {diagram && diagram.blocks.length === 0 && (
         <div className="canvas__empty">Drag a block from the palette to start.</div>
       )}
       {path && !diagram && (
-        <div className="canvas__empty">This file cannot be drawn: its problems say why. Fix it in an editor; it reloads here.</div>
+        <div className="canvas__empty canvas__empty--broken">This file cannot be drawn: its problems say why. Repair it in the YAML beside; the canvas draws it as soon as it reads.</div>
       )}
     </div>
   );

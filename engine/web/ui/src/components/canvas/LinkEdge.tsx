@@ -4,6 +4,8 @@ import { BaseEdge, EdgeLabelRenderer, getSmoothStepPath, type EdgeProps } from '
 import type { XYPosition } from '@xyflow/react';
 import { useStudio } from '../../store';
 import { WhenEditor } from '../panels/EdgeProperties';
+import { selfLoop } from '../../model/route';
+import { NODE_HEIGHT } from '../../model/sizes';
 import type { LinkEdgeType } from './types';
 
 const TOLERANCE = 24;
@@ -72,12 +74,14 @@ function LinkEdgeView(props: EdgeProps<LinkEdgeType>) {
   if (!data) return null;
   const s = { x: sourceX, y: sourceY };
   const t = { x: targetX, y: targetY };
-  const routed = data.route ? snapRoute(data.route.points, s, t) : null;
+  // a link to its own block follows the block while it is dragged (its stored route is where the block was)
+  const routed = data.route ? snapRoute(data.route.points, s, t)
+    : data.self ? selfLoop(s, data.look === 'error', t, { x: t.x, y: t.y - NODE_HEIGHT / 2, width: Math.max(40, s.x - t.x), height: NODE_HEIGHT }).points : null;
   let path: string;
   let label: XYPosition;
   if (routed) {
     path = roundedPath(routed);
-    const l = data.route?.label;
+    const l = data.route && routed ? data.route.label : undefined;
     label = l ? { x: l.x + l.width / 2, y: l.y + l.height / 2 } : midpoint(routed);
   } else {
     const [p, lx, ly] = getSmoothStepPath({ sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, borderRadius: 10, offset: 24 });

@@ -27,7 +27,7 @@ function run(extra: Partial<RunData> = {}): RunData {
   return {
     run_id: 'r1', diagram: 'order_agent.yaml', status: 'succeeded', errors: [], blocks: ['start', 'ask', 'dispatch', 'done'],
     links: [['start', 'ask'], ['ask', 'dispatch'], ['dispatch', 'ask'], ['ask', 'done']], failed: null, passes: {},
-    steps: [step('start'), step('ask'), step('dispatch'), step('ask'), step('done')], events: [], count: 12, ...extra,
+    steps: [step('start'), step('ask'), step('dispatch'), step('ask'), step('done')], events: [], count: 12, variables: null, ...extra,
   };
 }
 
@@ -73,6 +73,19 @@ describe('the canvas mapping: blocks to nodes', () => {
     expect(nodes.get('ask')!.ariaLabel).toBe('ClaudeRequest block ask (Ask Claude), 1 errors');
     expect(nodes.get('dispatch')!.data.unknownType).toBe(true);
     expect(nodes.get('ask')!.data.unknownType).toBe(false);
+  });
+  it('keeps a node\'s measured size when it rebuilds the node for a new look (a problem arrived, a link was added)', () => {
+    // React Flow forgets the handle positions of a node handed over without `measured` until it measures it again,
+    // a frame or more later; a link drag that starts on it meanwhile never begins (the flaky connect() of issue 25).
+    const map = createCanvasMapping();
+    const d = orderAgent();
+    const before = byId(map(input(d)).blocks).get('ask')!;
+    const problem = { file: null, line: 3, column: 1, block: 'ask', field: null, message: 'unreachable', hint: null,
+      code: 'unreachable', severity: 'warning' as const };
+    const after = byId(map(input(d, { problems: [problem] })).blocks).get('ask')!;
+    expect(after).not.toBe(before);
+    expect(after.data).not.toBe(before.data);
+    for (const node of [before, after]) expect(node.measured).toEqual({ width: node.width, height: node.height });
   });
   it('marks what a run did: blocks run (with their steps), the failed one, the ones skipped', () => {
     const { blocks } = createCanvasMapping()(input(orderAgent(), { run: run({ status: 'failed', failed: 'done' }) }));

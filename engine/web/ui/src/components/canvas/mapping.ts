@@ -12,7 +12,8 @@ import { diagramEdges, loopBodies } from '../../model/graph';
 import { IN_PORT, type LayoutResult } from '../../model/layout';
 import { counts } from '../../model/problems';
 import { failedBlocks } from '../../model/run';
-import { edgeLabelText, GROUP_PADDING, NODE_HEIGHT, NODE_WIDTH } from '../../model/sizes';
+import { handlePoint, routeAround, selfLoop, type Rect, type Route } from '../../model/route';
+import { edgeLabelText, GROUP_PADDING, labelWidth, NODE_HEIGHT, NODE_WIDTH } from '../../model/sizes';
 import type { XY } from '../../store';
 import type { BlockNodeType, GroupNodeType, LinkEdgeType, LinkLook, RunMark } from './types';
 
@@ -173,11 +174,43 @@ function groupNodes(blocks: BlockNodeType[], bodies: Array<{ loop: string; membe
   });
 }
 
-function linkEdges(diagram: Diagram | null, links: LinkKeys | null, layout: LayoutResult | null, selectedEdge: string | null,
+/**
+ * A route for every link: ELK's where both blocks sit where ELK put them, else one around the blocks
+ * (model/route), and a link to its own block over its top. Recomputed when the diagram or the layout changes.
+ */
+export function linkRoutes(diagram: Diagram | null, links: LinkKeys | null, layout: LayoutResult | null): Map<string, Route> {
+  const routes = new Map<string, Route>();
+  if (!diagram || !links) return routes;
+  const auto = new Set(diagram.blocks.filter((b) => !Array.isArray(b.position)).map((b) => b.id));
+  const rects = new Map<string, Rect>();
+  for (const b of diagram.blocks) {
+    const p = Array.isArray(b.position) ? { x: Number(b.position[0]) || 0, y: Number(b.position[1]) || 0 } : layout?.nodes[b.id];
+    if (p) rects.set(b.id, { x: p.x, y: p.y, width: NODE_WIDTH, height: NODE_HEIGHT });
+  }
+  const all = [...rects.values()];
+  const byId = new Map(diagram.blocks.map((b) => [b.id, b]));
+  for (const e of diagramEdges(diagram, links)) {
+    const elk = auto.has(e.source) && auto.has(e.target) && e.source !== e.target ? layout?.edges[e.id] : undefined;
+    if (elk) { routes.set(e.id, elk); continue; }
+    const from = rects.get(e.source);
+    const to = rects.get(e.target);
+    const block = byId.get(e.source);
+    if (!from || !to || !block) continue;
+    const ports = portsOf(block, links);
+    const down = e.kind === ERROR;
+    const s = down ? handlePoint(from, 'bottom') : handlePoint(from, 'right', e.kind === NEXT ? 0 : ports.indexOf(e.key) + 1, ports.length + 1);
+    const t = handlePoint(to, 'in');
+    const text = e.kind === NEXT ? edgeLabelText(e.when, e.index, e.count) : '';
+    const width = text ? labelWidth(text) : 0;
+    routes.set(e.id, e.source === e.target ? selfLoop(s, down, t, from, width, all) : routeAround(s, down, t, from, to, all, width));
+  }
+  return routes;
+}
+
+function linkEdges(diagram: Diagram | null, links: LinkKeys | null, routes: Map<string, Route>, selectedEdge: string | null,
   run: RunData | null): LinkEdgeType[] {
   if (!diagram || !links) return [];
   const taken = new Set((run?.links ?? []).map(([s, t]) => `${s}→${t}`));
-  const placed = new Set(diagram.blocks.filter((b) => !Array.isArray(b.position)).map((b) => b.id));
   return diagramEdges(diagram, links).map((e): LinkEdgeType => {
     const look: LinkLook = e.kind === NEXT ? 'next' : e.kind === ERROR ? 'error' : 'port';
     const isTaken = taken.has(`${e.source}→${e.target}`);
@@ -202,7 +235,8 @@ function linkEdges(diagram: Diagram | null, links: LinkKeys | null, layout: Layo
         when: e.when,
         index: e.index,
         count: e.count,
-        route: placed.has(e.source) && placed.has(e.target) ? layout?.edges[e.id] : undefined,
+        route: routes.get(e.id),
+        self: e.source === e.target,
         taken: isTaken,
         dimmed: !!run && !isTaken,
       },
@@ -218,6 +252,26 @@ export function createCanvasMapping(): (input: CanvasInput) => CanvasPicture {
   const bodies = memo((diagram: Diagram | null, compiled: Compiled | null, links: LinkKeys | null) =>
     (diagram && links ? loopBodies(diagram, compiled, links) : []));
   const edges = memo(linkEdges);
+  // an edge whose look did not change keeps its object (an edit of one block, typed in the YAML pane, rebuilds the
+  // list): React Flow and the memoised LinkEdge skip it
+  let edgeCache = new Map<string, { key: string; edge: LinkEdgeType }>();
+  let lastEdges: LinkEdgeType[] = [];
+  const stableEdges = (list: LinkEdgeType[]): LinkEdgeType[] => {
+    const next = new Map<string, { key: string; edge: LinkEdgeType }>();
+    const out = list.map((e) => {
+      const d = e.data!;
+      const key = [e.source, e.target, e.sourceHandle, e.selected, e.animated, e.zIndex, d.label, d.when, d.index, d.count, d.taken,
+        d.dimmed, d.self, (e.markerEnd as { color?: string }).color].join('\u0000');
+      const old = edgeCache.get(e.id);
+      const kept = old && old.key === key && old.edge.data!.route === d.route ? old.edge : e;
+      next.set(e.id, { key, edge: kept });
+      return kept;
+    });
+    edgeCache = next;
+    if (out.length !== lastEdges.length || out.some((e, i) => e !== lastEdges[i])) lastEdges = out;
+    return lastEdges;
+  };
+  const routes = memo(linkRoutes);
   const groups = memo(groupNodes);
   let cache = new Map<string, { facts: NodeFacts; node: BlockNodeType }>();
   let lastBlocks: BlockNodeType[] = [];
@@ -276,7 +330,7 @@ export function createCanvasMapping(): (input: CanvasInput) => CanvasPicture {
     return {
       nodes: lastNodes,
       blocks: lastBlocks,
-      edges: edges(diagram, links, layout, input.selectedEdge, run),
+      edges: stableEdges(edges(diagram, links, routes(diagram, links, layout), input.selectedEdge, run)),
       placed: !lastBlocks.some((n) => n.hidden),
     };
   };

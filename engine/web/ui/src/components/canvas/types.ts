@@ -39,6 +39,8 @@ export type LinkEdgeData = {
   index: number;
   count: number;
   route?: LayoutResult['edges'][string];
+  /** a link from a block to itself: drawn over the block's top, never as a stub */
+  self: boolean;
   taken: boolean;
   dimmed: boolean;
 };

@@ -6,6 +6,7 @@ import {
   addRow, checkParametersCell, columnsFor, formatJsonCell, HISTORY_ROLES, moveRow, removeRow, setCell, tableFromValue,
   valueFromTable, type TableColumn, type TableMode, type TableValue,
 } from '../../model/tables';
+import { plural } from '../../model/plural';
 import { TemplateInput } from './TemplateInput';
 
 export interface TableFieldProps {
@@ -31,7 +32,8 @@ export function TableField({ label, kind, value, onChange, names, testId, regist
     memory.current[table.mode] = value;
     const remembered = memory.current[mode];
     if (remembered !== undefined) { onChange(remembered); return; }
-    if (mode === 'expression') onChange(`{{ ${kind || 'table'} }}`);
+    // `{{ tools }}` would be the function itself: a run refuses it (`not function`); a call gives the table
+    if (mode === 'expression') onChange(kind === 'tools' ? `{{ tools(${registries[0] ? `'${registries[0].group}'` : ''}) }}` : `{{ ${kind || 'table'} }}`);
     else if (mode === 'csv') onChange({ csv: '' });
     else onChange([]);
   };
@@ -72,9 +74,10 @@ function RegistryPicker({ registries, expression, onPick }: { registries: Regist
         <span>Tools from registry group</span>
         <select value={current ?? ''} onChange={(e) => e.target.value && onPick(e.target.value)}>
           <option value="">(choose a group)</option>
-          {registries.map((r) => <option key={r.group} value={r.group}>{r.group} — {r.tools.length} tools</option>)}
+          {registries.map((r) => <option key={r.group} value={r.group}>{r.group} — {r.description || plural(r.tools.length, 'tool')}</option>)}
         </select>
       </label>
+      {reg?.description && <div className="muted small">{reg.description}</div>}
       {reg && (
         <ul className="registry__tools" aria-label={`tools in ${reg.group}`}>
           {reg.tools.map((t) => <li key={t.name}><code>{t.name}</code> <span>{t.description}</span></li>)}

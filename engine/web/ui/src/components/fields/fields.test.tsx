@@ -19,6 +19,30 @@ const schema: JsonSchema = {
 };
 const fields = Object.fromEntries(formFields(schema, { tools: 'tools' }).map((f) => [f.name, f]));
 
+describe('the tools field (issue 29, item 3)', () => {
+  it('switched to an expression, calls tools() with a registry group instead of naming the function', () => {
+    const onChange = vi.fn();
+    render(<TableField label="Tools" kind="tools" value={[]} onChange={onChange} names={[]} testId="field-tools"
+      registries={[{ group: 'orders', description: 'Orders', tools: [] }]} />);
+    fireEvent.click(screen.getByRole('radio', { name: 'Expression' }));
+    expect(onChange).toHaveBeenLastCalledWith("{{ tools('orders') }}");
+  });
+  it('without registries, calls tools() for every tool', () => {
+    const onChange = vi.fn();
+    render(<TableField label="Tools" kind="tools" value={[]} onChange={onChange} names={[]} testId="field-tools" registries={[]} />);
+    fireEvent.click(screen.getByRole('radio', { name: 'Expression' }));
+    expect(onChange).toHaveBeenLastCalledWith('{{ tools() }}');
+  });
+  it('lists each registry group with its description, and counts tools in words', () => {
+    render(<TableField label="Tools" kind="tools" value="{{ tools('orders') }}" onChange={vi.fn()} names={[]} testId="field-tools"
+      registries={[{ group: 'orders', description: "Looking up customers' orders", tools: [{ name: 'get', description: 'd', enabled: true }] },
+        { group: 'misc', description: '', tools: [{ name: 'one', description: 'd', enabled: true }] }]} />);
+    const options = [...screen.getByRole('combobox').querySelectorAll('option')].map((o) => o.textContent);
+    expect(options).toContain("orders — Looking up customers' orders");
+    expect(options).toContain('misc — 1 tool');
+  });
+});
+
 describe('SchemaField', () => {
   it('renders a number input with the range and writes numbers', () => {
     const onChange = vi.fn();

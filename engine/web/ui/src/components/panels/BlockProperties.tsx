@@ -1,5 +1,5 @@
 /** The selected block's form: identity, levels, links, inputs (from inputs_schema), settings, set rows, last run. */
-import { useEffect, useId, useState } from 'react';
+import { useEffect, useId, useRef, useState } from 'react';
 import type { Block, BlockLevels, BlockType, Diagram } from '../../api/types';
 import { formFields } from '../../model/schemaForm';
 import { fieldProblems, blockProblems } from '../../model/problems';
@@ -55,11 +55,26 @@ export function BlockProperties({ block, type, diagram }: { block: Block; type: 
   const covered = (field: string | null) => field !== null && under(field, fields);
   const general = mine.filter((p) => !covered(p.field));
   const steps = run?.data?.steps.filter((s) => s.block === id) ?? [];
+  const focusField = useStudio((s) => s.focusField);
+  const form = useRef<HTMLDivElement>(null);
+  // a problem or a run's error asked for a field: scroll to it and focus it, once
+  useEffect(() => {
+    if (!focusField || !form.current) return;
+    const target = fieldElement(form.current, focusField);
+    useStudio.setState({ focusField: null });
+    if (!target) return;
+    target.scrollIntoView({ block: 'center' });
+    const control = target.matches('input, select, textarea, button') ? target : target.querySelector<HTMLElement>('input, select, textarea, [contenteditable]');
+    control?.focus({ preventScroll: true });
+    const row = target.closest('.field') ?? target;
+    row.classList.add('is-flashing');
+    setTimeout(() => row.classList.remove('is-flashing'), 1200);
+  }, [focusField]);
   const set = (path: string[], value: unknown, coalesce = true) =>
     apply((d) => setField(d, id, path, value), coalesce ? { coalesce: `${id}:${path.join('.')}` } : undefined);
 
   return (
-    <div className="props">
+    <div className="props" ref={form}>
       <header className="props__head">
         <TypeIcon type={block.type} size={18} />
         <div>
@@ -145,6 +160,24 @@ export function BlockProperties({ block, type, diagram }: { block: Block; type: 
       </fieldset>
     </div>
   );
+}
+
+/**
+ * The form's element for a problem's field: `with.temperature` and `temperature` are `field-temperature`,
+ * `next[1].when` the link's condition, `on_error` its picker; else the nearest field of the key it is under.
+ */
+export function fieldElement(form: HTMLElement, field: string): HTMLElement | null {
+  const parts = field.split(/[.[\]]+/).filter(Boolean);
+  const candidates: string[] = [];
+  if (parts[0] === 'with' && parts[1]) candidates.push(`field-${parts[1]}`);
+  if (parts[0] === 'next') candidates.push('field-next', 'field-on_error');
+  candidates.push(`field-${parts[0]}`);
+  if (parts.length > 1) candidates.push(`field-${parts[parts.length - 1]}`);
+  for (const id of candidates) {
+    const found = form.querySelector<HTMLElement>(`[data-testid="${CSS.escape(id)}"]`);
+    if (found) return found;
+  }
+  return null;
 }
 
 /** The id, renamed on Enter or leaving the field; every link naming it follows. */

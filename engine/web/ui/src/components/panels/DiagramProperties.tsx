@@ -1,5 +1,8 @@
 /** With nothing selected: the diagram's own keys and its tool registries. */
-import type { Diagram } from '../../api/types';
+import { useEffect, useState } from 'react';
+import { api } from '../../api/client';
+import type { Diagram, RegistryFile } from '../../api/types';
+import { plural } from '../../model/plural';
 import { useStudio } from '../../store';
 import { FieldRow } from '../fields/FieldRow';
 
@@ -8,12 +11,25 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
   const registries = useStudio((s) => s.registries);
   const problems = useStudio((s) => s.problems);
   const readOnly = useStudio((s) => !!s.session?.read_only);
-  const setKey = (key: string, value: string) =>
+  const setKey = (key: string, value: string | string[]) =>
     apply((d) => {
       const copy: Diagram = { ...d };
-      if (value === '') delete copy[key]; else copy[key] = value;
+      if (value === '' || (Array.isArray(value) && value.length === 0)) delete copy[key]; else copy[key] = value;
       return copy;
     }, { coalesce: `diagram:${key}` });
+  const path = useStudio((s) => s.path);
+  // the folder's registry files, listed when the field is first used (the server reads every YAML file for them)
+  const [files, setFiles] = useState<RegistryFile[] | null>(null);
+  const [wanted, setWanted] = useState(false);
+  useEffect(() => {
+    if (!wanted) return;
+    let live = true;
+    api.registries().then((r) => { if (live) setFiles(r); }, () => { if (live) setFiles([]); });
+    return () => { live = false; };
+  }, [wanted]);
+  // the registry files as the diagram names them: relative to its own folder
+  const folder = path?.includes('/') ? path.slice(0, path.lastIndexOf('/') + 1) : '';
+  const relative = (p: string) => (folder && p.startsWith(folder) ? p.slice(folder.length) : folder ? `${'../'.repeat(folder.split('/').length - 1)}${p}` : p);
   const top = (key: string) => problems.filter((p) => !p.block && p.field === key);
   return (
     <div className="props">
@@ -31,7 +47,20 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
           <FieldRow htmlFor="diagram-tools" label="Tool registry file" problems={top('tools')} description="e.g. registry/orders.yaml">
             {Array.isArray(diagram.tools)
               ? <div className="muted small" data-testid="field-tools">{diagram.tools.join(', ')} <span>(a list: edit it in the file)</span></div>
-              : <input id="diagram-tools" data-testid="field-tools" value={diagram.tools ?? ''} onChange={(e) => setKey('tools', e.target.value)} />}
+              : (
+                <>
+                  <input id="diagram-tools" data-testid="field-tools" list="registry-files" value={diagram.tools ?? ''}
+                    onFocus={() => setWanted(true)} onMouseEnter={() => setWanted(true)}
+                    placeholder={files?.length === 0 ? 'no registry file in this folder' : 'choose a registry file'} onChange={(e) => setKey('tools', e.target.value)} />
+                  <datalist id="registry-files">
+                    {(files ?? []).map((f) => <option key={f.path} value={relative(f.path)}>{f.registry}: {Object.keys(f.groups).join(', ')}</option>)}
+                  </datalist>
+                </>
+              )}
+          </FieldRow>
+          <FieldRow htmlFor="diagram-allowed_modules" label="Allowed modules" problems={top('allowed_modules')}
+            description="modules Function blocks may call, separated by commas: e.g. shop.pricing">
+            <ModuleList value={diagram.allowed_modules} onChange={(modules) => setKey('allowed_modules', modules)} />
           </FieldRow>
         </section>
       </fieldset>
@@ -40,12 +69,25 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
           <h3>Tool groups</h3>
           {registries.map((r) => (
             <details key={r.group} className="registry-group">
-              <summary><code>{r.group}</code> <span className="muted small">{r.tools.length} tools</span></summary>
+              <summary><code>{r.group}</code> <span className="muted small">{r.description ? `${r.description} · ` : ''}{plural(r.tools.length, 'tool')}</span></summary>
               <ul className="registry__tools">{r.tools.map((t) => <li key={t.name}><code>{t.name}</code> <span>{t.description}</span></li>)}</ul>
             </details>
           ))}
         </section>
       )}
     </div>
+  );
+}
+
+/** A list of module names edited as one line, `a.b, c`: the text as typed is kept while it means the same list. */
+function ModuleList({ value, onChange }: { value: string[] | undefined; onChange: (modules: string[]) => void }) {
+  const joined = (value ?? []).join(', ');
+  const [draft, setDraft] = useState(joined);
+  const parse = (text: string) => text.split(',').map((m) => m.trim()).filter((m) => m !== '');
+  // An undo, or another edit of the list, shows the diagram's list; a trailing ", " being typed stays.
+  const shown = parse(draft).join(', ') === joined ? draft : joined;
+  return (
+    <input id="diagram-allowed_modules" data-testid="field-allowed_modules" value={shown} spellCheck={false}
+      onChange={(e) => { setDraft(e.target.value); onChange(parse(e.target.value)); }} />
   );
 }

@@ -21,8 +21,16 @@ export function ProblemsPanel() {
     <ul className="problems" aria-label="Problems">
       {problems.map((p, i) => (
         <li key={i} className={`problem-row problem--${p.severity}`}>
-          <button type="button" className="problem-row__btn" disabled={!p.block}
-            onClick={() => p.block && useStudio.getState().focusBlock(p.block)}>
+          <button type="button" className="problem-row__btn" disabled={!p.block && (p.line === null || p.file !== null)}
+            onClick={() => {
+              const s = useStudio.getState();
+              if (p.block) s.focusBlock(p.block, p.field);
+              // a problem of the text itself (not YAML, no blocks yet): its line in the YAML pane
+              if (p.line !== null && p.file === null && (!p.block || s.paneOpen)) {
+                s.setPaneOpen(true);
+                useStudio.setState({ revealLine: p.line });
+              }
+            }}>
             <span className={`sev sev--${p.severity}`}>{p.severity}</span>
             <span className="problem-row__where">
               {where(p)}

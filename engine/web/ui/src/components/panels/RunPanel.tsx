@@ -1,6 +1,6 @@
 /** Run the diagram: inputs from Start, offline switch, live status, steps, past runs, scenarios. */
 import { useEffect, useMemo, useState } from 'react';
-import type { Block, BlockType } from '../../api/types';
+import type { Block, BlockType, RunData } from '../../api/types';
 import { formatScalar, parseScalar } from '../../model/scalars';
 import { isDirty, useStudio } from '../../store';
 import { msText, startedText, tokensText } from '../../model/run';
@@ -45,29 +45,6 @@ export function RunPanel() {
   const data = run?.data;
   return (
     <div className="run-panel">
-      <section className="section">
-        <h3>Run {path}</h3>
-        {dirty && <div className="note note--warning">Runs use the saved file: your unsaved edits are not part of it.</div>}
-        <form onSubmit={(e) => { e.preventDefault(); submit(); }}>
-          {Object.keys(defaults).length === 0 && <div className="muted small">The Start block declares no inputs.</div>}
-          {Object.keys(defaults).map((k) => (
-            <div className="field" key={k}>
-              <label className="field__label" htmlFor={`run-input-${k}`}>{k}</label>
-              <textarea id={`run-input-${k}`} data-testid={`run-input-${k}`} rows={Math.min(4, Math.max(1, Math.ceil((values[k] ?? '').length / 40)))}
-                value={values[k] ?? ''} onChange={(e) => setValues((v) => ({ ...v, [k]: e.target.value }))} />
-            </div>
-          ))}
-          <div className="run-panel__actions">
-            <label className="check" title={allowOnline ? 'providers answer from recorded/fake replies' : 'this server only allows offline runs'}>
-              <input type="checkbox" checked={allowOnline ? offline : true} disabled={!allowOnline} onChange={(e) => setOffline(e.target.checked)} />
-              <span>Offline</span>
-            </label>
-            <span className="field__spacer" />
-            <button type="submit" className="btn btn--primary" disabled={!path || running}>{running ? 'Running…' : 'Run'}</button>
-          </div>
-        </form>
-      </section>
-
       {run && (
         <section className="section" aria-live="polite">
           <div className="run-status">
@@ -77,9 +54,7 @@ export function RunPanel() {
             <span className="field__spacer" />
             <button type="button" className="btn-link" onClick={closeRun}>clear</button>
           </div>
-          {data?.errors.map((e, i) => (
-            <div key={i} className="note note--error" role="alert"><strong>{e.type}</strong>{e.block ? ` in ${e.block}` : ''}: {e.message}</div>
-          ))}
+          {data && data.status !== 'running' && <RunResult data={data} />}
           {data && data.steps.length > 0 && (
             <table className="grid steps-table" aria-label="Steps">
               <thead><tr><th scope="col">#</th><th scope="col">Block</th><th scope="col">Status</th><th scope="col">ms</th><th scope="col">Tokens</th></tr></thead>
@@ -112,6 +87,29 @@ export function RunPanel() {
           )}
         </section>
       )}
+
+      <section className="section">
+        <h3>Run {path}</h3>
+        {dirty && <div className="note note--warning">Runs use the saved file: your unsaved edits are not part of it.</div>}
+        <form onSubmit={(e) => { e.preventDefault(); submit(); }}>
+          {Object.keys(defaults).length === 0 && <div className="muted small">The Start block declares no inputs.</div>}
+          {Object.keys(defaults).map((k) => (
+            <div className="field" key={k}>
+              <label className="field__label" htmlFor={`run-input-${k}`}>{k}</label>
+              <textarea id={`run-input-${k}`} data-testid={`run-input-${k}`} rows={Math.min(4, Math.max(1, Math.ceil((values[k] ?? '').length / 40)))}
+                value={values[k] ?? ''} onChange={(e) => setValues((v) => ({ ...v, [k]: e.target.value }))} />
+            </div>
+          ))}
+          <div className="run-panel__actions">
+            <label className="check" title={allowOnline ? 'providers answer from recorded/fake replies' : 'this server only allows offline runs'}>
+              <input type="checkbox" checked={allowOnline ? offline : true} disabled={!allowOnline} onChange={(e) => setOffline(e.target.checked)} />
+              <span>Offline</span>
+            </label>
+            <span className="field__spacer" />
+            <button type="submit" className="btn btn--primary" disabled={!path || running}>{running ? 'Running…' : 'Run'}</button>
+          </div>
+        </form>
+      </section>
 
       <section className="section">
         <h3>Past runs</h3>
@@ -160,6 +158,42 @@ export function RunPanel() {
       </section>
     </div>
   );
+}
+
+/** What the run ended with: its errors (a click selects the block) and its final variables. */
+function RunResult({ data }: { data: RunData }) {
+  const variables = data.variables;
+  return (
+    <div className="run-result" data-testid="run-result">
+      {data.errors.map((e, i) => (
+        <button key={i} type="button" className={`note note--error run-result__error${e.ignored || e.handled_by ? ' is-handled' : ''}`}
+          role="alert" disabled={!e.block} onClick={() => e.block && useStudio.getState().focusBlock(e.block, errorField(e.type))}
+          title={e.block ? `select ${e.block}` : undefined}>
+          <strong>{e.type}</strong>{e.block ? ` in ${e.block}` : ''}{e.handled_by ? ` (handled by ${e.handled_by})` : e.ignored ? ' (ignored)' : ''}: {e.message}
+        </button>
+      ))}
+      {variables && Object.keys(variables).length > 0 && (
+        <table className="grid run-result__vars" aria-label="Final variables">
+          <caption className="muted small">Variables at the end</caption>
+          <tbody>
+            {Object.entries(variables).sort(([a], [b]) => Number(b === 'answer') - Number(a === 'answer')).map(([k, v]) => (
+              <tr key={k}><th scope="row"><code>{k}</code></th><td><pre className="run-result__value">{valueText(v)}</pre></td></tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}
+
+/** The input an error type is about, when its name says (`invalid_input` is the block's inputs). */
+function errorField(type: string): string | null {
+  return type === 'invalid_input' ? 'with' : null;
+}
+
+function valueText(v: unknown): string {
+  const text = typeof v === 'string' ? v : JSON.stringify(v, null, 1);
+  return text.length > 600 ? `${text.slice(0, 599)}…` : text;
 }
 
 function asTexts(inputs: Record<string, unknown>): Record<string, string> {

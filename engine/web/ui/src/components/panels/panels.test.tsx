@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanup, render, screen } from '@testing-library/react';
+import { cleanup, fireEvent, render, screen } from '@testing-library/react';
 import type { Step } from '../../api/types';
 import { format, keys, orderAgent, palette } from '../../test/fixtures';
 import { useStudio } from '../../store';
 import { BlockProperties } from './BlockProperties';
+import { DiagramProperties } from './DiagramProperties';
 import { LinksEditor } from './LinksEditor';
 import { where } from './ProblemsPanel';
 import { StepDetails } from './StepDetails';
@@ -74,5 +75,26 @@ describe('BlockProperties', () => {
     expect(screen.getByTestId('field-message_level')).toBeTruthy();
     const other = [...container.querySelectorAll('.section')].find((s) => s.querySelector('h3')?.textContent?.startsWith('Other keys'))!;
     expect([...other.querySelectorAll('.field__label')].map((l) => l.textContent)).toEqual(['max_steps', 'inputs', 'variables']);
+  });
+});
+
+describe('DiagramProperties', () => {
+  function Panel() {
+    const diagram = useStudio((s) => s.diagram);
+    return diagram ? <DiagramProperties diagram={diagram} /> : null;
+  }
+  it('edits allowed_modules (the modules Function blocks may call) as one line, a list in the diagram', () => {
+    const diagram = orderAgent();
+    useStudio.setState({ diagram, saved: diagram, format, palette, links: keys, problems: [], compiled: null, registries: [] });
+    render(<Panel />);
+    const box = screen.getByTestId('field-allowed_modules') as HTMLInputElement;
+    expect(box.value).toBe('');
+    fireEvent.change(box, { target: { value: 'shop.pricing, ' } });
+    expect(useStudio.getState().diagram?.allowed_modules).toEqual(['shop.pricing']);
+    expect(box.value).toBe('shop.pricing, ');  // the comma being typed stays
+    fireEvent.change(box, { target: { value: 'shop.pricing, shop.tax' } });
+    expect(useStudio.getState().diagram?.allowed_modules).toEqual(['shop.pricing', 'shop.tax']);
+    fireEvent.change(box, { target: { value: ' ' } });
+    expect(useStudio.getState().diagram).not.toHaveProperty('allowed_modules');
   });
 });

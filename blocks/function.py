@@ -1,0 +1,177 @@
+"""Function: one plain Python call as a step (`module:function` or `module:Class.method`).
+
+The function is imported when the diagram loads (`Block.code_input`), as tool handlers are: from the
+diagram's folder first, only from the diagram's `allowed_modules`, only what the module itself defines;
+its literal arguments are checked against its signature then. A run calls it with the rendered
+`arguments`, by name: a sync function on a thread of its own, an async one awaited, under `timeout` and
+the run's deadline, past either of which it is abandoned, never waited for (`engine.tools.call_handler`).
+What it returns becomes JSON data (`engine.json_result`); what it raises is a `function_error`, to which
+the executor applies the block's error level. A scenario scripts it by block id, `sub/price` in a
+subdiagram (`services.scripted`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine import Block, BlockError, BlockTimeout, Event, MessageLevel, Report, RunError, json_result
+
+if TYPE_CHECKING:
+    from engine import RunContext  # annotations only: importing the run context loads asyncio
+
+
+class FunctionInputs(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built when a diagram uses the block
+
+    function: str = Field(description="module:function or module:Class.method, written in a module of the diagram's "
+                                      "allowed_modules")
+    # A factory keeps the schema (and the studio's form) free of a default (see blocks/tool_dispatch.py).
+    arguments: dict[str, Any] = Field(default_factory=lambda: {}, description="keyword arguments, by parameter name")
+    timeout: float = Field(default=30, gt=0, description="seconds the call may take")
+
+
+class FunctionOutputs(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
+    result: Any = Field(default=None, description="what the function returned, as JSON data")
+
+
+class Function(Block):
+    """Calls one Python function and outputs its result."""
+
+    Inputs = FunctionInputs
+    Outputs = FunctionOutputs
+    code_input = "function"
+    _code: Callable[..., Any] | None = None
+    """The function, imported when the diagram loaded (`bind_code`)."""
+    _is_async = False
+
+    def bind_code(self, code: Callable[..., Any]) -> None:
+        self._code = code
+        self._is_async = inspect.iscoroutinefunction(code)  # asked once, not at every call
+
+    def check(self, constants: Mapping[str, Any], report: Report) -> None:
+        """The arguments' names against the function's signature: those written literally (the values may be
+        templates; only a whole `arguments` template waits for the run)."""
+        if self._code is None:
+            return
+        arguments = constants.get("arguments")
+        if not isinstance(arguments, Mapping):
+            arguments = self.spec.with_.get("arguments", {})
+            if not isinstance(arguments, Mapping):
+                return
+        try:
+            signature = inspect.signature(self._code)
+        except (TypeError, ValueError):  # a builtin without a signature Python can read
+            return
+        for field, message, hint in _signature_problems(str(self.spec.with_.get("function")), signature, arguments):
+            report(field, message, hint)
+
+    async def run(self, inputs: FunctionInputs, context: RunContext) -> dict[str, Any]:
+        import asyncio  # imported where it runs: loading the block for `validate` needs no event loop
+
+        name = inputs.function
+        scripted = context.services.scripted
+        # By its address from the top run (`sub/price` in a Subdiagram's child), as scenarios name it.
+        reply = scripted.call(context.address, name, inputs.arguments) if scripted is not None else None
+        traced = context.message_level >= MessageLevel.DEBUG  # what an event would hold, made only when kept
+        event: dict[str, Any] = {"function": name, "arguments": context.shown(inputs.arguments)} if traced else {}
+        if reply is not None and traced:
+            event["scripted"] = True
+        began = time.perf_counter()
+        notes: list[str] = []
+        try:
+            value = _scripted(name, reply) if reply is not None else await self._call(inputs, context)
+            try:
+                result = json_result(value, notes)
+            except BlockError as exc:
+                raise BlockError(f"function '{name}' returned {exc.message}", type=exc.type) from None
+        except asyncio.CancelledError:
+            # The run's deadline: the call is abandoned, its thread (if stuck) left running.
+            context.emit(Event.FUNCTION_CALLED, **event, ok=False, duration_ms=_since(began),
+                         error=f"function '{name}' was still running when the run was stopped; it was abandoned")
+            raise
+        except RunError as exc:
+            context.emit(Event.FUNCTION_CALLED, **event, ok=False, duration_ms=_since(began), error=exc.message,
+                         error_type=exc.type)
+            raise
+        if traced:
+            shown: dict[str, Any] = {"notes": notes} if notes else {}
+            if context.message_level >= MessageLevel.DETAILED:
+                shown["result"] = result
+            context.emit(Event.FUNCTION_CALLED, **event, ok=True, duration_ms=_since(began), **shown)
+        return {"result": result}
+
+    async def _call(self, inputs: FunctionInputs, context: RunContext) -> Any:
+        """What the function returned; its failure as the block's error (a timeout, or `function_error`)."""
+        tools = _tools()
+        code, name = self._code, inputs.function
+        assert code is not None, "the loader binds the code of every Function it compiles"
+        try:
+            return await tools.call_handler(code, inputs.arguments, timeout=inputs.timeout, name=name,
+                                            is_async=self._is_async)
+        except RunError:
+            raise  # raised on purpose (an engine.BlockError with a type of its own), or too many calls stuck
+        except tools.HandlerTimeout as exc:
+            still = ", still running" if exc.left_running else ""
+            raise BlockTimeout(f"function '{name}' took longer than its timeout of {inputs.timeout:g} s; "
+                               f"it was abandoned{still}") from None
+        except Exception as exc:  # user code: its failure is the block's error, named by type, without a traceback
+            message = context.trace.redactor.text(f"function '{name}' raised {type(exc).__name__}: {exc}")
+            raise BlockError(message, type="function_error") from None
+
+
+def _tools() -> Any:
+    """engine.tools, imported on the first call: loading the block for `validate` needs no event loop."""
+    global _TOOLS
+    if _TOOLS is None:
+        import engine.tools
+
+        _TOOLS = engine.tools
+    return _TOOLS
+
+
+_TOOLS: Any = None
+
+
+def _scripted(name: str, reply: Mapping[str, Any]) -> Any:
+    """A scenario's reply for the block: its `result`, or its `error` raised as the function's."""
+    if "error" in reply:
+        raise BlockError(f"function '{name}' failed: {reply['error']}", type="function_error")
+    return reply.get("result")
+
+
+def _since(began: float) -> float:
+    return round((time.perf_counter() - began) * 1000, 3)
+
+
+def _signature_problems(function: str, signature: inspect.Signature,
+                        arguments: Mapping[str, Any]) -> list[tuple[str, str, str | None]]:
+    """(field, message, hint) for each argument the function cannot take by name, and each it needs and lacks."""
+    parameters = signature.parameters
+    by_name = {name for name, p in parameters.items()
+               if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
+    any_name = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    shown = f"{function}{signature}"
+    problems: list[tuple[str, str, str | None]] = []
+    for key in arguments:
+        if key in by_name or any_name:
+            continue
+        if key in parameters and parameters[key].kind is inspect.Parameter.POSITIONAL_ONLY:
+            problems.append((f"arguments.{key}", f"{shown} takes '{key}' only by position; a Function passes "
+                             "arguments by name", "make the parameter a plain one in the function"))
+            continue
+        close = difflib.get_close_matches(str(key), sorted(by_name), n=1, cutoff=0.6)
+        problems.append((f"arguments.{key}", f"{shown} has no parameter '{key}'",
+                         f"did you mean '{close[0]}'?" if close else f"its parameters: {', '.join(by_name) or 'none'}"))
+    for name, parameter in parameters.items():
+        if parameter.default is inspect.Parameter.empty and name not in arguments and parameter.kind in (
+                inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_ONLY):
+            problems.append(("arguments", f"missing argument '{name}' of {shown}", f"add {name}: … under arguments"))
+    return problems

@@ -1,0 +1,84 @@
+/**
+ * The context menu on a block or a link: what a right-click offers, each item an action of the store. Items that
+ * wait for other work (run from here: durable runs; open subdiagram: the Subdiagram block) are listed, disabled,
+ * saying why, so the menu gains them by enabling an item.
+ */
+import { useEffect, useRef } from 'react';
+import { NEXT } from '../../model/format';
+import { parseEdgeId } from '../../model/graph';
+import { useStudio, type ContextMenu as Menu } from '../../store';
+
+interface Item {
+  label: string;
+  keys?: string;
+  run?: () => void;
+  /** why it is off */
+  off?: string;
+  danger?: boolean;
+}
+
+function blockItems(menu: Menu): Item[] {
+  const s = useStudio.getState();
+  const readOnly = !!s.session?.read_only;
+  const ro = readOnly ? 'read-only session' : undefined;
+  return [
+    { label: 'Properties', run: () => s.focusBlock(menu.id) },
+    { label: 'Duplicate', keys: 'Ctrl+D', off: ro, run: () => { s.select([menu.id], null); s.copy(); s.pasteClipboard(); } },
+    { label: 'Copy', keys: 'Ctrl+C', run: () => { s.select([menu.id], null); s.copy(); } },
+    { label: 'Show in YAML', run: () => { s.setPaneOpen(true); s.select([menu.id], null); } },
+    { label: 'Run from here', off: 'runs cannot resume from a block yet (durable runs)' },
+    { label: 'Open subdiagram', off: 'no Subdiagram block type yet' },
+    { label: 'Delete', keys: 'Del', off: ro, danger: true, run: () => { s.select([menu.id], null); s.deleteSelection(); } },
+  ];
+}
+
+function linkItems(menu: Menu): Item[] {
+  const s = useStudio.getState();
+  const ro = s.session?.read_only ? 'read-only session' : undefined;
+  const edge = parseEdgeId(menu.id);
+  return [
+    { label: 'Edit condition', off: edge?.kind === NEXT ? undefined : 'only next links have a condition',
+      run: () => { s.select([], menu.id); s.setPanelTab('properties'); } },
+    { label: `Go to ${edge?.source ?? 'source'}`, run: () => edge && s.focusBlock(edge.source) },
+    { label: 'Delete link', keys: 'Del', off: ro, danger: true, run: () => { s.select([], menu.id); s.deleteSelection(); } },
+  ];
+}
+
+export function ContextMenu() {
+  const menu = useStudio((s) => s.contextMenu);
+  const list = useRef<HTMLUListElement>(null);
+  useEffect(() => {
+    if (!menu) return;
+    list.current?.querySelector<HTMLButtonElement>('button:not(:disabled)')?.focus();
+    const close = (e: Event) => {
+      if (e instanceof KeyboardEvent && e.key !== 'Escape') return;
+      if (e.type === 'mousedown' && list.current?.contains(e.target as Node)) return;
+      useStudio.getState().setContextMenu(null);
+    };
+    window.addEventListener('mousedown', close);
+    window.addEventListener('keydown', close);
+    window.addEventListener('blur', close);
+    return () => {
+      window.removeEventListener('mousedown', close);
+      window.removeEventListener('keydown', close);
+      window.removeEventListener('blur', close);
+    };
+  }, [menu]);
+  if (!menu) return null;
+  const items = menu.kind === 'block' ? blockItems(menu) : linkItems(menu);
+  const x = Math.min(menu.x, window.innerWidth - 220);
+  const y = Math.min(menu.y, window.innerHeight - items.length * 32 - 12);
+  return (
+    <ul ref={list} className="context-menu" role="menu" aria-label={menu.kind === 'block' ? `Block ${menu.id}` : 'Link'} style={{ left: x, top: y }}>
+      {items.map((item) => (
+        <li key={item.label} role="none">
+          <button type="button" role="menuitem" disabled={!item.run || !!item.off} title={item.off}
+            className={item.danger ? 'is-danger' : undefined}
+            onClick={() => { useStudio.getState().setContextMenu(null); item.run?.(); }}>
+            <span>{item.label}</span>{item.keys && <kbd>{item.keys}</kbd>}
+          </button>
+        </li>
+      ))}
+    </ul>
+  );
+}

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import type { Diagram } from '../api/types';
+import { linkRoutes } from '../components/canvas/mapping';
+import { keys, orderAgent } from '../test/fixtures';
+import type { Point, Rect } from './route';
+import { NODE_HEIGHT, NODE_WIDTH } from './sizes';
+
+const rect = (p: { x: number; y: number }): Rect => ({ x: p.x, y: p.y, width: NODE_WIDTH, height: NODE_HEIGHT });
+
+/** Whether a segment passes through a block's inside (touching its border where a link enters is allowed). */
+function through(a: Point, b: Point, r: Rect): boolean {
+  const inset = 2;
+  return Math.min(a.x, b.x) < r.x + r.width - inset && Math.max(a.x, b.x) > r.x + inset
+    && Math.min(a.y, b.y) < r.y + r.height - inset && Math.max(a.y, b.y) > r.y + inset;
+}
+
+function overlaps(a: Rect, b: Rect): boolean {
+  return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+}
+
+describe('links routed around blocks (issue 29, item 7)', () => {
+  it('routes the back link from dispatch to ask around the block between them, with placed and auto-placed blocks mixed', () => {
+    const d = orderAgent();
+    // ask and dispatch are placed in the file; done sits between them on the way back, placed by the layout
+    d.blocks = d.blocks.map((b) => (b.id === 'ask' ? { ...b, position: [0, 0] } : b.id === 'dispatch' ? { ...b, position: [600, 0] } : b));
+    const layout = { nodes: { start: { x: -400, y: 0 }, done: { x: 300, y: 0 }, apologise: { x: 0, y: 300 } }, edges: {} };
+    const routes = linkRoutes(d, keys, layout);
+    const back = routes.get('next:dispatch:0')!;
+    const places: Record<string, { x: number; y: number }> = { ...layout.nodes, ask: { x: 0, y: 0 }, dispatch: { x: 600, y: 0 } };
+    for (const [id, p] of Object.entries(places)) {
+      if (id === 'ask' || id === 'dispatch') continue;
+      back.points.slice(1).forEach((q, i) => expect(through(back.points[i], q, rect(p)), `crosses ${id}`).toBe(false));
+    }
+    // every label clear of every block
+    for (const route of routes.values()) {
+      if (route.label) for (const p of Object.values(places)) expect(overlaps(route.label, rect(p))).toBe(false);
+    }
+    // the route's segments are orthogonal
+    back.points.slice(1).forEach((q, i) => expect(q.x === back.points[i].x || q.y === back.points[i].y).toBe(true));
+  });
+
+  it('draws a link to its own block over the block, never as a stub (issue 29, item 6)', () => {
+    const d: Diagram = { diagram: 'd', blocks: [{ id: 'start', type: 'Start', next: 'done', position: [0, 0] },
+      { id: 'done', type: 'Set', next: [{ to: 'done', when: '{{ n < 3 }}' }], position: [400, 0] }] };
+    const loop = linkRoutes(d, keys, null).get('next:done:0')!;
+    const xs = loop.points.map((p) => p.x);
+    const ys = loop.points.map((p) => p.y);
+    expect(Math.max(...xs) - Math.min(...xs)).toBeGreaterThan(NODE_WIDTH);
+    expect(Math.min(...ys)).toBeLessThan(0); // over the block's top
+    expect(overlaps(loop.label!, rect({ x: 400, y: 0 }))).toBe(false);
+  });
+});
