@@ -6,6 +6,7 @@ from blocks.claude_request import ClaudeRequest
 from blocks.function import Function
 from blocks.gemini_request import GeminiRequest
 from blocks.groq_chat_request import GroqChatRequest
+from blocks.http_request import HttpRequest
 from blocks.loop import Loop
 from blocks.set import Set
 from blocks.start import Start
@@ -16,7 +17,7 @@ from engine import Block, BlockRegistry, entry_point_blocks
 __all__ = ["BUILTIN_BLOCKS", "registry"]
 
 BUILTIN_BLOCKS: tuple[type[Block], ...] = (Start, Set, Loop, ClaudeRequest, GroqChatRequest, GeminiRequest,
-                                            ToolDispatch, Function, Subdiagram)
+                                            ToolDispatch, Function, HttpRequest, Subdiagram)
 
 
 def registry(*, plugins: bool = True) -> BlockRegistry:

@@ -18,6 +18,7 @@
         │   ├── ProviderRefused     the model refused, or a safety filter left nothing usable
         │   ├── ProviderBlocked     the vendor blocked the prompt itself
         │   └── OutputTruncated     a tool call was cut off by the token limit
+        ├── HttpError               an HttpRequest failed: an error status, no connection, a host not allowed
         ├── BlockTimeout            a block ran past its timeout
         ├── RunTimeout              the run ran past the Start block's timeout
         ├── StepLimitReached        the run took max_steps steps
@@ -28,7 +29,7 @@
 
     Signals: raised and caught inside one layer, never shown to a user.
     RunFailed                       carries the RunError that ends a run (executor)
-    RetryableProviderError          a ProviderError worth another attempt, with the wait hint (http)
+    RetryableProviderError          a ProviderError or HttpError worth another attempt, with the wait hint (http)
     SimulatorRejected               the simulator refuses a request: vendor status and error body
     DocumentTooLarge                a YAML document expands past the node limit (yamlfile)
     ScenarioFailed                  a scenario's verdict did not pass (pytest plugin)
@@ -50,6 +51,7 @@ __all__ = [
     "DiagramInvalid",
     "DiagramaError",
     "DocumentTooLarge",
+    "HttpError",
     "InputError",
     "InternalError",
     "LoopLimitReached",
@@ -255,6 +257,24 @@ class ProviderError(RunError):
                              status=self.status, vendor_type=self.vendor_type)
 
 
+class HttpError(RunError):
+    """An HttpRequest failed: the server answered an error status (`http_error`), could not be reached
+    (`http_connection_error`) or read (`http_malformed_response`), or the URL's host is not allowed
+    (`host_not_allowed`), a redirect left the host (`http_redirect_refused`), or the run is offline (`http_offline`)."""
+
+    type = "http_error"
+
+    def __init__(self, message: str, *, type: str | None = None, block: str | None = None,
+                 status: int | None = None) -> None:
+        super().__init__(message, type=type, block=block)
+        self.status = status
+
+    def after_attempts(self, attempts: int) -> HttpError:
+        """A new error saying how many attempts were made; this one stays as it was raised."""
+        return HttpError(f"{self.message} (after {attempts} attempts)", type=self.type, block=self.block,
+                         status=self.status)
+
+
 class BlockTimeout(RunError):
     """A block ran past its own timeout."""
 
@@ -314,9 +334,10 @@ class RunFailed(Exception):
 
 
 class RetryableProviderError(Exception):
-    """A ProviderError worth another attempt; `wait` is the vendor's hint in seconds, if any."""
+    """A ProviderError (or an HttpRequest's HttpError) worth another attempt; `wait` is the server's hint in seconds,
+    if any."""
 
-    def __init__(self, error: ProviderError, wait: float | None) -> None:
+    def __init__(self, error: ProviderError | HttpError, wait: float | None) -> None:
         super().__init__(error.message)
         self.error = error
         self.wait = wait

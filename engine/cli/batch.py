@@ -6,6 +6,7 @@ the options, shows progress and the summary, and says how to resume.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -56,7 +57,10 @@ def batch(
     from engine.runs.store import open_store
 
     try:
-        loaded = load_diagram(diagram, blocks_registry(), data_roots=data_root or (), start_servers=True)
+        # Run here, the batch runs with this environment: a secret('NAME') written out must be set in it. Celery's
+        # workers have their own environment: there a run finds an unset secret when it reads it.
+        loaded = load_diagram(diagram, blocks_registry(), data_roots=data_root or (), start_servers=True,
+                              environ=os.environ if backend != "celery" else None)
     except DiagramaError as exc:
         raise fail(exc) from None
     folder = runs_folder(runs_dir)

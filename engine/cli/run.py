@@ -5,6 +5,7 @@ Console output only; loading, running, the run store and drawing are the engine'
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Mapping
 from enum import StrEnum
@@ -133,11 +134,18 @@ def _provider_line(event: Mapping[str, Any]) -> str:
             f"{event.get('stop_reason')}")
 
 
+def _http_line(event: Mapping[str, Any]) -> str:
+    attempts = int(event.get("attempts") or 1)
+    return f"    {event.get('method')} {event.get('url')} → {event.get('status')}" + (
+        f" ({attempts} attempts)" if attempts > 1 else "")
+
+
 _LINES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "block_failed": _failed_line,
     "run_started": _started_line,
     "run_finished": _run_finished_line,
     "provider_called": _provider_line,
+    "http_called": _http_line,
 }
 """The other events shown, one line each (the event names are engine.runtime.trace.Event's)."""
 
@@ -179,7 +187,9 @@ def run(
 
     export = otel_export(otel, "run")
     try:
-        loaded = load_diagram(diagram, blocks_registry(), data_roots=data_root or (), start_servers=True)
+        # The environment it runs with: online, a secret('NAME') written out must be set in it before anything runs.
+        loaded = load_diagram(diagram, blocks_registry(), data_roots=data_root or (), start_servers=True,
+                              environ=None if offline else os.environ)
     except DiagramaError as exc:
         raise fail(exc) from None
     try:

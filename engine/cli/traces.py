@@ -40,6 +40,8 @@ def _step_line(step: Step) -> str:
     if step.model:
         tokens = f" {step.tokens[0]}/{step.tokens[1]} tok" if step.tokens else ""
         detail.append(f"{step.model}{tokens}")
+    if step.http_calls:
+        detail.append("; ".join(step.http_calls))
     if step.scores:
         detail.append("tools " + ", ".join(_tool_score(step, name, score) for name, score in step.scores.items()))
     if step.called_tools:

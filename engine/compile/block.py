@@ -20,7 +20,7 @@ from engine.format.spec import no_values
 
 if TYPE_CHECKING:
     from engine.compile.diagram import Diagram
-    from engine.format.spec import BlockSpec
+    from engine.format.spec import BlockSpec, DiagramSpec
     from engine.runtime.context import RunContext
 
 __all__ = [
@@ -90,14 +90,15 @@ class Block:
 
     @classmethod
     def output_names(cls) -> tuple[str, ...]:
-        return tuple(cls.Outputs.model_fields)
+        """The names a template reads the outputs by: a field's alias where it has one (HttpRequest's `json`)."""
+        return tuple(field.alias or name for name, field in cls.Outputs.model_fields.items())
 
     @classmethod
     def empty_outputs(cls) -> dict[str, Any]:
         """Each output's empty value: what `when` sees after an ignored error."""
         empty: dict[str, Any] = {}
         for name, field in cls.Outputs.model_fields.items():
-            empty[name] = None if field.is_required() else field.get_default(call_default_factory=True)
+            empty[field.alias or name] = None if field.is_required() else field.get_default(call_default_factory=True)
         return empty
 
     def check(self, constants: Mapping[str, Any], report: Report) -> None:  # optional hook
@@ -106,6 +107,10 @@ class Block:
     def bind_code(self, code: Callable[..., Any]) -> None:  # hook of blocks with a `code_input`
         """Load time: the callable `code_input` names, imported; keep it for `check` and `run`."""
         raise NotImplementedError(f"{type(self).__name__} declares a code_input and must take its code")
+
+    def check_diagram(self, diagram: DiagramSpec, report: Report) -> None:  # optional hook
+        """Load-time checks of this block's inputs as written (`self.spec.with_`, templates and all) against the
+        diagram's top-level keys (HttpRequest's URL against `allowed_hosts`); call `report` per problem."""
 
     diagram_input: ClassVar[str | None] = None
     """An input naming another diagram file that this block runs (Subdiagram's `diagram`). Written as a literal

@@ -41,11 +41,13 @@ class Loading:
     """The resolved files being loaded, outermost first: a child among them closes a cycle."""
     done: dict[Path, Diagram | list[Problem]] = field(default_factory=dict)
     """Each child file loaded so far (resolved path): its diagram, or its problems."""
+    environ: Mapping[str, str] | None = None
+    """The environment the run will have, in which a child's literal `secret('NAME')`s must be set too."""
 
     def within(self, path: Path) -> Loading:
         """The loading of `path`'s own children: `path` joins the stack, the rest is shared."""
         return Loading(self.registry, self.functions, self.data_roots, self.start_servers, self.load,
-                       (*self.stack, path), self.done)
+                       (*self.stack, path), self.done, self.environ)
 
 
 def _chain(stack: tuple[Path, ...], back: Path) -> str:

@@ -248,6 +248,15 @@ class Diagram:
         return found
 
     @functools.cached_property
+    def listed_secrets(self) -> tuple[str, ...]:
+        """The names its `secrets:` lists, and those of the subdiagrams loaded with it: what a run of it redacts."""
+        names = dict.fromkeys(self.spec.secrets)
+        for block in self.blocks.values():
+            if block.child is not None:
+                names.update(dict.fromkeys(block.child.listed_secrets))
+        return tuple(names)
+
+    @functools.cached_property
     def directory(self) -> DataFolder:
         """Where the diagram's relative paths start, with the data roots: the only places it reads files from."""
         return DataFolder(self.path.parent, self.data_roots)

@@ -23,6 +23,7 @@ from jinja2 import nodes
 from engine.compile.block import BlockRegistry
 from engine.compile.children import Loading, load_children
 from engine.compile.diagram import Diagram
+from engine.compile.secrets import SECRET_FUNCTION, secret_function
 from engine.compile.validate import compile_diagram
 from engine.errors import DiagramInvalid, Problem
 from engine.format.dialect import ambiguity
@@ -60,14 +61,16 @@ def load_diagram_text(
     functions: Mapping[str, Any] | None = None,
     data_roots: DataRoots = (),
     start_servers: bool = False,
+    environ: Mapping[str, str] | None = None,
 ) -> Diagram:
     """Load and validate a diagram's text; `data_roots` are folders besides its own that its paths may reach.
 
     `start_servers`: start its registries' MCP servers now and list their tools (to run it); otherwise they are
-    checked without starting, and the run starts them.
+    checked without starting, and the run starts them. `environ`: the environment it is about to run with, in which
+    each `secret('NAME')` written with a literal name must be set (None: only that the diagram lists the name).
     """
     roots = tuple(Path(root) for root in data_roots)
-    loading = Loading(registry, functions, roots, start_servers, _load_child, (path.resolve(),))
+    loading = Loading(registry, functions, roots, start_servers, _load_child, (path.resolve(),), environ=environ)
     with _no_gc_pauses():
         try:
             return _load_text(text, path, loading)
@@ -84,13 +87,16 @@ def _load_child(path: Path, loading: Loading) -> Diagram:
 
 
 def _load_text(text: str, path: Path, loading: Loading) -> Diagram:
-    registry, functions, data_roots, start_servers = (loading.registry, loading.functions, loading.data_roots,
-                                                      loading.start_servers)
+    registry, functions, data_roots, start_servers, environ = (loading.registry, loading.functions, loading.data_roots,
+                                                               loading.start_servers, loading.environ)
     problems: list[Problem] = []
     ambiguous: list[Ambiguous] = []
     data, lines = read_yaml_text(text, str(path), problems, ambiguous)
     problems.extend(_ambiguity_warnings(ambiguous, data, str(path)))
     extra: dict[str, Any] = dict(functions or {})
+    listed = data.get("secrets") if isinstance(data, dict) else None  # another shape is DiagramSpec's to report
+    extra.setdefault(SECRET_FUNCTION, secret_function(
+        [name for name in listed if isinstance(name, str)] if isinstance(listed, list) else [], environ))
     tools = None
     spec = data.get("tools") if isinstance(data, dict) else None
     # Another shape is DiagramSpec's problem to report.
@@ -125,7 +131,8 @@ def _load_text(text: str, path: Path, loading: Loading) -> Diagram:
 def _load_run_time_child(path: Path, loading: Loading) -> Diagram:
     with _no_gc_pauses():
         return _load_text(_read(path), path, Loading(loading.registry, loading.functions, loading.data_roots,
-                                                     loading.start_servers, _load_child, (path.resolve(),)))
+                                                     loading.start_servers, _load_child, (path.resolve(),),
+                                                     environ=loading.environ))
 
 
 def _ambiguity_warnings(found: list[Ambiguous], data: Any, file: str) -> list[Problem]:
@@ -237,15 +244,17 @@ def _check_registry_path(name: str, folder: DataFolder) -> None:
 
 
 def load_diagram(path: str | Path, registry: BlockRegistry, *, functions: Mapping[str, Any] | None = None,
-                 data_roots: DataRoots = (), start_servers: bool = False) -> Diagram:
+                 data_roots: DataRoots = (), start_servers: bool = False,
+                 environ: Mapping[str, str] | None = None) -> Diagram:
     """Load and validate a diagram file; raise DiagramInvalid listing every problem.
 
     The files it names (CSV tables, tool registries) must lie in its folder or in one of `data_roots`.
-    `start_servers`: start its MCP servers now, to run it (see `load_diagram_text`).
+    `start_servers`: start its MCP servers now, to run it; `environ`: the environment it will run with (see
+    `load_diagram_text`).
     """
     path = Path(path)
     return load_diagram_text(_read(path), path, registry, functions=functions, data_roots=data_roots,
-                             start_servers=start_servers)
+                             start_servers=start_servers, environ=environ)
 
 
 def _read(path: Path) -> str:

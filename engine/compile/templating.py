@@ -295,7 +295,10 @@ class TemplateEnv:
         # Surrounding whitespace (YAML block scalars add a newline) does not make text.
         return stripped.startswith("{{") and stripped.endswith("}}")
 
-    def new_scope(self, values: dict[str, Any]) -> Scope:
+    def new_scope(self, values: dict[str, Any], environ: Mapping[str, str] | None = None) -> Scope:
+        """A run's scope: `values`, then each template function; one that reads the environment (`secret`, by its
+        `for_run`) bound to the run's `environ`."""
         for name, function in self.functions.items():
-            values.setdefault(name, function)
+            bind = getattr(function, "for_run", None) if environ is not None else None
+            values.setdefault(name, function if bind is None else bind(environ))
         return Scope(self, values)

@@ -1,21 +1,25 @@
 """Keys scrubbed from everything that leaves a run: trace lines, results, the store, files, consoles.
 
 One `Redactor` per run, built once from the run's secrets (environment values that hold
-keys, `Services.secrets()`), replaces with `[REDACTED]`: each secret, the keys of the
-three vendors that nobody registered, and the masked forms vendors print of a key
-(`sk-ant-...3456`, `gsk_ab****wxyz`). It leaves everything else as it was. The base64 `data` of an
-image or document part is scrubbed of the secrets alone: a vendor key's shape (`AIza` and ten
-letters) turns up by chance in a few percent of megabyte-sized images, and scrubbing it there
-would break the file.
+keys, and those a diagram lists in `secrets:`: `Services.secrets()`), replaces with `[REDACTED]`:
+each secret, also as it reads escaped inside JSON text and percent-encoded in a URL (a password
+with a quote or a slash), the keys of the three vendors that nobody registered, and the masked
+forms vendors print of a key (`sk-ant-...3456`, `gsk_ab****wxyz`). It leaves everything else as it was.
+The base64 `data` of an image or document part is scrubbed of the secrets alone: a vendor key's
+shape (`AIza` and ten letters) turns up by chance in a few percent of megabyte-sized images, and
+scrubbing it there would break the file.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import quote, quote_plus
 
+import orjson
 from ahocorasick_rs import BytesAhoCorasick
 from pydantic import BaseModel
 
@@ -45,7 +49,7 @@ class Redactor:
     __slots__ = ("_byte_secrets", "_bytes_to_scrub", "_secrets")
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        unique = {s for s in secrets if s and len(s) >= _MIN_SECRET}
+        unique = {form for s in secrets if s and len(s) >= _MIN_SECRET for form in _forms(s)}
         # Longest first, so a key that contains another is replaced whole.
         self._secrets = tuple(sorted(unique, key=len, reverse=True))
         self._byte_secrets = tuple(s.encode() for s in self._secrets)
@@ -180,6 +184,26 @@ class Redactor:
                 dumped = repr(value)
         scrubbed = self._value(dumped, depth + 1)
         return value if scrubbed is dumped or scrubbed == dumped else scrubbed
+
+
+def _escaped(text: str) -> set[str]:
+    """`text` as it reads inside JSON text: orjson's form and `json`'s ASCII-only one."""
+    return {orjson.dumps(text)[1:-1].decode(), json.dumps(text)[1:-1]}
+
+
+def _forms(secret: str) -> set[str]:
+    """A secret as it may be written out: itself; percent-encoded in a URL's path or query (httpx encodes a query
+    value as `quote_plus` does); and each of those escaped inside JSON text, up to three times over (a body that
+    quotes the secret in JSON, kept as text in an output, written in a trace line)."""
+    forms = {secret}
+    if not secret.isascii() or not all(c.isalnum() or c in "-._~" for c in secret):
+        forms |= {quote(secret, safe=""), quote(secret), quote_plus(secret)}
+    if any(c in secret for c in '"\\') or not secret.isprintable() or not secret.isascii():
+        layer = set(forms)
+        for _ in range(3):
+            layer = {escaped for form in layer for escaped in _escaped(form)} - forms
+            forms |= layer
+    return forms
 
 
 _REDACTED_BYTES = REDACTED.encode()

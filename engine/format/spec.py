@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from engine.format.hosts import read_host_entry
 from engine.format.levels import DEFAULT, ERROR_LEVELS, MESSAGE_LEVELS, ErrorLevel, MessageLevel
 from engine.format.links import LINK_KEYS
 
@@ -23,6 +24,7 @@ __all__ = [
     "ERROR_LEVELS",
     "LINK_KEYS",
     "MESSAGE_LEVELS",
+    "SECRET_NAME_PATTERN",
     "BlockSpec",
     "DiagramSpec",
     "ErrorLevel",
@@ -32,6 +34,17 @@ __all__ = [
 ]
 
 BLOCK_ID_PATTERN = r"^[A-Za-z0-9_-]+$"
+SECRET_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+"""An environment variable's name, as `secrets:` lists them."""
+
+
+def _host_entry(value: str) -> str:
+    read_host_entry(value)  # a ValueError names what is wrong; pydantic makes it the problem's message
+    return value
+
+
+HostEntryText = Annotated[str, AfterValidator(_host_entry)]
+SecretName = Annotated[str, Field(pattern=SECRET_NAME_PATTERN)]
 
 
 def _capitalised(value: Any) -> Any:
@@ -105,6 +118,14 @@ class DiagramSpec(BaseModel):
     description: str = ""
     tools: str | list[str] | None = Field(
         default=None, description="tool registry files or folders, relative to this file"
+    )
+    allowed_hosts: tuple[HostEntryText, ...] = Field(
+        default=(), description="hosts HttpRequest blocks may call: api.example.com, *.example.com (its subdomains), "
+                                "localhost:8080 (that port only); none by default"
+    )
+    secrets: tuple[SecretName, ...] = Field(
+        default=(), description="environment variables templates may read with secret('NAME'); their values are "
+                                "redacted from every output"
     )
     allowed_modules: list[str] = Field(
         default_factory=lambda: [], description="modules whose functions Function blocks may call (and their submodules)"

@@ -4,7 +4,8 @@
 the neutral types, one adapter per vendor, Anthropic's temperature rule, each vendor's
 thinking / reasoning_effort rule and what it takes of parts and response schemas, the
 `response_schema` input type and the reading of a structured answer, the message parts,
-`ask` (the run's request path) and the simulator. Sending, the client pool and the simulator's
+`ask` (the run's request path) and the simulator; and HttpRequest's: its URL checks against
+`allowed_hosts` and `send_web`. Sending, the client pool and the simulator's
 checks are this package's own (`engine.providers.http`, `.clients`, `.simulator`).
 """
 
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 from engine.format.lazy import lazy_face
 
 if TYPE_CHECKING:
+    from engine.format.hosts import literal_url_refusal
     from engine.format.parts import Message, Part, PartsError, parts_of
     from engine.providers.anthropic import Anthropic, Sampling, sampling_version, thinking_refusal
     from engine.providers.anthropic_inputs import claude_output_refusal, claude_parts_refusal
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from engine.providers.http import Exchanges, Retried
     from engine.providers.simulator import RecordedRequest, Simulator
     from engine.providers.structured import ResponseSchema, read_output
+    from engine.providers.web import Fetched, Outgoing, checked_url, send_web, status_error, web_outputs
     from engine.providers.wire import (
         FINISHES,
         Adapter,
@@ -45,6 +48,8 @@ if TYPE_CHECKING:
 # Names load on first use (PEP 562): a block module needs the adapters and wire types to be
 # defined, and only a run that sends needs `ask`, httpx and the simulator.
 _HOMES = {
+    # Checked at load, with the standard library's URL parser: `validate` loads no HTTP client.
+    "engine.format.hosts": ["literal_url_refusal"],
     "engine.format.parts": ["Message", "Part", "PartsError", "parts_of"],
     "engine.providers.anthropic": ["Anthropic", "Sampling", "sampling_version", "thinking_refusal"],
     "engine.providers.anthropic_inputs": ["claude_output_refusal", "claude_parts_refusal"],
@@ -57,6 +62,7 @@ _HOMES = {
     "engine.providers.http": ["Exchanges", "Retried"],
     "engine.providers.simulator": ["RecordedRequest", "Simulator"],
     "engine.providers.structured": ["ResponseSchema", "read_output"],
+    "engine.providers.web": ["Fetched", "Outgoing", "checked_url", "send_web", "status_error", "web_outputs"],
     "engine.providers.wire": ["FINISHES", "Adapter", "HttpCall", "Refusal", "Reply", "Request", "ToolCall",
                               "ToolSpec", "WireError", "file_parts", "system_text", "valid_tool_name"],
 }
@@ -71,10 +77,12 @@ __all__ = [
     "Answer",
     "Anthropic",
     "Exchanges",
+    "Fetched",
     "Gemini",
     "Groq",
     "HttpCall",
     "Message",
+    "Outgoing",
     "Part",
     "PartsError",
     "RecordedRequest",
@@ -90,6 +98,7 @@ __all__ = [
     "ToolSpec",
     "WireError",
     "ask",
+    "checked_url",
     "claude_output_refusal",
     "claude_parts_refusal",
     "file_parts",
@@ -99,11 +108,15 @@ __all__ = [
     "gemini_thinking_refusal",
     "groq_output_refusal",
     "groq_parts_refusal",
+    "literal_url_refusal",
     "parts_of",
     "read_output",
     "reasoning_refusal",
     "sampling_version",
+    "send_web",
+    "status_error",
     "system_text",
     "thinking_refusal",
     "valid_tool_name",
+    "web_outputs",
 ]

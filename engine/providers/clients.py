@@ -2,11 +2,14 @@
 
 A client belongs to the event loop it was first used on and keeps the transport it was
 made with, so the pool (`Services.http_clients`) is keyed by vendor, loop and transport.
+A pooled client keeps no cookies: the runs that share it (a batch's, the studio's) must not
+share a server's session, nor send one run's cookie with another's request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import http.cookiejar
 from typing import TYPE_CHECKING
 
 import httpx
@@ -32,8 +35,13 @@ def client_for(services: Services, vendor: str, transport: httpx.AsyncBaseTransp
     if client is None or client.is_closed:
         for stale in [k for k in pool if k[1] != loop_id]:
             del pool[stale]
-        client = pool[key] = httpx.AsyncClient(transport=transport, limits=_LIMITS, timeout=None)
+        client = pool[key] = httpx.AsyncClient(transport=transport, limits=_LIMITS, timeout=None, cookies=_no_cookies())
     return client
+
+
+def _no_cookies() -> http.cookiejar.CookieJar:
+    """A jar that keeps nothing: its policy accepts no domain."""
+    return http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
 
 
 def simulator_for(services: Services) -> OfflineVendors:

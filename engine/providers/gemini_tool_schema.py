@@ -118,6 +118,10 @@ class _Converter:
         if not isinstance(schema, dict):
             self.refuse(path, f"a schema must be a mapping, not {orjson.dumps(schema).decode()}",
                         "write {} for any value")
+        for key, shape in (("$defs", dict), ("definitions", dict), ("properties", dict), ("anyOf", list)):
+            if key in schema and not isinstance(schema[key], shape):  # a hand-written schema's slip, named, not a crash
+                self.refuse(f"{path}.{key}", f"{key} must be a {'mapping' if shape is dict else 'list'}, not "
+                                             f"{orjson.dumps(schema[key]).decode()}")
         defs = {**defs, **schema.get("$defs", {}), **schema.get("definitions", {})}
         if "$ref" in schema:
             return self.reference(schema, path, defs, seen)

@@ -1,53 +1,81 @@
-"""Sending one vendor request: the overall deadline, retries and backoff.
+"""Sending one HTTP request as a run makes it: the overall deadline, retries and backoff.
 
+Two callers share the one retry loop: a request block's POST to its vendor (`send`, judged by the
+vendor's adapter: only a 2xx with JSON is an answer), and an HttpRequest block's call (`fetch`: any
+method, every final status handed back with its raw body, redirects followed on the same host only).
 Retries follow docs/VENDORS.md ("Retries"): 408, 409, 429 and 5xx and dropped connections, with
-`x-should-retry` deciding first, then `retry-after-ms`, `retry-after` or Gemini's
-`retryDelay` as the wait, else exponential backoff with jitter — never past the
-block's timeout. A response body is read as a stream and refused past `max_body`
-bytes (32 MB by default), so a runaway body cannot fill memory. A streamed reply (`assemble`) is read event by
-event into the body the non-streaming call gives, each piece of text handed on as it comes: a stream that breaks
-before its first piece is retried like a request, one that breaks after it is `stream_interrupted`. Knows no vendor's JSON
-beyond the error hints it reads, and no run: each attempt and retry is told to the hooks
-the caller passes (the run's trace).
+`x-should-retry` deciding first, then `retry-after-ms`, `retry-after` or Gemini's `retryDelay` as the
+wait, else exponential backoff with jitter — never past the block's timeout. A response body is read as
+a stream and refused past `max_body` bytes (32 MB by default), so a runaway body cannot fill memory. A
+vendor's streamed reply (`assemble`) is read event by event into the body the non-streaming call gives,
+each piece of text handed on as it comes: a stream that breaks before its first piece is retried like a
+request, one that breaks after it is `stream_interrupted`. Knows no vendor's JSON beyond the error hints
+it reads, and no run: each attempt and retry is told to the hooks the caller passes (the run's trace).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
-import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 import httpx
 import orjson
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, stop_any
-from tenacity.stop import stop_base
 
-from engine.errors import BlockTimeout, ProviderError
-from engine.errors import RetryableProviderError as _Retryable
+from engine.errors import BlockTimeout, HttpError, ProviderError
+from engine.providers.retries import Retried, Retryable, StopAtDeadline, retryable, retrying, wait_hint
 from engine.providers.streaming import Assembler, StreamBroke, StreamReader, TextSink
 from engine.providers.wire import Adapter, HttpCall, WireError
 
 if TYPE_CHECKING:
     from engine.runtime.context import VendorSlots
 
-__all__ = ["MAX_BODY_BYTES", "MAX_RETRIES", "Exchanges", "Response", "Retried", "SendHooks", "base_url", "send"]
+__all__ = ["MAX_BODY_BYTES", "MAX_REDIRECTS", "MAX_RETRIES", "Exchanges", "Fetched", "Outgoing", "Response", "Retried",
+           "SendHooks", "base_url", "fetch", "send"]
 
 MAX_RETRIES = 4
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """The most a vendor response body may hold (Anthropic's own request limit is 32 MB)."""
-_RETRY_STATUSES = frozenset({408, 409, 429})
+MAX_REDIRECTS = 5
+"""Redirects an HttpRequest follows (on its own host) within one attempt."""
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_SHOWN_TEXT = 10_000
+"""Characters of a body that is not JSON that a Detailed trace keeps."""
 
 
 @dataclass(slots=True)
 class Response:
+    """A vendor's 2xx answer, its JSON read."""
+
     status: int
     body: Any
     headers: dict[str, str]
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One request as it is sent: method, URL, headers, body bytes, and the body as a Detailed trace shows it."""
+
+    method: str
+    url: str | httpx.URL
+    """Text, or the URL already parsed (HttpRequest's, as its host was checked): parsed once, not again."""
+    headers: dict[str, str]
+    content: bytes | None = None
+    shown: Any = None
+
+
+@dataclass(slots=True)
+class Fetched:
+    """What an HttpRequest got: the final status (of the last attempt), headers, the raw body, the URL answered."""
+
+    status: int
+    headers: dict[str, str]
+    raw: bytes
+    url: httpx.URL
     attempts: int
 
 
@@ -57,10 +85,6 @@ class Exchanges(Protocol):
     def requested(self, method: str, url: str, headers: dict[str, str], body: Any, attempt: int) -> None: ...
 
     def responded(self, status: int, headers: dict[str, str], body: Any, duration_ms: float, attempt: int) -> None: ...
-
-
-Retried = Callable[[int, float, str], None]
-"""retried(attempt, wait_s, reason): the attempt that failed, the wait before the next one, and why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,45 +118,6 @@ def _join(base: str, path: str) -> str:
     return base + path
 
 
-def _seconds(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        parsed = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):  # neither seconds nor an HTTP date ("soon"): back off as if it were absent
-        return None
-    return max(0.0, parsed.timestamp() - time.time())
-
-
-def _wait_hint(response: httpx.Response, body: Any) -> float | None:
-    milliseconds = response.headers.get("retry-after-ms")
-    if milliseconds:
-        try:
-            return float(milliseconds) / 1000
-        except ValueError:
-            pass
-    after = _seconds(response.headers.get("retry-after"))
-    if after is not None:
-        return after
-    if isinstance(body, dict):  # Gemini: google.rpc.RetryInfo in the error details
-        for detail in (body.get("error") or {}).get("details") or []:
-            delay = detail.get("retryDelay") if isinstance(detail, dict) else None
-            if isinstance(delay, str) and delay.endswith("s"):
-                try:
-                    return float(delay[:-1])
-                except ValueError:
-                    pass
-    return None
-
-
-def _backoff(attempt: int) -> float:
-    return float(min(0.5 * 2 ** (attempt - 1), 8.0) * (1 - 0.25 * random.random()))  # jitter, not security
-
-
 def _decoded(raw: bytes) -> tuple[Any, bool]:
     """The body as JSON, or (a readable prefix, True) when it is not JSON."""
     try:
@@ -141,47 +126,70 @@ def _decoded(raw: bytes) -> tuple[Any, bool]:
         return raw[:2000].decode("utf-8", "replace"), True
 
 
-class _Attempts:
-    """One send's attempts: each call posts once and returns the 2xx response or raises."""
+_T = TypeVar("_T")
+_T_co = TypeVar("_T_co", covariant=True)
 
-    __slots__ = ("adapter", "assemble", "block", "body", "client", "count", "deadline", "headers", "hooks", "payload",
-                 "timeout", "url")
 
-    def __init__(self, client: httpx.AsyncClient, url: str, call: HttpCall, headers: dict[str, str], adapter: Adapter,
-                 block: str, timeout: float, hooks: SendHooks,
-                 assemble: Callable[[], Assembler] | None = None) -> None:
-        self.client, self.url, self.headers, self.adapter = client, url, headers, adapter
-        self.body, self.payload = call.body, orjson.dumps(call.body)
+class _Reading(Protocol[_T_co]):
+    """How one caller reads what came back: its errors, what a trace shows, redirects, and the verdict."""
+
+    @property
+    def label(self) -> str:
+        """Who answered, as messages name it (the vendor, or the host)."""
+
+    def error(self, message: str, kind: str) -> ProviderError | HttpError:
+        """The caller's error of `kind` (`connection_error`, `malformed_response`)."""
+
+    def shown(self, raw: bytes | dict[str, Any]) -> Any:
+        """A body as a Detailed trace shows it (bytes, or a stream's assembled reply)."""
+
+    def follow(self, response: httpx.Response, hop: int) -> httpx.Request | None:
+        """The request a redirect leads to, when it is to be followed; None to keep this response."""
+
+    def judge(self, response: httpx.Response, raw: bytes | dict[str, Any], attempt: int) -> _T_co:
+        """The answer; raises Retryable for one worth another attempt, or the caller's error."""
+
+
+class _Settled(Retryable):
+    """A status worth another attempt that, if it is the last one, is still an answer: the caller judges it."""
+
+    def __init__(self, error: HttpError, wait: float | None, settled: Fetched) -> None:
+        super().__init__(error, wait)
+        self.settled = settled
+
+
+class _Attempts(Generic[_T]):
+    """One send's attempts: each call sends once (following the redirects its reading allows) and returns the
+    reading's answer, or raises."""
+
+    __slots__ = ("assemble", "block", "client", "count", "deadline", "hooks", "outgoing", "reading", "timeout")
+
+    def __init__(self, client: httpx.AsyncClient, outgoing: Outgoing, reading: _Reading[_T], block: str,
+                 timeout: float, hooks: SendHooks, assemble: Callable[[], Assembler] | None = None) -> None:
+        self.client, self.outgoing, self.reading = client, outgoing, reading
         self.block, self.timeout, self.hooks = block, timeout, hooks
         self.deadline = hooks.clock() + timeout
         self.count = 0
         self.assemble = assemble
+        """A vendor's streamed reply: a fresh assembler per attempt reads a 2xx's events into the reply's body."""
 
     def timed_out(self) -> BlockTimeout:
         return BlockTimeout(f"block '{self.block}' timed out after {self.timeout:g} s (its 'timeout' input), "
                             "retries included", block=self.block)
 
-    async def __call__(self) -> Response:
+    async def __call__(self) -> _T:
         self.count += 1
         remaining = self.deadline - self.hooks.clock()
         if remaining <= 0:
             raise self.timed_out()
-        exchanges = self.hooks.exchanges
-        if exchanges is not None:
-            exchanges.requested("POST", self.url, self.headers, self.body, self.count)
-        began = time.perf_counter()
-        response, raw = await self._post(remaining)
-        body, malformed = _decoded(raw) if isinstance(raw, bytes) else (raw, False)
-        if exchanges is not None:
-            exchanges.responded(response.status_code, dict(response.headers), body,
-                                round((time.perf_counter() - began) * 1000, 3), self.count)
-        return self._judge(response, body, malformed)
+        response, raw = await self._exchange(remaining)
+        return self.reading.judge(response, raw, self.count)
 
-    def _too_large(self) -> ProviderError:
+    def _too_large(self) -> ProviderError | HttpError:
         limit = self.hooks.max_body
         size = f"{limit / 1024 / 1024:g} MB" if limit >= 1024 * 1024 else f"{limit} bytes"
-        return ProviderError(f"{self.adapter.vendor} sent a response body larger than {size}; stopped reading it",
-                             type="provider_malformed_response", block=self.block)
+        return self.reading.error(f"{self.reading.label} sent a response body larger than {size}; stopped reading it",
+                                  "malformed_response")
 
     async def _read(self, response: httpx.Response) -> bytes:
         """The body, streamed, refused as soon as it passes the cap (a declared length past it is refused unread)."""
@@ -198,23 +206,43 @@ class _Attempts:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    async def _post(self, remaining: float) -> tuple[httpx.Response, bytes | dict[str, Any]]:
-        """The response and its body: the raw bytes, or a stream's assembled reply."""
-        limits = self.hooks.limits
+    async def _exchange(self, remaining: float) -> tuple[httpx.Response, bytes | dict[str, Any]]:
+        """The final response and its body: the raw bytes, or a stream's assembled reply."""
+        limits, reading, exchanges = self.hooks.limits, self.reading, self.hooks.exchanges
+        outgoing = self.outgoing
         reader: StreamReader | None = None
+        raw: bytes | dict[str, Any]
         try:
             async with asyncio.timeout(remaining):
-                async with limits.slot(self.adapter.vendor) if limits is not None else contextlib.nullcontext():
-                    request = self.client.build_request("POST", self.url, content=self.payload, headers=self.headers,
-                                                        timeout=httpx.Timeout(remaining))
-                    response = await self.client.send(request, stream=True)
-                    try:
-                        if self.assemble is not None and 200 <= response.status_code < 300:
-                            reader = StreamReader(self.assemble(), self.hooks.on_text, self.hooks.max_body)
-                            return response, await reader.read(response.aiter_lines(), self._too_large)
-                        return response, await self._read(response)
-                    finally:
-                        await response.aclose()
+                async with limits.slot(reading.label) if limits is not None else contextlib.nullcontext():
+                    request = self.client.build_request(outgoing.method, outgoing.url, content=outgoing.content,
+                                                        headers=outgoing.headers, timeout=httpx.Timeout(remaining))
+                    shown_headers, shown_body = outgoing.headers, outgoing.shown
+                    hop = 0
+                    while True:
+                        if exchanges is not None:
+                            exchanges.requested(request.method, str(request.url), shown_headers, shown_body,
+                                                self.count)
+                        began = time.perf_counter()
+                        response = await self.client.send(request, stream=True)
+                        try:
+                            if self.assemble is not None and 200 <= response.status_code < 300:
+                                reader = StreamReader(self.assemble(), self.hooks.on_text, self.hooks.max_body)
+                                raw = await reader.read(response.aiter_lines(), self._too_large)
+                            else:
+                                raw = await self._read(response)
+                        finally:
+                            await response.aclose()
+                        if exchanges is not None:
+                            exchanges.responded(response.status_code, dict(response.headers), reading.shown(raw),
+                                                round((time.perf_counter() - began) * 1000, 3), self.count)
+                        following = reading.follow(response, hop)
+                        if following is None:
+                            return response, raw
+                        hop += 1
+                        request = following
+                        shown_headers = dict(request.headers)
+                        shown_body = shown_body if request.method == outgoing.method else None
         except (TimeoutError, httpx.TimeoutException):
             raise self.timed_out() from None
         except StreamBroke as broke:
@@ -222,76 +250,142 @@ class _Attempts:
         except EOFError:
             raise self._broken(reader, None, "the stream ended before the reply did", True) from None
         except WireError as exc:
-            raise ProviderError(f"{self.adapter.vendor} sent a stream we cannot read: {exc}",
-                                type="provider_malformed_response", block=self.block) from None
+            raise reading.error(f"{reading.label} sent a stream we cannot read: {exc}", "malformed_response") from None
         except httpx.DecodingError as exc:  # a content-encoding (gzip, ...) that does not decode: unreadable
-            raise ProviderError(f"{self.adapter.vendor} sent a body that cannot be decoded ({exc})",
-                                type="provider_malformed_response", block=self.block) from None
+            raise reading.error(f"{reading.label} sent a body that cannot be decoded ({exc})",
+                                "malformed_response") from None
         except httpx.TransportError as exc:
             if reader is not None:
                 raise self._broken(reader, None, f"connection lost ({type(exc).__name__}: {exc})", True) from None
-            error = ProviderError(f"{self.adapter.vendor}: connection failed ({type(exc).__name__}: {exc})",
-                                  type="provider_connection_error", block=self.block)
-            raise _Retryable(error, None) from None
+            error = reading.error(f"{reading.label}: connection failed ({type(exc).__name__}: {exc})", "connection_error")
+            raise Retryable(error, None) from None
 
     def _broken(self, reader: StreamReader | None, vendor_type: str | None, reason: str, retryable: bool) -> Exception:
-        """A stream that stopped: retried like a request before its first piece of text (nobody has seen any of
-        it; when `retryable`), `stream_interrupted` after it (what was shown cannot be taken back)."""
-        vendor = self.adapter.vendor
+        """A vendor's stream that stopped: retried like a request before its first piece of text (nobody has seen any
+        of it; when `retryable`), `stream_interrupted` after it (what was shown cannot be taken back)."""
+        vendor = self.reading.label
         said = f" ({vendor_type})" if vendor_type else ""
         if reader is not None and reader.pieces:
             return ProviderError(f"{vendor}'s stream broke after {reader.pieces} piece(s) of text{said}: {reason}",
                                  type="stream_interrupted", block=self.block, vendor_type=vendor_type)
         error = ProviderError(f"{vendor}'s stream broke before its first piece of text{said}: {reason}",
                               type="provider_error", block=self.block, vendor_type=vendor_type)
-        return _Retryable(error, None) if retryable else error
+        return Retryable(error, None) if retryable else error
 
-    def _judge(self, response: httpx.Response, body: Any, malformed: bool) -> Response:
-        """A 2xx with JSON is the answer; a retryable status raises _Retryable; any other raises at once."""
+
+class _VendorReading:
+    """A request block's: only a 2xx with JSON is an answer; another status is the vendor's error, read by its adapter."""
+
+    __slots__ = ("adapter", "block")
+
+    def __init__(self, adapter: Adapter, block: str) -> None:
+        self.adapter, self.block = adapter, block
+
+    @property
+    def label(self) -> str:
+        return self.adapter.vendor
+
+    def error(self, message: str, kind: str) -> ProviderError:
+        return ProviderError(message, type=f"provider_{kind}", block=self.block)
+
+    def shown(self, raw: bytes | dict[str, Any]) -> Any:
+        return _decoded(raw)[0] if isinstance(raw, bytes) else raw
+
+    def follow(self, response: httpx.Response, hop: int) -> None:
+        return None  # a vendor's redirect is its error: the block must not carry the key to another host
+
+    def judge(self, response: httpx.Response, raw: bytes | dict[str, Any], attempt: int) -> Response:
+        """A 2xx with JSON (or a stream's assembled reply) is the answer; a retryable status raises Retryable; any
+        other raises at once."""
+        body, malformed = _decoded(raw) if isinstance(raw, bytes) else (raw, False)
         vendor, status = self.adapter.vendor, response.status_code
         if 200 <= status < 300:
             if malformed or body is None:
                 raise ProviderError(f"{vendor} answered {status} with a body that is not JSON (truncated or malformed)",
                                     type="provider_malformed_response", block=self.block)
-            return Response(status, body, dict(response.headers), self.count)
+            return Response(status, body, dict(response.headers), attempt)
         vendor_type, message = self.adapter.error(status, body)
         error = ProviderError(f"{vendor} answered {status} {vendor_type}: {message or 'no message'}",
                               type="provider_error", block=self.block, status=status, vendor_type=vendor_type)
-        should = response.headers.get("x-should-retry")
-        retry = should == "true" if should in ("true", "false") else (status in _RETRY_STATUSES or status >= 500)
-        if retry:
-            raise _Retryable(error, _wait_hint(response, body))
+        if retryable(response):
+            raise Retryable(error, wait_hint(response, body))
         raise error
 
 
-def _wait(state: RetryCallState) -> float:
-    failure = state.outcome.exception() if state.outcome else None
-    hint = failure.wait if isinstance(failure, _Retryable) else None
-    return float(hint) if hint is not None and hint >= 0 else _backoff(state.attempt_number)
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
 
 
-class _stop_at_deadline(stop_base):  # tenacity's own naming for stop conditions
-    def __init__(self, clock: Callable[[], float], deadline: float) -> None:
-        self.clock, self.deadline = clock, deadline
+class _WebReading:
+    """An HttpRequest's: every final status is an answer; redirects are followed on the request's own host only."""
 
-    def __call__(self, state: RetryCallState) -> bool:
-        self.stopped_wait = state.upcoming_sleep or 0
-        return self.clock() + self.stopped_wait >= self.deadline
+    __slots__ = ("block", "origin")
 
-    stopped_wait: float = 0.0
-    """The wait that was asked for when this condition last looked (the one that would have crossed the deadline)."""
+    def __init__(self, block: str, url: httpx.URL) -> None:
+        self.block, self.origin = block, _origin(url)
+
+    @property
+    def label(self) -> str:
+        return self.origin[1]
+
+    def error(self, message: str, kind: str) -> HttpError:
+        return HttpError(message, type=f"http_{kind}", block=self.block)
+
+    def shown(self, raw: bytes | dict[str, Any]) -> Any:
+        if not isinstance(raw, bytes):  # an assembled stream: fetch assembles none
+            return raw
+        body, malformed = _decoded(raw)
+        if not malformed:
+            return body
+        text = raw.decode("utf-8", "replace")
+        return text if len(text) <= _SHOWN_TEXT else text[:_SHOWN_TEXT] + "…"
+
+    def follow(self, response: httpx.Response, hop: int) -> httpx.Request | None:
+        following = response.next_request
+        if following is None:
+            return None
+        scheme, host, port = _origin(following.url)
+        same = (scheme, host, port) == self.origin
+        upgraded = host == self.origin[1] and (self.origin[0], scheme) == ("http", "https") \
+            and self.origin[2] == 80 and port == 443  # http → https on the same host, default ports
+        if not (same or upgraded):
+            # Another host (or a downgrade to http) would carry the request, headers and all, where nobody allowed it.
+            raise HttpError(f"{self.label} answered {response.status_code} redirecting to {scheme}://{host}"
+                            f"{'' if port == _DEFAULT_PORTS.get(scheme) else f':{port}'}; a redirect is followed only "
+                            "on the same host (request that URL yourself, with its host in allowed_hosts)",
+                            type="http_redirect_refused", block=self.block, status=response.status_code)
+        if hop >= MAX_REDIRECTS:
+            raise HttpError(f"{self.label} redirected more than {MAX_REDIRECTS} times", type="http_redirect_refused",
+                            block=self.block, status=response.status_code)
+        return following
+
+    def judge(self, response: httpx.Response, raw: bytes | dict[str, Any], attempt: int) -> Fetched:
+        body = raw if isinstance(raw, bytes) else orjson.dumps(raw)  # an assembled stream: fetch assembles none
+        fetched = Fetched(response.status_code, dict(response.headers), body, response.request.url, attempt)
+        if retryable(response):
+            error = HttpError(f"{self.label} answered {response.status_code}", block=self.block,
+                              status=response.status_code)
+            raise _Settled(error, wait_hint(response, None), fetched)
+        return fetched
 
 
-def _before_sleep(retried: Retried | None) -> Callable[[RetryCallState], None] | None:
-    if retried is None:
-        return None
-
-    def note(state: RetryCallState) -> None:
-        failure = state.outcome.exception() if state.outcome else None
-        reason = failure.error.message if isinstance(failure, _Retryable) else str(failure)
-        retried(state.attempt_number, round(state.upcoming_sleep, 3), reason)
-
-    return note
+async def _attempt_all(attempts: _Attempts[_T], *, max_retries: int) -> _T:
+    """The attempts, retried as the module says; what the last one answered, or its error."""
+    hooks, block, timeout = attempts.hooks, attempts.block, attempts.timeout
+    at_deadline = StopAtDeadline(hooks.clock, attempts.deadline)
+    loop = retrying(max_retries=max_retries, at_deadline=at_deadline, sleep=hooks.sleep, retried=hooks.retried)
+    try:
+        answer: _T = await loop(attempts)
+        return answer
+    except _Settled as last:
+        return last.settled  # type: ignore[return-value]  # only a _WebReading settles, and it reads Fetched
+    except Retryable as last:
+        if attempts.count <= max_retries:
+            # Stopped early because the next wait would cross the deadline: say so, not "timed out after".
+            raise BlockTimeout(f"block '{block}' stopped retrying: the next wait ({at_deadline.stopped_wait:.3g} s) "
+                               f"would pass the {timeout:g} s timeout (its 'timeout' input); last answer: "
+                               f"{last.error.message}", block=block) from None
+        raise last.error.after_attempts(attempts.count) from last.error
 
 
 async def send(
@@ -312,24 +406,24 @@ async def send(
     `block` names the block in timeout messages. With `assemble` the call is a stream read by a fresh assembler
     per attempt (the Response's body is the assembled reply), each piece of text told to `hooks.on_text`.
     """
-    hooks = hooks or SendHooks()
-    attempts = _Attempts(client, _join(base, call.path), call, {**call.headers, **(extra_headers or {})}, adapter,
-                         block, timeout, hooks, assemble)
-    at_deadline = _stop_at_deadline(hooks.clock, attempts.deadline)
-    retrying = AsyncRetrying(
-        stop=stop_any(stop_after_attempt(max_retries + 1), at_deadline),
-        wait=_wait,
-        retry=retry_if_exception_type(_Retryable),
-        sleep=hooks.sleep,
-        before_sleep=_before_sleep(hooks.retried),
-        reraise=True,
-    )
-    try:
-        return await retrying(attempts)
-    except _Retryable as last:
-        if attempts.count <= max_retries:
-            # Stopped early because the next wait would cross the deadline: say so, not "timed out after".
-            raise BlockTimeout(f"block '{block}' stopped retrying: the next wait ({at_deadline.stopped_wait:.3g} s) "
-                               f"would pass the {timeout:g} s timeout (its 'timeout' input); last answer: "
-                               f"{last.error.message}", block=block) from None
-        raise last.error.after_attempts(attempts.count) from last.error
+    outgoing = Outgoing("POST", _join(base, call.path), {**call.headers, **(extra_headers or {})},
+                        orjson.dumps(call.body), call.body)
+    attempts = _Attempts(client, outgoing, _VendorReading(adapter, block), block, timeout, hooks or SendHooks(),
+                         assemble)
+    return await _attempt_all(attempts, max_retries=max_retries)
+
+
+async def fetch(
+    client: httpx.AsyncClient,
+    outgoing: Outgoing,
+    *,
+    block: str,
+    timeout: float,  # noqa: ASYNC109  # the deadline also bounds the retries' sleeps, not just one await
+    hooks: SendHooks | None = None,
+    max_retries: int = 2,
+) -> Fetched:
+    """Send `outgoing` with retries: the last answer whatever its status (a status still worth retrying when the
+    retries or the timeout ran out included), or HttpError or BlockTimeout, never an httpx error."""
+    attempts = _Attempts(client, outgoing, _WebReading(block, httpx.URL(outgoing.url)), block, timeout,
+                         hooks or SendHooks())
+    return await _attempt_all(attempts, max_retries=max_retries)

@@ -2,13 +2,14 @@
 
 The export hears the run's trace events (a run observer, see `Services.run_observers`), so
 the spans say what the JSONL trace says and no more: a Release run exports its run span
-alone, a Debug run a span per block step with `chat` and `execute_tool` spans inside, and
-only a Detailed run exports message contents (scrubbed by the run's own redactor first).
+alone, a Debug run a span per block step with `chat`, `execute_tool` and HTTP client spans
+inside, and only a Detailed run exports message contents (scrubbed by the run's own redactor first).
 
     run <diagram>                       diagrama.run.id, diagrama.run.status
       <block id>                        diagrama.block.type, diagrama.block.status, error.type
         chat <model>                    gen_ai.* request, response and usage attributes
         execute_tool <tool>             gen_ai.tool.name, gen_ai.tool.call.id
+        <METHOD>                        an HttpRequest's call: http.request.method, url.full, status code
       loop <loop id>                    the whole loop
         <loop id>                       each visit of the Loop block
         <loop id> pass N                each pass, its body blocks inside
@@ -209,6 +210,7 @@ class _RunSpans:
             Event.HTTP_RESPONSE: self._http_response,
             Event.PROVIDER_CALLED: self._provider_called,
             Event.TOOL_CALLED: self._tool_called,
+            Event.HTTP_CALLED: self._http_called,
             Event.SUBDIAGRAM_STARTED: self._subdiagram_started,
             Event.RUN_FINISHED: self._run_finished,
         }
@@ -411,6 +413,33 @@ class _RunSpans:
             context=self._context_of(self._blocks.get(lane)))
         if event.get("ok") is False:
             span.set_status(Status(StatusCode.ERROR, self._redactor.text(str(event.get("error") or ""))[:1000]))
+        span.end(end_time=now)
+
+    def _http_called(self, event: dict[str, Any]) -> None:
+        """An HttpRequest's call as an HTTP client span (the HTTP semantic conventions); its URL scrubbed."""
+        from urllib.parse import urlsplit
+
+        from opentelemetry.trace import SpanKind, Status, StatusCode
+
+        now = time.time_ns()
+        began = now - int(float(event.get("duration_ms") or 0) * 1_000_000)
+        method, status = str(event.get("method")), int(event.get("status") or 0)
+        url = self._redactor.text(str(event.get("url")))
+        attributes: dict[str, Any] = {"http.request.method": method, "url.full": url,
+                                      "http.response.status_code": status}
+        parts = urlsplit(url)
+        if parts.hostname:
+            attributes["server.address"] = parts.hostname
+            attributes["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
+        attempts = int(event.get("attempts") or 1)
+        if attempts > 1:
+            attributes["http.request.resend_count"] = attempts - 1
+        if status >= 400:  # a client span's error, as the conventions have it: whether or not the block fails on it
+            attributes["error.type"] = str(status)
+        span = self._tracer.start_span(method, kind=SpanKind.CLIENT, attributes=attributes, start_time=began,
+                                       context=self._context_of(self._blocks.get(str(event.get("lane") or ""))))
+        if status >= 400:
+            span.set_status(Status(StatusCode.ERROR))
         span.end(end_time=now)
 
     def _context_of(self, span: Span | None) -> Any:

@@ -247,6 +247,8 @@ class Step:
     score_parts: dict[str, tuple[float, float]] = field(default_factory=dict)
     """A ranked tool's (lexical, embedding) parts of its score, when the trace has them."""
     failed_tools: list[str] = field(default_factory=list)
+    http_calls: list[str] = field(default_factory=list)
+    """An HttpRequest's calls, each as `GET 200` (with its attempts when it was retried)."""
     # What `diagrama trace` lays out by; the studio's answers leave them out (its page reads `block`: `sub/ask`).
     lane: Annotated[str | None, Field(exclude=True)] = None
     """The lane of a nested run's step (TraceLane): `sub`, `each[3]`; None for the top run's own."""
@@ -341,6 +343,10 @@ def _detail(step: Step, name: Any, event: dict[str, Any]) -> None:
         step.model = event.get("model")
         step.tokens = (int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
         step.called_tools = list(event.get("called_tools") or [])
+    elif name == Event.HTTP_CALLED:
+        attempts = int(event.get("attempts") or 1)
+        step.http_calls.append(f"{event.get('method')} {event.get('status')}"
+                               + (f" after {attempts} attempts" if attempts > 1 else ""))
     elif name in (Event.HTTP_REQUEST, Event.HTTP_RESPONSE):
         step.payloads.append(event)
     elif name == Event.TOOLS_SELECTED:

@@ -13,7 +13,7 @@ import asyncio
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -60,9 +60,11 @@ class Nesting(Protocol):
 
 
 ReplyObserver = Callable[[str, dict[str, Any]], None]
+"""observer(block id, {"text": ..., "calls": [{id, name, arguments}]}): hears each vendor reply a run reads; an
+HttpRequest's answer is {"status", "json" or "text"}, or {"error": "timeout"}, as a scenario scripts it."""
+
 TextObserver = Callable[[str, str], None]
 """text_observer(block id, piece): one piece of a streamed answer's text."""
-"""observer(block id, {"text": ..., "calls": [{id, name, arguments}]}): hears each vendor reply a run reads."""
 
 RunObserver = Callable[[dict[str, Any]], None]
 """observer(event): hears each event the run's trace keeps, before it is written; it may add fields to it."""
@@ -123,9 +125,11 @@ class Services:
         self.stream = source.stream
         self.text_observers = source.text_observers
 
-    def secrets(self) -> list[str]:
-        """Values of environment variables that hold keys, so the trace can scrub them."""
-        return [value for name, value in self.environ.items() if value and _SECRET_NAME.search(name.upper())]
+    def secrets(self, names: Iterable[str] = ()) -> list[str]:
+        """Values of environment variables that hold keys, and of those `names` (a diagram's `secrets:`), so that the
+        trace can scrub them."""
+        found = [value for name, value in self.environ.items() if value and _SECRET_NAME.search(name.upper())]
+        return found + [self.environ[name] for name in names if self.environ.get(name)]
 
 
 class RunContext:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from engine.compile.block import WithFailures
 from engine.compile.diagram import CompiledBlock, Diagram
+from engine.compile.secrets import run_environ
 from engine.compile.templating import Scope
 from engine.errors import (
     InputError,
@@ -384,11 +385,11 @@ async def execute(
     levels = diagram.message_levels(message_level)  # None unless `message_level` changes some block's
     # The highest level any step can reach: the chain is built for it, once.
     highest = max(levels.values() if levels is not None else (b.message_level for b in diagram.blocks.values()))
-    trace = Trace(trace_path, run_id, secrets=[*services.secrets(), *secrets], console=console, file=trace_file,
-                  level=highest)
+    trace = Trace(trace_path, run_id, secrets=[*services.secrets(diagram.listed_secrets), *secrets], console=console,
+                  file=trace_file, level=highest)
     for make_observer in services.run_observers:
         trace.observe(make_observer(diagram, trace.redactor))
-    scope = diagram.env.new_scope({})
+    scope = diagram.env.new_scope({}, run_environ(services.environ, offline=services.offline))  # read by `secret()`
     run = _Run(diagram, RunContext(run_id, diagram, scope, trace, services, levels), trace)
     # pid and host let a reader tell a run still going from one whose process died (SIGKILL, power loss).
     start_fields: dict[str, Any] = {"diagram": diagram.name, "path": str(diagram.path.resolve()),

@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from engine.compile.secrets import run_environ
 from engine.compile.templating import Scope
 from engine.errors import (
     DiagramInvalid,
@@ -72,8 +73,9 @@ async def run_child(run: _Run, context: RunContext, written: str, inputs: Mappin
     run.trace.reach(levels.highest)
     prefix = f"{address}/"
     trace = lane_of(run.trace, lane, prefix=prefix, depth=depth)
-    ctx = RunContext(run_id, child, child.env.new_scope({}), trace, context.services, levels.messages,
-                     error_levels=levels.errors, prefix=prefix)
+    services = context.services
+    scope = child.env.new_scope({}, run_environ(services.environ, offline=services.offline))  # read by `secret()`
+    ctx = RunContext(run_id, child, scope, trace, services, levels.messages, error_levels=levels.errors, prefix=prefix)
     ctx.started = root.ctx.started  # offsets from the top run's start, as its own steps have
     nested = type(run)(child, ctx, trace, root=root, depth=depth, lane=lane)
     if context.message_level:
@@ -136,6 +138,13 @@ async def _load(run: _Run, written: str) -> Diagram:
         more = f" (and {len(exc.problems) - 5} more)" if len(exc.problems) > 5 else ""
         raise SubdiagramFailed(f"the subdiagram '{written}' does not load: {shown}{more}",
                                type="subdiagram_invalid") from None
+    # The run's trace redacts the secrets its top diagram and the children loaded with it list, chosen when it
+    # began: a child found only now may read no other (its values would reach the trace unredacted).
+    unlisted = [name for name in found.listed_secrets if name not in run.root.diagram.listed_secrets]
+    if unlisted:
+        raise SubdiagramFailed(f"the subdiagram '{written}' lists secrets the calling run does not redact: "
+                               f"{', '.join(unlisted)}; list them in the top diagram's secrets too",
+                               type="subdiagram_invalid")
     run.root.loaded[resolved] = found
     return found
 

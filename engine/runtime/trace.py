@@ -41,7 +41,8 @@ __all__ = [
     "read_events",
 ]
 
-SECRET_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key", "proxy-authorization"})
+SECRET_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key", "proxy-authorization", "cookie",
+                            "set-cookie", "x-auth-token"})
 
 
 class Event:
@@ -57,6 +58,8 @@ class Event:
     PROVIDER_RETRIED = "provider_retried"
     HTTP_REQUEST = "http_request"
     HTTP_RESPONSE = "http_response"
+    HTTP_CALLED = "http_called"
+    HTTP_RETRIED = "http_retried"
     TOOLS_SELECTED = "tools_selected"
     TOOL_CALLED = "tool_called"
     FUNCTION_CALLED = "function_called"
@@ -76,6 +79,8 @@ EVENT_LEVELS: dict[str, MessageLevel] = {
     Event.PROVIDER_RETRIED: MessageLevel.DEBUG,
     Event.TOOLS_SELECTED: MessageLevel.DEBUG,
     Event.TOOL_CALLED: MessageLevel.DEBUG,
+    Event.HTTP_CALLED: MessageLevel.DEBUG,
+    Event.HTTP_RETRIED: MessageLevel.DEBUG,
     Event.FUNCTION_CALLED: MessageLevel.DEBUG,
     Event.TEXT_DELTA: MessageLevel.DEBUG,
     Event.SUBDIAGRAM_STARTED: MessageLevel.DEBUG,

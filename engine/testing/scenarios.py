@@ -1,9 +1,10 @@
 """Robot scenario tests: scenario files, their run against scripted vendors, the verdict.
 
 A scenario runs its diagram offline: every request block is answered by the simulator
-in its vendor's wire format (scripted replies per block id, in order), tools may be
-stubbed, and the expectations are checked against the run, its trace and the requests
-the robot sent. `diagrama test` and the pytest plugin both use `run_scenario`.
+in its vendor's wire format (scripted replies per block id, in order), an HttpRequest block by
+its scripted HTTP answers, tools may be stubbed, `secrets` are the only environment it sees,
+and the expectations are checked against the run, its trace and the requests the robot sent.
+`diagrama test` and the pytest plugin both use `run_scenario`.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.compile.block import BlockRegistry
 from engine.compile.diagram import CompiledBlock, Diagram
@@ -34,79 +35,10 @@ from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.scripted import ScriptedBlocks
 from engine.runtime.trace import new_run_id
+from engine.testing.replies import AnyReply, as_function_reply, block_kind, misfit_replies
+from engine.testing.web_scenarios import ExpectedHttpRequest, http_expectations
 
 __all__ = ["Scenario", "ScenarioFile", "Verdict", "load_scenarios", "record_scenario", "run_scenario", "scenario_files"]
-
-
-class ToolCallReply(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    id: str | None = None
-
-
-class ErrorReply(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    status: int = Field(ge=400, le=599)
-    retry_after: float | None = None
-    message: str | None = None
-    type: str | None = None
-    code: str | None = Field(default=None, description="Groq's error code (the usual one for the status if absent)")
-
-
-class CitationReply(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    text: str
-    source: str
-
-
-class Reply(BaseModel):
-    """One scripted vendor reply: text and/or tool calls and how the turn ended, or an HTTP error; optionally late."""
-
-    model_config = ConfigDict(extra="forbid")
-    text: str | None = None
-    tool_calls: list[ToolCallReply] | None = None
-    error: ErrorReply | None = None
-    delay: float | None = Field(default=None, ge=0)
-    match: str | None = Field(default=None, description="only for a request whose last user text contains this")
-    stop_reason: str | None = Field(default=None, description="the vendor's own stop value, sent as it is")
-    finish: Literal["complete", "tool_calls", "max_tokens", "refused", "blocked", "paused", "context_exceeded"] | None = \
-        Field(default=None, description="how the turn ends, in each vendor's wire form (only Anthropic pauses; only "
-                                        "Gemini blocks a prompt, the others refuse)")
-    refusal: str | None = Field(default=None, description="the refusal text the vendor gives")
-    blocked: str | None = Field(default=None, description="the prompt is blocked for this reason (e.g. SAFETY)")
-    thinking: str | None = Field(default=None, description="the model's reasoning, in the vendor's form")
-    citations: list[CitationReply] | None = None
-    usage: dict[str, int] | None = None
-    pieces: list[str] | None = Field(default=None, description="when the block streams, its text in these pieces "
-                                                                 "(the text is their join; without them, a word each)")
-    break_after: int | None = Field(default=None, ge=0, description="when the block streams, the stream breaks after "
-                                                                    "this many pieces of text (0: before the first)")
-    output: Any = Field(default=None, description="a structured answer (for a block with response_schema), sent as the "
-                                                  "vendor's JSON answer text; it is checked against the schema as a "
-                                                  "real answer is")
-
-    @model_validator(mode="after")
-    def _output_alone(self) -> Reply:
-        if self.output is not None and (self.text is not None or self.tool_calls):
-            raise ValueError("a reply gives output (the structured answer) or text and tool_calls, not both")
-        if self.pieces is not None and self.text is not None and "".join(self.pieces) != self.text:
-            raise ValueError("a reply's pieces must make up its text (or give pieces alone)")
-        return self
-
-
-class FunctionReply(BaseModel):
-    """One scripted outcome of a Function block: what its function returns, or the error it raises."""
-
-    model_config = ConfigDict(extra="forbid")
-    result: Any = Field(default=None, description="what the function returns (the block's `result`)")
-    error: str | None = Field(default=None, description="the function raises: a function_error with this message")
-
-    @model_validator(mode="after")
-    def _one_outcome(self) -> FunctionReply:
-        if "result" in self.model_fields_set and self.error is not None:
-            raise ValueError("a Function reply is either {result: ...} or {error: \"...\"}, not both")
-        return self
 
 
 class ExpectedFunctionCall(BaseModel):
@@ -143,24 +75,35 @@ class Expect(BaseModel):
     path_contains: list[str] | None = None
     variables: dict[str, Any] | None = None
     called_tools: list[ExpectedCall] | None = None
+    http_requests: list[ExpectedHttpRequest] | None = None
     function_calls: list[ExpectedFunctionCall] | None = Field(
         default=None, description="every call of a Function block, in order: {block, function, arguments}")
     requests: list[ExpectedRequest] | None = None
     errors: list[ExpectedError] | None = None
 
 
+def _replies_any_of(schema: dict[str, Any]) -> None:
+    # Two kinds can fit one reply as written ({error: timeout}: an HTTP answer, or a Function's error message); the
+    # block it is for decides (`misfit_replies`), so an editor's schema accepts either rather than exactly one.
+    items = schema["properties"]["replies"]["additionalProperties"]["items"]
+    items["anyOf"] = items.pop("oneOf")
+
+
 class Scenario(BaseModel):
     """One robot test case."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_replies_any_of)
     scenario: str = Field(description="what the robot should do, in words")
     diagram: str | None = Field(default=None, description="the diagram file, relative to this file")
     inputs: dict[str, Any] = Field(default_factory=dict)
-    replies: dict[str, list[Reply | FunctionReply]] = Field(
+    replies: dict[str, list[AnyReply]] = Field(
         default_factory=dict, description="per block id, used in order: a request block's vendor replies, a Function "
-                                          "block's {result} or {error}; a subdiagram's block by its Subdiagram "
-                                          "block's id, '/', its own: sub/ask")
+                                          "block's {result} or {error}, an HttpRequest's HTTP answers; a "
+                                          "subdiagram's block by its Subdiagram block's id, '/', its own: sub/ask")
     tools: dict[str, Any] = Field(default_factory=dict, description="tool stubs: name → result, replacing handlers")
+    secrets: dict[str, str] = Field(default_factory=dict, description="the environment secret('NAME') reads here "
+                                                                      "(a scenario sees no other; a secret not given "
+                                                                      "reads as offline-secret-NAME)")
     tags: list[str] = Field(default_factory=list)
     expect: Expect = Field(default_factory=Expect)
 
@@ -169,6 +112,7 @@ class Setup(BaseModel):
     model_config = ConfigDict(extra="forbid")
     diagram: str | None = None
     inputs: dict[str, Any] = Field(default_factory=dict)
+    secrets: dict[str, str] = Field(default_factory=dict)
     tags: list[str] = Field(default_factory=list)
 
 
@@ -223,6 +167,7 @@ def load_scenarios(path: Path) -> list[LoadedScenario]:
             raise DiagramInvalid([Problem(str(path), lines.line(where), f"scenario '{scenario.scenario}' names no diagram",
                                           field="diagram", hint="add 'diagram: path/to/diagram.yaml'")])
         merged = scenario.model_copy(update={"inputs": {**parsed.setup.inputs, **scenario.inputs},
+                                             "secrets": {**parsed.setup.secrets, **scenario.secrets},
                                              "tags": [*parsed.setup.tags, *scenario.tags]})
         loaded.append(LoadedScenario(merged, path, lines.line(where), (path.parent / diagram).resolve()))
     return loaded
@@ -281,7 +226,7 @@ def _check(scenario: Scenario, result: RunResult, simulator: Simulator, scripted
     expect = scenario.expect
     if simulator.exhausted:
         for block in dict.fromkeys(simulator.exhausted):
-            yield f"block '{block}' asked the model more times than the scenario scripted replies for it"
+            yield f"block '{block}' asked more times than the scenario scripted replies for it"
     for block in dict.fromkeys(scripted.exhausted):
         yield f"block '{block}' ran its function more times than the scenario scripted replies for it"
     if expect.status and result.status != expect.status:
@@ -302,6 +247,11 @@ def _check(scenario: Scenario, result: RunResult, simulator: Simulator, scripted
         wanted_calls = [c.model_dump(exclude_none=True) for c in expect.called_tools]
         if len(wanted_calls) != len(actual) or not all(_matches(w, a) for w, a in zip(wanted_calls, actual, strict=False)):
             yield f"called_tools: expected {_dumps(wanted_calls)}\n                  got {_dumps(actual)}"
+    if expect.http_requests is not None:
+        wanted_http, sent_http = http_expectations(expect.http_requests, simulator.web.requests)
+        if len(wanted_http) != len(sent_http) or not all(
+                _matches(w, a) for w, a in zip(wanted_http, sent_http, strict=False)):
+            yield f"http_requests: expected {_dumps(wanted_http)}\n                   got {_dumps(sent_http)}"
     if expect.function_calls is not None:
         wanted_functions = [c.model_dump(exclude_none=True) for c in expect.function_calls]
         made = scripted.calls
@@ -345,20 +295,16 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
     if unknown:
         return Verdict(scenario, None, [f"replies name blocks the diagram does not have: {', '.join(unknown)} (a "
                                         "subdiagram's block is addressed through the Subdiagram block: sub/ask)"])
-    # A block that calls code (a Function) is scripted by its outcomes; request blocks by their vendor's replies.
-    # Below a templated subdiagram path, whose blocks only a run knows, the replies' own shape tells.
-    calls_code = {block for block, (_, compiled) in named.items()
-                  if (type(compiled.impl).code_input is not None if compiled is not None else
-                      all(isinstance(reply, FunctionReply) for reply in scenario.spec.replies[block]))}
-    misfits = [f"replies for block '{block}' ({_type_name(named[block][1])}) must be "
-               + ("{result: ...} or {error: \"...\"}" if block in calls_code else "vendor replies (text, tool_calls, ...)")
-               for block, replies in scenario.spec.replies.items()
-               if any(isinstance(reply, FunctionReply) != (block in calls_code) for reply in replies)]
+    blocks = {block: compiled for block, (_, compiled) in named.items()}
+    misfits = misfit_replies(scenario.spec.replies, blocks)
     if misfits:
         return Verdict(scenario, None, misfits)
-    scripts = {block: [reply.model_dump(exclude_none=True) for reply in replies]
+    calls_code = {block for block, replies in scenario.spec.replies.items()
+                  if block_kind(blocks[block], replies) == "function"}
+    scripts = {block: [reply.model_dump(exclude_none=True, by_alias=True) for reply in replies]
                for block, replies in scenario.spec.replies.items() if block not in calls_code}
-    scripted = ScriptedBlocks({block: [reply.model_dump(exclude_unset=True) for reply in replies]
+    scripted = ScriptedBlocks({block: [reply.model_dump(exclude_unset=True) for reply in map(as_function_reply, replies)
+                                       if reply is not None]
                                for block, replies in scenario.spec.replies.items() if block in calls_code})
     stubbed = _unknown_stubs(scenario.spec, diagram)
     if stubbed:
@@ -372,7 +318,7 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
     async def no_wait(_seconds: float) -> None:
         await asyncio.sleep(0)  # retries happen at once: scenarios test behaviour, not clocks
 
-    services = Services(environ={}, offline=True, sleep=no_wait,
+    services = Services(environ=dict(scenario.spec.secrets), offline=True, sleep=no_wait,
                         simulator=simulator, tool_stubs=dict(scenario.spec.tools), scripted=scripted)
     result = await execute(diagram, inputs, runs_dir=runs_dir, services=services, secrets=secrets,
                            run_id=new_run_id() + SCENARIO_SUFFIX)  # `diagrama runs` marks it a scenario run
@@ -395,10 +341,6 @@ def _block_at(diagram: Diagram, address: str) -> tuple[bool, CompiledBlock | Non
     if block.child is not None:
         return _block_at(block.child, rest)
     return type(block.impl).diagram_input is not None, None
-
-
-def _type_name(block: CompiledBlock | None) -> str:
-    return block.type_name if block is not None else "in a subdiagram only a run knows"
 
 
 def _known_tools(diagram: Diagram, known: dict[str, None], seen: set[Path]) -> bool:
@@ -451,6 +393,9 @@ def record_scenario(path: Path, diagram_path: Path, inputs: Mapping[str, Any], r
     calls = []
     for entry in recorded:
         reply: dict[str, Any] = {}
+        if "status" in entry or "error" in entry:  # an HttpRequest's answer, as its scenario reply
+            replies.setdefault(entry["block"], []).append({k: v for k, v in entry.items() if k != "block"})
+            continue
         if entry.get("text"):
             reply["text"] = entry["text"]
         if entry.get("calls"):

@@ -94,6 +94,10 @@ REFUSED = [
     ({"enum": []}, "enum", None),
     ({"anyOf": [{"type": "null"}, {"type": "integer", "enum": [1]}]}, "anyOf[1].enum", "minimum"),  # not coerced there
     ({"$ref": "#/$defs/Nowhere"}, "$ref", "inline"),
+    # A hand-written schema's wrong shapes are named, never a crash (found by the loader's property test).
+    ({"type": "object", "properties": "0"}, "properties", None),
+    ({"anyOf": {"type": "string"}}, "anyOf", None),
+    ({"$defs": ["A"], "type": "string"}, "$defs", None),
 ]
 
 

@@ -271,3 +271,37 @@ def test_replies_for_a_childs_request_are_addressed_through_the_subdiagram(runne
     result = asyncio.run(execute(diagram, runs_dir=tmp_path / "runs", services=services))
     assert result.variables["got"]["answer"] == "Hi Ada"
     assert [request.block for request in simulator.requests] == ["sub/ask"]
+
+
+SECRET_CHILD = """
+    diagram: child
+    secrets: [SHOP_LOGIN]
+    blocks:
+      - {id: start, type: Start, next: read}
+      - {id: read, type: Set, set: {token: "{{ secret('SHOP_LOGIN') }}", size: "{{ secret('SHOP_LOGIN') | length }}"}}
+"""
+
+
+def test_a_childs_secrets_are_read_from_the_run_environment_and_redacted_in_the_trace(runner, write) -> None:
+    write(SECRET_CHILD, "child.yaml")
+    services = Services(environ={"SHOP_LOGIN": "lg-Zq81x"}, offline=False)
+    result = runner.run(write(parent("{diagram: child.yaml}")), services=services, message_level=MessageLevel.DEBUG)
+    assert result.status == "succeeded", result.errors
+    assert result.variables["got"]["size"] == 8
+    assert result.trace is not None and b"lg-Zq81x" not in result.trace.read_bytes()
+
+
+def test_a_templated_child_may_list_only_secrets_the_run_redacts(runner, write) -> None:
+    write(SECRET_CHILD, "child.yaml")
+    services = Services(environ={"SHOP_LOGIN": "lg-Zq81x"}, offline=False)
+    path = write(parent('{diagram: "{{ which }}.yaml"}', start=", variables: {which: child}"))
+    result = runner.run(path, services=services)
+    assert result.status == "failed"
+    assert result.errors[-1]["type"] == "subdiagram_invalid"
+    assert "lists secrets the calling run does not redact: SHOP_LOGIN" in result.errors[-1]["message"]
+    # Listed by the top diagram as well, it runs (and is redacted).
+    listed = write(parent('{diagram: "{{ which }}.yaml"}', start=", variables: {which: child}")
+                   .replace("diagram: parent\n", "diagram: parent\n        secrets: [SHOP_LOGIN]\n"), "listed.yaml")
+    result = runner.run(listed, services=services)
+    assert result.status == "succeeded", result.errors
+    assert result.trace is not None and b"lg-Zq81x" not in result.trace.read_bytes()

@@ -145,3 +145,21 @@ def test_runs_aligns_long_ids_and_lists_scenario_runs(tmp_path: Path) -> None:
     scenario = [line for line in listed if line.endswith(" scenario")]
     assert len(scenario) == 1 and scenario[0].split()[0].endswith("-scenario")
     assert sum("#1" in line or "#2" in line for line in listed) == 2
+
+
+def test_trace_table_shows_an_http_requests_method_status_and_attempts(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    scenario = tmp_path / "lookup.scenario.yaml"
+    scenario.write_text(f"""
+scenarios:
+  - scenario: a 503 then the order
+    diagram: {ROOT / "diagrams/order_lookup.yaml"}
+    replies:
+      fetch: [{{status: 503}}, {{status: 200, json: {{id: 42}}}}]
+      answer: [{{text: Shipped.}}]
+""")
+    tested = _invoke("test", str(scenario), "--runs-dir", str(runs))
+    assert tested.exit_code == 0, tested.output
+    lines = _invoke("trace", "last", "--runs-dir", str(runs)).stdout.splitlines()
+    fetch = next(line for line in lines if line.split()[1:3] == ["fetch", "HttpRequest"])
+    assert "GET 200 after 2 attempts" in fetch, fetch

@@ -18,7 +18,7 @@ PUBLIC = [
     "run", "run_async", "to_table", "truthy", "validate",
     # the rest of the error tree a caller may meet, and what block authors use beside Block
     "InternalError", "OutputTruncated", "ProviderBlocked", "ProviderRefused", "ScenarioFailed", "TemplateSyntax",
-    "TraceWriteFailed", "WireError", "WithFailures", "dumps", "entry_point_blocks", "json_result",
+    "TraceWriteFailed", "WireError", "WithFailures", "dumps", "entry_point_blocks", "json_result", "HttpError",
     # what the Subdiagram block and a concurrent Loop raise
     "LoopPassFailed", "SubdiagramFailed",
 ]

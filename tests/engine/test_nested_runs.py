@@ -204,4 +204,34 @@ expect:
                                              'quote/price: [{text: "7"}]'))
     verdict = run_scenario(load_scenarios(path)[0], real_registry(), tmp_path / "runs")
     assert verdict.result is None and verdict.failures == [
-        "replies for block 'quote/price' (Function) must be {result: ...} or {error: \"...\"}"]
+        "replies: block 'quote/price' (Function): reply 1 must be {result: ...} or {error: \"...\"}"]
+
+
+def test_a_childs_http_request_is_scripted_and_expected_by_address_with_its_secret(tmp_path: Path) -> None:
+    folder = tmp_path / "diagrams"
+    shutil.copytree(ROOT / "diagrams", folder, ignore=shutil.ignore_patterns("*.embeddings.json", "__pycache__"))
+    (folder / "desk.yaml").write_text("""
+diagram: desk
+blocks:
+  - {id: start, type: Start, next: lookup}
+  - id: lookup
+    type: Subdiagram
+    with: {diagram: order_lookup.yaml, inputs: {order_id: 42, question: "Where is my order 42?"}}
+    set: {reply: "{{ variables.reply }}"}
+""")
+    path = tmp_path / "s.scenario.yaml"
+    path.write_text(f"""
+diagram: {folder / 'desk.yaml'}
+scenario: the child's HttpRequest is answered as scripted, with the child's secret
+secrets: {{SHOP_API_TOKEN: test-token-7f3a}}
+replies:
+  lookup/fetch: [{{status: 200, json: {{id: 42, status: shipped}}}}]
+  lookup/answer: [{{text: "Order 42 has shipped."}}]
+expect:
+  variables: {{reply: "Order 42 has shipped."}}
+  http_requests: [{{block: lookup/fetch, method: GET, headers: {{authorization: "Bearer test-token-7f3a"}}}}]
+""")
+    verdict = run_scenario(load_scenarios(path)[0], real_registry(), tmp_path / "runs")
+    assert verdict.passed, verdict.report()
+    assert verdict.result is not None and verdict.result.trace is not None
+    assert b"test-token-7f3a" not in verdict.result.trace.read_bytes()  # the child's listed secret, redacted

@@ -67,7 +67,7 @@ replies:
   ask: [{{tool_calls: [{{name: get_order_status, arguments: {{order_id: 42}}}}]}}]
 """)
     verdict = run_scenario(load_scenarios(path)[0], real_registry(), None)
-    assert any("block 'ask' asked the model more times" in f for f in verdict.failures)
+    assert any("block 'ask' asked more times" in f for f in verdict.failures)
 
 
 def test_scenario_file_errors_name_file_and_line(tmp_path: Path) -> None:
@@ -180,8 +180,9 @@ def test_function_replies_too_many_too_few_and_of_the_wrong_kind(tmp_path: Path)
     unused = function_scenario(tmp_path, "replies: {price: [{result: 1}, {result: 2}], write: [{text: ok}]}\n")
     assert unused == ["replies: reply 2 for block 'price' was never used"]
     wrong = function_scenario(tmp_path, "replies: {price: [{text: hi}], write: [{result: 1}]}\n")
-    assert wrong == ["replies for block 'price' (Function) must be {result: ...} or {error: \"...\"}",
-                     "replies for block 'write' (ClaudeRequest) must be vendor replies (text, tool_calls, ...)"]
+    assert wrong == ["replies: block 'price' (Function): reply 1 must be {result: ...} or {error: \"...\"}",
+                     "replies: block 'write' (ClaudeRequest): reply 1 must be a model's reply ({text: ...}, "
+                     "{tool_calls: [...]}, or {error: {status: 529}})"]
 
 
 def test_a_function_reply_cannot_be_both_a_result_and_an_error(tmp_path: Path) -> None:
@@ -191,3 +192,13 @@ def test_a_function_reply_cannot_be_both_a_result_and_an_error(tmp_path: Path) -
     with pytest.raises(DiagramInvalid) as caught:
         load_scenarios(path)
     assert any(p.line == 3 for p in caught.value.problems)
+
+
+def test_a_function_error_that_reads_like_an_http_one_is_the_functions(tmp_path: Path) -> None:
+    # {error: timeout} is also how an HttpRequest's timeout is scripted: for a Function block it is its error message.
+    failures = function_scenario(tmp_path, """
+replies: {price: [{error: timeout}]}
+expect:
+  errors: [{block: price, type: function_error, message_contains: timeout}]
+""")
+    assert failures == []

@@ -91,7 +91,7 @@ def test_checking_a_diagram_never_runs_its_mcp_servers_commands(tmp_path: Path) 
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=opened), base_url="http://127.0.0.1:8765") as c:
             return (await c.get("/api/diagrams/plain.yaml")).json()["registries"]
 
-    assert asyncio.run(registries()) == [{"group": "shop", "tools": []}]
+    assert asyncio.run(registries()) == [{"group": "shop", "description": "", "tools": []}]
     assert not marker.exists()
 
 

@@ -246,6 +246,55 @@ def test_subdiagram_steps_and_concurrent_passes_nest_under_the_step_that_ran_the
     assert all(span.end_time is not None for span in spans)
 
 
+HTTP_DIAGRAM = """
+diagram: lookup
+allowed_hosts: [api.shop.test]
+secrets: [SHOP_API_TOKEN]
+blocks:
+  - id: start
+    type: Start
+    next: fetch
+  - id: fetch
+    type: HttpRequest
+    with:
+      url: https://api.shop.test/v1/orders/42
+      query: {key: "{{ secret('SHOP_API_TOKEN') }}"}
+      fail_on_status: false
+"""
+
+
+def test_an_http_request_is_an_http_client_span_its_url_scrubbed(tmp_path: Path) -> None:
+    import httpx
+
+    token = "tok-7Hq2xZ"
+    answers = [httpx.Response(503, headers={"retry-after": "0"}), httpx.Response(404, json={"error": "no such order"})]
+
+    async def no_wait(_seconds: float) -> None:
+        await asyncio.sleep(0)
+
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    services = Services(offline=False, environ={"SHOP_API_TOKEN": token}, sleep=no_wait,
+                        transports={"http": httpx.MockTransport(lambda _request: answers.pop(0))})
+    services.run_observers.append(OtelExport(provider))
+    path = tmp_path / "lookup.yaml"
+    path.write_text(HTTP_DIAGRAM)
+    result = asyncio.run(execute(load_diagram(path, block_registry()), {}, runs_dir=tmp_path / "runs",
+                                 services=services, message_level=MessageLevel.DEBUG))
+    assert result.status == "succeeded", result.errors
+    finished = list(spans.get_finished_spans())
+    assert tree(finished) == ["run lookup", "  start", "  fetch", "    GET"]
+    [get] = named(finished, "GET")
+    assert get.kind.name == "CLIENT"
+    assert get.status.status_code.name == "ERROR"  # a 404 is a client span's error, though the block took it
+    assert dict(get.attributes or {}) == {
+        "http.request.method": "GET", "url.full": "https://api.shop.test/v1/orders/42?key=[REDACTED]",
+        "http.response.status_code": 404, "server.address": "api.shop.test", "server.port": 443,
+        "http.request.resend_count": 1, "error.type": "404"}
+    assert token not in repr([dict(span.attributes or {}) for span in finished])
+
+
 # -- a collector that is down or hangs does not hold the command up ---------------------------------------------
 
 

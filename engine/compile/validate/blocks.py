@@ -48,7 +48,7 @@ def read_blocks(c: Compilation) -> DiagramSpec | None:
         c.problems.add((), "a diagram file must be a mapping with 'diagram' and 'blocks'", code="not_mapping")
         return None
     try:
-        spec = DiagramSpec.model_validate(c.data)
+        spec = c.spec = DiagramSpec.model_validate(c.data)
     except ValidationError as exc:
         c.problems.from_validation(exc, (), block=None, allowed=DiagramSpec.model_fields)
         blocks = c.data.get("blocks")

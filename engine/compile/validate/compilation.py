@@ -16,7 +16,7 @@ from engine.compile.diagram import CompiledBlock, Diagram
 from engine.compile.templating import Evaluator, TemplateEnv, TemplateSyntax, has_template
 from engine.compile.validate.problems import Problems
 from engine.format.paths import DataFolder, PathRefused
-from engine.format.spec import BlockSpec
+from engine.format.spec import BlockSpec, DiagramSpec
 from engine.format.yamlfile import LineMap
 
 __all__ = ["Compilation", "check_csv_path", "compile_template"]
@@ -41,6 +41,8 @@ class Compilation:
     variables: list[tuple[str, Evaluator]] = field(default_factory=list)
     children: dict[str, Diagram] = field(default_factory=dict)
     """Block id → the diagram it runs, loaded with this one (engine.compile.children)."""
+    spec: DiagramSpec | None = None
+    """The diagram's top-level keys, when they are fine (blocks check themselves against them: `check_diagram`)."""
     start_written: bool = False
     """A block of a start type was written, even one that failed its own checks."""
 

@@ -136,6 +136,12 @@ def _compile_inputs(c: Compilation, compiled: CompiledBlock, in_scope: set[str])
             templated.add(fields[name])
     _check_required(c, compiled)
     _check_constants(c, compiled, constants, templated)
+    if c.spec is not None:
+
+        def report(field: str, message: str, hint: str | None) -> None:
+            _place(c, where, field, {}, message, block=compiled.id, shown=f"with.{field.partition('.')[0]}", hint=hint)
+
+        compiled.impl.check_diagram(c.spec, report)
 
 
 def _check_required(c: Compilation, compiled: CompiledBlock) -> None:

@@ -29,10 +29,10 @@ from engine.providers.simulator.checks import Rejected, camel_gemini, check_anth
 from engine.providers.simulator.replies import Outcome, render, vendor_error
 from engine.providers.simulator.shapes import conforming
 from engine.providers.simulator.streams import sse_events
+from engine.providers.simulator.web import BLOCK_HEADER, HTTP, ScriptedWeb
 
 __all__ = ["BLOCK_HEADER", "RecordedRequest", "Simulator", "neutral_messages"]
 
-BLOCK_HEADER = "x-diagrama-block"
 _CALLS = "x-diagrama-calls"  # carried beside a reply inside the simulator; never sent
 _STREAM = "x-diagrama-stream"  # likewise: how a 200 to a streaming request is streamed
 _GEMINI_PATH = re.compile(r"^/(v1|v1beta)/models/([^/:]+):(generateContent|streamGenerateContent)$")
@@ -75,12 +75,19 @@ class Simulator:
     """Seeds the made-up structured answers (with the request itself): the same seed and request, the same object."""
     _count: int = 0
     _transports: dict[str, httpx.AsyncBaseTransport] = field(default_factory=dict, init=False, repr=False)
+    web: ScriptedWeb = field(init=False, repr=False)
+    """HttpRequest blocks' scripted far side (`transport("http")`), over the same scripts."""
+
+    def __post_init__(self) -> None:
+        self.web = ScriptedWeb(self.scripts, self.exhausted)
 
     def transport(self, vendor: str) -> httpx.AsyncBaseTransport:
-        """The vendor's in-process transport, made once per simulator (the client pool is keyed by it)."""
+        """The vendor's in-process transport (HTTP's: the scripted replies), made once per simulator (the client pool
+        is keyed by it)."""
         transport = self._transports.get(vendor)
         if transport is None:
-            transport = self._transports[vendor] = httpx.ASGITransport(app=self.app(vendor))
+            transport = self._transports[vendor] = (self.web.transport() if vendor == HTTP
+                                                    else httpx.ASGITransport(app=self.app(vendor)))
         return transport
 
     def app(self, vendor: str) -> ASGIApp:

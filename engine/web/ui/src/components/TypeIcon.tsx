@@ -8,6 +8,7 @@ const COLOURS: Record<string, string> = {
   GroqChatRequest: '#db2777',
   GeminiRequest: '#2563eb',
   ToolDispatch: '#0f766e',
+  HttpRequest: '#0369a1',
 };
 
 export function typeColour(type: string): string {
@@ -22,6 +23,8 @@ function glyph(type: string): string {
   if (type === 'Set') return 'M5 9h14M5 15h14';
   if (type === 'Loop') return 'M17 3l3 3-3 3M20 6H9a5 5 0 0 0-5 5M7 21l-3-3 3-3M4 18h11a5 5 0 0 0 5-5';
   if (type === 'ToolDispatch') return 'M14.7 6.3a4 4 0 0 0-5.4 5.4L4 17v3h3l5.3-5.3a4 4 0 0 0 5.4-5.4l-2.5 2.5-2.4-.6-.6-2.4z';
+  // A globe: HttpRequest calls a web API, not a model (its name would match the model requests' test below).
+  if (type === 'HttpRequest') return 'M12 3a9 9 0 1 0 0 18 9 9 0 1 0 0-18M3 12h18M12 3c3 3 3 15 0 18M12 3c-3 3-3 15 0 18';
   if (/Request$|Chat/.test(type)) return 'M4 5h16v11H9l-5 4z';
   return 'M12 3l8 4.5v9L12 21l-8-4.5v-9z';
 }

@@ -30,7 +30,8 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
   // the registry files as the diagram names them: relative to its own folder
   const folder = path?.includes('/') ? path.slice(0, path.lastIndexOf('/') + 1) : '';
   const relative = (p: string) => (folder && p.startsWith(folder) ? p.slice(folder.length) : folder ? `${'../'.repeat(folder.split('/').length - 1)}${p}` : p);
-  const top = (key: string) => problems.filter((p) => !p.block && p.field === key);
+  // A list's problems name their entry (`allowed_hosts.1`): each shows at the list's field.
+  const top = (key: string) => problems.filter((p) => !p.block && (p.field === key || !!p.field?.startsWith(`${key}.`)));
   return (
     <div className="props">
       <header className="props__head"><div><h2 className="props__title">Diagram</h2>
@@ -60,7 +61,15 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
           </FieldRow>
           <FieldRow htmlFor="diagram-allowed_modules" label="Allowed modules" problems={top('allowed_modules')}
             description="modules Function blocks may call, separated by commas: e.g. shop.pricing">
-            <ModuleList value={diagram.allowed_modules} onChange={(modules) => setKey('allowed_modules', modules)} />
+            <ListInput id="diagram-allowed_modules" value={diagram.allowed_modules} onChange={(items) => setKey('allowed_modules', items)} />
+          </FieldRow>
+          <FieldRow htmlFor="diagram-allowed_hosts" label="Allowed hosts" problems={top('allowed_hosts')}
+            description="hosts HttpRequest blocks may call, separated by commas: api.example.com, *.example.com, localhost:8080">
+            <ListInput id="diagram-allowed_hosts" value={diagram.allowed_hosts} onChange={(items) => setKey('allowed_hosts', items)} />
+          </FieldRow>
+          <FieldRow htmlFor="diagram-secrets" label="Secrets" problems={top('secrets')}
+            description="environment variables secret('NAME') may read, separated by commas; their values are redacted everywhere">
+            <ListInput id="diagram-secrets" value={diagram.secrets} onChange={(items) => setKey('secrets', items)} />
           </FieldRow>
         </section>
       </fieldset>
@@ -79,15 +88,16 @@ export function DiagramProperties({ diagram }: { diagram: Diagram }) {
   );
 }
 
-/** A list of module names edited as one line, `a.b, c`: the text as typed is kept while it means the same list. */
-function ModuleList({ value, onChange }: { value: string[] | undefined; onChange: (modules: string[]) => void }) {
+/** A list of names (modules, hosts, variables) edited as one line, `a.b, c`: the text as typed is kept while it means
+ * the same list. */
+function ListInput({ id, value, onChange }: { id: string; value: string[] | undefined; onChange: (items: string[]) => void }) {
   const joined = (value ?? []).join(', ');
   const [draft, setDraft] = useState(joined);
   const parse = (text: string) => text.split(',').map((m) => m.trim()).filter((m) => m !== '');
   // An undo, or another edit of the list, shows the diagram's list; a trailing ", " being typed stays.
   const shown = parse(draft).join(', ') === joined ? draft : joined;
   return (
-    <input id="diagram-allowed_modules" data-testid="field-allowed_modules" value={shown} spellCheck={false}
+    <input id={id} data-testid={`field-${id.replace('diagram-', '')}`} value={shown} spellCheck={false}
       onChange={(e) => { setDraft(e.target.value); onChange(parse(e.target.value)); }} />
   );
 }

@@ -1,4 +1,4 @@
-/** What a run did in one block: each step's status, duration, tokens, tool calls, inputs, outputs, error. */
+/** What a run did in one block: each step's status, duration, tokens, HTTP calls, tool calls, inputs, outputs, error. */
 import type { Step } from '../../api/types';
 import { linkText, msText, tokensText } from '../../model/run';
 
@@ -30,6 +30,7 @@ export function StepDetails({ steps, passes }: { steps: Step[]; passes?: number 
             <dl className="step__facts">
               {typeof s.model === 'string' && s.model && <><dt>Model</dt><dd><code>{s.model}</code></dd></>}
               {!empty(s.tokens) && <><dt>Tokens</dt><dd>{tokensText(s.tokens)}</dd></>}
+              {s.http_calls.length > 0 && <><dt>HTTP</dt><dd><code>{s.http_calls.join('; ')}</code></dd></>}
               {link && <><dt>Link taken</dt><dd><code>{link}</code></dd></>}
             </dl>
             {!empty(s.error) && <div className="step__error" role="alert"><Json value={s.error} /></div>}

@@ -17,6 +17,7 @@ describe('StepDetails', () => {
       number: 2, block: 'ask', block_type: 'ClaudeRequest', offset_ms: 0.2, duration_ms: 8.7338, status: 'succeeded',
       next: 'dispatch', via: 'next', inputs: { model: 'claude-sonnet-5-5' }, outputs: { result: '' }, set: {}, error: null,
       model: 'claude-sonnet-5-5', tokens: [281, 10], called_tools: ['get_order_status'], payloads: [], scores: {}, score_parts: {}, failed_tools: [],
+      http_calls: [],
     } satisfies Step;
     const { container } = render(<StepDetails steps={[step]} />);
     const facts = container.querySelector('.step__facts')!.textContent;
@@ -26,6 +27,17 @@ describe('StepDetails', () => {
     expect(screen.getByText('Tool calls')).toBeTruthy();
     expect(container.textContent).toContain('get_order_status');
     expect(container.textContent).toContain('8.7 ms');
+    expect(facts).not.toContain('HTTP');
+  });
+
+  it("shows an HttpRequest's calls: method, status and attempts", () => {
+    const step = {
+      number: 2, block: 'fetch', block_type: 'HttpRequest', offset_ms: 0.2, duration_ms: 3.1, status: 'succeeded',
+      next: 'answer', via: 'next', inputs: {}, outputs: {}, set: {}, error: null, model: null, tokens: null, called_tools: [],
+      payloads: [], scores: {}, score_parts: {}, failed_tools: [], http_calls: ['GET 200 after 2 attempts'],
+    } satisfies Step;
+    const { container } = render(<StepDetails steps={[step]} />);
+    expect(container.querySelector('.step__facts')!.textContent).toContain('HTTPGET 200 after 2 attempts');
   });
 });
 
@@ -96,5 +108,28 @@ describe('DiagramProperties', () => {
     expect(useStudio.getState().diagram?.allowed_modules).toEqual(['shop.pricing', 'shop.tax']);
     fireEvent.change(box, { target: { value: ' ' } });
     expect(useStudio.getState().diagram).not.toHaveProperty('allowed_modules');
+  });
+
+  it('edits allowed_hosts and secrets as lists the same way', () => {
+    const diagram = { ...orderAgent(), allowed_hosts: ['api.shop.example'] };
+    useStudio.setState({ diagram, saved: diagram, format, palette, links: keys, problems: [], compiled: null, registries: [] });
+    render(<Panel />);
+    const hosts = screen.getByTestId('field-allowed_hosts') as HTMLInputElement;
+    expect(hosts.value).toBe('api.shop.example');
+    fireEvent.change(hosts, { target: { value: 'api.shop.example, *.cdn.example, localhost:8080' } });
+    expect(useStudio.getState().diagram?.allowed_hosts).toEqual(['api.shop.example', '*.cdn.example', 'localhost:8080']);
+    fireEvent.change(screen.getByTestId('field-secrets'), { target: { value: 'SHOP_API_TOKEN' } });
+    expect(useStudio.getState().diagram?.secrets).toEqual(['SHOP_API_TOKEN']);
+    fireEvent.change(hosts, { target: { value: ' ' } });
+    expect(useStudio.getState().diagram).not.toHaveProperty('allowed_hosts');
+  });
+
+  it("shows a problem of one entry at its list's field", () => {
+    const diagram = { ...orderAgent(), allowed_hosts: ['api.shop.example', 'https://bad/'] };
+    const problem = { file: 'd.yaml', line: 2, column: 25, message: "'https://bad/' is a URL: write the host alone", block: null,
+      field: 'allowed_hosts.1', hint: null, code: 'value_error', severity: 'error' as const };
+    useStudio.setState({ diagram, saved: diagram, format, palette, links: keys, problems: [problem], compiled: null, registries: [] });
+    render(<Panel />);
+    expect(screen.getByText(/is a URL: write the host alone/)).toBeTruthy();
   });
 });
