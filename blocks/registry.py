@@ -10,13 +10,14 @@ from blocks.http_request import HttpRequest
 from blocks.loop import Loop
 from blocks.set import Set
 from blocks.start import Start
+from blocks.subdiagram import Subdiagram
 from blocks.tool_dispatch import ToolDispatch
 from engine import Block, BlockRegistry, entry_point_blocks
 
 __all__ = ["BUILTIN_BLOCKS", "registry"]
 
 BUILTIN_BLOCKS: tuple[type[Block], ...] = (Start, Set, Loop, ClaudeRequest, GroqChatRequest, GeminiRequest,
-                                            ToolDispatch, Function, HttpRequest)
+                                            ToolDispatch, Function, HttpRequest, Subdiagram)
 
 
 def registry(*, plugins: bool = True) -> BlockRegistry:
