@@ -374,9 +374,12 @@ class RequestBlock(Block):
         from engine.providers import ask  # the request path (httpx, the simulator) loads when a run sends
 
         stream = inputs.stream if inputs.stream is not None else services.stream
-        answer = await ask(services, adapter, call, block=self.id, timeout=inputs.timeout, explicit_base=inputs.base_url,
+        # Addressed from the top run (`sub/ask` in a Subdiagram's child): scripted replies, recordings and the
+        # streamed pieces' listeners name the block so.
+        address = context.address
+        answer = await ask(services, adapter, call, block=address, timeout=inputs.timeout, explicit_base=inputs.base_url,
                            exchanges=exchanges, retried=traced.retried, stream=stream,
-                           on_text=_text_sink(context, self.id) if stream else None)
+                           on_text=_text_sink(context, address) if stream else None)
         reply = answer.reply
         answer_rows = list(rows)
         # The turn's sealed parts ride on its first assistant row (a row of their own when the turn has

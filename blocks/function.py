@@ -6,7 +6,8 @@ its literal arguments are checked against its signature then. A run calls it wit
 `arguments`, by name: a sync function on a thread of its own, an async one awaited, under `timeout` and
 the run's deadline, past either of which it is abandoned, never waited for (`engine.tools.call_handler`).
 What it returns becomes JSON data (`engine.json_result`); what it raises is a `function_error`, to which
-the executor applies the block's error level. A scenario scripts it by block id (`services.scripted`).
+the executor applies the block's error level. A scenario scripts it by block id, `sub/price` in a
+subdiagram (`services.scripted`).
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ class Function(Block):
 
         name = inputs.function
         scripted = context.services.scripted
-        reply = scripted.call(self.id, name, inputs.arguments) if scripted is not None else None
+        # By its address from the top run (`sub/price` in a Subdiagram's child), as scenarios name it.
+        reply = scripted.call(context.address, name, inputs.arguments) if scripted is not None else None
         traced = context.message_level >= MessageLevel.DEBUG  # what an event would hold, made only when kept
         event: dict[str, Any] = {"function": name, "arguments": context.shown(inputs.arguments)} if traced else {}
         if reply is not None and traced:

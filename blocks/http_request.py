@@ -147,7 +147,7 @@ class HttpRequest(Block):
         exchanges = traced if context.message_level >= MessageLevel.DETAILED else None
         services = context.services
         began = time.perf_counter()
-        fetched = await send_web(services, Outgoing(inputs.method, url, headers, content, shown), block=self.id,
+        fetched = await send_web(services, Outgoing(inputs.method, url, headers, content, shown), block=context.address,
                                  timeout=inputs.timeout, retries=inputs.retries, exchanges=exchanges,
                                  retried=traced.retried)
         context.emit(Event.HTTP_CALLED, method=inputs.method, url=str(url), status=fetched.status,

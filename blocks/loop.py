@@ -3,11 +3,15 @@
 The body's last block links back to the Loop; each entry from the body ends a
 pass (then `collect` and `break_when` are read), and the Loop either starts the
 next pass through its `body` port or finishes along `next`.
+
+With `concurrency` (for_each only) the passes run side by side instead, as runs of the
+body nested in the Loop's one step (engine.runtime.nested, through `run_passes`): each
+in its own copy of the scope, so only `collect` flows out, in input order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -17,6 +21,7 @@ from engine import Block, DataTable, Event, InputError, LoopLimitReached, Report
 
 if TYPE_CHECKING:
     from engine import RunContext  # annotations only: importing the run context loads asyncio
+    from engine.format.spec import BlockSpec
 
 _MODES = ("for_each", "while", "count")
 
@@ -30,6 +35,8 @@ class LoopInputs(BaseModel):
     max_iterations: int = Field(default=100, ge=1, description="reaching it while passes remain is an error")
     break_when: Any = Field(default=None, description="condition checked after each pass; true ends the loop")
     collect: Any = Field(default=None, description="value recorded after each pass, into `collected`")
+    concurrency: int = Field(default=1, ge=1, description="for_each passes run at once, each in its own copy of the "
+                                                          "scope: only `collect` flows out of the loop")
 
 
 class LoopOutputs(BaseModel):
@@ -57,6 +64,11 @@ _ABSENT = object()
 """A name the loop shadowed that was unbound before it, after a resume (RunContext.restore removes any such)."""
 
 
+def _side_by_side(written: Mapping[str, Any]) -> bool:
+    """Whether a Loop's passes run side by side: `concurrency` written as anything but 1 (a template counts)."""
+    return bool(written.get("concurrency", 1) != 1)
+
+
 class Loop(Block):
     """Repeats its body: `for_each`, `while` or `count`, never past `max_iterations`."""
 
@@ -67,6 +79,11 @@ class Loop(Block):
     body_exit: ClassVar[str | None] = "break_when"
     deferred_inputs: ClassVar[tuple[str, ...]] = ("for_each", "while", "count", "break_when", "collect")
 
+    def __init__(self, spec: BlockSpec, settings: BaseModel | None = None) -> None:
+        super().__init__(spec, settings)
+        self._concurrent = _side_by_side(spec.with_)
+        """Whether `concurrency` is written: read at every pass, so decided once."""
+
     def check(self, constants: Mapping[str, Any], report: Report) -> None:
         written = [mode for mode in _MODES if mode in self.spec.with_]
         if len(written) != 1:
@@ -76,26 +93,39 @@ class Loop(Block):
                 + (f" (it has {', '.join(written)})" if written else ""),
                 "for_each: \"{{ rows }}\", while: \"{{ i < 10 }}\" or count: 3",
             )
+        if _side_by_side(self.spec.with_):
+            if written and written != ["for_each"]:
+                report("concurrency", f"concurrency runs for_each passes side by side; a {written[0]} loop runs one "
+                       "pass after another", "loop over a list with for_each, or drop concurrency")
+            if "break_when" in self.spec.with_:
+                report("break_when", "break_when is checked after each pass, in order; passes that run side by side "
+                       "have no order to stop in", "drop break_when, or drop concurrency")
+
+    def concurrent_body(self) -> bool:
+        return self._concurrent
+
+    @staticmethod
+    def _items(context: RunContext) -> list[Any]:
+        value = context.evaluate_input("for_each")
+        if isinstance(value, dict):
+            try:
+                value = to_table(value, context.diagram.directory)
+            except TableError as exc:
+                raise InputError(f"with.for_each: {exc.message}") from exc
+        if isinstance(value, DataTable):
+            return value.records()
+        if isinstance(value, (list, tuple)):
+            return list(value)
+        if value is None:
+            return []
+        raise InputError(f"with.for_each: expected a list or a data table, got {type(value).__name__}")
 
     def _begin(self, context: RunContext) -> _Pass:
         mode = next(m for m in _MODES if context.has_input(m))
         items = None
         count = None
         if mode == "for_each":
-            value = context.evaluate_input("for_each")
-            if isinstance(value, dict):
-                try:
-                    value = to_table(value, context.diagram.directory)
-                except TableError as exc:
-                    raise InputError(f"with.for_each: {exc.message}") from exc
-            if isinstance(value, DataTable):
-                items = value.records()
-            elif isinstance(value, (list, tuple)):
-                items = list(value)
-            elif value is None:
-                items = []
-            else:
-                raise InputError(f"with.for_each: expected a list or a data table, got {type(value).__name__}")
+            items = self._items(context)
         elif mode == "count":
             value = context.evaluate_input("count")
             try:
@@ -135,7 +165,10 @@ class Loop(Block):
         return _Pass(data["mode"], data["items"], data["count"], collects=data["collects"], breaks=data["breaks"],
                      iterations=data["iterations"], collected=data["collected"], shadowed=shadowed)
 
-    def run(self, inputs: LoopInputs, context: RunContext) -> dict[str, Any]:
+    def run(self, inputs: LoopInputs, context: RunContext) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+        if self._concurrent:
+            # The executor awaits this block (`concurrent_body`): its passes run inside this one step.
+            return self._passes_side_by_side(inputs, context)
         state: _Pass | None = context.loop_states.get(self.id) if context.entered_from_body else None
         if state is None:
             state = self._begin(context)
@@ -175,3 +208,15 @@ class Loop(Block):
             context.emit(Event.LOOP_PASS_STARTED, index=index)
         context.port = "body"
         return _NO_OUTPUTS
+
+    async def _passes_side_by_side(self, inputs: LoopInputs, context: RunContext) -> dict[str, Any]:
+        items = self._items(context)
+        if len(items) > inputs.max_iterations:
+            # Checked before any pass starts: passes side by side have no "so far" to stop after.
+            raise LoopLimitReached(f"the loop has {len(items)} items, more than max_iterations "
+                                   f"({inputs.max_iterations})", type="loop_limit_reached")
+        scopes = await context.run_passes([{"item": item, "index": index} for index, item in enumerate(items)],
+                                          inputs.concurrency)
+        collected = [context.evaluate_input("collect", scope) for scope in scopes] if context.has_input("collect") \
+            else []
+        return {"iterations": len(scopes), "collected": collected}

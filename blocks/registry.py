@@ -10,6 +10,7 @@ from blocks.http_request import HttpRequest
 from blocks.loop import Loop
 from blocks.set import Set
 from blocks.start import Start
+from blocks.subdiagram import Subdiagram
 from blocks.tool_dispatch import ToolDispatch
 from blocks.wait import Wait
 from engine import Block, BlockRegistry, entry_point_blocks
@@ -17,7 +18,7 @@ from engine import Block, BlockRegistry, entry_point_blocks
 __all__ = ["BUILTIN_BLOCKS", "registry"]
 
 BUILTIN_BLOCKS: tuple[type[Block], ...] = (Start, Set, Loop, ClaudeRequest, GroqChatRequest, GeminiRequest,
-                                            ToolDispatch, Wait, Function, HttpRequest)
+                                            ToolDispatch, Wait, Function, HttpRequest, Subdiagram)
 
 
 def registry(*, plugins: bool = True) -> BlockRegistry:

@@ -11,7 +11,9 @@
         │   └── TableError          a data table is malformed (ragged, bad role, unreadable CSV)
         ├── BlockError              a block failed while running (`block_raised`: a plug-in's bug)
         │   ├── ToolError           a tool could not be dispatched
-        │   └── LoopLimitReached    a Loop reached max_iterations
+        │   ├── LoopLimitReached    a Loop reached max_iterations
+        │   ├── LoopPassFailed      a pass of a concurrent Loop failed with an error its body did not handle
+        │   └── SubdiagramFailed    the diagram a Subdiagram block ran failed (or could not run)
         ├── ProviderError           a vendor answered with an error or an unreadable body
         │   ├── ProviderRefused     the model refused, or a safety filter left nothing usable
         │   ├── ProviderBlocked     the vendor blocked the prompt itself
@@ -57,6 +59,7 @@ __all__ = [
     "InputError",
     "InternalError",
     "LoopLimitReached",
+    "LoopPassFailed",
     "OutputTruncated",
     "Problem",
     "ProviderBlocked",
@@ -70,6 +73,7 @@ __all__ = [
     "ScenarioFailed",
     "SimulatorRejected",
     "StepLimitReached",
+    "SubdiagramFailed",
     "TableError",
     "TemplateError",
     "TemplateSyntax",
@@ -221,6 +225,18 @@ class LoopLimitReached(BlockError):
     """A Loop reached max_iterations while its condition still held."""
 
     type = "loop_limit_reached"
+
+
+class LoopPassFailed(BlockError):
+    """A pass of a concurrent Loop ended with an error its body did not handle: the Loop's own error level decides."""
+
+    type = "loop_pass_failed"
+
+
+class SubdiagramFailed(BlockError):
+    """The diagram a Subdiagram block runs failed, could not load, or nested too deep; its errors are listed."""
+
+    type = "subdiagram_failed"
 
 
 class ProviderError(RunError):

@@ -315,7 +315,7 @@ def _print_result(result: RunResult) -> None:
                   markup=False)
         return
     style = "green" if result.succeeded else "red"
-    out.print(f"[{style}]{result.status}[/{style}] · {len(result.path)} steps · "
+    out.print(f"[{style}]{result.status}[/{style}] · {result.steps} steps · "
               f"{result.duration * 1000:.1f} ms · trace {escape(str(result.trace))}")
     out.print(f"path: {escape(' → '.join(result.path))}")
     for name, value in result.variables.items():
@@ -445,10 +445,27 @@ def schema(
     sys.stdout.write(dumps_plain(diagram_schema(blocks_registry()), indent=True) + "\n")
 
 
+def _child_of(diagram: Diagram, address: str) -> Diagram:
+    """The diagram the Subdiagram block at `address` (`sub`, `sub/inner`) runs, loaded with `diagram`."""
+    from engine.errors import UsageError
+
+    found = diagram
+    for name in address.split("/"):
+        block = found.blocks.get(name)
+        if block is None or block.child is None:
+            why = "no such block" if block is None else "not a Subdiagram with a literal diagram path"
+            raise fail(UsageError(f"--subdiagram {address}: '{name}' in {found.path.name} is {why}"))
+        found = block.child
+    return found
+
+
 def graph(
     diagram: Annotated[Path, typer.Argument(help="the diagram file")],
     format: Annotated[GraphFormat, typer.Option("--format", help="mermaid or dot")] = GraphFormat.mermaid,
     run: Annotated[str | None, typer.Option("--run", help="a run id, run folder or trace file to highlight")] = None,
+    subdiagram: Annotated[str | None, typer.Option(
+        "--subdiagram", help="draw the child of this Subdiagram block instead (its id, or sub/inner for one deeper), "
+                             "with --run the path its calls took")] = None,
     runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
 ) -> None:
     """Draw a diagram as Mermaid or Graphviz DOT text, optionally with a run's path."""
@@ -456,12 +473,14 @@ def graph(
     from engine.errors import DiagramaError
 
     loaded = load(diagram)
+    if subdiagram is not None:
+        loaded = _child_of(loaded, subdiagram)
     path = None
     if run is not None:
         from engine.runs.traces import find_trace, run_path
 
         try:
-            path = run_path(find_trace(run, runs_folder(runs_dir)))
+            path = run_path(find_trace(run, runs_folder(runs_dir)), subdiagram)
         except DiagramaError as exc:
             raise fail(exc) from None
     drawn = to_dot(loaded.graph, path) if format is GraphFormat.dot else to_mermaid(loaded.graph, path)

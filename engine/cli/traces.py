@@ -58,8 +58,17 @@ def _step_line(step: Step) -> str:
         detail.append("out " + _short(step.outputs))
     offset = f"{step.offset_ms:9.2f}" if step.offset_ms is not None else " " * 9
     duration = f"{step.duration_ms:9.3f}" if step.duration_ms is not None else " " * 9
-    return (f"{step.number:>5} {step.block[:18]:<18} {step.block_type[:16]:<16} {offset} {duration} "
+    return (f"{step.number:>5} {_block_cell(step):<18} {step.block_type[:16]:<16} {offset} {duration} "
             f"{step.status:<9} {link[:22]:<22} {' · '.join(detail)}")
+
+
+def _block_cell(step: Step) -> str:
+    """The block, indented under the Subdiagram step its child ran in (by its own id there), with the pass of a
+    concurrent Loop it ran in: `  ask`, `classify [3]`."""
+    name = step.block.rsplit("/", 1)[-1] if step.depth else step.block
+    index = step.pass_index
+    marked = f"{name} [{index}]" if index is not None else name
+    return ("  " * step.depth + marked)[:18]
 
 
 HEADER = (f"{'step':>5} {'block':<18} {'type':<16} {'start ms':>9} {'took ms':>9} {'status':<9} "

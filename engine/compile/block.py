@@ -19,6 +19,7 @@ from engine.errors import RunError, UsageError
 from engine.format.spec import no_values
 
 if TYPE_CHECKING:
+    from engine.compile.diagram import Diagram
     from engine.format.spec import BlockSpec, DiagramSpec
     from engine.runtime.context import RunContext
 
@@ -116,6 +117,19 @@ class Block:
     def check_diagram(self, diagram: DiagramSpec, report: Report) -> None:  # optional hook
         """Load-time checks of this block's inputs as written (`self.spec.with_`, templates and all) against the
         diagram's top-level keys (HttpRequest's URL against `allowed_hosts`); call `report` per problem."""
+
+    diagram_input: ClassVar[str | None] = None
+    """An input naming another diagram file that this block runs (Subdiagram's `diagram`). Written as a literal
+    path, that diagram is loaded with this one (its problems are this one's, a cycle of such paths is refused) and
+    `check_child` meets it; a templated path is loaded when a run renders it."""
+
+    def check_child(self, child: Diagram, constants: Mapping[str, Any], report: Report) -> None:  # optional hook
+        """Load-time checks of this block's constant inputs against the diagram it runs (`diagram_input`)."""
+
+    def concurrent_body(self) -> bool:  # optional hook
+        """Whether this block runs the passes of its body side by side, each in its own copy of the scope (a Loop
+        with `concurrency`): then only what it collects flows out, and its `run` returns an awaitable."""
+        return False
 
     tools_input: ClassVar[str | None] = None
     """The input through which a tool registry's tools reach this block's model (`tools('group', ...)`)."""

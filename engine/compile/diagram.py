@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from engine.tools.registry import ToolRegistry
 
-__all__ = ["CompiledBlock", "CompiledLink", "Diagram", "resolve_levels"]
+__all__ = ["CompiledBlock", "CompiledLink", "Diagram", "InheritedLevels", "resolve_levels"]
 
 
 def _awaits(block_type: type[Block]) -> bool:
@@ -71,6 +71,7 @@ class CompiledBlock:
     __slots__ = (
         "awaits",
         "body_region",
+        "child",
         "deferred",
         "effects",
         "error_level",
@@ -99,9 +100,11 @@ class CompiledBlock:
         self.id: str = impl.id
         self.type_name: str = type(impl).type_name
         self.impl = impl
-        self.awaits = _awaits(type(impl))
-        self.effects: bool = type(impl).effects
-        """Whether a durable run checkpoints after this block's steps (Block.effects)."""
+        # A block whose body passes run side by side (a Loop with `concurrency`) awaits them.
+        self.awaits = _awaits(type(impl)) or impl.concurrent_body()
+        self.effects: bool = type(impl).effects or impl.concurrent_body()
+        """Whether a durable run checkpoints after this block's steps (Block.effects; a concurrent Loop too: its
+        passes, whose blocks may have effects, run inside its one step)."""
         """Whether `run` is a coroutine (a request); a plain `run` (Set, Loop) steps without one."""
         self.line = line
         self.label: str | None = impl.spec.label
@@ -127,6 +130,8 @@ class CompiledBlock:
         self.message_level_from = LevelSource.DEFAULT
         """Where `message_level` comes from; only a level from the block itself outlasts a run's override."""
         self.body_region: frozenset[str] = frozenset()
+        self.child: Diagram | None = None
+        """The diagram this block runs (its type's `diagram_input`), loaded with this one when its path is literal."""
         self.reads_outputs = True
         """False when no `set` and only one unconditional link: the step skips templating."""
         self.route: Route = self._first_route
@@ -178,6 +183,17 @@ def _source(own: ErrorLevel | MessageLevel | None, start: ErrorLevel | MessageLe
     return LevelSource.DEFAULT if start is None else LevelSource.START
 
 
+class InheritedLevels(NamedTuple):
+    """A diagram's levels as a Subdiagram's child (Diagram.inherited_levels)."""
+
+    errors: Mapping[CompiledBlock, ErrorLevel] | None
+    """Each block's error level; None where the child's stand (its Start sets one, or the caller's is the default)."""
+    messages: Mapping[CompiledBlock, MessageLevel] | None
+    """Each block's message level; None where the child's stand."""
+    highest: MessageLevel
+    """The highest of them: what the trace's chain must serve."""
+
+
 @dataclass(eq=False)
 class Diagram:
     """A validated diagram, ready to run any number of times (also concurrently)."""
@@ -199,6 +215,10 @@ class Diagram:
     """Folders besides its own the diagram may read data from (`--data-root`)."""
     warnings: list[Problem] = field(default_factory=list)
     """Problems that do not stop it running (an unreachable block); `validate --strict` fails on them."""
+    load_child: Callable[[Path], Diagram] | None = None
+    """Loads a diagram file (resolved, inside the folder or a data root) as this one was loaded: the diagrams a run
+    reaches through a templated Subdiagram path (engine.compile.children)."""
+    _inherited: dict[tuple[ErrorLevel, MessageLevel], InheritedLevels] = field(default_factory=dict, repr=False)
 
     @functools.cached_property
     def graph(self) -> nx.DiGraph:
@@ -214,7 +234,33 @@ class Diagram:
             return None
         return {block: own_else_run(block.own_message_level, run) for block in self.blocks.values()}
 
-    @property
+    def inherited_levels(self, error: ErrorLevel, message: MessageLevel) -> InheritedLevels:
+        """Each block's levels when this diagram runs as a Subdiagram of a block at `error` and `message`: a level
+        the Start block writes stands (the child sets it), else the block's own, else the caller's. Made once per
+        pair (six at most), so that a call costs a dictionary read."""
+        key = (error, message)
+        found = self._inherited.get(key)
+        if found is None:
+            errors = None
+            if self.start.error_level_from is LevelSource.DEFAULT and error != self.error_level:
+                errors = {block: own_else_run(block.own_error_level, error) for block in self.blocks.values()}
+            messages = None
+            if self.start.message_level_from is LevelSource.DEFAULT and message != self.message_level:
+                messages = {block: own_else_run(block.own_message_level, message) for block in self.blocks.values()}
+            highest = max(messages.values() if messages is not None else (b.message_level for b in self.blocks.values()))
+            found = self._inherited[key] = InheritedLevels(errors, messages, highest)
+        return found
+
+    @functools.cached_property
+    def listed_secrets(self) -> tuple[str, ...]:
+        """The names its `secrets:` lists, and those of the subdiagrams loaded with it: what a run of it redacts."""
+        names = dict.fromkeys(self.spec.secrets)
+        for block in self.blocks.values():
+            if block.child is not None:
+                names.update(dict.fromkeys(block.child.listed_secrets))
+        return tuple(names)
+
+    @functools.cached_property
     def directory(self) -> DataFolder:
         """Where the diagram's relative paths start, with the data roots: the only places it reads files from."""
         return DataFolder(self.path.parent, self.data_roots)

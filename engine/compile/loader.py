@@ -21,6 +21,7 @@ import jinja2
 from jinja2 import nodes
 
 from engine.compile.block import BlockRegistry
+from engine.compile.children import Loading, load_children
 from engine.compile.diagram import Diagram
 from engine.compile.secrets import SECRET_FUNCTION, secret_function
 from engine.compile.validate import compile_diagram
@@ -69,9 +70,10 @@ def load_diagram_text(
     each `secret('NAME')` written with a literal name must be set (None: only that the diagram lists the name).
     """
     roots = tuple(Path(root) for root in data_roots)
+    loading = Loading(registry, functions, roots, start_servers, _load_child, (path.resolve(),), environ=environ)
     with _no_gc_pauses():
         try:
-            return _load_text(text, path, registry, functions, roots, start_servers, environ)
+            return _load_text(text, path, loading)
         except RecursionError:
             # The YAML reader and the template parser refuse deep nesting with a line; this is the net below them.
             raise DiagramInvalid([Problem(str(path), None, "the file nests too deeply to be read",
@@ -79,8 +81,14 @@ def load_diagram_text(
                                           code="too_deep")]) from None
 
 
-def _load_text(text: str, path: Path, registry: BlockRegistry, functions: Mapping[str, Any] | None,
-               data_roots: tuple[Path, ...], start_servers: bool, environ: Mapping[str, str] | None) -> Diagram:
+def _load_child(path: Path, loading: Loading) -> Diagram:
+    """A subdiagram's file, loaded within its parent's loading (engine.compile.children)."""
+    return _load_text(_read(path), path, loading)
+
+
+def _load_text(text: str, path: Path, loading: Loading) -> Diagram:
+    registry, functions, data_roots, start_servers, environ = (loading.registry, loading.functions, loading.data_roots,
+                                                               loading.start_servers, loading.environ)
     problems: list[Problem] = []
     ambiguous: list[Ambiguous] = []
     data, lines = read_yaml_text(text, str(path), problems, ambiguous)
@@ -111,10 +119,20 @@ def _load_text(text: str, path: Path, registry: BlockRegistry, functions: Mappin
                         tools.start_servers()
                     except DiagramInvalid as exc:
                         problems.extend(exc.problems)
+    children = load_children(data, lines, path, loading, problems)
     diagram = compile_diagram(data, lines, path, registry, source=text, functions=extra, extra_problems=problems,
-                              data_roots=data_roots)
+                              data_roots=data_roots, children=children)
     diagram.tools = tools
+    # What a run renders as a Subdiagram path is loaded as this diagram was (the depth is the executor's to cap).
+    diagram.load_child = lambda child: _load_run_time_child(child, loading)
     return diagram
+
+
+def _load_run_time_child(path: Path, loading: Loading) -> Diagram:
+    with _no_gc_pauses():
+        return _load_text(_read(path), path, Loading(loading.registry, loading.functions, loading.data_roots,
+                                                     loading.start_servers, _load_child, (path.resolve(),),
+                                                     environ=loading.environ))
 
 
 def _ambiguity_warnings(found: list[Ambiguous], data: Any, file: str) -> list[Problem]:
@@ -235,6 +253,12 @@ def load_diagram(path: str | Path, registry: BlockRegistry, *, functions: Mappin
     `load_diagram_text`).
     """
     path = Path(path)
+    return load_diagram_text(_read(path), path, registry, functions=functions, data_roots=data_roots,
+                             start_servers=start_servers, environ=environ)
+
+
+def _read(path: Path) -> str:
+    """A diagram file's text; DiagramInvalid naming the file when it cannot be read."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -243,5 +267,4 @@ def load_diagram(path: str | Path, registry: BlockRegistry, *, functions: Mappin
         raise DiagramInvalid([Problem(str(path), None, "is a folder, not a diagram file", code="no_file")]) from None
     except OSError as exc:
         raise DiagramInvalid([Problem(str(path), None, f"cannot read: {exc.strerror}", code="no_file")]) from None
-    return load_diagram_text(decode_text(data, str(path)), path, registry, functions=functions, data_roots=data_roots,
-                             start_servers=start_servers, environ=environ)
+    return decode_text(data, str(path))

@@ -72,6 +72,8 @@ def schema_problem(schema: Any) -> str | None:
         return f"{where}: {message}" if where else message
     except (jsonschema_rs.ReferencingError, ValueError) as exc:
         return str(exc).split("\n", 1)[0]
+    except orjson.JSONEncodeError as exc:  # a number JSON text cannot carry (past 64 bits): no request could send it
+        return f"the schema cannot be sent as JSON: {exc}"
     return None
 
 

@@ -13,6 +13,11 @@ inside, and only a Detailed run exports message contents (scrubbed by the run's 
       loop <loop id>                    the whole loop
         <loop id>                       each visit of the Loop block
         <loop id> pass N                each pass, its body blocks inside
+      <Subdiagram block id>             a Subdiagram's step: its child's steps inside (`sub/ask`)
+      <Loop id with concurrency>        its passes inside (`<loop id> pass N`), side by side
+
+Events of a nested run (a child, a concurrent pass) carry their lane (engine.runtime.trace_lane):
+each lane has its own block under way, under the span that started the lane.
 
 The run header of the JSONL trace gets `otel_trace_id`, so a trace file and the exported
 trace join. The SDK is imported only here, and only when `--otel` (or DIAGRAMA_OTEL=1)
@@ -181,11 +186,16 @@ class _RunSpans:
         self._diagram = diagram
         self._redactor = redactor
         self._run: Span | None = None
-        self._block: Span | None = None
+        self._blocks: dict[str, Span] = {}
+        """Lane → its block under way ("" the top run's own)."""
         self._loops: list[_Loop] = []
-        self._exchange = _Exchange()
-        self._detailed = False
-        """Whether the block under way exports message contents: Detailed's alone."""
+        self._exchanges: dict[str, _Exchange] = {}
+        self._detailed: set[str] = set()
+        """The lanes whose block under way exports message contents: Detailed's alone."""
+        self._lane_parents: dict[str, Span] = {}
+        """A nested lane → the span its blocks go under: the Subdiagram's step, or the pass."""
+        self._passes: dict[str, list[Span]] = {}
+        """A lane → the pass spans of its concurrent Loop under way, ended with the Loop's step."""
         self._detailed_blocks: set[str] = set()
         self._body_ports = {block.id: port for block in diagram.blocks.values()
                             if (port := type(block.impl).body_port) is not None}
@@ -201,6 +211,7 @@ class _RunSpans:
             Event.PROVIDER_CALLED: self._provider_called,
             Event.TOOL_CALLED: self._tool_called,
             Event.HTTP_CALLED: self._http_called,
+            Event.SUBDIAGRAM_STARTED: self._subdiagram_started,
             Event.RUN_FINISHED: self._run_finished,
         }
 
@@ -241,13 +252,26 @@ class _RunSpans:
 
     def _block_started(self, event: dict[str, Any]) -> None:
         block = str(event.get("block"))
-        self._detailed = block in self._detailed_blocks
-        if block in self._body_ports:
+        lane = str(event.get("lane") or "")
+        if block in self._detailed_blocks:
+            self._detailed.add(lane)
+        else:
+            self._detailed.discard(lane)
+        if not lane and block in self._body_ports:
             self._enter_loop(block, str(event.get("block_type")))
-        self._exchange = _Exchange()
-        self._block = self._start(block, self._parent(), {"diagrama.block.id": block,
-                                                          "diagrama.block.type": str(event.get("block_type")),
-                                                          "diagrama.step": int(event.get("step") or 0)})
+        self._exchanges[lane] = _Exchange()
+        parent = self._lane_parents.get(lane, self._run) if lane else self._parent()
+        self._blocks[lane] = self._start(block, parent, {"diagrama.block.id": block,
+                                                         "diagrama.block.type": str(event.get("block_type")),
+                                                         "diagrama.step": int(event.get("step") or 0)})
+
+    def _subdiagram_started(self, event: dict[str, Any]) -> None:
+        """The child's lane goes under the Subdiagram's step (its lane: the caller's, then the block's own id)."""
+        lane = str(event.get("lane") or "")
+        step = self._blocks.get(lane)
+        if step is not None:
+            own = str(event.get("block")).rsplit("/", 1)[-1]
+            self._lane_parents[f"{lane}/{own}" if lane else own] = step
 
     def _enter_loop(self, block: str, block_type: str) -> None:
         """A visit of a Loop block: the first opens its loop span; a later one ends the pass that led back to it."""
@@ -264,7 +288,18 @@ class _RunSpans:
         self._loops.append(_Loop(block, span))
 
     def _pass_started(self, event: dict[str, Any]) -> None:
-        if not self._loops:
+        lane = str(event.get("lane") or "")
+        if lane.endswith("]"):  # a concurrent Loop's pass: its own lane, under the Loop's step
+            caller = lane.rsplit("/", 1)[0] if "/" in lane else ""
+            step = self._blocks.get(caller)
+            if step is not None:
+                index = event.get("index")
+                span = self._start(f"{event.get('block')} pass {index}", step,
+                                   {"diagrama.block.id": str(event.get("block")), "diagrama.loop.pass": int(index or 0)})
+                self._lane_parents[lane] = span
+                self._passes.setdefault(caller, []).append(span)
+            return
+        if lane or not self._loops:  # a sequential loop inside a nested run: its steps go under the lane's parent
             return
         loop = self._loops[-1]
         index = event.get("index")
@@ -274,7 +309,7 @@ class _RunSpans:
     def _block_failed(self, event: dict[str, Any]) -> None:
         from opentelemetry.trace import Status, StatusCode
 
-        span = self._block if self._block is not None else self._run
+        span = self._blocks.get(str(event.get("lane") or ""), self._run)
         if span is None:
             return
         error_type = str(event.get("error_type") or "error")
@@ -282,7 +317,10 @@ class _RunSpans:
         span.set_status(Status(StatusCode.ERROR, self._redactor.text(str(event.get("message") or ""))[:1000]))
 
     def _block_finished(self, event: dict[str, Any]) -> None:
-        span, self._block = self._block, None
+        lane = str(event.get("lane") or "")
+        span = self._blocks.pop(lane, None)
+        for done in self._passes.pop(lane, ()):  # a concurrent Loop's step ends after all its passes
+            done.end()
         if span is None:
             return
         status = str(event.get("status"))
@@ -291,7 +329,7 @@ class _RunSpans:
             span.set_attribute("diagrama.block.next", str(event["next"]))
         span.end()
         block = str(event.get("block"))
-        if block in self._body_ports and event.get("via") != self._body_ports[block]:
+        if not lane and block in self._body_ports and event.get("via") != self._body_ports[block]:
             self._leave_loop(block)
 
     def _leave_loop(self, block: str) -> None:
@@ -313,9 +351,13 @@ class _RunSpans:
     def _run_finished(self, event: dict[str, Any]) -> None:
         from opentelemetry.trace import Status, StatusCode
 
-        if self._block is not None:  # a run stopped mid-block (deadline, interrupt)
-            self._block.end()
-            self._block = None
+        for passes in self._passes.values():  # a run stopped mid-block (deadline, interrupt)
+            for span in passes:
+                span.end()
+        self._passes.clear()
+        for span in reversed(self._blocks.values()):
+            span.end()
+        self._blocks.clear()
         for loop in reversed(self._loops):
             self._end_loop(loop)
         self._loops.clear()
@@ -335,11 +377,14 @@ class _RunSpans:
 
     # -- requests and tools ------------------------------------------------------------------------------
 
+    def _exchange(self, event: dict[str, Any]) -> _Exchange:
+        return self._exchanges.setdefault(str(event.get("lane") or ""), _Exchange())
+
     def _http_request(self, event: dict[str, Any]) -> None:
-        self._exchange.request = event.get("body")
+        self._exchange(event).request = event.get("body")
 
     def _http_response(self, event: dict[str, Any]) -> None:
-        self._exchange.response = event.get("body")
+        self._exchange(event).response = event.get("body")
 
     def _provider_called(self, event: dict[str, Any]) -> None:
         from opentelemetry.trace import SpanKind
@@ -347,21 +392,25 @@ class _RunSpans:
         now = time.time_ns()
         began = now - int(float(event.get("duration_ms") or 0) * 1_000_000)
         attributes = chat_attributes(event)
-        if self._detailed:
-            attributes.update(content_attributes(str(event.get("vendor")), self._exchange.request,
-                                                 self._exchange.response, self._redactor))
+        lane = str(event.get("lane") or "")
+        exchange = self._exchange(event)
+        if lane in self._detailed:
+            attributes.update(content_attributes(str(event.get("vendor")), exchange.request, exchange.response,
+                                                 self._redactor))
         span = self._tracer.start_span(f"chat {event.get('model')}", kind=SpanKind.CLIENT, attributes=attributes,
-                                       start_time=began, context=self._context_of(self._block))
+                                       start_time=began, context=self._context_of(self._blocks.get(lane)))
         span.end(end_time=now)
-        self._exchange = _Exchange()
+        self._exchanges[lane] = _Exchange()
 
     def _tool_called(self, event: dict[str, Any]) -> None:
         from opentelemetry.trace import Status, StatusCode
 
         now = time.time_ns()
         began = now - int(float(event.get("duration_ms") or 0) * 1_000_000)
+        lane = str(event.get("lane") or "")
         span = self._tracer.start_span(f"execute_tool {event.get('tool')}", attributes=tool_attributes(
-            event, self._redactor, contents=self._detailed), start_time=began, context=self._context_of(self._block))
+            event, self._redactor, contents=lane in self._detailed), start_time=began,
+            context=self._context_of(self._blocks.get(lane)))
         if event.get("ok") is False:
             span.set_status(Status(StatusCode.ERROR, self._redactor.text(str(event.get("error") or ""))[:1000]))
         span.end(end_time=now)
@@ -388,7 +437,7 @@ class _RunSpans:
         if status >= 400:  # a client span's error, as the conventions have it: whether or not the block fails on it
             attributes["error.type"] = str(status)
         span = self._tracer.start_span(method, kind=SpanKind.CLIENT, attributes=attributes, start_time=began,
-                                       context=self._context_of(self._block))
+                                       context=self._context_of(self._blocks.get(str(event.get("lane") or ""))))
         if status >= 400:
             span.set_status(Status(StatusCode.ERROR))
         span.end(end_time=now)

@@ -13,7 +13,7 @@ import asyncio
 import os
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -28,13 +28,15 @@ if TYPE_CHECKING:
     import httpx  # annotations only: `import engine` must not load httpx
 
     from engine.compile.diagram import CompiledBlock, Diagram
+    from engine.format.levels import ErrorLevel
     from engine.format.redact import Redactor
     from engine.runtime.durable import Answer, Checkpoints
+    from engine.runtime.result import SubdiagramRun
     from engine.runtime.scripted import ScriptedBlocks
     from engine.tools.mcp import McpSessions
 
-__all__ = ["PROCESS_RUN_OBSERVERS", "OfflineVendors", "ReplyObserver", "RunContext", "RunObserver", "RunObserverFactory",
-           "Services", "TextObserver", "VendorSlots"]
+__all__ = ["PROCESS_RUN_OBSERVERS", "Nesting", "OfflineVendors", "ReplyObserver", "RunContext", "RunObserver",
+           "RunObserverFactory", "Services", "TextObserver", "VendorSlots"]
 
 
 class OfflineVendors(Protocol):
@@ -47,6 +49,15 @@ class VendorSlots(Protocol):
     """Limits shared by runs (a batch's rate and concurrency): held around each HTTP attempt."""
 
     def slot(self, vendor: str) -> AbstractAsyncContextManager[None]: ...
+
+
+class Nesting(Protocol):
+    """The executor's runs inside a step: a Subdiagram's child, the passes of a concurrent Loop."""
+
+    async def subdiagram(self, context: RunContext, diagram: str, inputs: Mapping[str, Any]) -> SubdiagramRun: ...
+
+    async def passes(self, context: RunContext, bindings: Sequence[Mapping[str, Any]], concurrency: int) -> list[Scope]:
+        ...
 
 
 ReplyObserver = Callable[[str, dict[str, Any]], None]
@@ -133,9 +144,12 @@ class RunContext:
         "current",
         "diagram",
         "entered_from_body",
+        "error_levels",
         "loop_states",
         "message_levels",
+        "nesting",
         "port",
+        "prefix",
         "run_id",
         "scope",
         "services",
@@ -151,6 +165,10 @@ class RunContext:
         trace: Trace,
         services: Services,
         message_levels: Mapping[CompiledBlock, MessageLevel] | None = None,
+        *,
+        error_levels: Mapping[CompiledBlock, ErrorLevel] | None = None,
+        prefix: str = "",
+        nesting: Nesting | None = None,
     ) -> None:
         self.run_id = run_id
         self.diagram = diagram
@@ -160,6 +178,13 @@ class RunContext:
         self.message_levels = message_levels
         """Each block's message level in this run when its `--message-level` changes some (Diagram.message_levels);
         None: each block's own `message_level` stands."""
+        self.error_levels = error_levels
+        """Each block's error level when this run is a Subdiagram's child that inherits its caller's
+        (Diagram.inherited_levels); None: each block's own `error_level` stands."""
+        self.prefix = prefix
+        """What comes before a block id in its address from the top run: `sub/` in a Subdiagram's child."""
+        self.nesting = nesting
+        """The executor's runs inside a step (`run_subdiagram`, `run_passes`)."""
         self.current: CompiledBlock = diagram.start
         self.port: str | None = None
         self.entered_from_body = False
@@ -174,6 +199,23 @@ class RunContext:
         levels = self.message_levels
         return self.current.message_level if levels is None else levels[self.current]
 
+    @property
+    def address(self) -> str:
+        """The current block as the top run addresses it: its id, or `sub/ask` inside the Subdiagram `sub`. Scenario
+        replies and stubs, recorded replies and error records name blocks so."""
+        return self.prefix + self.current.id
+
+    async def run_subdiagram(self, diagram: str, inputs: Mapping[str, Any]) -> SubdiagramRun:
+        """Run the diagram file `diagram` (as the current block wrote it) with `inputs`, as one step of this run."""
+        assert self.nesting is not None, "a RunContext made outside the executor runs no subdiagram"
+        return await self.nesting.subdiagram(self, diagram, inputs)
+
+    async def run_passes(self, bindings: Sequence[Mapping[str, Any]], concurrency: int) -> list[Scope]:
+        """Run the current block's body once per mapping of `bindings` (the names each pass binds), at most
+        `concurrency` at a time, each in its own copy of the scope; the passes' final scopes, in order."""
+        assert self.nesting is not None, "a RunContext made outside the executor runs no passes"
+        return await self.nesting.passes(self, bindings, concurrency)
+
     def emit(self, event: str, **fields: Any) -> None:
         """Write an event about the current block, if its message level keeps it."""
         if self.message_level >= EVENT_LEVELS.get(event, _DEBUG):
@@ -187,11 +229,11 @@ class RunContext:
     def has_input(self, name: str) -> bool:
         return name in self.current.deferred
 
-    def evaluate_input(self, name: str) -> Any:
-        """Evaluate one of the current block's deferred inputs now."""
+    def evaluate_input(self, name: str, scope: Scope | None = None) -> Any:
+        """Evaluate one of the current block's deferred inputs now (in `scope`, a pass's, when given)."""
         evaluator = self.current.deferred[name]
         try:
-            return evaluator.evaluate(self.scope)
+            return evaluator.evaluate(self.scope if scope is None else scope)
         except TemplateError as exc:
             raise TemplateError(f"with.{name}: {exc.message}", type=exc.type) from None
 

@@ -54,7 +54,10 @@ class ErrorLevels:
             raise RunFailed(error)  # a bug fails the run whatever the error level
         self.trace.emit(Event.BLOCK_FAILED, block=block.id, block_type=block.type_name, error_type=error.type,
                         message=error.message, duration_ms=since(began))
-        error_level = block.error_level  # decided at compile (engine.compile.diagram.resolve_levels)
+        # Decided at compile (engine.compile.diagram.resolve_levels), or the caller's when a Subdiagram's child
+        # inherits it (Diagram.inherited_levels).
+        inherited = self.ctx.error_levels
+        error_level = block.error_level if inherited is None else inherited[block]
         if level:
             status = "ignored" if error_level is ErrorLevel.IGNORE else "failed"
             self.trace.record_stamped(Event.BLOCK_FINISHED, failed_fields(block, began, status, shown, level, self.trace))

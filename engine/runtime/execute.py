@@ -18,7 +18,7 @@ import functools
 import os
 import socket
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -27,6 +27,7 @@ from pydantic import BaseModel, ValidationError
 from engine.compile.block import WithFailures
 from engine.compile.diagram import CompiledBlock, Diagram
 from engine.compile.secrets import run_environ
+from engine.compile.templating import Scope
 from engine.errors import (
     BlockError,
     InputError,
@@ -49,7 +50,7 @@ from engine.runtime.durable import Checkpoints, Resumed
 from engine.runtime.durable_steps import DurableSteps
 from engine.runtime.error_levels import ErrorLevels
 from engine.runtime.failures import block_raised, bug, kept_failure, not_outputs
-from engine.runtime.result import RunResult
+from engine.runtime.result import RunResult, SubdiagramRun
 from engine.runtime.step_events import finished_fields, since, started_fields
 from engine.runtime.trace import SLOW_STEP_S, Console, Event, Trace, new_run_id
 
@@ -64,9 +65,14 @@ def _fresh(value: Any, diagram: Diagram) -> Any:
 
 
 class _Run(DurableSteps, ErrorLevels):
-    """One run of a diagram: its context, the path so far, the errors, the step count."""
+    """One run of a diagram: its context, the path so far, the errors, the step count.
 
-    def __init__(self, diagram: Diagram, ctx: RunContext, trace: Trace) -> None:
+    A run nested in a step (a Subdiagram's child, a concurrent Loop's pass: engine.runtime.nested) is one
+    too, with the top run as its `root`: the step budget and the Subdiagram calls are counted there.
+    """
+
+    def __init__(self, diagram: Diagram, ctx: RunContext, trace: Trace, *, root: _Run | None = None, depth: int = 0,
+                 lane: str = "") -> None:
         self.diagram = diagram
         self.ctx = ctx
         self.trace = trace
@@ -90,6 +96,27 @@ class _Run(DurableSteps, ErrorLevels):
         """A session's memory values, set over Start's variables (`diagrama run --session`)."""
         self.waiting: dict[str, Any] | None = None
         """What the Wait this run stopped at asks (block, prompt, form, timeout, asked_at); None unless waiting."""
+        self.root: _Run = root or self
+        self.depth = depth
+        """How many Subdiagram calls deep this run is (0: the top run, and its passes)."""
+        self.lane = lane
+        """The trace lane of its steps ("" for the top run's own; TraceLane)."""
+        self.calls: dict[str, int] = {}
+        """The top run's: Subdiagram calls so far per block address (a child's run id counts them)."""
+        self.loaded: dict[Path, Diagram] = {}
+        """The top run's: the diagrams templated Subdiagram paths named, loaded once a run."""
+        ctx.nesting = self
+
+    # -- runs inside a step (engine.runtime.nested) ---------------------------------------------------
+    async def subdiagram(self, context: RunContext, diagram: str, inputs: Mapping[str, Any]) -> SubdiagramRun:
+        from engine.runtime.nested import run_child  # loads with the first Subdiagram a run calls
+
+        return await run_child(self, context, diagram, inputs)
+
+    async def passes(self, context: RunContext, bindings: Sequence[Mapping[str, Any]], concurrency: int) -> list[Scope]:
+        from engine.runtime.nested import run_passes
+
+        return await run_passes(self, context, bindings, concurrency)
 
     # -- the run as a whole ----------------------------------------------------------------
     async def run(self, inputs: Mapping[str, Any]) -> str:
@@ -241,7 +268,7 @@ class _Run(DurableSteps, ErrorLevels):
         level = block.message_level if levels is None else levels[block]
         if level:
             self.trace.record_stamped(Event.BLOCK_STARTED,
-                                      started_fields(block, self.steps, self.step_began, ctx))
+                                      started_fields(block, self.root.steps, self.step_began, ctx))
         shown: dict[str, Any] | None = None
         try:
             inputs = block.static_inputs
@@ -296,7 +323,7 @@ class _Run(DurableSteps, ErrorLevels):
         level = block.message_level if levels is None else levels[block]
         if level:
             self.trace.record_stamped(Event.BLOCK_STARTED,
-                                      started_fields(block, self.steps, self.step_began, ctx))
+                                      started_fields(block, self.root.steps, self.step_began, ctx))
         shown: dict[str, Any] | None = None
         try:
             inputs = block.static_inputs
@@ -404,7 +431,7 @@ async def execute(
     levels = diagram.message_levels(message_level)  # None unless `message_level` changes some block's
     # The highest level any step can reach: the chain is built for it, once.
     highest = max(levels.values() if levels is not None else (b.message_level for b in diagram.blocks.values()))
-    trace = Trace(trace_path, run_id, secrets=[*services.secrets(diagram.spec.secrets), *secrets], console=console,
+    trace = Trace(trace_path, run_id, secrets=[*services.secrets(diagram.listed_secrets), *secrets], console=console,
                   file=trace_file, level=highest)
     for make_observer in services.run_observers:
         trace.observe(make_observer(diagram, trace.redactor))

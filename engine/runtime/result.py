@@ -8,7 +8,7 @@ from typing import Any
 
 from engine.format.redact import Redactor
 
-__all__ = ["RunResult"]
+__all__ = ["RunResult", "SubdiagramRun"]
 
 
 @dataclass
@@ -53,3 +53,24 @@ class RunResult:
             "trace": str(self.trace) if self.trace else None,
             **({"waiting": self.waiting} if self.waiting is not None else {}),
         }
+
+
+@dataclass
+class SubdiagramRun:
+    """What a Subdiagram's child did, as one step of the run that called it.
+
+    `errors` are the child's own (its block ids as the child names them); the caller's run lists them too,
+    addressed from the top (`sub/ask`). `error` is the one that failed it, when it failed.
+    """
+
+    run_id: str
+    status: str
+    variables: dict[str, Any]
+    path: list[str]
+    errors: list[dict[str, Any]]
+    file: Path
+    error: dict[str, Any] | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "succeeded"

@@ -65,6 +65,8 @@ class Event:
     TOOL_CALLED = "tool_called"
     FUNCTION_CALLED = "function_called"
     TEXT_DELTA = "text_delta"
+    SUBDIAGRAM_STARTED = "subdiagram_started"
+    SUBDIAGRAM_FINISHED = "subdiagram_finished"
 
 
 EVENT_LEVELS: dict[str, MessageLevel] = {
@@ -83,6 +85,8 @@ EVENT_LEVELS: dict[str, MessageLevel] = {
     Event.HTTP_RETRIED: MessageLevel.DEBUG,
     Event.FUNCTION_CALLED: MessageLevel.DEBUG,
     Event.TEXT_DELTA: MessageLevel.DEBUG,
+    Event.SUBDIAGRAM_STARTED: MessageLevel.DEBUG,
+    Event.SUBDIAGRAM_FINISHED: MessageLevel.DEBUG,
     Event.HTTP_REQUEST: MessageLevel.DETAILED,
     Event.HTTP_RESPONSE: MessageLevel.DETAILED,
 }
@@ -272,6 +276,12 @@ class Trace:
         steps.extend(self._observers)
         chain = self._chains[event] = tuple(steps)
         return chain
+
+    def reach(self, level: MessageLevel) -> None:
+        """Let the chain serve events up to `level` too (a subdiagram's block at Detailed in a Debug run)."""
+        if level > self._level:
+            self._level = level
+            self._chains.clear()
 
     def observe(self, observer: Callable[[dict[str, Any]], object]) -> None:
         """Hand each event to `observer` just before it is rendered; what it adds to the event is written too."""

@@ -11,10 +11,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
-from engine.compile.diagram import Diagram
+from engine.compile.diagram import CompiledBlock
 from engine.testing.web_scenarios import HTTP_BLOCK, HttpReply
 
-__all__ = ["AnyReply", "FunctionReply", "Reply", "WaitReply", "as_function_reply", "misfit_replies", "reply_kind"]
+__all__ = ["AnyReply", "FunctionReply", "Reply", "WaitReply", "as_function_reply", "block_kind", "misfit_replies",
+           "reply_kind"]
 
 
 class ToolCallReply(BaseModel):
@@ -134,8 +135,13 @@ def as_function_reply(reply: BaseModel) -> FunctionReply | None:
     return None
 
 
-def _block_kind(diagram: Diagram, block: str) -> str:
-    compiled = diagram.blocks[block]
+def block_kind(compiled: CompiledBlock | None, scripted: Sequence[BaseModel] = ()) -> str:
+    """The kind of replies a block takes; for a block only a run knows (None: in a subdiagram whose path is a
+    template), the kind its first reply is."""
+    if compiled is None:
+        first = scripted[0] if scripted else None
+        return ("function" if isinstance(first, FunctionReply) else "http" if isinstance(first, HttpReply)
+                else "wait" if isinstance(first, WaitReply) else "vendor")
     if type(compiled.impl).code_input is not None:  # a block that calls code (a Function) is scripted by outcomes
         return "function"
     if type(compiled.impl).asks_person:  # a Wait, by a person's answers
@@ -143,17 +149,20 @@ def _block_kind(diagram: Diagram, block: str) -> str:
     return "http" if compiled.type_name == HTTP_BLOCK else "vendor"
 
 
-def misfit_replies(replies: Mapping[str, Sequence[BaseModel]], diagram: Diagram) -> list[str]:
-    """A failure for each block (of `diagram`) scripted with replies of another kind than it takes."""
+def misfit_replies(replies: Mapping[str, Sequence[BaseModel]], blocks: Mapping[str, CompiledBlock | None]) -> list[str]:
+    """A failure for each block scripted with replies of another kind than it takes; `blocks` are the scripted
+    blocks by their address (`ask`, `sub/ask`), None for one in a subdiagram only a run knows."""
     failures = []
     for block, scripted in replies.items():
-        kind = _block_kind(diagram, block)
+        compiled = blocks[block]
+        kind = block_kind(compiled, scripted)
         wrong = [number for number, reply in enumerate(scripted, start=1)
                  if not (as_function_reply(reply) is not None if kind == "function"
                          else isinstance(reply, WaitReply) if kind == "wait"
                          else isinstance(reply, HttpReply) if kind == "http"
                          else isinstance(reply, Reply))]
         if wrong:
-            failures.append(f"replies: block '{block}' ({diagram.blocks[block].type_name}): reply "
-                            f"{', '.join(map(str, wrong))} must be {_WANTED[kind]}")
+            shown = compiled.type_name if compiled is not None else "in a subdiagram only a run knows"
+            failures.append(f"replies: block '{block}' ({shown}): reply {', '.join(map(str, wrong))} must be "
+                            f"{_WANTED[kind]}")
     return failures

@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.compile.block import BlockRegistry
-from engine.compile.diagram import Diagram
+from engine.compile.diagram import CompiledBlock, Diagram
 from engine.compile.inputs import check_inputs
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramaError, DiagramInvalid, Problem
@@ -35,7 +35,7 @@ from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.scripted import ScriptedBlocks
 from engine.runtime.trace import new_run_id
-from engine.testing.replies import AnyReply, as_function_reply, misfit_replies
+from engine.testing.replies import AnyReply, as_function_reply, block_kind, misfit_replies
 from engine.testing.web_scenarios import ExpectedHttpRequest, http_expectations
 
 __all__ = ["Scenario", "ScenarioFile", "Verdict", "load_scenarios", "record_scenario", "run_scenario", "scenario_files"]
@@ -98,7 +98,8 @@ class Scenario(BaseModel):
     inputs: dict[str, Any] = Field(default_factory=dict)
     replies: dict[str, list[AnyReply]] = Field(
         default_factory=dict, description="per block id, used in order: a request block's vendor replies, a Function "
-                                          "block's {result} or {error}, an HttpRequest's HTTP answers")
+                                          "block's {result} or {error}, an HttpRequest's HTTP answers; a "
+                                          "subdiagram's block by its Subdiagram block's id, '/', its own: sub/ask")
     tools: dict[str, Any] = Field(default_factory=dict, description="tool stubs: name → result, replacing handlers")
     secrets: dict[str, str] = Field(default_factory=dict, description="the environment secret('NAME') reads here "
                                                                       "(a scenario sees no other; a secret not given "
@@ -289,15 +290,19 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
         inputs = check_inputs(diagram, scenario.spec.inputs)
     except DiagramaError as exc:
         return Verdict(scenario, None, [Redactor(secrets).text(f"the diagram cannot run: {exc}")])
-    unknown = [block for block in scenario.spec.replies if block not in diagram.blocks]
+    named = {block: _block_at(diagram, block) for block in scenario.spec.replies}
+    unknown = [block for block, (known, _) in named.items() if not known]
     if unknown:
-        return Verdict(scenario, None, [f"replies name blocks the diagram does not have: {', '.join(unknown)}"])
-    misfits = misfit_replies(scenario.spec.replies, diagram)
+        return Verdict(scenario, None, [f"replies name blocks the diagram does not have: {', '.join(unknown)} (a "
+                                        "subdiagram's block is addressed through the Subdiagram block: sub/ask)"])
+    blocks = {block: compiled for block, (_, compiled) in named.items()}
+    misfits = misfit_replies(scenario.spec.replies, blocks)
     if misfits:
         return Verdict(scenario, None, misfits)
-    calls_code = {block for block in scenario.spec.replies if type(diagram.blocks[block].impl).code_input is not None}
+    calls_code = {block for block, replies in scenario.spec.replies.items()
+                  if block_kind(blocks[block], replies) == "function"}
     # A Wait's answers are the executor's to give (services.scripted), as a Function's outcomes are; not a vendor's.
-    asks = {block for block in scenario.spec.replies if type(diagram.blocks[block].impl).asks_person}
+    asks = {block for block, replies in scenario.spec.replies.items() if block_kind(blocks[block], replies) == "wait"}
     scripts = {block: [reply.model_dump(exclude_none=True, by_alias=True) for reply in replies]
                for block, replies in scenario.spec.replies.items() if block not in calls_code and block not in asks}
     scripted = ScriptedBlocks({
@@ -329,9 +334,42 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
     return Verdict(scenario, result, failures)
 
 
+def _block_at(diagram: Diagram, address: str) -> tuple[bool, CompiledBlock | None]:
+    """Whether `address` names a block, and which: an id of the diagram, or `sub/ask` for the block `ask` of the
+    diagram the Subdiagram block `sub` runs (one more `/` per level). Below a templated path, whose child only a
+    run knows, any name is taken (and its block is None)."""
+    head, _, rest = address.partition("/")
+    block = diagram.blocks.get(head)
+    if block is None or not rest:
+        return block is not None, block
+    if block.child is not None:
+        return _block_at(block.child, rest)
+    return type(block.impl).diagram_input is not None, None
+
+
+def _known_tools(diagram: Diagram, known: dict[str, None], seen: set[Path]) -> bool:
+    """Add the tools of `diagram`'s registries, and its subdiagrams', to `known` (in order, once each); whether
+    they are all known: a subdiagram whose path is a template has tools only a run knows."""
+    if diagram.path in seen:
+        return True
+    seen.add(diagram.path)
+    known.update(dict.fromkeys(diagram.tools.tools if diagram.tools is not None else ()))
+    whole = True
+    for block in diagram.blocks.values():
+        if block.child is not None:
+            whole = _known_tools(block.child, known, seen) and whole
+        elif type(block.impl).diagram_input is not None:
+            whole = False
+    return whole
+
+
 def _unknown_stubs(spec: Scenario, diagram: Diagram) -> list[str]:
-    """A failure for each tool stub that names no tool of the diagram's registries."""
-    known = list(diagram.tools.tools) if diagram.tools is not None else []
+    """A failure for each tool stub that names no tool of the diagram's registries (its subdiagrams' too: stubs
+    reach every ToolDispatch of the run)."""
+    found: dict[str, None] = {}
+    if not _known_tools(diagram, found, set()):
+        return []  # below a templated subdiagram path any name may be a tool
+    known = list(found)
     failures = []
     for name in spec.tools:
         if name in known:

@@ -124,9 +124,18 @@ class Studio:
         scope = template_scope(diagram) if diagram is not None else {}
         return Checked(problems=[ProblemAnswer.model_validate(problem_json(p, with_line=with_lines, own=path, folder=self.folder))
                                  for p in problems],
-                       compiled=Compiled.model_validate(studio_document(data, diagram, scope, self.registry)),
+                       compiled=Compiled.model_validate(studio_document(data, diagram, scope, self.registry,
+                                                                        self._locate(path))),
                        valid=diagram is not None,
                        registries=tool_groups(diagram, data, path, self.folder))
+
+    def _locate(self, path: Path) -> Callable[[str], str | None]:
+        """A path as a block of the diagram at `path` writes it → that diagram file in the folder, or None."""
+        def locate(written: str) -> str | None:
+            found = self.folder.inside(written, base=path.parent)
+            return self.folder.relative(found) if found is not None and found.is_file() else None
+
+        return locate
 
     async def checked(self, path: Path, text: str, data: Any, *, with_lines: bool = True) -> Checked:
         """`document` in a worker thread, bounded; a compilation past the bound is answered as a problem."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -114,13 +115,35 @@ class Scope(Answer):
     when: list[str]
 
 
+class SubdiagramFile(Answer):
+    """The diagram file a block runs (a Subdiagram's literal `diagram`): what the page opens on a double-click."""
+
+    written: str = Field(description="the path as the block writes it, relative to the diagram")
+    file: str | None = Field(description="that file's path in the served folder, as GET /api/diagrams/{path} takes "
+                                         "it; null when it is not a file there (missing, or in a data root)")
+
+
+def _optional(*names: str) -> Callable[[dict[str, Any]], None]:
+    """A model's JSON Schema with `names` not required: fields the page may not read yet, sent all the same."""
+    def edit(schema: dict[str, Any]) -> None:
+        schema["required"] = [name for name in schema.get("required", []) if name not in names]
+
+    return edit
+
+
 class Compiled(Answer):
     """What the canvas draws from the compiled diagram (its file's links while it does not compile)."""
+
+    # Added after the page's types: optional there until the page reads it (the answer always has it).
+    model_config = ConfigDict(json_schema_extra=_optional("subdiagrams"))
 
     links: list[Link]
     bodies: list[Body]
     levels: dict[str, BlockLevels]
     scope: dict[str, Scope]
+    subdiagrams: dict[str, SubdiagramFile] = Field(
+        default_factory=lambda: {},
+        description="block id → the diagram file it runs (a Subdiagram with a literal path), by the file's data")
 
 
 class RegistryTool(Answer):

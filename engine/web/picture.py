@@ -8,15 +8,17 @@ names, read by the validator's own reading (engine.format.links).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from engine.compile.block import BlockRegistry
 from engine.compile.diagram import CompiledBlock, Diagram
 from engine.compile.graph import loop_bodies, outgoing
+from engine.compile.templating import has_template
 from engine.format.levels import ErrorLevel, LevelSource, MessageLevel, level_name
 from engine.format.links import written_ids, written_links
 
-__all__ = ["Link", "diagram_links", "diagram_picture", "effective_levels", "written_picture"]
+__all__ = ["Link", "diagram_links", "diagram_picture", "effective_levels", "subdiagram_files", "written_picture"]
 
 Link = dict[str, Any]
 """{source, target, kind: next|error|<port>, when: template source or None, order: 1-based among next links}"""
@@ -64,3 +66,22 @@ def written_picture(data: Any, registry: BlockRegistry) -> dict[str, Any]:
                        "order": link.position + 1 if link.kind == "next" else None}
                       for link in links if link.source is not None and link.target in known],
             "bodies": [], "levels": {}}
+
+
+def subdiagram_files(data: Any, registry: BlockRegistry, locate: Callable[[str], str | None]) -> dict[str, Any]:
+    """Block id → the diagram file each block of a type that runs one (`Block.diagram_input`: a Subdiagram) names
+    with a literal path: {written, file}, `file` being where `locate` finds it (its path in the served folder, the
+    one the page opens on a double-click), or None. Read off the file's data, so a child that does not load yet can
+    still be opened and fixed."""
+    files: dict[str, Any] = {}
+    blocks = data.get("blocks") if isinstance(data, dict) else None
+    for raw in blocks if isinstance(blocks, list) else []:
+        kind = raw.get("type") if isinstance(raw, dict) else None
+        cls = registry.get(kind) if isinstance(kind, str) else None
+        inputs = raw.get("with") if cls is not None and cls.diagram_input is not None else None
+        if cls is None or cls.diagram_input is None or not isinstance(inputs, dict) or not isinstance(raw.get("id"), str):
+            continue
+        written = inputs.get(cls.diagram_input)
+        if isinstance(written, str) and written and not has_template(written):
+            files[raw["id"]] = {"written": written, "file": locate(written)}
+    return files

@@ -8,6 +8,7 @@ them), so the page can still draw it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
 from engine.compile.loader import load_diagram_text
 from engine.errors import DiagramInvalid, Problem
-from engine.web.picture import diagram_picture, written_picture
+from engine.web.picture import diagram_picture, subdiagram_files, written_picture
 
 if TYPE_CHECKING:
     from engine.web.files import Folder
@@ -54,8 +55,10 @@ def compile_text(text: str, path: Path, registry: BlockRegistry,
 
 
 def studio_document(data: Any, diagram: Diagram | None, scope: dict[str, Any] | None,
-                    registry: BlockRegistry) -> dict[str, Any]:
-    """The compiled view the canvas draws: links, bodies, levels and names in scope."""
+                    registry: BlockRegistry, locate: Callable[[str], str | None] | None = None) -> dict[str, Any]:
+    """The compiled view the canvas draws: links, bodies, levels and names in scope; with `locate` (a path as a
+    block writes it → the file in the served folder, or None), the diagram file each Subdiagram block runs."""
     # Nothing compiled: draw the links the file names; levels and bodies wait for a valid diagram.
     picture = diagram_picture(diagram) if diagram is not None else written_picture(data, registry)
-    return picture | {"scope": scope or {}}
+    files = subdiagram_files(data, registry, locate) if locate is not None else {}
+    return picture | {"scope": scope or {}, "subdiagrams": files}

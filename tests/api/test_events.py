@@ -106,6 +106,7 @@ def test_a_waiting_client_that_leaves_does_not_stop_the_run(serve: Callable[...,
                        + f"Authorization: Bearer {KEY}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
         wait_for(lambda: any(r.robot == "holder" for r in backend.runs.values()))
     [record] = [r for r in backend.runs.values() if r.robot == "holder"]
+    wait_for(lambda: "wait" in GATES)  # the run's record is there a moment before its Hold block makes the gate
     assert not record.done.done()
     GATES["wait"].set()
     wait_for(lambda: record.done.done())

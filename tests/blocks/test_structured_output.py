@@ -168,6 +168,8 @@ LOAD_ERRORS = [
     ("gemini", "gemini-3.5-flash", {"type": "objec"}, "not a JSON Schema"),
     ("groq", "openai/gpt-oss-120b", {"$ref": "https://example.com/plan.json"}, "is outside the schema"),
     ("anthropic", "claude-sonnet-5-5", {}, "the schema is empty"),
+    ("gemini", "gemini-3.5-flash", {"type": "object", "properties": {"n": {"type": "integer", "maximum": 2**64}}},
+     "the schema cannot be sent as JSON: Integer exceeds 64-bit range"),
 ]
 
 

@@ -64,3 +64,74 @@ def test_an_http_call_is_checkpointed_after_and_not_sent_again_on_resume(tmp_pat
     again = asyncio.run(resume_run(store, whole.run_id, registry=registry(), services=services(),
                                    runs_dir=tmp_path / "runs"))
     assert again.succeeded and again.variables["done"] == 2 and len(sent) == 2
+
+
+CHILD = """
+diagram: child
+blocks:
+  - {id: start, type: Start, inputs: {q: ""}, next: ask}
+  - id: ask
+    type: GroqChatRequest
+    with: {model: llama-3.3-70b-versatile, request: "{{ q }}"}
+    set: {answer: "{{ result }}"}
+"""
+PARENT = """
+diagram: parent
+blocks:
+  - {id: start, type: Start, variables: {qs: [one, two]}, next: each}
+  - id: each
+    type: Loop
+    with: {for_each: "{{ qs }}", concurrency: 2, collect: "{{ got }}"}
+    body: sub
+    set: {answers: "{{ collected }}"}
+    next: once
+  - id: sub
+    type: Subdiagram
+    with: {diagram: child.yaml, inputs: {q: "{{ item }}"}}
+    set: {got: "{{ variables.answer }}"}
+    next: each
+  - id: once
+    type: Subdiagram
+    with: {diagram: child.yaml, inputs: {q: last}}
+    set: {last: "{{ variables.answer }}"}
+"""
+
+
+def test_a_concurrent_loop_and_a_subdiagram_are_each_one_checkpointed_step(tmp_path: Path) -> None:
+    """Their passes and children run inside one step and write no checkpoint of their own: the run is checkpointed
+    after the whole step, and a resume with one in flight runs that whole step again."""
+    (tmp_path / "child.yaml").write_text(CHILD)
+    (tmp_path / "parent.yaml").write_text(PARENT)
+    store = SqliteCheckpoints(tmp_path / "runs" / "diagrama.db")
+    diagram = load_diagram(tmp_path / "parent.yaml", registry())
+    whole = asyncio.run(execute(diagram, {}, runs_dir=tmp_path / "runs",
+                                services=Services(environ={}, offline=True, checkpoints=store)))
+    assert whole.succeeded and len(whole.variables["answers"]) == 2
+    headers = [decode_state(state)[0] for _, state in store.states(whole.run_id)]
+    assert [h["next"] for h in headers] == ["start", "once", None, None]  # after the loop, after `once`, the end
+    _interrupt_after(store, whole.run_id, 2)  # killed while `once` ran its child
+    resumed = asyncio.run(resume_run(store, whole.run_id, registry=registry(), runs_dir=tmp_path / "runs",
+                                     services=Services(environ={}, offline=True)))
+    assert resumed.succeeded and resumed.variables["answers"] == whole.variables["answers"]
+    assert resumed.outputs.keys() == {"once"}  # only the step in flight ran again
+
+
+def test_a_wait_inside_a_subdiagram_fails_clearly(tmp_path: Path) -> None:
+    (tmp_path / "child.yaml").write_text("""
+diagram: child
+blocks:
+  - {id: start, type: Start, next: ask}
+  - {id: ask, type: Wait, with: {prompt: "ok?"}}
+""")
+    (tmp_path / "parent.yaml").write_text("""
+diagram: parent
+blocks:
+  - {id: start, type: Start, next: sub}
+  - {id: sub, type: Subdiagram, with: {diagram: child.yaml}}
+""")
+    store = SqliteCheckpoints(tmp_path / "runs" / "diagrama.db")
+    result = asyncio.run(execute(load_diagram(tmp_path / "parent.yaml", registry()), {}, runs_dir=tmp_path / "runs",
+                                 services=Services(environ={}, checkpoints=store)))
+    assert result.status == "failed"
+    assert [(e["block"], e["type"]) for e in result.errors][:1] == [("sub/ask", "wait_not_durable")]
+    assert "not in a subdiagram" in result.errors[0]["message"]

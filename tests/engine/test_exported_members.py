@@ -21,6 +21,8 @@ PUBLIC = [
     "TraceWriteFailed", "WireError", "WithFailures", "dumps", "entry_point_blocks", "json_result", "HttpError",
     # durable runs: a Wait's signal and its timeout, a state that cannot be checkpointed
     "CheckpointFailed", "RunSuspended", "WaitTimeout",
+    # what the Subdiagram block and a concurrent Loop raise
+    "LoopPassFailed", "SubdiagramFailed",
 ]
 
 

@@ -232,6 +232,19 @@ def test_otel_without_the_extra_names_it(tmp_path: Path, monkeypatch: pytest.Mon
     assert "pip install 'diagrama[otel]'" in outcome.output
 
 
+def test_subdiagram_steps_and_concurrent_passes_nest_under_the_step_that_ran_them(tmp_path: Path) -> None:
+    result, spans = exported("triage_inbox.yaml", tmp_path)
+    assert result.status == "succeeded", result.errors
+    lines = tree(spans)
+    assert lines[:4] == ["run triage-inbox", "  start", "  loop each_message", "    each_message"]
+    assert lines[-1] == "  report"
+    # Each pass under the concurrent Loop's step, its Subdiagram step in it, the child's steps under that.
+    for index in range(3):
+        at = lines.index(f"      each_message pass {index}")
+        assert lines[at + 1:at + 5] == ["        classify", "          classify/start", "          classify/classify",
+                                        "            chat llama-3.3-70b-versatile"]
+    assert all(span.end_time is not None for span in spans)
+
 
 HTTP_DIAGRAM = """
 diagram: lookup

@@ -106,6 +106,15 @@ def test_palette_lists_every_registered_type_with_its_input_schema(client) -> No
     # a type's own link keys; the ones every block has (next, on_error) are the format's (GET /api/format)
     assert "called_tools" in claude["outputs"] and palette["Loop"]["ports"] == ["body"] and claude["ports"] == []
     assert palette["Loop"]["body_names"] == ["item", "index"]
+    # The form of a Loop offers `concurrency` (a whole number, at least 1); a Subdiagram's asks for its file and
+    # takes its inputs as a mapping of names.
+    concurrency = palette["Loop"]["inputs_schema"]["properties"]["concurrency"]
+    assert (concurrency["type"], concurrency["minimum"], concurrency["default"]) == ("integer", 1, 1)
+    subdiagram = palette["Subdiagram"]
+    assert subdiagram["inputs_schema"]["required"] == ["diagram"]
+    assert subdiagram["inputs_schema"]["properties"]["diagram"]["type"] == "string"
+    assert subdiagram["inputs_schema"]["properties"]["inputs"]["type"] == "object"
+    assert subdiagram["outputs"] == ["variables", "status", "run_id"] and subdiagram["ports"] == []
     # The Function block's form comes from its Inputs model, like every other type's.
     function = palette["Function"]
     assert set(function["inputs_schema"]["properties"]) == {"function", "arguments", "timeout"}

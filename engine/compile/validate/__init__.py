@@ -20,6 +20,7 @@ from engine.compile.templating import TemplateEnv
 from engine.compile.validate.blocks import build_blocks, read_blocks
 from engine.compile.validate.code import import_code
 from engine.compile.validate.compilation import Compilation
+from engine.compile.validate.concurrency import check_concurrent_bodies
 from engine.compile.validate.links import check_bodies, check_reachable, check_start, link_blocks
 from engine.compile.validate.scope import template_scope
 from engine.compile.validate.values import compile_values
@@ -39,13 +40,16 @@ def compile_diagram(
     functions: Mapping[str, Any] | None = None,
     extra_problems: list[Problem] | None = None,
     data_roots: tuple[Path, ...] = (),
+    children: Mapping[str, Diagram] | None = None,
 ) -> Diagram:
     """Validate parsed YAML and compile it; raise DiagramInvalid with every problem.
 
-    Paths the diagram names must stay inside its folder or one of `data_roots`.
+    Paths the diagram names must stay inside its folder or one of `data_roots`. `children`: the diagram each
+    block runs, by block id, loaded already (engine.compile.children).
     """
     env = TemplateEnv(functions)
     c = Compilation.of(data, lines, path, registry, env, data_roots)
+    c.children = dict(children or {})
     if extra_problems:
         c.problems.items.extend(extra_problems)
     spec = read_blocks(c)
@@ -60,6 +64,7 @@ def compile_diagram(
         check_reachable(c, links, start)
         check_bodies(c, links)
         compile_values(c, start, links)
+        check_concurrent_bodies(c, links)
     if c.problems.errors or start is None:
         raise DiagramInvalid(c.problems.items)
     for block in c.blocks.values():

@@ -171,5 +171,6 @@ def build_blocks(c: Compilation) -> None:
     for index, spec, cls, settings in c.specs:
         impl = cls(spec, settings)
         compiled = CompiledBlock(impl, c.lines.line(("blocks", index)))
+        compiled.child = c.children.get(spec.id)
         c.blocks[spec.id] = compiled
         c.index_of[spec.id] = index

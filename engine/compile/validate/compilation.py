@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from engine.compile.block import Block, BlockRegistry
-from engine.compile.diagram import CompiledBlock
+from engine.compile.diagram import CompiledBlock, Diagram
 from engine.compile.templating import Evaluator, TemplateEnv, TemplateSyntax, has_template
 from engine.compile.validate.problems import Problems
 from engine.format.paths import DataFolder, PathRefused
@@ -39,6 +39,8 @@ class Compilation:
     known_ids: set[str] = field(default_factory=set)
     """Every id written, including blocks that failed their own checks (a link to one is no second problem)."""
     variables: list[tuple[str, Evaluator]] = field(default_factory=list)
+    children: dict[str, Diagram] = field(default_factory=dict)
+    """Block id → the diagram it runs, loaded with this one (engine.compile.children)."""
     spec: DiagramSpec | None = None
     """The diagram's top-level keys, when they are fine (blocks check themselves against them: `check_diagram`)."""
     start_written: bool = False

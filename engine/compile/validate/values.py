@@ -235,6 +235,8 @@ def _check_constants(c: Compilation, compiled: CompiledBlock, constants: dict[st
         compiled.written_inputs = {name: evaluator.source for name, evaluator in compiled.inputs} or None
     checked.update(instance.model_dump() if not templated else _read_tables(c, constants))
     compiled.impl.check(checked, report)
+    if compiled.child is not None:
+        compiled.impl.check_child(compiled.child, checked, report)
 
 
 def _check_passed_variables(c: Compilation, start: CompiledBlock, settings: RunSettings) -> None:
