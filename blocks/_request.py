@@ -254,6 +254,7 @@ class RequestBlock(Block):
     Inputs = RequestInputs
     Outputs = RequestOutputs
     adapter: ClassVar[Adapter]
+    effects: ClassVar[bool] = True  # a vendor call: checkpointed after, and sent again only if in flight at a crash
 
     def check(self, constants: Mapping[str, Any], report: Report) -> None:
         check_history(constants.get("history"), report)

@@ -16,7 +16,7 @@ import difflib
 import inspect
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,6 +48,7 @@ class Function(Block):
     Inputs = FunctionInputs
     Outputs = FunctionOutputs
     code_input = "function"
+    effects: ClassVar[bool] = True  # user code may act outside the run: checkpointed after, rerun only if in flight
     _code: Callable[..., Any] | None = None
     """The function, imported when the diagram loaded (`bind_code`)."""
     _is_async = False

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from urllib.parse import urlencode
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -125,6 +125,7 @@ class HttpRequest(Block):
 
     Inputs = HttpRequestInputs
     Outputs = HttpRequestOutputs
+    effects: ClassVar[bool] = True  # a call that may change a server's state: checkpointed after, resent only in flight
 
     def check_diagram(self, diagram: DiagramSpec, report: Report) -> None:
         from engine.providers import literal_url_refusal  # the standard library's parser: validate loads no httpx

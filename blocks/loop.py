@@ -60,6 +60,8 @@ class _Pass:
 
 
 _NO_OUTPUTS: dict[str, Any] = {}
+_ABSENT = object()
+"""A name the loop shadowed that was unbound before it, after a resume (RunContext.restore removes any such)."""
 
 
 def _side_by_side(written: Mapping[str, Any]) -> bool:
@@ -148,6 +150,20 @@ class Loop(Block):
         for name, previous in state.shadowed.items():
             context.restore(name, previous)
         return {"iterations": state.iterations, "collected": state.collected}
+
+    def save_state(self, state: _Pass) -> dict[str, Any]:
+        """A pass's position as plain data (a durable run's checkpoint); a name the loop shadowed that was unbound
+        before it is written as absent."""
+        shadowed = {name: [False, None] if type(previous) is object else [True, previous]
+                    for name, previous in state.shadowed.items()}
+        return {"mode": state.mode, "items": state.items, "count": state.count, "collects": state.collects,
+                "breaks": state.breaks, "iterations": state.iterations, "collected": state.collected,
+                "shadowed": shadowed}
+
+    def load_state(self, data: dict[str, Any]) -> _Pass:
+        shadowed = {name: previous if present else _ABSENT for name, (present, previous) in data["shadowed"].items()}
+        return _Pass(data["mode"], data["items"], data["count"], collects=data["collects"], breaks=data["breaks"],
+                     iterations=data["iterations"], collected=data["collected"], shadowed=shadowed)
 
     def run(self, inputs: LoopInputs, context: RunContext) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         if self._concurrent:

@@ -12,12 +12,13 @@ from blocks.set import Set
 from blocks.start import Start
 from blocks.subdiagram import Subdiagram
 from blocks.tool_dispatch import ToolDispatch
+from blocks.wait import Wait
 from engine import Block, BlockRegistry, entry_point_blocks
 
 __all__ = ["BUILTIN_BLOCKS", "registry"]
 
 BUILTIN_BLOCKS: tuple[type[Block], ...] = (Start, Set, Loop, ClaudeRequest, GroqChatRequest, GeminiRequest,
-                                            ToolDispatch, Function, HttpRequest, Subdiagram)
+                                            ToolDispatch, Wait, Function, HttpRequest, Subdiagram)
 
 
 def registry(*, plugins: bool = True) -> BlockRegistry:

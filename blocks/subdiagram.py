@@ -44,6 +44,9 @@ class Subdiagram(Block):
     Inputs = SubdiagramInputs
     Outputs = SubdiagramOutputs
     diagram_input: ClassVar[str | None] = "diagram"
+    # The child's blocks may act outside the run; the child is not checkpointed itself, so a resume with it in
+    # flight runs the whole child again (README, "Durable runs").
+    effects: ClassVar[bool] = True
 
     def check_child(self, child: Diagram, constants: Mapping[str, Any], report: Report) -> None:
         # The names are literal even when the values are templates: read as written.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -73,6 +73,7 @@ class ToolDispatch(Block):
 
     Inputs = ToolDispatchInputs
     Outputs = ToolDispatchOutputs
+    effects: ClassVar[bool] = True  # tool handlers act outside the run
 
     def check(self, constants: Mapping[str, Any], report: Report) -> None:
         check_history(constants.get("history"), report)

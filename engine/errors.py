@@ -22,7 +22,9 @@
         ├── BlockTimeout            a block ran past its timeout
         ├── RunTimeout              the run ran past the Start block's timeout
         ├── StepLimitReached        the run took max_steps steps
-        └── TraceWriteFailed        the trace file could not be written (disk full)
+        ├── TraceWriteFailed        the trace file could not be written (disk full)
+        ├── CheckpointFailed        a durable run's state could not be checkpointed (a value, the store)
+        └── WaitTimeout             a Wait was answered after its timeout
 
     InternalError                   a bug in diagrama or in one of its blocks (`internal_error`)
     WireError(ValueError)           a conversation or vendor body the adapter cannot translate
@@ -33,6 +35,7 @@
     SimulatorRejected               the simulator refuses a request: vendor status and error body
     DocumentTooLarge                a YAML document expands past the node limit (yamlfile)
     ScenarioFailed                  a scenario's verdict did not pass (pytest plugin)
+    RunSuspended                    a Wait stops its run until a person answers (executor)
 
 Every RunError has a stable snake_case ``type`` that scenarios match on. Errors are
 finished when raised: the one later addition is the block id, which the executor's
@@ -47,6 +50,7 @@ from typing import Any, Literal, Self
 __all__ = [
     "BlockError",
     "BlockTimeout",
+    "CheckpointFailed",
     "DiagramError",
     "DiagramInvalid",
     "DiagramaError",
@@ -64,6 +68,7 @@ __all__ = [
     "RetryableProviderError",
     "RunError",
     "RunFailed",
+    "RunSuspended",
     "RunTimeout",
     "ScenarioFailed",
     "SimulatorRejected",
@@ -75,6 +80,7 @@ __all__ = [
     "ToolError",
     "TraceWriteFailed",
     "UsageError",
+    "WaitTimeout",
     "WireError",
 ]
 
@@ -300,6 +306,18 @@ class TraceWriteFailed(RunError):
     type = "trace_write_failed"
 
 
+class CheckpointFailed(RunError):
+    """A durable run's state could not be written to its checkpoint (a value of a type it cannot hold, the store)."""
+
+    type = "checkpoint_failed"
+
+
+class WaitTimeout(RunError):
+    """A Wait's answer came after its `timeout`."""
+
+    type = "wait_timeout"
+
+
 class InternalError(Exception):
     """A bug in diagrama or in one of the blocks it ships; error levels never handle it.
 
@@ -331,6 +349,16 @@ class RunFailed(Exception):
     def __init__(self, error: RunError | InternalError) -> None:
         super().__init__(error.message)
         self.error = error
+
+
+class RunSuspended(Exception):
+    """A Wait's request for an answer: the executor checkpoints the run as `waiting` and ends it for now."""
+
+    def __init__(self, prompt: str, form: dict[str, Any] | None, timeout: float | None) -> None:
+        super().__init__(prompt)
+        self.prompt = prompt
+        self.form = form
+        self.timeout = timeout
 
 
 class RetryableProviderError(Exception):

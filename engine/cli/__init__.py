@@ -1,6 +1,6 @@
 """The `diagrama` command: the typer app, exit codes, consoles, and the helpers its command groups share.
 
-Exit status: 0 success, 1 a run failed, 2 a bad diagram or bad usage. Only DiagramaErrors
+Exit status: 0 success, 1 a run failed, 2 a bad diagram or bad usage, 3 a run waiting for an answer (a Wait). Only DiagramaErrors
 become one-line messages; anything else is our bug and shows as such. Each command group is
 a module here that imports the engine when a command runs, so `diagrama --help` loads none of it.
 """
@@ -126,9 +126,10 @@ def main() -> None:
 
 
 # The command groups import the helpers above; the commands are listed here, in the order `--help` shows them.
-from engine.cli import api, batch, run, serve, testing, traces  # noqa: E402  (after the helpers they import)
+from engine.cli import api, batch, durable, run, serve, testing, traces  # noqa: E402  (after the helpers they import)
 
 app.command()(run.run)
+app.command()(durable.resume)
 app.command()(batch.batch)
 app.command()(run.validate)
 app.command()(run.schema)
@@ -136,6 +137,7 @@ app.command("test")(testing.test_scenarios)
 app.command()(run.graph)
 app.command()(traces.trace)
 app.command()(traces.runs)
+app.command()(durable.sessions)
 app.command()(serve.serve)
 app.command()(api.api)
 app.command("api-key")(api.api_key)

@@ -20,6 +20,7 @@ from engine.cli.run import OTEL_HELP, otel_export
 if TYPE_CHECKING:
     from engine.compile.diagram import Diagram
     from engine.runs.batch import BatchOutcome
+    from engine.runs.checkpoints import SqliteCheckpoints
     from engine.runs.otel import OtelExport
     from engine.runs.store import RunStore
 
@@ -92,6 +93,8 @@ def batch(
         try:
             outcome = _run_local(loaded, rows, batch_id, store, folder, offline=offline, concurrency=concurrency,
                                  grace=grace, rpm_limits=rpm_limits, concurrent_limits=concurrent_limits, export=export)
+        except DiagramaError as exc:  # rows naming sessions where the store cannot keep them
+            raise fail(exc) from None
         finally:
             if export is not None:
                 dropped = export.shutdown()  # sends the last runs' spans, waiting a moment at most
@@ -152,6 +155,7 @@ def _run_local(loaded: Diagram, rows: list[dict[str, Any]], batch_id: str, store
     from engine.runtime.context import Services
 
     services = Services(offline=offline)
+    checkpoints = _checkpoint_store(store, folder)
     services.limits = VendorLimits(
         rpm={vendor: TokenBucket(value) for vendor, value in rpm_limits.items()},
         concurrent={vendor: asyncio.Semaphore(int(value)) for vendor, value in concurrent_limits.items()})
@@ -193,13 +197,31 @@ def _run_local(loaded: Diagram, rows: list[dict[str, Any]], batch_id: str, store
         try:
             return await run_batch(loaded, rows, batch_id=batch_id, store=store, services=services, runs_dir=folder,
                                    concurrency=concurrency, stop=signals.stop, now=signals.now, grace=grace,
-                                   progress=progress, waiting=waiting)
+                                   progress=progress, waiting=waiting, checkpoints=checkpoints)
         finally:
             if services.mcp_sessions is not None:
                 await services.mcp_sessions.aclose()
 
-    with bar:
-        return asyncio.run(go())
+    try:
+        with bar:
+            return asyncio.run(go())
+    finally:
+        if checkpoints is not None:
+            checkpoints.close()
+
+
+def _checkpoint_store(store: RunStore, folder: Path) -> SqliteCheckpoints | None:
+    """The run store's file as the checkpoint store (durable rows, sessions); None, with a warning, for another
+    database: then rows run without checkpoints and `--resume` runs unfinished rows from Start."""
+    from rich.markup import escape
+
+    from engine.runs.checkpoints import open_checkpoints
+
+    try:
+        return open_checkpoints(store.url, folder)
+    except OSError as exc:
+        console(stderr=True).print(f"warning: rows are not checkpointed: {escape(str(exc))}")
+        return None
 
 
 def worker(

@@ -169,11 +169,17 @@ def run(
     data_root: Annotated[list[Path] | None, typer.Option(
         "--data-root", help="a folder besides the diagram's own that it may read files from (repeatable)")] = None,
     otel: Annotated[bool, typer.Option("--otel", help=OTEL_HELP)] = False,
+    session: Annotated[str | None, typer.Option(
+        "--session", help="a conversation: start with the memory its last run left, store it at the end")] = None,
     stream: Annotated[bool, typer.Option("--stream", help="request blocks stream (unless one says stream: false); the "
                                                           "model's text is printed as it comes: on stdout, on stderr "
                                                           "with --output json")] = False,
 ) -> None:
-    """Run a diagram once."""
+    """Run a diagram once.
+
+    Exit status: 0 succeeded, 1 failed, 2 a bad diagram or usage, 3 waiting for an answer (a Wait block;
+    `diagrama resume RUN_ID --input name=value` answers).
+    """
     import asyncio
 
     from rich.markup import escape
@@ -212,10 +218,14 @@ def run(
     recorded: list[dict[str, Any]] = []
     if record is not None:
         services.reply_observers.append(lambda block, reply: recorded.append({"block": block, **reply}))
+    from engine.cli.durable import durable_turn
+
     try:
-        result = asyncio.run(
-            run_async(loaded, values, runs_dir=folder, message_level=level, services=services, console=printer)
-        )
+        with durable_turn(loaded, folder, services, session, values) as turn:
+            result = asyncio.run(run_async(loaded, values, runs_dir=folder, message_level=level, services=services,
+                                           console=printer, run_id=turn.run_id, remembered=turn.remembered,
+                                           record=turn.record))
+            turn.ended(result)
     except DiagramaError as exc:
         raise fail(exc) from None
     finally:
@@ -241,7 +251,15 @@ def run(
             _discard_output(sys.stdout)
     else:
         _print_result(result)
-    raise typer.Exit(0 if result.succeeded else 1)  # the run's status: output lost to a closed pipe changes nothing
+    raise typer.Exit(exit_code(result))  # the run's status: output lost to a closed pipe changes nothing
+
+
+EXIT_WAITING = 3
+"""`diagrama run` and `resume`: the run stopped at a Wait, waiting for a person's answer (README, "Durable runs")."""
+
+
+def exit_code(result: RunResult) -> int:
+    return 0 if result.succeeded else EXIT_WAITING if result.status == "waiting" else 1
 
 
 def _stream_printer(services: Any, lines: ConsoleLines | None, *, to_stderr: bool) -> Any:
@@ -290,6 +308,12 @@ def _print_result(result: RunResult) -> None:
     from engine.format.jsonout import dumps_plain
 
     out = console()
+    if result.waiting is not None:
+        waiting = result.waiting
+        out.print(f"[yellow]waiting[/yellow] at {escape(str(waiting['block']))}: {escape(str(waiting['prompt']))}")
+        out.print(f"answer: diagrama resume {result.run_id} --input name=value (or --inputs answer.json)",
+                  markup=False)
+        return
     style = "green" if result.succeeded else "red"
     out.print(f"[{style}]{result.status}[/{style}] · {result.steps} steps · "
               f"{result.duration * 1000:.1f} ms · trace {escape(str(result.trace))}")

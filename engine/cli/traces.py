@@ -116,7 +116,7 @@ def trace(
     from engine.errors import DiagramaError
     from engine.format.jsonout import dumps_plain
     from engine.format.levels import MESSAGE_LEVELS
-    from engine.runs.traces import INTERRUPTED, find_trace, keep_event, run_status
+    from engine.runs.traces import INTERRUPTED, find_trace, keep_event, latest_start, run_status
     from engine.runtime.trace import read_events
 
     try:
@@ -148,7 +148,7 @@ def trace(
             sys.stdout.flush()
         if not follow or (events and events[-1].get("event") == "run_finished"):
             break
-        if events and run_status(events[0], events[-1]) == INTERRUPTED:
+        if events and run_status(latest_start(events), events[-1]) == INTERRUPTED:
             # Its process is gone: no run_finished will ever come.
             console(stderr=True).print("the run was interrupted: its process is gone without finishing it", markup=False)
             raise typer.Exit(1)
@@ -161,7 +161,8 @@ def runs(
 ) -> None:
     """List recent runs: id, diagram, status, start, duration, steps, and the batch row or `scenario`.
 
-    A run that has not finished is `running` while its process lives and `interrupted` once it is gone.
+    A run that has not finished is `running` while its process lives and `interrupted` once it is gone; a
+    `waiting` run waits at a Wait block. Each interrupted or waiting run is listed again with its resume command.
     Runs the store never heard of (scenario runs, the studio's) come from their traces.
     """
     from rich.markup import escape
@@ -197,6 +198,12 @@ def runs(
               markup=False)
     for entry in entries:
         out.print(_runs_line(entry, width, named), markup=False)
+    # A durable run that stopped halfway continues with `diagrama resume` (README, "Durable runs").
+    for entry in entries:
+        if entry["status"] == "waiting":
+            out.print(f"waiting: diagrama resume {entry['run_id']} --input name=value", markup=False)
+        elif entry["status"] == "interrupted":
+            out.print(f"interrupted: diagrama resume {entry['run_id']}", markup=False)
 
 
 def _from_trace(summary: Any) -> dict[str, Any]:

@@ -68,6 +68,12 @@ class Block:
     """Inputs the block evaluates itself, when it needs them (`context.evaluate_input`)."""
     is_start: ClassVar[bool] = False
     """The block a run begins at; its Settings must be RunSettings."""
+    effects: ClassVar[bool] = False
+    """Whether a step of this type acts outside the run (calls a vendor, a tool, a function, a server, a person).
+    A durable run checkpoints after each such step; a step without effects is simply recomputed on resume."""
+    asks_person: ClassVar[bool] = False
+    """Whether a step of this type may stop the run for a person's answer (Wait); a scenario scripts its answers by
+    block id (`{answer: ...}`), taken through `services.scripted.answer`."""
     code_input: ClassVar[str | None] = None
     """An input naming Python code the block calls (Function's `function`: `module:function` or
     `module:Class.method`). It must be written literally; loading imports it as a tool handler is imported (the
@@ -133,6 +139,14 @@ class Block:
                            strict: bool) -> tuple[str, str | None] | None:  # optional hook
         """Load-time: why a registry tool that `tools_input` may offer cannot be offered (message, hint); None if it can."""
         return None
+
+    def save_state(self, state: Any) -> Any:  # optional hook
+        """The state this block keeps in `context.loop_states` between its steps, as plain data for a checkpoint."""
+        return state
+
+    def load_state(self, data: Any) -> Any:  # optional hook
+        """The state `save_state` wrote, back as the block keeps it (a resumed run)."""
+        return data
 
     def run(self, inputs: Any, context: RunContext) -> dict[str, Any] | Awaitable[dict[str, Any]]:
         """The block's work: its outputs. Override as `async def`, or as a plain `def` when nothing is awaited."""
@@ -209,3 +223,7 @@ class RunSettings(BaseModel):
     )
     max_steps: int = Field(default=1000, ge=1, description="the run fails after this many block steps")
     timeout: float | None = Field(default=None, gt=0, description="deadline for the whole run, seconds")
+    durable: bool = Field(default=True, description="checkpoint the run after each block with effects, so that "
+                                                    "`diagrama resume` can continue it (false: no checkpoints)")
+    memory: list[str] = Field(default_factory=lambda: [], description="variables kept per session "
+                                                                     "(`diagrama run --session ID`) from run to run")

@@ -73,6 +73,7 @@ class CompiledBlock:
         "body_region",
         "child",
         "deferred",
+        "effects",
         "error_level",
         "error_level_from",
         "id",
@@ -101,6 +102,9 @@ class CompiledBlock:
         self.impl = impl
         # A block whose body passes run side by side (a Loop with `concurrency`) awaits them.
         self.awaits = _awaits(type(impl)) or impl.concurrent_body()
+        self.effects: bool = type(impl).effects or impl.concurrent_body()
+        """Whether a durable run checkpoints after this block's steps (Block.effects; a concurrent Loop too: its
+        passes, whose blocks may have effects, run inside its one step)."""
         """Whether `run` is a coroutine (a request); a plain `run` (Set, Loop) steps without one."""
         self.line = line
         self.label: str | None = impl.spec.label

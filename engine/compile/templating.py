@@ -70,6 +70,31 @@ def _to_json(value: Any, indent: bool = False) -> str:
     return dumps(value, option=orjson.OPT_INDENT_2 if indent else 0).decode()
 
 
+def last_turns(history: Any, n: int = 10) -> Any:
+    """The last `n` user turns of a conversation: from its n-th last `user` row to its end, as a list or a table.
+
+    A turn begins where the user speaks, and an assistant's tool calls and the tool rows with their results come
+    after it, so a cut made here never separates a call from its results (which vendors refuse with a 400), as a
+    plain `history[-10:]` can. Fewer turns than `n`: the whole history.
+    """
+    from engine.format.tables import DataTable
+
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ValueError(f"last_turns: n is a whole number of turns, got {n!r}")
+    if isinstance(history, DataTable):
+        roles = history.column("role") if "role" in history.columns else []
+    elif isinstance(history, list | tuple):
+        roles = [row.get("role") if isinstance(row, Mapping) else None for row in history]
+    else:
+        raise ValueError(f"last_turns: expected a history (a list of rows or a table), got {type(history).__name__}")
+    if n <= 0:
+        return history[:0]
+    users = [index for index, role in enumerate(roles) if role == "user"]
+    if len(users) <= n:
+        return history
+    return history[users[-n]:]
+
+
 def _from_json(text: Any) -> Any:
     try:
         return orjson.loads(text)
@@ -134,7 +159,8 @@ class TemplateEnv:
         self.native = NativeSandbox(**options, optimized=False)
         self.text = TextSandbox(**options)
         for env in (self.native, self.text):
-            env.bound_filters({"to_json": _to_json, "from_json": _from_json, **REGEX_FILTERS})
+            env.bound_filters({"to_json": _to_json, "from_json": _from_json, "last_turns": last_turns,
+                               **REGEX_FILTERS})
         # jinja2's standard globals (range, dict, namespace, ...) are template functions like the diagram's own:
         # bound in every scope, known to the name check, and no variable may hide one.
         self.functions: dict[str, Any] = {**TEMPLATE_GLOBALS, **(functions or {})}
@@ -185,7 +211,7 @@ class TemplateEnv:
                 if node.name not in known:
                     raise TemplateSyntax(f"no {kind} named '{node.name}'", node.lineno, code=f"template_unknown_{kind}",
                                          hint=suggest(node.name, known) or f"the {kind}s are jinja2's built-in ones"
-                                         + (" and to_json, from_json, regex_search, regex_replace, regex_findall"
+                                         + (" and to_json, from_json, last_turns, regex_search, regex_replace, regex_findall"
                                             if kind == "filter" else ""))
                 if kind == "filter" and node.name in REGEX_FILTERS and node.args \
                         and isinstance(node.args[0], nodes.Const) and isinstance(node.args[0].value, str):

@@ -3,9 +3,10 @@
 Rows come from CSV, JSON Lines or a YAML/JSON list, typed by the Start inputs'
 defaults. A stop request (Ctrl-C) starts nothing new, lets running runs finish within
 a grace period (a second Ctrl-C ends it at once), then cancels them; rows that did not finish stay unrecorded, so
-`--resume` runs exactly those (and any that failed), never one that succeeded. Each
-attempt at a row is a run of its own (its own run id, trace and attempt number), so a
-retried row never appends to the trace of the attempt that was killed or failed.
+`--resume` runs exactly those (and any that failed), never one that succeeded. A durable
+diagram's row left in flight continues from its last checkpoint, as the same run (its trace
+goes on); any other retry is an attempt of its own (its own run id, trace and attempt number),
+so it never appends to the trace of the attempt that was killed or failed (engine.runs.batch_rows).
 """
 
 from __future__ import annotations
@@ -29,50 +30,21 @@ from engine.format.jsonout import dumps_plain
 from engine.format.tables import csv_dialect
 from engine.format.values import json_default
 from engine.format.yamlfile import read_yaml_value
+from engine.runs.batch_ids import batch_run_id, claim_attempt
+from engine.runs.batch_rows import SESSION_COLUMN, has_session_column, run_row
+from engine.runs.checkpoints import SqliteCheckpoints
 from engine.runs.store import RunStore
-from engine.runs.traces import trace_status
 from engine.runtime.context import Services
-from engine.runtime.execute import RunResult, execute
+from engine.runtime.execute import RunResult
 from engine.runtime.trace import new_run_id
 
 __all__ = ["BatchOutcome", "StopSignals", "batch_run_id", "claim_attempt", "read_rows", "run_batch", "start_batch",
            "stop_on_signals", "write_results"]
 
 
-def batch_run_id(batch_id: str, row: int, attempt: int = 1) -> str:
-    """Deterministic per (batch, row, attempt): every backend writes the same results file.
-
-    The first attempt is `<batch>-r000007`; a later one adds its number, `<batch>-r000007-a2`.
-    """
-    base = f"{batch_id}-r{row:06d}"
-    return base if attempt <= 1 else f"{base}-a{attempt}"
-
-
-def claim_attempt(runs_dir: Path | None, batch_id: str, row: int, previous: int = 0) -> tuple[str, int]:
-    """The run id and number of this row's next attempt, after `previous` (the store's last one).
-
-    The attempt's run folder is made here, exclusively. An attempt whose folder is taken
-    was killed or stopped before the store heard of it (or another worker has just claimed
-    it): it counts, and the next number is taken, so a retry never appends to the trace of
-    the attempt before it. Only a run that succeeded and that this store never recorded
-    (another store kept over the same runs folder) keeps its folder, as before.
-    """
-    attempt = max(previous, 0) + 1
-    while True:
-        run_id = batch_run_id(batch_id, row, attempt)
-        if runs_dir is None:
-            return run_id, attempt
-        try:
-            (runs_dir / run_id).mkdir(parents=True)
-        except FileExistsError:
-            if trace_status(runs_dir / run_id / "trace.jsonl") != "succeeded":
-                attempt += 1
-                continue
-        return run_id, attempt
-
-
 def read_rows(path: Path, diagram: Diagram) -> list[dict[str, Any]]:
-    """Each row is one run's inputs; CSV cells are typed by the inputs' defaults.
+    """Each row is one run's inputs; CSV cells are typed by the inputs' defaults. A `session` column (where the
+    diagram has no input of that name) names the row's conversation (engine.runs.batch_rows).
 
     Every bad row is found before anything runs: the one UsageError names the file and,
     for each problem, the row (and a CSV or JSON Lines file's line).
@@ -113,6 +85,10 @@ def read_rows(path: Path, diagram: Diagram) -> list[dict[str, Any]]:
                 problems.append(f"row {number}: a {type(row).__name__}, not a mapping of input names to values")
                 continue
             for name in row:
+                if name == SESSION_COLUMN and has_session_column(diagram):
+                    if not isinstance(row[name], (str, int)) and row[name] is not None:
+                        problems.append(f"row {number}: the session is a {type(row[name]).__name__}, not a text")
+                    continue
                 try:
                     check_inputs(diagram, {name: row[name]})
                 except UsageError as exc:
@@ -138,6 +114,10 @@ def _csv_rows(text: str, diagram: Diagram, problems: list[str]) -> list[dict[str
                 continue
             name = name.strip()
             if name in unknown:
+                continue
+            if name == SESSION_COLUMN and has_session_column(diagram):
+                if cell:
+                    row[name] = cell.strip()  # the row's conversation (engine.runs.batch_rows), not an input
                 continue
             try:
                 check_inputs(diagram, {name: cell})
@@ -187,16 +167,22 @@ class BatchOutcome:
     failed: int = 0
     skipped: int = 0
     not_run: int = 0
+    waiting: int = 0
+    """Rows whose run waits at a Wait for a person's answer (`diagrama resume RUN_ID --input ...`)."""
+    resumed: int = 0
+    """Rows that continued from the checkpoint of an attempt left in flight, rather than from Start."""
     durations: list[float] = field(default_factory=list)
     tokens: int = 0
     interrupted: bool = False
 
-    def count(self, duration: float, tokens: int, succeeded: bool) -> None:
-        """Add one finished run."""
+    def count(self, duration: float, tokens: int, status: str) -> None:
+        """Add one finished run (or one that stopped at a Wait)."""
         self.durations.append(duration)
         self.tokens += tokens
-        if succeeded:
+        if status == "succeeded":
             self.succeeded += 1
+        elif status == "waiting":
+            self.waiting += 1
         else:
             self.failed += 1
 
@@ -204,7 +190,8 @@ class BatchOutcome:
         ordered = sorted(self.durations)
         p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))] if ordered else None
         return {"batch_id": self.batch_id, "rows": self.total, "succeeded": self.succeeded, "failed": self.failed,
-                "skipped_already_done": self.skipped, "not_run": self.not_run, "tokens": self.tokens,
+                "skipped_already_done": self.skipped, "not_run": self.not_run, "waiting": self.waiting,
+                "resumed_from_checkpoint": self.resumed, "tokens": self.tokens,
                 "p50_ms": round(statistics.median(ordered) * 1000, 1) if ordered else None,
                 "p95_ms": round(p95 * 1000, 1) if p95 is not None else None, "interrupted": self.interrupted}
 
@@ -228,8 +215,12 @@ async def run_batch(
     grace: float = 10.0,
     progress: Progress | None = None,
     waiting: Callable[[list[int], float], None] | None = None,
+    checkpoints: SqliteCheckpoints | None = None,
 ) -> BatchOutcome:
     """Run the rows not yet succeeded in this batch; record each finished run.
+
+    With `checkpoints` (the SQLite store) a durable diagram's rows are checkpointed, a row left in flight continues
+    from its checkpoint, and `session` columns are honoured (engine.runs.batch_rows).
 
     `stop` (the first Ctrl-C) starts no new row and gives the running ones `grace` seconds;
     `waiting(rows, grace)` hears which rows it waits for. `now` (a second Ctrl-C) cancels them
@@ -237,6 +228,11 @@ async def run_batch(
     """
     stop = stop or asyncio.Event()
     now = now or asyncio.Event()
+    if checkpoints is None and has_session_column(diagram) and any(row.get(SESSION_COLUMN) for row in rows):
+        raise UsageError("the rows name sessions, which are kept in the SQLite run store; this store is not one")
+    if checkpoints is not None:
+        services.checkpoints = checkpoints
+    turns: dict[str, asyncio.Lock] = {}
     done = store.succeeded_rows(batch_id)
     attempts = {number: run.get("attempt") or 1 for number, run in store.batch_runs(batch_id).items()}
     outcome = BatchOutcome(batch_id, len(rows), skipped=len(done))
@@ -259,12 +255,20 @@ async def run_batch(
                 progress("started", None)
             running.add(number)
             try:
-                run_id, attempt = claim_attempt(runs_dir, batch_id, number, attempts.get(number, 0))
-                result = await execute(diagram, row, runs_dir=runs_dir, services=services, run_id=run_id)
-                store.record(result, diagram, row, batch_id=batch_id, row=number, attempt=attempt)
+                ran = await run_row(diagram, row, number, batch_id=batch_id, previous=attempts.get(number, 0),
+                                    services=services, runs_dir=runs_dir, checkpoints=checkpoints, turns=turns)
+                if ran is not None:
+                    store.record(ran.result, diagram, row, batch_id=batch_id, row=number, attempt=ran.attempt)
             finally:
                 running.discard(number)
-            outcome.count(result.duration, result.tokens, result.succeeded)
+            if ran is None:  # still waiting for its answer: left to its person
+                outcome.waiting += 1
+                if progress:
+                    progress("skipped", None)
+                continue
+            result = ran.result
+            outcome.resumed += ran.resumed
+            outcome.count(result.duration, result.tokens, result.status)
             if progress:
                 progress("finished", result)
 
@@ -284,7 +288,7 @@ async def run_batch(
     await asyncio.gather(everything, return_exceptions=True)
     outcome.interrupted = outcome.interrupted or stop.is_set()
     recorded = store.succeeded_rows(batch_id)
-    outcome.not_run = len(rows) - len(recorded) - outcome.failed
+    outcome.not_run = len(rows) - len(recorded) - outcome.failed - outcome.waiting
     return outcome
 
 

@@ -2,7 +2,10 @@
 
 Tasks ack late and are rejected when their worker is lost, so a killed worker's row is
 run by another; a row already recorded as succeeded is skipped, so none is recorded
-twice. Requests-per-minute limits are a token bucket kept in Redis, shared by workers.
+twice. Where the store is SQLite, a durable diagram's rows are checkpointed there, and the
+worker that takes a lost worker's row continues it from its last checkpoint (engine.runs.
+batch_rows): only the block that was in flight runs again. Requests-per-minute limits are a
+token bucket kept in Redis, shared by workers.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from typing import Any
 from celery import Celery
 
 from engine.compile.diagram import Diagram
-from engine.runs.batch import BatchOutcome, claim_attempt
+from engine.runs.batch import BatchOutcome
+from engine.runs.batch_rows import run_row as run_batch_row
+from engine.runs.checkpoints import SqliteCheckpoints, open_checkpoints
 from engine.runs.store import RunStore
 from engine.runtime.context import Services
 from engine.runtime.execute import execute
@@ -86,23 +91,31 @@ def make_app(broker: str | None = None) -> Celery:
         worker_hijack_root_logger=False,
     )
 
-    @app.task(name=TASK, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
-    def run_row(batch_id: str, row: int, diagram_path: str, inputs: dict[str, Any], store_url: str, runs_dir: str,
-                offline: bool, rpm: dict[str, float] | None = None) -> str:
+    @app.task(name=TASK, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+    def run_row(task: Any, batch_id: str, row: int, diagram_path: str, inputs: dict[str, Any], store_url: str,
+                runs_dir: str, offline: bool, rpm: dict[str, float] | None = None) -> str:
         from blocks.registry import registry  # wiring, as the CLI does
         from engine.compile.loader import load_diagram
 
         store = _cached_store(store_url)
         if row in store.succeeded_rows(batch_id):
             return "already_succeeded"
-        run_id, attempt = claim_attempt(Path(runs_dir), batch_id, row, store.last_attempt(batch_id, row))
         diagram = _cached_diagram(diagram_path, Path(diagram_path).stat().st_mtime_ns, load_diagram, registry)
         services = Services(offline=offline)
         if rpm:
             services.limits = RedisBuckets(broker, rpm)
-        result = asyncio.run(execute(diagram, inputs, runs_dir=Path(runs_dir), services=services, run_id=run_id))
-        store.record(result, diagram, inputs, batch_id=batch_id, row=row, attempt=attempt)
-        return result.status
+        checkpoints = _cached_checkpoints(store_url, runs_dir)
+        if checkpoints is not None:
+            services.checkpoints = checkpoints
+        # Delivered again: the worker that had the row was lost, so its attempt may be taken over from its checkpoint.
+        taken_over = bool((task.request.delivery_info or {}).get("redelivered"))
+        ran = asyncio.run(run_batch_row(diagram, inputs, row, batch_id=batch_id, services=services,
+                                        previous=store.last_attempt(batch_id, row), runs_dir=Path(runs_dir),
+                                        checkpoints=checkpoints, taken_over=taken_over))
+        if ran is None:
+            return "waiting"
+        store.record(ran.result, diagram, inputs, batch_id=batch_id, row=row, attempt=ran.attempt)
+        return ran.result.status
 
     @app.task(name=API_TASK, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
     def run_api(run_id: str, diagram_path: str, inputs: dict[str, Any], store_url: str, runs_dir: str, offline: bool,
@@ -145,6 +158,15 @@ def _cached_store(url: str) -> RunStore:
     return RunStore(url)
 
 
+@functools.lru_cache(maxsize=8)
+def _cached_checkpoints(url: str, runs_dir: str) -> SqliteCheckpoints | None:
+    # One connection per store per worker process; None where the store is not SQLite (rows run without checkpoints).
+    try:
+        return open_checkpoints(url, Path(runs_dir))
+    except OSError:
+        return None
+
+
 @functools.lru_cache(maxsize=32)
 def _cached_diagram(path: str, _mtime_ns: int, load: Any, registry: Any) -> Diagram:
     # One load per diagram version per worker process, not one per row; its MCP servers start: it is to run.
@@ -165,8 +187,11 @@ def run_batch_on_celery(diagram: Diagram, rows: list[dict[str, Any]], *, batch_i
     app = make_app(broker)
     done = store.succeeded_rows(batch_id)
     outcome = BatchOutcome(batch_id, len(rows), skipped=len(done))
-    pending = [n for n in range(1, len(rows) + 1) if n not in done]
     already = store.batch_runs(batch_id)
+    # A row waiting at a Wait is its person's to answer (`diagrama resume`), not a task's.
+    asking = {n for n, run in already.items() if run["status"] == "waiting"}
+    outcome.waiting = len(asking)
+    pending = [n for n in range(1, len(rows) + 1) if n not in done and n not in asking]
     for number in pending:
         app.send_task(TASK, args=[batch_id, number, str(diagram.path.resolve()), rows[number - 1], store.url,
                                   str(runs_dir.resolve()), offline, rpm or {}])
@@ -180,7 +205,7 @@ def run_batch_on_celery(diagram: Diagram, rows: list[dict[str, Any]], *, batch_i
                 if run is not None and (number not in already or run["run_id"] != already[number]["run_id"]
                                         or run["finished"] != already[number]["finished"]):
                     waiting.discard(number)
-                    outcome.count((run["duration_ms"] or 0) / 1000, run["tokens"] or 0, run["status"] == "succeeded")
+                    outcome.count((run["duration_ms"] or 0) / 1000, run["tokens"] or 0, str(run["status"]))
             if waiting:
                 if timeout is not None and time.monotonic() - began > timeout:
                     break

@@ -128,6 +128,13 @@ class RunStore:
         """Store a run; False when its (batch, row) already succeeded (nothing is stored twice)."""
         values = _row(result, diagram, inputs, batch_id=batch_id, row=row, attempt=attempt)
         with self.engine.begin() as connection:
+            if batch_id is None:
+                # A batch row's run continued on its own (`diagrama resume` answering its Wait) stays the row's.
+                known = connection.execute(select(runs.c.batch_id, runs.c.row, runs.c.attempt)
+                                           .where(runs.c.run_id == result.run_id)).first()
+                if known is not None and known.batch_id is not None:
+                    values.update(batch_id=known.batch_id, row=known.row, attempt=known.attempt)
+                    batch_id, row = known.batch_id, known.row
             if batch_id is not None:
                 existing = connection.execute(
                     select(runs.c.status).where(runs.c.batch_id == batch_id, runs.c.row == row)).first()

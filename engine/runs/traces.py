@@ -28,7 +28,7 @@ from engine.format.levels import MessageLevel
 from engine.runtime.trace import EVENT_LEVELS, Event, read_events
 
 __all__ = ["INTERRUPTED", "SCENARIO_SUFFIX", "RunSummary", "Step", "find_trace", "is_scenario_run", "keep_event",
-           "list_runs", "resolved_path", "run_path", "run_status", "steps", "trace_status", "unfinished_runs"]
+           "latest_start", "list_runs", "resolved_path", "run_path", "run_status", "steps", "trace_status", "unfinished_runs"]
 
 INTERRUPTED = "interrupted"
 """The status of a run that never finished and whose process is gone."""
@@ -121,8 +121,46 @@ def _process_gone(pid: Any, host: Any, started: float) -> bool:
     return began is not None and began > started + 1.0
 
 
+process_gone = _process_gone
+
+
+def latest_start(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The last `run_started` of a run's events (a resumed run has one per process that ran it); else the first
+    event."""
+    started: dict[str, Any] = next((event for event in reversed(events) if event.get("event") == Event.RUN_STARTED),
+                                   events[0] if events else {})
+    return started
+
+
+_STARTED = b'"event":"run_started"'
+"""How `run_started` reads in a trace line (a quote inside a value is escaped, so only the key matches)."""
+
+
+def _latest_start_in(trace: Path, first: dict[str, Any]) -> dict[str, Any]:
+    """The trace's last `run_started` line, found from the end (a resumed run's); `first` when there is no other."""
+    import mmap
+
+    try:
+        with trace.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            at = data.rfind(_STARTED)
+            if at <= 0:
+                return first
+            begins = data.rfind(b"\n", 0, at) + 1
+            ends = data.find(b"\n", at)
+            found = orjson.loads(data[begins: ends if ends >= 0 else len(data)])
+    except (OSError, ValueError, orjson.JSONDecodeError):
+        return first
+    return found if isinstance(found, dict) else first
+"""Public name for the run store's statuses (engine.runs.checkpoints)."""
+
+
 def run_status(first: Mapping[str, Any], last: Mapping[str, Any]) -> str:
-    """A run's status from its trace's first and last events: the finished status, `running`, or `interrupted`."""
+    """A run's status from its trace's latest `run_started` (`latest_start`) and last event: the finished status,
+    `running`, or `interrupted`.
+
+    A resumed run appends to its trace: each process that ran it wrote a `run_started` with its pid, so only the
+    latest one says whether the run is still going (the first names a process that is gone).
+    """
     if last.get("event") == Event.RUN_FINISHED:
         return str(last.get("status"))
     if first.get("event") == Event.RUN_STARTED and _process_gone(first.get("pid"), first.get("host"),
@@ -216,9 +254,11 @@ def _summary(trace: Path) -> RunSummary | None:
     except (orjson.JSONDecodeError, OSError):
         return None
     finished = last.get("event") == Event.RUN_FINISHED
+    # Only a run that looks interrupted may have been resumed since: then its latest run_started decides.
+    started = first if finished or run_status(first, last) != INTERRUPTED else _latest_start_in(trace, first)
     return RunSummary(
         run_id=str(first.get("run_id", trace.parent.name)), diagram=str(first.get("diagram", "?")),
-        path=str(first.get("path", "")), status=run_status(first, last), started=float(first.get("timestamp", 0)),
+        path=str(first.get("path", "")), status=run_status(started, last), started=float(first.get("timestamp", 0)),
         duration_ms=last.get("duration_ms") if finished else None, steps=last.get("steps") if finished else None,
         trace=trace)
 

@@ -55,7 +55,10 @@ async def run_async(
     services: Services | None = None,
     console: Console | None = None,
     run_id: str | None = None,
+    remembered: Mapping[str, Any] | None = None,
+    record: Mapping[str, Any] | None = None,
 ) -> RunResult:
+    """Run a diagram (loaded here from a path); `remembered` and `record` as engine.runtime.execute.execute takes them."""
     if not isinstance(diagram, Diagram):
         diagram = load(diagram, registry)
     return await execute(
@@ -66,6 +69,8 @@ async def run_async(
         services=services,
         console=console,
         run_id=run_id,
+        remembered=remembered,
+        record=record,
     )
 
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from engine.compile.diagram import CompiledBlock, Diagram
     from engine.format.levels import ErrorLevel
     from engine.format.redact import Redactor
+    from engine.runtime.durable import Answer, Checkpoints
     from engine.runtime.result import SubdiagramRun
     from engine.runtime.scripted import ScriptedBlocks
     from engine.tools.mcp import McpSessions
@@ -104,6 +105,8 @@ class Services:
     """Each makes one observer per run that hears the run's trace events (`--otel`)."""
     mcp_sessions: McpSessions | None = None
     """MCP client sessions the runs share (a batch's, per process); None: each run opens its own, closed at its end."""
+    checkpoints: Checkpoints | None = None
+    """Where durable runs checkpoint (engine.runs.checkpoints); None: runs keep no checkpoints and cannot wait."""
     stream: bool = False
     """Request blocks ask for a stream unless their `stream` input says otherwise (`diagrama run --stream`)."""
     text_observers: list[TextObserver] = field(default_factory=list)
@@ -121,6 +124,7 @@ class Services:
         self.tool_stubs = source.tool_stubs
         self.run_observers = source.run_observers
         self.mcp_sessions = source.mcp_sessions
+        self.checkpoints = source.checkpoints
         self.scripted = source.scripted
         self.stream = source.stream
         self.text_observers = source.text_observers
@@ -136,6 +140,7 @@ class RunContext:
     """One run's state as blocks see it. The executor sets `current` before each step."""
 
     __slots__ = (
+        "answer",
         "current",
         "diagram",
         "entered_from_body",
@@ -185,6 +190,8 @@ class RunContext:
         self.entered_from_body = False
         self.loop_states: dict[str, Any] = {}
         self.started = time.perf_counter()
+        self.answer: Answer | None = None
+        """A person's answer to the Wait this run resumes at (`diagrama resume --input`); the Wait takes it."""
 
     @property
     def message_level(self) -> MessageLevel:
@@ -242,7 +249,8 @@ class RunContext:
         return previous
 
     def restore(self, name: str, previous: Any) -> None:
-        if previous is _UNBOUND:
+        # A bare object() is "was unbound": `bind`'s own, or the one a block's `load_state` made after a resume.
+        if previous is _UNBOUND or type(previous) is object:
             self.scope.values.pop(name, None)
         else:
             self.scope.values[name] = previous

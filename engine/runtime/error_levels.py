@@ -12,7 +12,7 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 from engine.compile.templating import truthy
-from engine.errors import InternalError, RunError, RunFailed, TemplateError
+from engine.errors import InternalError, RunError, RunFailed, RunSuspended, TemplateError
 from engine.format.levels import ErrorLevel, MessageLevel
 from engine.runtime.failures import step_bug
 from engine.runtime.step_events import failed_fields, since
@@ -39,6 +39,8 @@ class ErrorLevels:
                      shown: dict[str, Any] | None) -> CompiledBlock | None:
         """The step of `block` raised `exc`: the block to run next, or RunFailed."""
         began = self.step_began
+        if isinstance(exc, RunSuspended):
+            raise exc  # not a failure: a Wait asks for an answer (the run's loop checkpoints it)
         if isinstance(exc, RunError):
             return self._failed(block, exc.at_block(block.id), began, level, shown)
         if isinstance(exc, InternalError):

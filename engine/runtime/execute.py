@@ -29,10 +29,12 @@ from engine.compile.diagram import CompiledBlock, Diagram
 from engine.compile.secrets import run_environ
 from engine.compile.templating import Scope
 from engine.errors import (
+    BlockError,
     InputError,
     InternalError,
     RunError,
     RunFailed,
+    RunSuspended,
     RunTimeout,
     StepLimitReached,
     TableError,
@@ -44,6 +46,8 @@ from engine.format.tables import to_table
 from engine.format.validation import dotted, validation_message
 from engine.format.values import short_value
 from engine.runtime.context import RunContext, Services
+from engine.runtime.durable import Checkpoints, Resumed
+from engine.runtime.durable_steps import DurableSteps
 from engine.runtime.error_levels import ErrorLevels
 from engine.runtime.failures import block_raised, bug, kept_failure, not_outputs
 from engine.runtime.result import RunResult, SubdiagramRun
@@ -60,7 +64,7 @@ def _fresh(value: Any, diagram: Diagram) -> Any:
     return copy.deepcopy(value) if isinstance(value, (list, dict)) else value
 
 
-class _Run(ErrorLevels):
+class _Run(DurableSteps, ErrorLevels):
     """One run of a diagram: its context, the path so far, the errors, the step count.
 
     A run nested in a step (a Subdiagram's child, a concurrent Loop's pass: engine.runtime.nested) is one
@@ -80,6 +84,18 @@ class _Run(ErrorLevels):
         self.started = time.perf_counter()
         self.step_began = self.started
         self._base_dir = {"base_dir": diagram.directory}
+        self.checkpoints: Checkpoints | None = None
+        """Where this run checkpoints when it is durable (Services.checkpoints, Start's `durable`)."""
+        self.resume: Resumed | None = None
+        """The checkpoint this run continues from (`diagrama resume`), or None for a run from Start."""
+        self.seq = 0
+        """The number of the last checkpoint written."""
+        self.marked = 0
+        """How much of `path` the checkpoints so far cover (each holds the blocks run since the one before)."""
+        self.remembered: dict[str, Any] = {}
+        """A session's memory values, set over Start's variables (`diagrama run --session`)."""
+        self.waiting: dict[str, Any] | None = None
+        """What the Wait this run stopped at asks (block, prompt, form, timeout, asked_at); None unless waiting."""
         self.root: _Run = root or self
         self.depth = depth
         """How many Subdiagram calls deep this run is (0: the top run, and its passes)."""
@@ -107,17 +123,32 @@ class _Run(ErrorLevels):
         """Run from Start to the end; the status. Only an interruption (Ctrl-C, cancel) escapes."""
         status = "failed"
         try:
-            self._prepare_scope(inputs)
+            if self.resume is None:
+                self._prepare_scope(inputs)
+                if self.checkpoints is not None:  # checkpoint 0: the scope Start made (replay may begin there)
+                    self._checkpoint(self.diagram.start, None)
+            else:
+                self._restore(self.resume)
             await self._steps_within_deadline()
             status = "succeeded"
+            self._last_checkpoint()
         except RunFailed:
-            pass  # recorded where it happened
+            self._last_checkpoint()  # recorded where it happened; the last one lets a replay reach the failed block
+        except RunSuspended as request:
+            if self.checkpoints is not None:
+                status = "waiting"
+            else:
+                error = BlockError("a Wait needs a durable run: run it with `diagrama run` (a run store), or give "
+                                   "execute a checkpoint store (Services.checkpoints)", type="wait_not_durable",
+                                   block=self.ctx.current.id)
+                del request
+                self.errors.append(error.as_dict())
         except Exception as exc:  # a bug outside any block's step
             self._record_bug(self.ctx.current, bug(self.ctx.current, exc), exc)
         except BaseException as exc:
             self.errors.append({"block": self.ctx.current.id, "type": "run_interrupted",
                                 "message": f"the run was interrupted ({type(exc).__name__})"})
-            self._finish("failed")
+            self._finish("failed", stored="interrupted")
             raise
         return self._finish(status)
 
@@ -131,6 +162,7 @@ class _Run(ErrorLevels):
             values.update(inputs)
             for name, evaluator in diagram.variables:
                 values[name] = _fresh(evaluator.evaluate(self.ctx.scope), diagram)
+            values.update(self.remembered)
         except TemplateError as exc:
             self._end(TemplateError(f"variables: {exc.message}", type=exc.type, block=start), announce=True)
         except TableError as exc:
@@ -156,6 +188,8 @@ class _Run(ErrorLevels):
             raise RunFailed(error) from None  # the cancellation is how the deadline works, not a cause
 
     async def _steps_from_start(self) -> None:
+        if self.checkpoints is not None:
+            return await self._durable_steps()
         max_steps = self.diagram.settings.max_steps
         trace = self.trace
         block: CompiledBlock | None = self.diagram.start
@@ -189,7 +223,7 @@ class _Run(ErrorLevels):
                             duration_ms=since(self.step_began))
         raise RunFailed(error)
 
-    def _finish(self, status: str) -> str:
+    def _finish(self, status: str, *, stored: str | None = None) -> str:
         self.trace.emit(Event.RUN_FINISHED, status=status, steps=self.steps, path=self.path, errors=self.errors,
                         duration_ms=round((time.perf_counter() - self.started) * 1000, 3))  # once a run: as before
         self.trace.close()
@@ -198,6 +232,10 @@ class _Run(ErrorLevels):
             # The last lines (run_finished itself) did not fit: the run cannot claim success.
             self.errors.append(TraceWriteFailed(self.trace.failure_message(), block=self.ctx.current.id).as_dict())
             status = "failed"
+        if self.checkpoints is not None:
+            # A store that fails here leaves the run `running`: it shows as interrupted once its process is gone.
+            with contextlib.suppress(OSError):
+                self.checkpoints.end(self.ctx.run_id, stored or status, self.waiting)
         return status
 
     def result(self, status: str) -> RunResult:
@@ -208,7 +246,8 @@ class _Run(ErrorLevels):
         return RunResult(run_id=self.ctx.run_id, status=status, variables=variables, path=self.path,
                          errors=redact(self.errors), trace=self.trace.path,
                          duration=time.perf_counter() - self.started, steps=self.steps, diagram=self.diagram.name,
-                         outputs=redact(self.outputs), tokens=self.tokens, redactor=self.trace.redactor)
+                         outputs=redact(self.outputs), tokens=self.tokens, redactor=self.trace.redactor,
+                         waiting=self.waiting)
 
     # -- one step ----------------------------------------------------------------------------
     # The hot path of every run. A block whose `run` is a plain function (Set, Start, Loop) steps
@@ -241,7 +280,7 @@ class _Run(ErrorLevels):
                 outputs: dict[str, Any] = block.impl.run(inputs, ctx)  # type: ignore[assignment]  # `awaits` is False
                 if type(outputs) is not dict and not isinstance(outputs, Mapping):
                     raise not_outputs(block, outputs)
-            except (RunError, InternalError):
+            except (RunError, InternalError, RunSuspended):
                 raise
             except Exception as exc:
                 raise block_raised(block, exc) from exc
@@ -296,7 +335,7 @@ class _Run(ErrorLevels):
                 outputs: dict[str, Any] = await block.impl.run(inputs, ctx)  # type: ignore[misc]  # `awaits` is True
                 if type(outputs) is not dict and not isinstance(outputs, Mapping):
                     raise not_outputs(block, outputs)
-            except (RunError, InternalError):
+            except (RunError, InternalError, RunSuspended):
                 raise
             except Exception as exc:
                 raise block_raised(block, exc) from exc
@@ -368,12 +407,19 @@ async def execute(
     console: Console | None = None,
     trace_file: IO[bytes] | None = None,
     secrets: Iterable[str] = (),
+    resume: Resumed | None = None,
+    remembered: Mapping[str, Any] | None = None,
+    record: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Run `diagram` once. `runs_dir=None` keeps no trace file (events are still built).
 
     `trace_file` is written instead of a file under `runs_dir` (the caller closes it).
     `secrets` are scrubbed from the trace and the result besides the keys in the services'
     environment (a scenario runs with an empty environment, yet its caller's keys stay out).
+    A run is durable when the services have a checkpoint store and Start does not say `durable: false`:
+    `resume` continues one from a checkpoint (`run_id` is then the run's own); `remembered` are a session's
+    memory values, set over Start's after its variables; `record` adds fields to the run's record in the
+    store (its parent run, session, the run it replays).
     """
     services = services or Services()
     if diagram.tools is not None and diagram.tools.unlisted:
@@ -391,12 +437,29 @@ async def execute(
         trace.observe(make_observer(diagram, trace.redactor))
     scope = diagram.env.new_scope({}, run_environ(services.environ, offline=services.offline))  # read by `secret()`
     run = _Run(diagram, RunContext(run_id, diagram, scope, trace, services, levels), trace)
+    durable = services.checkpoints is not None and diagram.settings.durable
+    if durable:
+        run.checkpoints = services.checkpoints
+        run.resume = resume
+    elif resume is not None:
+        raise ValueError("a run resumes only with a checkpoint store, for a diagram that is durable")
+    if remembered:
+        run.remembered = dict(remembered)
     # pid and host let a reader tell a run still going from one whose process died (SIGKILL, power loss).
     start_fields: dict[str, Any] = {"diagram": diagram.name, "path": str(diagram.path.resolve()),
                                     "message_level": level_name(run_level), "pid": os.getpid(), "host": _host()}
     if run_level >= MessageLevel.DEBUG:
         start_fields["inputs"] = {k: short_value(v) for k, v in (inputs or {}).items()}
+    if resume is not None:
+        start_fields["resumed_at"] = resume.next
     trace.emit(Event.RUN_STARTED, **start_fields)
+    if run.checkpoints is not None:
+        # A store that cannot be written raises OSError here, before any block runs.
+        fields = {"diagram": start_fields["path"], "content_hash": diagram.content_hash, "pid": start_fields["pid"],
+                  "host": start_fields["host"], "trace": str(trace_path) if trace_path else None, **(record or {})}
+        if fields.get("inputs"):
+            fields["inputs"] = trace.redactor.value(fields["inputs"])  # a key given as an input stays out of the store
+        run.checkpoints.begin(run_id, fields)
     if diagram.tools is not None and diagram.tools.mcp_servers:
         from engine.tools.mcp import run_sessions  # the MCP client loads only for a diagram whose tools use it
 

@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 from engine.compile.secrets import run_environ
 from engine.compile.templating import Scope
 from engine.errors import (
+    BlockError,
     DiagramInvalid,
     InputError,
     InternalError,
     LoopPassFailed,
     RunFailed,
+    RunSuspended,
     RunTimeout,
     StepLimitReached,
     SubdiagramFailed,
@@ -184,6 +186,9 @@ async def _whole(nested: _Run, values: Mapping[str, Any]) -> str:
         return "succeeded"
     except RunFailed:
         return "failed"  # recorded where it happened
+    except RunSuspended:
+        _wait_refused(nested)
+        return "failed"
     except Exception as exc:  # a bug outside any block's step
         nested._record_bug(nested.ctx.current, bug(nested.ctx.current, exc), exc)
         return "failed"
@@ -293,9 +298,19 @@ async def _segment(nested: _Run, head: CompiledBlock, loop: CompiledBlock) -> bo
         nested.errors.append(error.as_dict())
     except RunFailed:
         pass  # recorded where it happened
+    except RunSuspended:
+        _wait_refused(nested)
     except Exception as exc:  # a bug outside any block's step
         nested._record_bug(nested.ctx.current, bug(nested.ctx.current, exc), exc)
     return False
+
+
+def _wait_refused(nested: _Run) -> None:
+    """A Wait reached inside a step (a child's, a pass's): the run can stop and be resumed only at its own steps."""
+    nested.errors.append(BlockError(
+        "a Wait stops a run only among the top diagram's own blocks, not in a subdiagram or a concurrent loop's pass "
+        "(a resume would run the whole step again); move the Wait to the calling diagram",
+        type="wait_not_durable", block=nested.ctx.current.id).as_dict())
 
 
 def _join(run: _Run, loop: CompiledBlock, passes: list[_Run | None], returned: list[bool]) -> None:

@@ -13,7 +13,7 @@ __all__ = ["RunResult", "SubdiagramRun"]
 
 @dataclass
 class RunResult:
-    """What a run did: `status` is "succeeded" or "failed".
+    """What a run did: `status` is "succeeded", "failed", or "waiting" (a Wait asks a person; `waiting` says what).
 
     Its variables, outputs and errors are scrubbed of keys (engine.format.redact) as the
     trace is; `redact` scrubs anything else of this run's (its inputs, recorded replies).
@@ -31,6 +31,8 @@ class RunResult:
     outputs: dict[str, Any] = field(default_factory=dict)
     tokens: int = 0
     redactor: Redactor = field(default_factory=Redactor, repr=False, compare=False)
+    waiting: dict[str, Any] | None = None
+    """With status "waiting": what the Wait asks (block, prompt, form, timeout, asked_at)."""
 
     @property
     def succeeded(self) -> bool:
@@ -49,6 +51,7 @@ class RunResult:
             "path": self.path,
             "errors": self.errors,
             "trace": str(self.trace) if self.trace else None,
+            **({"waiting": self.waiting} if self.waiting is not None else {}),
         }
 
 

@@ -3,6 +3,8 @@
 A Function block asks `call` before it runs its code: the scenario's next reply for the block
 (`{result: ...}` or `{error: "..."}`), or None when the scenario scripts none for it and the real
 code runs. Every call is recorded, scripted or not, for the scenario's `expect.function_calls`.
+A Wait asks `answer` for a person's answer (`{answer: ..., waited: seconds}`), or None: the run
+then stops `waiting`, as a real one does.
 """
 
 from __future__ import annotations
@@ -35,6 +37,17 @@ class ScriptedBlocks:
         if not queue:
             self.exhausted.append(block)
             raise BlockError(f"the scenario scripted fewer replies for block '{block}' than it ran",
+                             type="scenario_exhausted")
+        return queue.pop(0)
+
+    def answer(self, block: str) -> dict[str, Any] | None:
+        """The block's next scripted answer to a Wait, or None when the scenario scripts none for it."""
+        queue = self.replies.get(block)
+        if queue is None:
+            return None
+        if not queue:
+            self.exhausted.append(block)
+            raise BlockError(f"the scenario scripted fewer answers for block '{block}' than it asked",
                              type="scenario_exhausted")
         return queue.pop(0)
 

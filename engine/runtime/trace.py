@@ -50,6 +50,7 @@ class Event:
 
     RUN_STARTED = "run_started"
     RUN_FINISHED = "run_finished"
+    RUN_WAITING = "run_waiting"
     BLOCK_STARTED = "block_started"
     BLOCK_FINISHED = "block_finished"
     BLOCK_FAILED = "block_failed"
@@ -71,6 +72,7 @@ class Event:
 EVENT_LEVELS: dict[str, MessageLevel] = {
     Event.RUN_STARTED: MessageLevel.RELEASE,
     Event.RUN_FINISHED: MessageLevel.RELEASE,
+    Event.RUN_WAITING: MessageLevel.RELEASE,
     Event.BLOCK_FAILED: MessageLevel.RELEASE,
     Event.BLOCK_STARTED: MessageLevel.DEBUG,
     Event.BLOCK_FINISHED: MessageLevel.DEBUG,

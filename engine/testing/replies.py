@@ -1,7 +1,7 @@
 """A scenario's scripted replies, per block id: a model's (`Reply`, through its vendor's wire), a Function's
-(`FunctionReply`: what its code returns or raises) and an HttpRequest's (`HttpReply`: an HTTP answer), told
-apart by their keys as they are read (`reply_kind`), and held to the kind of the block they script
-(`misfit_replies`) before anything runs.
+(`FunctionReply`: what its code returns or raises), an HttpRequest's (`HttpReply`: an HTTP answer) and a
+Wait's (`WaitReply`: a person's answer), told apart by their keys as they are read (`reply_kind`), and held
+to the kind of the block they script (`misfit_replies`) before anything runs.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_val
 from engine.compile.diagram import CompiledBlock
 from engine.testing.web_scenarios import HTTP_BLOCK, HttpReply
 
-__all__ = ["AnyReply", "FunctionReply", "Reply", "as_function_reply", "block_kind", "misfit_replies", "reply_kind"]
+__all__ = ["AnyReply", "FunctionReply", "Reply", "WaitReply", "as_function_reply", "block_kind", "misfit_replies",
+           "reply_kind"]
 
 
 class ToolCallReply(BaseModel):
@@ -88,10 +89,22 @@ class FunctionReply(BaseModel):
         return self
 
 
+class WaitReply(BaseModel):
+    """A person's scripted answer to a Wait block: checked against its form, as `diagrama resume` checks one."""
+
+    model_config = ConfigDict(extra="forbid")
+    answer: Any = Field(description="the answer, as the Wait's form describes it (the block's `answer`)")
+    waited: float = Field(default=0.0, ge=0, description="seconds the person pretends to have taken (past the Wait's "
+                                                         "timeout: wait_timeout)")
+
+
 def reply_kind(value: Any) -> str:
     """An HTTP answer has a status (or a timeout or a dropped connection); a Function's outcome a result or an
-    error message; anything else is a model's reply (whose error is a mapping: {status: 529})."""
+    error message; a person's answer to a Wait an answer; anything else is a model's reply (whose error is a
+    mapping: {status: 529})."""
     if isinstance(value, dict):
+        if "answer" in value:
+            return "wait"
         if "status" in value or value.get("error") in ("timeout", "connection"):
             return "http"
         if "result" in value or isinstance(value.get("error"), str):
@@ -100,13 +113,15 @@ def reply_kind(value: Any) -> str:
 
 
 AnyReply = Annotated[Annotated[Reply, Tag("vendor")] | Annotated[HttpReply, Tag("http")]
-                     | Annotated[FunctionReply, Tag("function")], Discriminator(reply_kind)]
+                     | Annotated[FunctionReply, Tag("function")] | Annotated[WaitReply, Tag("wait")],
+                     Discriminator(reply_kind)]
 """A block's scripted reply, of the kind its keys say (`reply_kind`)."""
 
 _WANTED = {
     "function": "{result: ...} or {error: \"...\"}",
     "http": "an HTTP answer ({status: 200, json: ...}, or {error: timeout})",
     "vendor": "a model's reply ({text: ...}, {tool_calls: [...]}, or {error: {status: 529}})",
+    "wait": "a person's answer ({answer: ..., waited: seconds})",
 }
 
 
@@ -125,9 +140,12 @@ def block_kind(compiled: CompiledBlock | None, scripted: Sequence[BaseModel] = (
     template), the kind its first reply is."""
     if compiled is None:
         first = scripted[0] if scripted else None
-        return "function" if isinstance(first, FunctionReply) else "http" if isinstance(first, HttpReply) else "vendor"
+        return ("function" if isinstance(first, FunctionReply) else "http" if isinstance(first, HttpReply)
+                else "wait" if isinstance(first, WaitReply) else "vendor")
     if type(compiled.impl).code_input is not None:  # a block that calls code (a Function) is scripted by outcomes
         return "function"
+    if type(compiled.impl).asks_person:  # a Wait, by a person's answers
+        return "wait"
     return "http" if compiled.type_name == HTTP_BLOCK else "vendor"
 
 
@@ -140,6 +158,7 @@ def misfit_replies(replies: Mapping[str, Sequence[BaseModel]], blocks: Mapping[s
         kind = block_kind(compiled, scripted)
         wrong = [number for number, reply in enumerate(scripted, start=1)
                  if not (as_function_reply(reply) is not None if kind == "function"
+                         else isinstance(reply, WaitReply) if kind == "wait"
                          else isinstance(reply, HttpReply) if kind == "http"
                          else isinstance(reply, Reply))]
         if wrong:

@@ -228,7 +228,7 @@ def _check(scenario: Scenario, result: RunResult, simulator: Simulator, scripted
         for block in dict.fromkeys(simulator.exhausted):
             yield f"block '{block}' asked more times than the scenario scripted replies for it"
     for block in dict.fromkeys(scripted.exhausted):
-        yield f"block '{block}' ran its function more times than the scenario scripted replies for it"
+        yield f"block '{block}' ran more times than the scenario scripted replies (or answers) for it"
     if expect.status and result.status != expect.status:
         errors = "; ".join(f"{e['block']}: {e['type']}: {e['message']}" for e in result.errors)
         yield f"status: expected {expect.status}, got {result.status}" + (f" ({errors})" if errors else "")
@@ -301,11 +301,15 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
         return Verdict(scenario, None, misfits)
     calls_code = {block for block, replies in scenario.spec.replies.items()
                   if block_kind(blocks[block], replies) == "function"}
+    # A Wait's answers are the executor's to give (services.scripted), as a Function's outcomes are; not a vendor's.
+    asks = {block for block, replies in scenario.spec.replies.items() if block_kind(blocks[block], replies) == "wait"}
     scripts = {block: [reply.model_dump(exclude_none=True, by_alias=True) for reply in replies]
-               for block, replies in scenario.spec.replies.items() if block not in calls_code}
-    scripted = ScriptedBlocks({block: [reply.model_dump(exclude_unset=True) for reply in map(as_function_reply, replies)
-                                       if reply is not None]
-                               for block, replies in scenario.spec.replies.items() if block in calls_code})
+               for block, replies in scenario.spec.replies.items() if block not in calls_code and block not in asks}
+    scripted = ScriptedBlocks({
+        **{block: [reply.model_dump(exclude_unset=True) for reply in map(as_function_reply, replies) if reply is not None]
+           for block, replies in scenario.spec.replies.items() if block in calls_code},
+        **{block: [reply.model_dump() for reply in replies] for block, replies in scenario.spec.replies.items()
+           if block in asks}})
     stubbed = _unknown_stubs(scenario.spec, diagram)
     if stubbed:
         return Verdict(scenario, None, stubbed)  # before running: a misspelt stub would let the real handler run

@@ -25,7 +25,7 @@ from engine.compile.inputs import check_inputs
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramaError
 from engine.format.redact import redact_value
-from engine.runs.traces import list_runs, resolved_path, run_path, run_status, steps
+from engine.runs.traces import latest_start, list_runs, resolved_path, run_path, run_status, steps
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.trace import new_run_id, read_events
@@ -172,7 +172,7 @@ class RunRoutes:
             diagram_path.is_relative_to(self.folder.root) else None
         errors = finished.get("errors") if finished else None
         data = RunData(
-            run_id=run_id, diagram=relative, status=run_status(first, events[-1]) if events else "running",
+            run_id=run_id, diagram=relative, status=run_status(latest_start(events), events[-1]) if events else "running",
             errors=[e for e in errors if isinstance(e, dict)] if isinstance(errors, list) else [],
             blocks=sorted(drawn.blocks), links=sorted(drawn.links),
             # One id as before; every failed block, handled ones too, when on_error handled any (#7).

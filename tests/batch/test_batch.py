@@ -282,7 +282,25 @@ def test_a_second_ctrl_c_stops_the_running_rows_at_once(tmp_path: Path) -> None:
     assert store.recent(10) == []  # nothing recorded: --resume runs every row
 
 
-def test_a_row_resumed_after_sigkill_writes_a_fresh_trace_with_its_attempt(tmp_path: Path) -> None:
+COUNTED_TOOLS = '''
+import os
+import time
+
+def pause(seconds: float, n: int):
+    # One line per call, appended whole: the test counts each row's calls (an effect must not run more than twice).
+    handle = os.open(os.path.join(os.path.dirname(__file__), "calls.log"), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    os.write(handle, f"{n}\\n".encode())
+    os.close(handle)
+    time.sleep(seconds)
+    return {"slept": seconds}
+'''
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_rows_in_flight_when_the_batch_is_killed_resume_from_their_checkpoints(tmp_path: Path, durable: bool) -> None:
+    """A durable diagram's rows killed mid-run continue from their checkpoints under their own run ids (the request
+    block before the tool call does not run again); without checkpoints (`durable: false`) they start again as
+    attempt 2, in a fresh trace."""
     import signal
     import subprocess
     import sys
@@ -290,11 +308,15 @@ def test_a_row_resumed_after_sigkill_writes_a_fresh_trace_with_its_attempt(tmp_p
 
     from engine.runs.traces import list_runs
     from tests.batch.test_celery import DIAGRAM as SLOW_DIAGRAM
-    from tests.batch.test_celery import REGISTRY, SLOW_TOOLS
+    from tests.batch.test_celery import REGISTRY
 
-    (tmp_path / "slow_tools.py").write_text(SLOW_TOOLS)
-    (tmp_path / "slow.yaml").write_text(REGISTRY)
-    (tmp_path / "batch.yaml").write_text(SLOW_DIAGRAM)
+    (tmp_path / "slow_tools.py").write_text(COUNTED_TOOLS)
+    (tmp_path / "slow.yaml").write_text(REGISTRY.replace("properties: {seconds: {type: number}}",
+                                                         "properties: {seconds: {type: number}, n: {type: integer}}"))
+    diagram = SLOW_DIAGRAM.replace("'arguments': {'seconds': seconds}", "'arguments': {'seconds': seconds, 'n': n}")
+    if not durable:
+        diagram = diagram.replace("inputs: {n: 0, seconds: 0.0}", "inputs: {n: 0, seconds: 0.0}\n    durable: false")
+    (tmp_path / "batch.yaml").write_text(diagram)
     (tmp_path / "rows.csv").write_text("n,seconds\n" + "".join(f"{i},0.3\n" for i in range(1, 13)))
     runs = tmp_path / "runs"
     command = [sys.executable, "-m", "engine.cli", "batch", str(tmp_path / "batch.yaml"), "--inputs",
@@ -313,19 +335,37 @@ def test_a_row_resumed_after_sigkill_writes_a_fresh_trace_with_its_attempt(tmp_p
     batch_id = store.recent(1)[0]["batch_id"]
     killed = [s for s in list_runs(runs, limit=1000) if s.status == "interrupted"]
     assert killed, "rows were in flight when the batch was killed"
+    # A row killed after taking its run folder but before its trace's first line is in flight too, unlisted.
+    in_flight = {int(folder.name.split("-r")[-1]) for folder in runs.iterdir() if folder.is_dir()
+                 and (not (folder / "trace.jsonl").is_file() or b"run_finished" not in (folder / "trace.jsonl").read_bytes())}
     again = subprocess.run([*command, "--resume", batch_id], capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
-    for trace in runs.glob("*/trace.jsonl"):
-        started = [line for line in trace.read_text().splitlines() if '"event":"run_started"' in line]
-        assert len(started) == 1, f"{trace}: {len(started)} run_started"
+    assert f"resumed_from_checkpoint {len(killed) if durable else 0}" in again.stdout, again.stdout
     final = store.batch_runs(batch_id)
     assert len(final) == 12 and all(run["status"] == "succeeded" for run in final.values())
+    assert all(run["variables"]["slept"] == 0.3 for run in final.values())
+    calls = [int(line) for line in (tmp_path / "calls.log").read_text().split()]
+    assert all(calls.count(row) == 1 for row in range(1, 13) if row not in in_flight)
+    assert all(1 <= calls.count(row) <= 2 for row in in_flight)  # at most the call in flight runs again
+    resumed_at = []
     for summary in killed:
         row = int(summary.run_id.split("-r")[-1])
-        assert final[row]["run_id"] == f"{batch_id}-r{row:06d}-a2" and final[row]["attempt"] == 2
-        assert summary.trace != Path(final[row]["trace"])
-    assert all(run["attempt"] == 1 for row, run in final.items() if row not in
-               {int(s.run_id.split("-r")[-1]) for s in killed})
+        events = [json.loads(line) for line in summary.trace.read_text().splitlines()]
+        starts = [e for e in events if e["event"] == "run_started"]
+        if durable:  # the same run, continued in its own trace
+            assert final[row]["run_id"] == summary.run_id and final[row]["attempt"] == 1
+            assert len(starts) == 2 and starts[1]["resumed_at"] in ("ask", "wait")
+            resumed_at.append(starts[1]["resumed_at"])
+            asked = [e for e in events if e["event"] == "block_started" and e["block"] == "ask"]
+            assert len(asked) == (1 if starts[1]["resumed_at"] == "wait" else 2)
+            assert events[-1]["event"] == "run_finished" and events[-1]["status"] == "succeeded"
+        else:  # a fresh attempt beside the killed one
+            assert final[row]["run_id"] == f"{batch_id}-r{row:06d}-a2" and final[row]["attempt"] == 2
+            assert summary.trace != Path(final[row]["trace"]) and len(starts) == 1
+    if durable:
+        # Killed in their 0.3 s tool calls, past the instant offline request: they continue at the tool.
+        assert "wait" in resumed_at, resumed_at
+    assert all(run["attempt"] == 1 for row, run in final.items() if row not in in_flight)
     lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [line["status"] for line in lines] == ["succeeded"] * 12
 

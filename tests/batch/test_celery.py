@@ -129,7 +129,7 @@ def test_celery_and_local_backends_write_the_same_results(broker: str, project, 
     assert len(celery_store.batch_runs("same")) == 12
 
 
-def test_a_killed_workers_row_is_run_by_another(broker: str, project, tmp_path: Path) -> None:
+def test_a_killed_workers_row_is_resumed_by_another_from_its_checkpoint(broker: str, project, tmp_path: Path) -> None:
     from engine.runs.celery_backend import run_batch_on_celery
 
     diagram = load_diagram(project["diagram"], registry())
@@ -162,6 +162,17 @@ def test_a_killed_workers_row_is_run_by_another(broker: str, project, tmp_path: 
     assert outcome.succeeded == 1  # type: ignore[attr-defined]
     runs = store.batch_runs("k")
     assert len(runs) == 1 and runs[1]["status"] == "succeeded" and runs[1]["variables"]["slept"] == 4.0
+    # The second worker continued the row from its checkpoint after `ask`: the same run and trace, attempt 1, the
+    # request not sent again; only the tool call that was in flight ran twice.
+    assert runs[1]["run_id"] == "k-r000001" and runs[1]["attempt"] == 1
+    import orjson
+
+    events = [orjson.loads(line) for line in trace.read_bytes().splitlines()]
+    starts = [e for e in events if e["event"] == "run_started"]
+    assert len(starts) == 2 and starts[1]["resumed_at"] == "wait" and starts[0]["pid"] != starts[1]["pid"]
+    assert [e["block"] for e in events if e["event"] == "block_started"] == ["start", "ask", "wait", "wait"]
+    assert events[-1]["event"] == "run_finished" and events[-1]["status"] == "succeeded"
+    assert not (project["runs"] / "k-r000001-a2").exists()
 
 
 def test_redis_token_bucket_is_shared_and_refills(broker: str) -> None:
@@ -181,3 +192,40 @@ def test_redis_token_bucket_is_shared_and_refills(broker: str) -> None:
         return time.monotonic() - began
 
     assert 1.5 <= asyncio.run(go()) <= 4
+
+
+def test_rows_of_one_session_take_turns_across_worker_processes(broker: str, tmp_path: Path) -> None:
+    from engine.runs.celery_backend import run_batch_on_celery
+    from engine.runs.checkpoints import SqliteCheckpoints
+    from engine.runs.sessions import read_session
+
+    (tmp_path / "chat.yaml").write_text("""
+diagram: chat
+blocks:
+  - id: start
+    type: Start
+    memory: [history]
+    inputs: {message: ""}
+    variables: {history: []}
+    next: think
+  - id: think
+    type: Set
+    set: {history: "{{ history + [message] }}"}
+""")
+    (tmp_path / "rows.csv").write_text("session,message\n" + "".join(f"{'ab'[i % 2]},m{i}\n" for i in range(8)))
+    diagram = load_diagram(tmp_path / "chat.yaml", registry())
+    rows = read_rows(tmp_path / "rows.csv", diagram)
+    store = RunStore(f"sqlite:///{tmp_path / 'runs' / 'diagrama.db'}")
+    worker = start_worker(broker, tmp_path)  # two processes: rows of one session may reach both at once
+    try:
+        outcome = run_batch_on_celery(diagram, rows, batch_id="s", store=store, broker=broker,
+                                      runs_dir=tmp_path / "runs", offline=True, console=None, timeout=60)
+    finally:
+        stop(worker)
+    assert outcome.succeeded == 8
+    checkpoints = SqliteCheckpoints(tmp_path / "runs" / "diagrama.db")
+    for session, numbers in (("a", range(0, 8, 2)), ("b", range(1, 8, 2))):
+        kept = read_session(checkpoints, session)
+        assert kept is not None and kept["turns"] == 4 and kept["held_by"] is None
+        # One turn at a time, none lost: every message once (in the order the workers took the session).
+        assert sorted(kept["memory"]["history"]) == sorted(f"m{n}" for n in numbers)

@@ -19,6 +19,8 @@ PUBLIC = [
     # the rest of the error tree a caller may meet, and what block authors use beside Block
     "InternalError", "OutputTruncated", "ProviderBlocked", "ProviderRefused", "ScenarioFailed", "TemplateSyntax",
     "TraceWriteFailed", "WireError", "WithFailures", "dumps", "entry_point_blocks", "json_result", "HttpError",
+    # durable runs: a Wait's signal and its timeout, a state that cannot be checkpointed
+    "CheckpointFailed", "RunSuspended", "WaitTimeout",
     # what the Subdiagram block and a concurrent Loop raise
     "LoopPassFailed", "SubdiagramFailed",
 ]

@@ -184,6 +184,35 @@ def test_a_run_of_a_live_process_is_running_and_of_a_dead_one_interrupted() -> N
     assert run_status(older, older) == "running"  # a trace from before pids were recorded
 
 
+def test_a_resumed_run_still_going_is_running_by_its_latest_run_started(tmp_path: Path) -> None:
+    """A resumed run appends to its trace: the first run_started names the killed process, the latest the live one."""
+    import os
+    import socket
+    import time
+
+    import orjson
+
+    from engine.runs.traces import latest_start, list_runs, run_status, unfinished_runs
+
+    host, now = socket.gethostname(), time.time()
+    killed = {"event": "run_started", "run_id": "r1", "diagram": "d", "pid": 2**22 + 12345, "host": host,
+              "timestamp": now - 5}
+    step = {"event": "block_started", "run_id": "r1", "block": "ask", "note": "x" * 40_000}  # two: past the tail's 64 KiB
+    resumed = {**killed, "pid": os.getpid(), "timestamp": now, "resumed_at": "ask"}
+    trace = tmp_path / "runs" / "r1" / "trace.jsonl"
+    trace.parent.mkdir(parents=True)
+    trace.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in (killed, step, resumed, step, step)))
+    [summary] = list_runs(tmp_path / "runs")
+    assert summary.status == "running" and summary.started == now - 5
+    assert [s.run_id for s in unfinished_runs(tmp_path / "runs")] == ["r1"]
+    events = [killed, step, resumed, step]
+    assert latest_start(events) is resumed and run_status(latest_start(events), step) == "running"
+    assert run_status(events[0], step) == "interrupted"  # what the first run_started alone would say
+    # Its resuming process killed in turn: interrupted again.
+    trace.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in (killed, step, {**resumed, "pid": 2**22 + 7}, step, step)))
+    assert list_runs(tmp_path / "runs")[0].status == "interrupted"
+
+
 def test_block_failed_says_how_long_the_block_ran(write, runner) -> None:
     from engine.runtime.trace import Event
 

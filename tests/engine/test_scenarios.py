@@ -202,3 +202,58 @@ expect:
   errors: [{block: price, type: function_error, message_contains: timeout}]
 """)
     assert failures == []
+
+
+def wait_scenario(tmp_path: Path, body: str) -> tuple[list[str], object]:
+    path = tmp_path / "w.scenario.yaml"
+    path.write_text(f"scenario: approval\ndiagram: {ROOT / 'diagrams/approve_reply.yaml'}\n{body}")
+    verdict = run_scenario(load_scenarios(path)[0], real_registry(), tmp_path / "runs")
+    return verdict.failures, verdict.result
+
+
+def test_a_scenario_answers_a_wait_by_block_id_good_wrong_and_late(tmp_path: Path) -> None:
+    good, result = wait_scenario(tmp_path, """
+replies:
+  draft: [{text: "It ships today."}]
+  approve: [{answer: {approved: true, note: ok}, waited: 30}]
+expect:
+  status: succeeded
+  path: [start, draft, approve, send]
+  variables: {approved: true, sent: "It ships today."}
+""")
+    assert good == []
+    assert result.outputs["approve"] == {"answer": {"approved": True, "note": "ok"}, "waited": 30.0}  # type: ignore[attr-defined]
+    # A wrong answer is held to the form as a person's is: the Wait fails (answer_invalid), its on_error goes on.
+    wrong, _ = wait_scenario(tmp_path, """
+replies:
+  draft: [{text: "It ships today."}]
+  approve: [{answer: {approved: "yes"}}]
+expect:
+  path: [start, draft, approve, hold]
+  errors: [{block: approve, type: answer_invalid, message_contains: "approved: 'yes' is not of type 'boolean'"}]
+""")
+    assert wrong == []
+    late, _ = wait_scenario(tmp_path, """
+replies:
+  draft: [{text: "It ships today."}]
+  approve: [{answer: {approved: true}, waited: 90000}]
+expect:
+  path: [start, draft, approve, hold]
+  variables: {sent: ""}
+  errors: [{block: approve, type: wait_timeout}]
+""")
+    assert late == []
+
+
+def test_wait_answers_of_the_wrong_kind_or_unused_fail_the_scenario(tmp_path: Path) -> None:
+    wrong, _ = wait_scenario(tmp_path, "replies: {draft: [{text: x}], approve: [{text: yes}]}\n")
+    assert wrong == ["replies: block 'approve' (Wait): reply 1 must be a person's answer ({answer: ..., waited: "
+                     "seconds})"]
+    wrong, _ = wait_scenario(tmp_path, "replies: {draft: [{answer: true}]}\n")
+    assert wrong == ["replies: block 'draft' (ClaudeRequest): reply 1 must be a model's reply ({text: ...}, "
+                     "{tool_calls: [...]}, or {error: {status: 529}})"]
+    unused, _ = wait_scenario(tmp_path, """
+replies: {draft: [{text: x}], approve: [{answer: {approved: false}}, {answer: {approved: true}}]}
+expect: {path: [start, draft, approve, hold]}
+""")
+    assert unused == ["replies: reply 2 for block 'approve' was never used"]

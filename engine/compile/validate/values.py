@@ -47,6 +47,13 @@ def _check_bound_names(c: Compilation, start: CompiledBlock, settings: RunSettin
         for name, value in getattr(settings, section).items():
             _check_name(c, name, (*start_path, section, name), start.id, f"{section}.{name}", functions)
             check_csv_path(c, value, (*start_path, section, name), start.id, f"{section}.{name}")
+    declared = set(settings.inputs) | set(settings.variables)
+    for index, name in enumerate(settings.memory):
+        if name not in declared:
+            c.problems.add((*start_path, "memory", index), f"memory names '{name}', which is no Start input or "
+                           "variable", block=start.id, field=f"memory[{index}]",
+                           hint=suggest(name, declared) or "declare it under variables, with its first value",
+                           code="memory_undeclared")
     for compiled in c.blocks.values():
         for name in compiled.impl.spec.set:
             _check_name(c, name, ("blocks", c.index_of[compiled.id], "set", name), compiled.id, f"set.{name}",

@@ -1,0 +1,173 @@
+"""A durable step beside LangGraph's counter on SqliteSaver, paired; and resuming a 1,000-step run's checkpoint.
+
+Three counters of `--steps` steps, in rounds (each round runs all three, in turn, so that the load
+of this shared machine falls on all alike), CPU time per step, medians over the rounds:
+
+- diagrama, durable: a block with effects adds 1 and is checkpointed after every step into the
+  default SQLite store (stdlib sqlite3, WAL, synchronous=NORMAL), as `diagrama run` does;
+- diagrama, the same diagram with `durable: false` (what a checkpoint adds is the difference);
+- LangGraph's counter compiled with `SqliteSaver` (langgraph-checkpoint-sqlite) on a file.
+
+Then `--process`: `diagrama run` as a process on a counter whose step is a ToolDispatch with no
+calls (a block with effects that does nothing else), `--steps` steps against 1 step, per step.
+Last, a 1,000-step durable run is interrupted in the store and its checkpoint read back for resume
+(`prepare_resume`: the run's row, its checkpoints, the last one decoded, the diagram loaded), timed.
+
+    python -m benchmarks.durable_steps [--steps 2000] [--rounds 7] [--process]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from blocks.registry import BUILTIN_BLOCKS
+from engine import Block, BlockRegistry, RunContext, Services, execute
+from engine.compile.loader import load_diagram_text
+from engine.runs.checkpoints import SqliteCheckpoints
+
+
+class CountOutputs(BaseModel):
+    n: int = 0
+
+
+class Count(Block):
+    """A step with effects (so checkpointed) that only counts: what a checkpoint costs is what a step costs more."""
+
+    Outputs = CountOutputs
+    effects: ClassVar[bool] = True
+
+    def run(self, inputs: Any, context: RunContext) -> dict[str, Any]:
+        return {"n": context.scope.values["count"] + 1}
+
+
+def counter_yaml(steps: int, *, durable: bool, block: str = "Count") -> str:
+    with_ = "\n    with: {calls: []}" if block == "ToolDispatch" else ""
+    return f"""diagram: durable-counter
+blocks:
+  - {{id: start, type: Start, durable: {str(durable).lower()}, max_steps: {steps + 10}, variables: {{count: 0}},
+      next: tick}}
+  - id: tick
+    type: {block}{with_}
+    set: {{count: "{{{{ {'n' if block == 'Count' else 'count + 1'} }}}}"}}
+    next: [{{to: tick, when: "{{{{ count < {steps} }}}}"}}]
+"""
+
+
+def langgraph_sqlite(steps: int, path: Path) -> Any | None:
+    """LangGraph's counter compiled with SqliteSaver on `path`; None without langgraph-checkpoint-sqlite."""
+    try:
+        import sqlite3
+        from typing import TypedDict
+
+        from langgraph.checkpoint.sqlite import SqliteSaver
+        from langgraph.graph import END, START, StateGraph
+    except ImportError:
+        return None
+
+    class State(TypedDict):
+        i: int
+
+    graph = StateGraph(State)
+    graph.add_node("count", lambda state: {"i": state["i"] + 1})
+    graph.add_edge(START, "count")
+    graph.add_conditional_edges("count", lambda s: "count" if s["i"] < steps else END)
+    return graph.compile(checkpointer=SqliteSaver(sqlite3.connect(path, check_same_thread=False)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--process", action="store_true", help="also time `diagrama run` as a process")
+    args = parser.parse_args()
+    steps = args.steps
+    blocks = BlockRegistry((*BUILTIN_BLOCKS, Count))
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        durable = load_diagram_text(counter_yaml(steps, durable=True), root / "durable.yaml", blocks)
+        plain = load_diagram_text(counter_yaml(steps, durable=False), root / "plain.yaml", blocks)
+        store = SqliteCheckpoints(root / "runs" / "diagrama.db")
+        app = langgraph_sqlite(steps, root / "langgraph.db")
+        figures: dict[str, list[float]] = {"diagrama durable": [], "diagrama durable: false": [], "LangGraph SqliteSaver": []}
+
+        def ours(diagram: Any) -> float:
+            began = time.process_time()
+            result = asyncio.run(execute(diagram, runs_dir=None, services=Services(checkpoints=store)))
+            assert result.succeeded and result.variables["count"] == steps, result.errors
+            return (time.process_time() - began) / steps * 1e6
+
+        for round_ in range(args.rounds + 1):  # the first round warms up
+            samples = {"diagrama durable": ours(durable), "diagrama durable: false": ours(plain)}
+            if app is not None:
+                began = time.process_time()
+                result = app.invoke({"i": 0}, {"recursion_limit": steps + 10, "configurable": {"thread_id": str(round_)}})
+                samples["LangGraph SqliteSaver"] = (time.process_time() - began) / steps * 1e6
+                assert result["i"] == steps
+            if round_:
+                for name, value in samples.items():
+                    figures[name].append(value)
+        print(f"{steps}-step counters, CPU µs per step, median of {args.rounds} paired rounds:")
+        for name, values in figures.items():
+            if values:
+                print(f"  {name:<26} {statistics.median(values):8.1f}")
+        ours_durable = statistics.median(figures["diagrama durable"])
+        print(f"  a checkpoint adds {ours_durable - statistics.median(figures['diagrama durable: false']):.1f} µs")
+        if figures["LangGraph SqliteSaver"]:
+            ratio = statistics.median(a / b for a, b in zip(figures["LangGraph SqliteSaver"], figures["diagrama durable"],
+                                                            strict=True))
+            print(f"  LangGraph SqliteSaver / diagrama durable: {ratio:.1f}× (target ≥ 20×)")
+        if args.process:
+            _process(root, steps)
+        _resume_figure(root, blocks, store)
+
+
+def _process(root: Path, steps: int) -> None:
+    """`diagrama run` as a process: `steps` durable ToolDispatch steps against 1, per step (wall time)."""
+    times = {}
+    for count in (1, steps):
+        path = root / f"process{count}.yaml"
+        path.write_text(counter_yaml(count, durable=True, block="ToolDispatch"))
+        walls = []
+        for _ in range(5):
+            began = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "engine.cli", "run", str(path), "-q", "--runs-dir", str(root / "p")],
+                           check=True, capture_output=True)
+            walls.append(time.perf_counter() - began)
+        times[count] = statistics.median(walls)
+    print(f"  `diagrama run` as a process, ToolDispatch counter: {(times[steps] - times[1]) / (steps - 1) * 1e6:.1f} µs "
+          f"a durable step (wall, median of 5, the process's start-up taken out)")
+
+
+def _resume_figure(root: Path, blocks: BlockRegistry, store: SqliteCheckpoints) -> None:
+    from engine.runs.resume import prepare_resume
+
+    path = root / "thousand.yaml"
+    path.write_text(counter_yaml(1000, durable=True))
+    from engine.compile.loader import load_diagram
+
+    result = asyncio.run(execute(load_diagram(path, blocks), runs_dir=None, services=Services(checkpoints=store)))
+    store.db.execute("DELETE FROM checkpoints WHERE run_id = ? AND seq = (SELECT max(seq) FROM checkpoints "
+                     "WHERE run_id = ?)", (result.run_id, result.run_id))
+    store.db.execute("UPDATE run_states SET status = 'interrupted' WHERE run_id = ?", (result.run_id,))
+    walls = []
+    for _ in range(7):
+        began = time.perf_counter()
+        resumption = prepare_resume(store, result.run_id, registry=blocks)
+        walls.append((time.perf_counter() - began) * 1000)
+    assert resumption.resumed.steps == len(resumption.resumed.path) > 1000
+    print(f"  resume of a 1,000-step run's checkpoint: {statistics.median(walls):.1f} ms "
+          f"(1,001 checkpoints; the last decoded; the diagram loaded) (target < 50 ms)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""Durable runs as the executor sees them: where checkpoints go, what one holds, and a run resumed from one.
+
+A checkpoint is the run's state after a block with effects (`Block.effects`): the block to run
+next and the one it came from, the scope's variables, the loops' positions (each Loop's own
+state, through `Block.save_state`), the step count, tokens, errors so far and the blocks run
+since the last checkpoint. Blocks without effects are recomputed on resume, so they write
+nothing. The bytes are the exact encoding of engine.format.snapshot, scrubbed of the run's
+secrets (a key held in a variable comes back as `[REDACTED]`). The store is the caller's
+(engine.runs.checkpoints): this layer names what it needs of it as a Protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from engine.format.snapshot import SnapshotError, decode, encode_value
+
+__all__ = ["Answer", "Checkpoints", "Resumed", "SnapshotError", "decode_state", "encode_state", "resumed_from"]
+
+
+class Checkpoints(Protocol):
+    """Where durable runs write: a run's record (status, pid, host), and its checkpoints in order."""
+
+    def begin(self, run_id: str, fields: Mapping[str, Any]) -> None:
+        """A run starts (or resumes): status `running`, with its diagram, pid, host, parent, session."""
+
+    def save(self, run_id: str, seq: int, state: bytes) -> None:
+        """Checkpoint `seq` of the run, committed when this returns; OSError if the store cannot take it."""
+
+    def end(self, run_id: str, status: str, waiting: Mapping[str, Any] | None) -> None:
+        """The run stopped: succeeded, failed, or waiting (with the Wait's prompt, form and when it asked)."""
+
+
+@dataclass
+class Answer:
+    """A person's answer to the Wait a run is waiting at, and when the Wait asked (its timeout counts from then)."""
+
+    block: str
+    value: Any
+    asked_at: float
+
+
+@dataclass
+class Resumed:
+    """A run's state read back from a checkpoint, to continue from (`execute(resume=...)`)."""
+
+    next: str | None
+    came_from: str | None
+    values: dict[str, Any]
+    loops: dict[str, Any]
+    steps: int = 0
+    tokens: int = 0
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    path: list[str] = field(default_factory=list)
+    seq: int = 0
+    answer: Answer | None = None
+
+
+def encode_state(header: dict[str, Any], values: Mapping[str, Any], loops: Mapping[str, Any]) -> bytes:
+    """One checkpoint's bytes. SnapshotError names the variable (or `loop ID`) holding what cannot be written."""
+    import orjson
+
+    return orjson.dumps({
+        "h": header,
+        "v": {name: encode_value(value, name) for name, value in values.items()},
+        "l": {block: encode_value(state, f"loop {block}") for block, state in loops.items()},
+    })
+
+
+def decode_state(data: bytes) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(header, variables, loop states) of a checkpoint's bytes."""
+    state = decode(data)
+    return state["h"], state["v"], state["l"]
+
+
+def resumed_from(states: list[bytes], *, seq: int) -> Resumed:
+    """The run's state at its last checkpoint, given all its checkpoints' bytes in order (their segments make the
+    path so far; only the last is decoded whole)."""
+    import orjson
+
+    path: list[str] = []
+    for earlier in states[:-1]:
+        path.extend(orjson.loads(earlier)["h"]["segment"])
+    header, values, loops = decode_state(states[-1])
+    path.extend(header["segment"])
+    return Resumed(next=header["next"], came_from=header["from"], values=values, loops=loops, steps=header["steps"],
+                   tokens=header["tokens"], errors=header["errors"], path=path, seq=seq)
+

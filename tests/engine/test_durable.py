@@ -1,0 +1,340 @@
+"""Durable runs in one process: the exact snapshot encoding, checkpoints, resume, Wait, sessions, replay."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, ClassVar
+
+import orjson
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from blocks.registry import BUILTIN_BLOCKS
+from engine import Block, BlockRegistry, DataTable, RunContext, RunResult, Services, UsageError, execute
+from engine.compile.loader import load_diagram
+from engine.compile.templating import last_turns
+from engine.format.snapshot import SnapshotError, decode, encode
+from engine.runs.checkpoints import SqliteCheckpoints
+from engine.runs.resume import prepare_resume, resume_run, run_resumption
+from engine.runs.sessions import claim_session, forget_session, read_session, release_session
+from engine.runtime.durable import decode_state
+
+
+class TickInputs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    value: Any = None
+
+
+class TickOutputs(BaseModel):
+    result: Any = None
+
+
+class Tick(Block):
+    """An effect the test can count: each step appends its value to `Tick.log`."""
+
+    Inputs = TickInputs
+    Outputs = TickOutputs
+    effects: ClassVar[bool] = True
+    log: ClassVar[list[Any]] = []
+
+    async def run(self, inputs: TickInputs, context: RunContext) -> dict[str, Any]:
+        Tick.log.append(inputs.value)
+        return {"result": inputs.value}
+
+
+@pytest.fixture
+def blocks() -> BlockRegistry:
+    Tick.log.clear()
+    return BlockRegistry((*BUILTIN_BLOCKS, Tick))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteCheckpoints:
+    return SqliteCheckpoints(tmp_path / "runs" / "diagrama.db")
+
+
+COUNTER = """
+diagram: counter
+blocks:
+  - id: start
+    type: Start
+    variables: {total: 0, seen: [], table: {columns: [a], rows: [[1]]}, huge: 0}
+    next: loop
+  - id: loop
+    type: Loop
+    with: {count: 4, collect: "{{ total }}"}
+    body: tick
+    set: {passes: "{{ collected }}"}
+  - id: tick
+    type: Tick
+    with: {value: "{{ index }}"}
+    set: {total: "{{ total + result }}", seen: "{{ seen + [result] }}", huge: "{{ 2 ** 70 + total }}"}
+    next: loop
+"""
+
+
+def _run(diagram: Any, store: SqliteCheckpoints | None, tmp_path: Path, **options: Any) -> RunResult:
+    services = Services(checkpoints=store)
+    return asyncio.run(execute(diagram, {}, runs_dir=tmp_path / "runs", services=services, **options))
+
+
+def _write(tmp_path: Path, text: str, name: str = "diagram.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text.lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def _interrupt_after(store: SqliteCheckpoints, run_id: str, seq: int) -> None:
+    """Make a finished run look killed just after checkpoint `seq`: later checkpoints gone, its process dead."""
+    store.db.execute("DELETE FROM checkpoints WHERE run_id = ? AND seq > ?", (run_id, seq))
+    store.db.execute("UPDATE run_states SET status = 'running', pid = ? WHERE run_id = ?", (_dead_pid(), run_id))
+
+
+# -- the encoding ---------------------------------------------------------------------------------------------------
+def test_snapshot_round_trips_every_kind_of_value_exactly() -> None:
+    table = DataTable(["role", "content"], [("user", "hi"), ("assistant", None)], source=("h.csv", [2, 3]))
+    values = {"table": table, "big": 2**70, "negative": -(2**80), "nan": float("nan"), "inf": float("-inf"),
+              "pair": (1, "a"), "tags": {"x", "y"}, "frozen": frozenset({1}), "keys": {1: "one", "\x00": "tag"},
+              "nested": [{"a": [1.5, None, True]}], "text": "olá"}
+    back = decode(encode(values))
+    assert back["table"] == table and back["table"].source == ("h.csv", (2, 3))
+    assert back["big"] == 2**70 and back["negative"] == -(2**80)
+    assert math.isnan(back["nan"]) and back["inf"] == float("-inf")
+    assert back["pair"] == (1, "a") and type(back["pair"]) is tuple
+    assert back["tags"] == {"x", "y"} and back["frozen"] == frozenset({1})
+    assert back["keys"] == {1: "one", "\x00": "tag"}
+    assert back["nested"] == [{"a": [1.5, None, True]}] and back["text"] == "olá"
+
+
+def test_a_value_a_checkpoint_cannot_hold_is_named_by_its_path() -> None:
+    with pytest.raises(SnapshotError, match=r"'history\[1\].handle' holds a lock"):
+        encode({"history": [{}, {"handle": threading.Lock()}]})
+
+
+# -- checkpoints and resume -----------------------------------------------------------------------------------------
+def test_a_durable_run_checkpoints_after_each_block_with_effects_and_at_its_end(tmp_path: Path, blocks: BlockRegistry,
+                                                                              store: SqliteCheckpoints) -> None:
+    result = _run(load_diagram(_write(tmp_path, COUNTER), blocks), store, tmp_path)
+    assert result.status == "succeeded" and result.variables["seen"] == [0, 1, 2, 3]
+    states = store.states(result.run_id)
+    # checkpoint 0 (Start's scope), one per Tick, one at the end
+    assert [seq for seq, _ in states] == [1, 2, 3, 4, 5, 6]
+    headers = [decode_state(state)[0] for _, state in states]
+    assert [h["next"] for h in headers] == ["start", "loop", "loop", "loop", "loop", None]
+    assert sum(len(h["segment"]) for h in headers) == len(result.path)
+    assert store.run(result.run_id)["status"] == "succeeded"  # type: ignore[index]
+
+
+def test_durable_false_on_start_writes_no_checkpoint(tmp_path: Path, blocks: BlockRegistry,
+                                                      store: SqliteCheckpoints) -> None:
+    text = COUNTER.replace("    type: Start\n", "    type: Start\n    durable: false\n")
+    result = _run(load_diagram(_write(tmp_path, text), blocks), store, tmp_path)
+    assert result.succeeded and store.run(result.run_id) is None and store.states(result.run_id) == []
+
+
+@pytest.mark.parametrize("seq", [1, 2, 3, 4, 5])
+def test_an_interrupted_run_resumes_from_its_last_checkpoint_to_the_same_end(
+        tmp_path: Path, blocks: BlockRegistry, store: SqliteCheckpoints, seq: int) -> None:
+    diagram = load_diagram(_write(tmp_path, COUNTER), blocks)
+    whole = _run(diagram, store, tmp_path)
+    _interrupt_after(store, whole.run_id, seq)
+    assert store.run(whole.run_id)["status"] == "interrupted"  # type: ignore[index]
+    Tick.log.clear()
+    resumed = asyncio.run(resume_run(store, whole.run_id, registry=blocks, runs_dir=tmp_path / "runs"))
+    assert resumed.status == "succeeded" and resumed.run_id == whole.run_id
+    assert resumed.variables == whole.variables and type(resumed.variables["huge"]) is int
+    assert resumed.path == whole.path and resumed.steps == whole.steps
+    assert Tick.log == list(range(max(0, seq - 1), 4))  # only the Ticks after the checkpoint run again
+
+
+def test_only_an_interrupted_or_waiting_run_resumes(tmp_path: Path, blocks: BlockRegistry,
+                                                    store: SqliteCheckpoints) -> None:
+    whole = _run(load_diagram(_write(tmp_path, COUNTER), blocks), store, tmp_path)
+    with pytest.raises(UsageError, match="is succeeded: only an interrupted or waiting run resumes"):
+        prepare_resume(store, whole.run_id, registry=blocks)
+    with pytest.raises(UsageError, match="no durable run 'nope'"):
+        prepare_resume(store, "nope", registry=blocks)
+
+
+def test_a_key_in_the_scope_never_reaches_the_store(tmp_path: Path, blocks: BlockRegistry,
+                                                    store: SqliteCheckpoints) -> None:
+    secret = "sk-ant-api03-" + "k" * 40
+    text = COUNTER.replace("huge: 0}", f"huge: 0, key: '{secret}'}}")
+    services = Services(checkpoints=store, environ={"ANTHROPIC_API_KEY": secret})
+    # The key also comes as an input, which the run's record keeps (`diagrama run --input`, a batch row).
+    result = asyncio.run(execute(load_diagram(_write(tmp_path, text), blocks), {"token": secret},
+                                 runs_dir=tmp_path / "runs", services=services, record={"inputs": {"token": secret}}))
+    assert result.succeeded
+    assert store.run(result.run_id)["inputs"] == {"token": "[REDACTED]"}  # type: ignore[index]
+    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything written into the file read below
+    assert secret.encode() not in (tmp_path / "runs" / "diagrama.db").read_bytes()
+    assert all(secret.encode() not in state for _, state in store.states(result.run_id))
+
+
+# -- Wait -----------------------------------------------------------------------------------------------------------
+APPROVAL = """
+diagram: approval
+blocks:
+  - id: start
+    type: Start
+    variables: {draft: "Hello!", approved: false}
+    next: approve
+  - id: approve
+    type: Wait
+    with:
+      prompt: "Send this reply? {{ draft }}"
+      form: {type: object, properties: {approved: {type: boolean}, note: {type: string}}, required: [approved]}
+      timeout: 86400
+    set: {approved: "{{ answer.approved }}"}
+    on_error: late
+    next: send
+  - id: send
+    type: Tick
+    with: {value: "{{ draft }}"}
+  - id: late
+    type: Set
+    set: {approved: "late: {{ error.type }}"}
+"""
+
+
+def test_a_wait_stops_the_run_waiting_and_a_good_answer_continues_it(tmp_path: Path, blocks: BlockRegistry,
+                                                                       store: SqliteCheckpoints) -> None:
+    text = APPROVAL.replace("    type: Start\n", "    type: Start\n    error_level: Handle\n")
+    first = _run(load_diagram(_write(tmp_path, text), blocks), store, tmp_path)
+    assert first.status == "waiting"
+    assert first.waiting is not None and first.waiting["prompt"] == "Send this reply? Hello!"
+    assert first.waiting["form"]["required"] == ["approved"] and Tick.log == []
+    assert store.run(first.run_id)["status"] == "waiting"  # type: ignore[index]
+    with pytest.raises(UsageError, match="approved: 'yes' is not of type 'boolean'"):
+        prepare_resume(store, first.run_id, registry=blocks, answer={"approved": "yes"})
+    with pytest.raises(UsageError, match="is waiting at 'approve'"):
+        prepare_resume(store, first.run_id, registry=blocks)
+    assert store.run(first.run_id)["status"] == "waiting"  # type: ignore[index]
+    done = asyncio.run(resume_run(store, first.run_id, registry=blocks, answer={"approved": True, "note": "ok"},
+                                  runs_dir=tmp_path / "runs"))
+    assert done.status == "succeeded" and done.variables["approved"] is True and Tick.log == ["Hello!"]
+    assert done.path == ["start", "approve", "send"]
+
+
+def test_a_late_answer_fails_the_wait_with_wait_timeout_under_its_error_level(
+        tmp_path: Path, blocks: BlockRegistry, store: SqliteCheckpoints) -> None:
+    text = APPROVAL.replace("    type: Start\n", "    type: Start\n    error_level: Handle\n")
+    first = _run(load_diagram(_write(tmp_path, text), blocks), store, tmp_path)
+    waiting = store.run(first.run_id)["waiting"]  # type: ignore[index]
+    waiting["asked_at"] -= 86401  # asked a day and a second ago
+    store.db.execute("UPDATE run_states SET waiting = ? WHERE run_id = ?", (orjson.dumps(waiting), first.run_id))
+    done = asyncio.run(resume_run(store, first.run_id, registry=blocks, answer={"approved": True},
+                                  runs_dir=tmp_path / "runs"))
+    assert done.status == "succeeded" and done.variables["approved"] == "late: wait_timeout" and Tick.log == []
+
+
+def test_a_wait_outside_a_durable_run_fails_clearly(tmp_path: Path, blocks: BlockRegistry) -> None:
+    result = _run(load_diagram(_write(tmp_path, APPROVAL), blocks), None, tmp_path)
+    assert result.status == "failed" and result.errors[-1]["type"] == "wait_not_durable"
+
+
+# -- replay ---------------------------------------------------------------------------------------------------------
+def test_replay_from_a_block_starts_a_linked_run_with_the_scope_the_old_run_had_there(
+        tmp_path: Path, blocks: BlockRegistry, store: SqliteCheckpoints) -> None:
+    path = _write(tmp_path, COUNTER)
+    whole = _run(load_diagram(path, blocks), store, tmp_path)
+    Tick.log.clear()
+    resumption = prepare_resume(store, whole.run_id, registry=blocks, from_block="tick")
+    assert resumption.run_id != whole.run_id and resumption.record["replay_of"] == whole.run_id
+    again = asyncio.run(run_resumption(store, resumption, runs_dir=tmp_path / "runs"))
+    assert again.variables == whole.variables and Tick.log == [0, 1, 2, 3]
+    assert store.run(again.run_id)["replay_of"] == whole.run_id  # type: ignore[index]
+    # A fixed diagram: the replay runs the new version of the second half.
+    path.write_text(path.read_text().replace("total + result", "total + result * 10"))
+    fixed = asyncio.run(resume_run(store, whole.run_id, registry=blocks, from_block="tick", runs_dir=tmp_path / "runs"))
+    assert fixed.variables["total"] == 60
+    with pytest.raises(UsageError, match="never reached block 'nowhere'"):
+        prepare_resume(store, whole.run_id, registry=blocks, from_block="nowhere")
+
+
+# -- sessions -------------------------------------------------------------------------------------------------------
+def test_a_session_keeps_its_memory_between_turns_and_forgets_it(store: SqliteCheckpoints) -> None:
+    assert claim_session(store, "s1", "chat.yaml", "run-1") is None
+    release_session(store, "s1", "run-1", {"history": [{"role": "user", "content": "hi"}]})
+    assert claim_session(store, "s1", "chat.yaml", "run-2") == {"history": [{"role": "user", "content": "hi"}]}
+    release_session(store, "s1", "run-2", None)  # a failed turn stores nothing
+    assert read_session(store, "s1")["turns"] == 1  # type: ignore[index]
+    assert forget_session(store, "s1") and read_session(store, "s1") is None
+
+
+def test_concurrent_turns_of_one_session_take_it_in_turn_and_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "diagrama.db"
+    SqliteCheckpoints(path).close()
+
+    def turn(run_id: str) -> None:
+        own = SqliteCheckpoints(path)  # a run's own connection, as a process of its own has
+        memory = claim_session(own, "shared", "chat.yaml", run_id) or {"turns": []}
+        release_session(own, "shared", run_id, {"turns": [*memory["turns"], run_id]})
+        own.close()
+
+    threads = [threading.Thread(target=turn, args=(f"run-{n}",)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    found = read_session(SqliteCheckpoints(path), "shared")
+    assert found is not None and found["turns"] == 8
+    assert sorted(found["memory"]["turns"]) == [f"run-{n}" for n in range(8)]
+
+
+CHAT = """
+diagram: chat
+blocks:
+  - id: start
+    type: Start
+    memory: [history]
+    inputs: {message: hi}
+    variables: {history: []}
+    next: remember
+  - id: remember
+    type: Set
+    set: {history: "{{ history + [{'role': 'user', 'content': message}] }}"}
+"""
+
+
+def test_memory_names_must_be_declared(tmp_path: Path, blocks: BlockRegistry) -> None:
+    from engine import DiagramInvalid
+
+    with pytest.raises(DiagramInvalid, match="memory names 'histroy', which is no Start input or variable"):
+        load_diagram(_write(tmp_path, CHAT.replace("memory: [history]", "memory: [histroy]")), blocks)
+
+
+# -- last_turns -----------------------------------------------------------------------------------------------------
+def _history(*roles: str) -> list[dict[str, Any]]:
+    return [{"role": role, "content": f"{n}"} for n, role in enumerate(roles)]
+
+
+@pytest.mark.parametrize(("n", "kept"), [(1, 3), (2, 7), (3, 9), (5, 9), (0, 0)])
+def test_last_turns_never_splits_a_tool_call_from_its_results(n: int, kept: int) -> None:
+    rows = _history("user", "assistant", "user", "assistant", "tool", "assistant", "user", "assistant", "tool")
+    # turns begin at rows 0, 2 and 6
+    trimmed = last_turns(rows, n)
+    assert len(trimmed) == min(kept, len(rows))
+    assert not trimmed or trimmed[0]["role"] == "user"
+    table = DataTable.from_records(rows)
+    assert last_turns(table, n) == trimmed and isinstance(last_turns(table, n), DataTable)
+
+
+def test_last_turns_in_a_template(tmp_path: Path, blocks: BlockRegistry) -> None:
+    text = CHAT + "    next: trim\n  - id: trim\n    type: Set\n    set: {history: \"{{ history | last_turns(1) }}\"}\n"
+    diagram = load_diagram(_write(tmp_path, text), blocks)
+    result = asyncio.run(execute(diagram, {}, runs_dir=None, remembered={"history": _history("user", "assistant")}))
+    assert [row["content"] for row in result.variables["history"]] == ["hi"]
+
+
