@@ -29,6 +29,7 @@ blocks:
   - id: start
     type: Start
     message_level: Debug
+    durable: false
     inputs: {question: "Quanto fa 2+2?"}
     next: ask
   - id: ask
@@ -57,6 +58,7 @@ def test_runs_go_to_the_workers_and_answer_from_the_store(celery_app: Callable[.
     run_id = queued.json()["run_id"]
     assert httpx.get(f"{served.url}/v1/runs/{run_id}", headers=AUTH).json()["status"] == "queued"
     # The store is held locked until the test has seen run_finished: the worker records the run only after that.
+    # (The robot keeps no checkpoints: they go to the same file, and would wait for the lock before the run began.)
     lock = sqlite3.connect(tmp_path / "shared.db", isolation_level=None)
     lock.execute("BEGIN IMMEDIATE")
     worker = start_worker(broker, tmp_path)
