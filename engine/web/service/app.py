@@ -28,7 +28,7 @@ from engine.format.redact import Redactor
 from engine.format.validation import dotted, validation_message
 from engine.runs.resume import Resumption
 from engine.web.files import FolderError
-from engine.web.http import answer, read_body
+from engine.web.http import JSON, answer, read_body
 from engine.web.service.durable import Durable, Refused
 from engine.web.service.models import (
     SESSION_PATTERN,
@@ -227,7 +227,7 @@ class RobotsApi:
         """A started (or resumed) run's answer: its result when it ends (`wait`), else 202 with its URLs."""
         request.scope.setdefault("state", {})["run_id"] = run_id
         if wait:
-            return answer(await self.backend.result(run_id))
+            return _run_answer(await self.backend.result(run_id))
         url = str(request.url_for("getRun", run_id=run_id).path)
         accepted = RunAccepted(run_id=run_id, status="running", run=url, events=f"{url}/events")
         found = await self.backend.get(run_id)
@@ -291,7 +291,7 @@ class RobotsApi:
         found = await self.backend.get(run_id)
         if found is None:
             raise ApiError(404, f"no run '{run_id}'")
-        return answer(found)
+        return _run_answer(found)
 
     async def run_events(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -304,6 +304,11 @@ class RobotsApi:
             raise ApiError(404, f"no run '{run_id}'")
         return EventSourceResponse(_sent(stream), ping=_PING_S,
                                    headers={"cache-control": "no-store", "x-accel-buffering": "no"})
+
+
+def _run_answer(found: RunAnswer) -> Response:
+    """A run as `diagrama run --output json` prints it: `waiting` only while it waits."""
+    return JSON(found.model_dump(by_alias=True, exclude={"waiting"} if found.waiting is None else None))
 
 
 async def _sent(stream: AsyncIterator[RunEvent]) -> AsyncIterator[ServerSentEvent]:
