@@ -269,3 +269,58 @@ def test_a_waiting_run_is_answered_waiting_by_a_new_server(durable_app: Callable
     read, resumed = asyncio.run(second())
     assert read.json()["status"] == "waiting" and read.json()["waiting"]["block"] == "ask"
     assert resumed.json()["status"] == "succeeded" and resumed.json()["path"] == ["start", "draft", "ask", "done"]
+
+
+ASKER = """
+diagram: asker
+description: Asks the simulator many times (a run long enough to be killed in the middle).
+blocks:
+  - id: start
+    type: Start
+    variables: {n: 0}
+    next: ask
+  - id: ask
+    type: ClaudeRequest
+    with: {model: claude-haiku-5-5, request: "number {{ n }}", max_tokens: 20}
+    next: count
+  - id: count
+    type: Set
+    set: {n: "{{ n + 1 }}"}
+    next:
+      - to: ask
+        when: "{{ n < 150 }}"
+"""
+
+
+def test_an_interrupted_run_goes_on_from_its_last_checkpoint(durable_app: Callable[..., Any], robots_dir: Path,
+                                                             client: Callable[..., httpx.AsyncClient],
+                                                             tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.reliability.test_durable_kills import _until_checkpoints
+
+    (robots_dir / "asker.yaml").write_text(textwrap.dedent(ASKER).lstrip(), encoding="utf-8")
+    runs = tmp_path / "runs"
+    process = subprocess.Popen(  # `diagrama run`, killed after its third checkpoint: its run is interrupted
+        [sys.executable, "-m", "engine.cli", "run", str(robots_dir / "asker.yaml"), "--offline", "-q",
+         "--runs-dir", str(runs)], env={**os.environ, "DIAGRAMA_STORE": ""}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    _until_checkpoints(runs / "diagrama.db", process, 3)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    (run,) = [path.name for path in runs.iterdir() if path.is_dir()]
+
+    async def go() -> list[httpx.Response]:
+        async with client(durable_app()) as caller:
+            return [await caller.get(f"/v1/runs/{run}"),
+                    await caller.post(f"/v1/runs/{run}/resume", json={"answer": {"approved": True}}),
+                    await caller.post(f"/v1/runs/{run}/resume", json={})]
+
+    read, with_answer, resumed = asyncio.run(go())
+    assert read.json()["status"] == "interrupted"
+    assert with_answer.status_code == 400 and "interrupted" in with_answer.json()["error"]
+    assert resumed.status_code == 200 and resumed.json()["status"] == "succeeded", resumed.text
+    assert resumed.json()["run_id"] == run and resumed.json()["variables"]["n"] == 150
