@@ -149,6 +149,7 @@ def resume_on_worker(*, run_id: str, answer: Mapping[str, Any] | None, store: Ru
 
 def _execute(run_id: str, diagram: Diagram, redis: Any, runs_dir: Path, offline: bool,
              checkpoints: SqliteCheckpoints | None, options: dict[str, Any]) -> tuple[RunResult, RedisEventWriter]:
+    from engine.format.redact import Redactor
     from engine.runs.event_relay import RedisEventWriter, relay_observer
     from engine.runtime.context import Services
     from engine.runtime.execute import execute
@@ -159,6 +160,9 @@ def _execute(run_id: str, diagram: Diagram, redis: Any, runs_dir: Path, offline:
     writer.first = writer.last + 1
     services = Services(offline=offline)
     services.checkpoints = checkpoints
+    record = options.get("record")
+    if record is not None and "inputs" in record:  # kept in the checkpoint store: scrubbed as the trace is
+        options = {**options, "record": {**record, "inputs": Redactor(services.secrets()).value(record["inputs"])}}
     services.run_observers.append(relay_observer(writer.sink, writer.first))  # last: it sees the written fields
     result = asyncio.run(execute(diagram, runs_dir=runs_dir, services=services, run_id=run_id, **options))
     return result, writer

@@ -324,3 +324,17 @@ def test_an_interrupted_run_goes_on_from_its_last_checkpoint(durable_app: Callab
     assert with_answer.status_code == 400 and "interrupted" in with_answer.json()["error"]
     assert resumed.status_code == 200 and resumed.json()["status"] == "succeeded", resumed.text
     assert resumed.json()["run_id"] == run and resumed.json()["variables"]["n"] == 150
+
+
+def test_a_callers_key_in_an_input_never_reaches_the_checkpoint_store(
+        durable_app: Callable[..., Any], client: Callable[..., httpx.AsyncClient], tmp_path: Path) -> None:
+    from tests.api.conftest import KEY
+
+    async def go() -> httpx.Response:
+        async with client(durable_app()) as caller:
+            return await caller.post("/v1/robots/approve/runs", json={"inputs": {"text": f"mine is {KEY}"}})
+
+    waiting = asyncio.run(go())
+    assert waiting.json()["status"] == "waiting" and KEY not in waiting.text
+    stored = b"".join(path.read_bytes() for path in (tmp_path / "runs").glob("diagrama.db*"))
+    assert b"[REDACTED]" in stored and KEY.encode() not in stored and KEY[6:-6].encode() not in stored

@@ -201,7 +201,9 @@ class LocalBackend:
     async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
                     key_id: str | None, secrets: list[str], session: str | None = None) -> str:
         run_id = new_run_id()
-        record_fields = {"inputs": inputs, **({"session": session} if session is not None else {})}
+        # The inputs the checkpoint store keeps (a resume's record) are scrubbed as the trace's are.
+        kept = Redactor([*self.services.secrets(), *secrets]).value(inputs)
+        record_fields = {"inputs": kept, **({"session": session} if session is not None else {})}
 
         async def run(remembered: dict[str, Any] | None) -> RunResult:
             return await execute(diagram, inputs, runs_dir=self.runs_dir, message_level=level, services=self.services,
