@@ -20,12 +20,12 @@ from typing import Any
 from celery import Celery
 
 from engine.compile.diagram import Diagram
+from engine.runs.api_durable import RESUME_TASK
 from engine.runs.batch import BatchOutcome
 from engine.runs.batch_rows import run_row as run_batch_row
 from engine.runs.checkpoints import SqliteCheckpoints, open_checkpoints
 from engine.runs.store import RunStore
 from engine.runtime.context import Services
-from engine.runtime.execute import execute
 
 __all__ = ["API_TASK", "DEFAULT_BROKER", "make_app", "run_batch_on_celery", "start_worker"]
 
@@ -119,28 +119,34 @@ def make_app(broker: str | None = None) -> Celery:
 
     @app.task(name=API_TASK, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
     def run_api(run_id: str, diagram_path: str, inputs: dict[str, Any], store_url: str, runs_dir: str, offline: bool,
-                message_level: str | None = None, key_id: str | None = None) -> str:
+                message_level: str | None = None, key_id: str | None = None, session: str | None = None) -> str:
         import structlog
 
         from blocks.registry import registry
         from engine.compile.loader import load_diagram
-        from engine.format.levels import MessageLevel
-        from engine.runs.event_relay import RedisEventWriter, relay_observer, result_fields
+        from engine.runs.api_durable import run_on_worker
 
         store = _cached_store(store_url)
         if store.run(run_id) is not None:
             return "already_recorded"  # delivered again after it was recorded (its worker died before the ack)
         diagram = _cached_diagram(diagram_path, Path(diagram_path).stat().st_mtime_ns, load_diagram, registry)
-        writer = RedisEventWriter(_cached_redis(broker), run_id)
-        services = Services(offline=offline)
-        services.run_observers.append(relay_observer(writer.sink, writer.first))  # last: it sees the written fields
-        level = MessageLevel[message_level.upper()] if message_level else None
         with structlog.contextvars.bound_contextvars(key_id=key_id):  # in the worker's `run` line (never the key)
-            result = asyncio.run(execute(diagram, inputs, runs_dir=Path(runs_dir), services=services, run_id=run_id,
-                                         message_level=level))
-        store.record(result, diagram, inputs)
-        writer.end(result_fields(result))
-        return result.status
+            return run_on_worker(run_id=run_id, diagram=diagram, inputs=inputs, store=store,
+                                 redis=_cached_redis(broker), runs_dir=Path(runs_dir), offline=offline,
+                                 message_level=message_level, session=session)
+
+    @app.task(name=RESUME_TASK, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+    def resume_api(run_id: str, answer: dict[str, Any] | None, store_url: str, runs_dir: str, offline: bool,
+                   key_id: str | None = None) -> str:
+        import structlog
+
+        from blocks.registry import registry
+        from engine.runs.api_durable import resume_on_worker
+
+        with structlog.contextvars.bound_contextvars(key_id=key_id):
+            return resume_on_worker(run_id=run_id, answer=answer, store=_cached_store(store_url),
+                                    redis=_cached_redis(broker), runs_dir=Path(runs_dir), offline=offline,
+                                    registry=registry())
 
     return app
 

@@ -64,10 +64,11 @@ def render_event(fields: dict[str, Any], redactor: Redactor) -> bytes:
 
 def result_fields(result: RunResult) -> dict[str, Any]:
     """A finished run as the API answers it: `diagrama run --output json`'s object less the server's trace path,
-    with its duration and steps (the result is already scrubbed)."""
+    with its duration and steps, and what it waits for when it stopped at a Wait (the result is already scrubbed)."""
     return {"run_id": result.run_id, "status": result.status, "variables": plain(result.variables),
             "path": list(result.path), "errors": plain(result.errors), "steps": result.steps,
-            "duration_ms": round(result.duration * 1000, 3)}
+            "duration_ms": round(result.duration * 1000, 3),
+            **({"waiting": plain(result.waiting)} if result.waiting is not None else {})}
 
 
 def event_name(data: bytes) -> str:

@@ -3,7 +3,8 @@
 DIAGRAMA_API_KEYS).
 
 Keys: DIAGRAMA_API_KEYS and the keys file's; with none, it refuses to start unless `no_auth` (the CLI allows that on
-a loopback address only). The run store is the batch extra's, where SQLAlchemy is installed (always for Celery).
+a loopback address only). The run store is the batch extra's, where SQLAlchemy is installed (always for Celery);
+the checkpoint store (durable runs, waits, sessions) is its SQLite file, the runs folder's `diagrama.db` by default.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from engine.errors import UsageError
 from engine.runs.service_logs import configure as configure_logs
 from engine.runtime.context import Services
 from engine.web.service.app import OPERATIONS, Backend, RobotsApi
+from engine.web.service.durable import Durable
 from engine.web.service.gate import Gate, RateLimits, RequestLog
 from engine.web.service.keys import KEYS_VARIABLE, ApiKey, KeyRing, LocalRateLimits, keys_from_environ, keys_from_file
 from engine.web.service.robots import Robots
@@ -80,10 +82,12 @@ def create_app(
         from engine.web.service.celery import CeleryBackend
 
         url = store_url or os.environ.get("DIAGRAMA_STORE") or default_store_url(runs)
-        celery = CeleryBackend(root, runs, broker=broker, store_url=url, offline=offline)
+        celery = CeleryBackend(root, runs, broker=broker, store_url=url, offline=offline,
+                               durable=Durable.open(url, runs, root))
         limits, chosen = celery.limits, celery
     elif backend == "local":
-        chosen = LocalBackend(root, runs, services, store=_store(runs, store_url))
+        chosen = LocalBackend(root, runs, services, store=_store(runs, store_url),
+                              durable=Durable.open(store_url, runs, root))
     else:
         raise UsageError(f"the backend is local or celery, not {backend!r}")
     api = RobotsApi(root, Robots(root, registry or default_registry(), data_roots), chosen, plain,

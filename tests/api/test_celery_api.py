@@ -29,6 +29,7 @@ blocks:
   - id: start
     type: Start
     message_level: Debug
+    durable: false
     inputs: {question: "Quanto fa 2+2?"}
     next: ask
   - id: ask
@@ -57,6 +58,7 @@ def test_runs_go_to_the_workers_and_answer_from_the_store(celery_app: Callable[.
     run_id = queued.json()["run_id"]
     assert httpx.get(f"{served.url}/v1/runs/{run_id}", headers=AUTH).json()["status"] == "queued"
     # The store is held locked until the test has seen run_finished: the worker records the run only after that.
+    # (The robot keeps no checkpoints: they go to the same file, and would wait for the lock before the run began.)
     lock = sqlite3.connect(tmp_path / "shared.db", isolation_level=None)
     lock.execute("BEGIN IMMEDIATE")
     worker = start_worker(broker, tmp_path)
@@ -106,3 +108,44 @@ def test_a_keys_limit_is_shared_by_api_processes(celery_app: Callable[..., Any],
     answers = asyncio.run(go())
     assert [a.status_code for a in answers] == [200, 200, 429, 200]
     assert int(answers[2].headers["retry-after"]) >= 1
+
+
+def test_durable_runs_on_the_workers_wait_resume_and_keep_sessions(
+        celery_app: Callable[..., Any], serve: Callable[..., Served], broker: str, robots_dir: Path,
+        tmp_path: Path) -> None:
+    from tests.api.test_durable_api import FORM, add_durable_robots
+
+    add_durable_robots(robots_dir)
+    served = serve(celery_app())
+    worker = start_worker(broker, tmp_path)
+    try:
+        first = httpx.post(f"{served.url}/v1/robots/approve/runs", json={}, headers=AUTH, timeout=60).json()
+        run = first["run_id"]
+        read = httpx.get(f"{served.url}/v1/runs/{run}", headers=AUTH).json()
+        wrong = httpx.post(f"{served.url}/v1/runs/{run}/resume", json={"answer": {}}, headers=AUTH, timeout=60)
+        resumed = httpx.post(f"{served.url}/v1/runs/{run}/resume", json={"answer": {"approved": True}},
+                             headers=AUTH, timeout=60)
+        again = httpx.post(f"{served.url}/v1/runs/{run}/resume", json={"answer": {"approved": True}},
+                           headers=AUTH, timeout=60)
+        with httpx.stream("GET", f"{served.url}/v1/runs/{run}/events", headers=AUTH, timeout=60) as response:
+            events = read_events(response)
+        turns = [httpx.post(f"{served.url}/v1/robots/chat/runs", json={"inputs": {"message": m}, "session": "w"},
+                            headers=AUTH, timeout=60).json() for m in ("one", "two")]
+        session = httpx.get(f"{served.url}/v1/sessions/w", headers=AUTH).json()
+        forgot = httpx.delete(f"{served.url}/v1/sessions/w", headers=AUTH)
+    finally:
+        stop(worker)
+    assert first["status"] == "waiting" and first["waiting"]["form"] == FORM and read == first
+    assert wrong.status_code == 400 and wrong.json()["problems"] == ["answer: 'approved' is a required property"]
+    assert resumed.status_code == 200, resumed.text
+    body = resumed.json()
+    assert body["status"] == "succeeded" and body["path"] == ["start", "draft", "ask", "done"]
+    assert body["variables"]["sent"] is True
+    assert again.status_code == 409
+    # One numbering for both parts, from the worker's trace: the first part read back from it, the rest streamed.
+    assert [e.id for e in events] == list(range(1, len(events) + 1))
+    assert [orjson.loads(e.data) for e in events] == read_trace(tmp_path / "runs" / run / "trace.jsonl")
+    assert [orjson.loads(e.data)["status"] for e in events if e.event == "run_finished"] == ["waiting", "succeeded"]
+    assert [t["variables"]["said"] for t in turns] == [["one"], ["one", "two"]]
+    assert session["turns"] == 2 and session["memory"]["said"] == ["one", "two"] and session["robot"] == "chat"
+    assert forgot.status_code == 204

@@ -104,15 +104,6 @@ def test_an_unknown_robot_or_run_is_404_and_a_broken_robot_422_with_its_problems
     assert problem.startswith("broken.yaml:") and "nowhere" in problem and str(robots_dir) not in problem
 
 
-def test_sessions_wait_for_durable_runs(client: Callable[..., httpx.AsyncClient]) -> None:
-    async def go() -> httpx.Response:
-        async with client() as caller:
-            return await caller.post("/v1/robots/counter/runs", json={"session": "s1"})
-
-    answered = run(go())
-    assert answered.status_code == 501 and "durable runs" in answered.json()["error"]
-
-
 def test_a_run_that_does_not_wait_answers_202_and_is_read_back(client: Callable[..., httpx.AsyncClient]) -> None:
     async def go() -> tuple[httpx.Response, dict[str, Any]]:
         async with client() as caller:

@@ -1,14 +1,15 @@
-"""The robots API's routes: list robots, start a run (wait for it or not), read a run, follow its events (SSE), and
-the OpenAPI document; each answers through its model, each refusal as `{error, problems}`.
+"""The robots API's routes: list robots, start a run (wait for it or not, in a session or not), read a run, follow
+its events (SSE), answer a run that waits (resume), read and forget sessions, and the OpenAPI document; each answers
+through its model, each refusal as `{error, problems}`.
 
-The routes are the `OPERATIONS` table (engine.web.service.openapi), mounted from it. `resume` and `sessions` are
-described in `DURABLE_OPERATIONS`, with their models, and join the table (a handler each, a Backend method each)
-when durable runs land; `RunRequest.session` is already in the model and refused (501) until then.
+The routes are the `OPERATIONS` table (engine.web.service.openapi), mounted from it; the durable runs' ones
+(`DURABLE_OPERATIONS`: resume, sessions) are part of it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,9 +26,12 @@ from engine.errors import DiagramaError, DiagramInvalid
 from engine.format.levels import MessageLevel
 from engine.format.redact import Redactor
 from engine.format.validation import dotted, validation_message
+from engine.runs.resume import Resumption
 from engine.web.files import FolderError
-from engine.web.http import answer, read_body
+from engine.web.http import JSON, answer, read_body
+from engine.web.service.durable import Durable, Refused
 from engine.web.service.models import (
+    SESSION_PATTERN,
     ErrorAnswer,
     ResumeRequest,
     RobotInfo,
@@ -39,7 +43,7 @@ from engine.web.service.models import (
 )
 from engine.web.service.openapi import Answer, Operation, openapi_document
 from engine.web.service.robots import InputProblems, Robots, can_wait, input_schema, memory, typed_inputs
-from engine.web.service.runs import RunEvent
+from engine.web.service.runs import RunEvent, run_id_shape
 
 __all__ = ["DURABLE_OPERATIONS", "OPERATIONS", "Backend", "RobotsApi"]
 
@@ -50,8 +54,15 @@ _PING_S = 15
 class Backend(Protocol):
     """Where runs go: this process (LocalBackend) or Celery workers (CeleryBackend)."""
 
+    durable: Durable | None
+    """The checkpoint store: None where the run store is not SQLite (no waits, resumes or sessions)."""
+    takes_over: bool
+    """Whether a resume is marked running here when it is accepted (local), or by the worker that takes it."""
+
     async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
-                    key_id: str | None, secrets: list[str]) -> str: ...
+                    key_id: str | None, secrets: list[str], session: str | None = None) -> str: ...
+
+    async def resume(self, robot: str, resumption: Resumption, key_id: str | None, secrets: list[str]) -> str: ...
 
     async def result(self, run_id: str) -> RunAnswer: ...
 
@@ -72,6 +83,27 @@ class ApiError(Exception):
 
 _NOT_FOUND = Answer("no such robot or run", ErrorAnswer)
 _BAD = Answer("the body is not a RunRequest, or the inputs do not fit the robot's: every problem", ErrorAnswer)
+_SESSION = re.compile(SESSION_PATTERN)
+
+DURABLE_OPERATIONS: tuple[Operation, ...] = (
+    Operation("POST", "/v1/runs/{run_id}/resume", "resumeRun",
+              "Answer the `Wait` a run stopped at (or go on with an interrupted run): it goes on under its id "
+              "(`wait` as for startRun)",
+              {200: Answer("the run ended, or stopped at its next Wait", RunAnswer),
+               202: Answer("the run goes on (`wait: false`)", RunAccepted, headers={"Location": "the run's URL"}),
+               400: Answer("the body is not a ResumeRequest, or the answer does not fit the Wait's form: every "
+                           "problem (the run is still waiting)", ErrorAnswer),
+               404: Answer("no such durable run", ErrorAnswer),
+               409: Answer("the run is not waiting or interrupted (running, being resumed, finished)", ErrorAnswer),
+               413: Answer("the body is larger than 8 MB", ErrorAnswer)},
+              body=ResumeRequest),
+    Operation("GET", "/v1/sessions/{session_id}", "getSession", "A conversation: its robot, turns and memory",
+              {200: Answer("the session", SessionAnswer), 404: Answer("no such session", ErrorAnswer)}),
+    Operation("DELETE", "/v1/sessions/{session_id}", "forgetSession",
+              "Forget a conversation's memory: its next run starts from Start's values",
+              {204: Answer("forgotten", media=""), 404: Answer("no such session", ErrorAnswer)}),
+)
+"""Durable runs' routes (issue 27): part of OPERATIONS."""
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation("GET", "/v1/robots", "listRobots", "Every robot: its inputs' JSON Schema, memory, whether it can wait",
@@ -81,8 +113,9 @@ OPERATIONS: tuple[Operation, ...] = (
               {200: Answer("the run ended (succeeded or failed)", RunAnswer),
                202: Answer("the run is started (`wait: false`)", RunAccepted, headers={"Location": "the run's URL"}),
                400: _BAD, 404: _NOT_FOUND, 413: Answer("the body is larger than 8 MB", ErrorAnswer),
+               409: Answer("the session is a conversation with another robot", ErrorAnswer),
                422: Answer("the robot's diagram has problems (it cannot run)", ErrorAnswer),
-               501: Answer("sessions come with durable runs", ErrorAnswer)},
+               501: Answer("a session, where the run store is not SQLite (no checkpoint store)", ErrorAnswer)},
               body=RunRequest),
     Operation("GET", "/v1/runs/{run_id}", "getRun", "A run: its status, and its result once it ended",
               {200: Answer("the run", RunAnswer), 404: _NOT_FOUND}),
@@ -92,25 +125,10 @@ OPERATIONS: tuple[Operation, ...] = (
                            "carries a piece of a model's text)", media="text/event-stream"),
                400: Answer("Last-Event-ID is not a number", ErrorAnswer), 404: _NOT_FOUND},
               headers={"Last-Event-ID": "the last event's number the client has: the stream goes on after it"}),
+    *DURABLE_OPERATIONS,
     Operation("GET", "/openapi.json", "openapi", "This document",
               {200: Answer("the OpenAPI document", schema={"type": "object"})}, public=True),
 )
-
-DURABLE_OPERATIONS: tuple[Operation, ...] = (
-    Operation("POST", "/v1/runs/{run_id}/resume", "resumeRun",
-              "Answer the `Wait` a run stopped at: it goes on (`wait` as for startRun)",
-              {200: Answer("the run ended, or stopped at its next Wait", RunAnswer),
-               202: Answer("the run goes on", RunAccepted, headers={"Location": "the run's URL"}),
-               400: Answer("the answer does not fit the Wait's form: every problem", ErrorAnswer), 404: _NOT_FOUND,
-               409: Answer("the run is not waiting", ErrorAnswer)},
-              body=ResumeRequest),
-    Operation("GET", "/v1/sessions/{session_id}", "getSession", "A conversation: its robot and its memory",
-              {200: Answer("the session", SessionAnswer), 404: Answer("no such session", ErrorAnswer)}),
-    Operation("DELETE", "/v1/sessions/{session_id}", "forgetSession", "Forget a conversation's memory",
-              {204: Answer("forgotten", media=""), 404: Answer("no such session", ErrorAnswer)}),
-)
-"""Served once durable runs (issue 27) land: moved into OPERATIONS with their handlers; until then not mounted, and
-not in /openapi.json."""
 
 
 class RobotsApi:
@@ -126,7 +144,8 @@ class RobotsApi:
     def routes(self) -> list[Route]:
         handlers: dict[str, Callable[[Request], Awaitable[Response]]] = {
             "listRobots": self.list_robots, "startRun": self.start_run, "getRun": self.get_run,
-            "runEvents": self.run_events, "openapi": self.openapi}
+            "runEvents": self.run_events, "openapi": self.openapi, "resumeRun": self.resume_run,
+            "getSession": self.get_session, "forgetSession": self.forget_session}
         return [Route(op.path, self._answering(handlers[op.name]), methods=[op.method], name=op.name)
                 for op in OPERATIONS]
 
@@ -136,7 +155,7 @@ class RobotsApi:
         async def answered(request: Request) -> Response:
             try:
                 return await handler(request)
-            except ApiError as exc:
+            except (ApiError, Refused) as exc:
                 return self._refusal(exc.status, exc.message, exc.problems)
             except FolderError as exc:  # the body reader's refusals (413, 400)
                 return self._refusal(exc.status, exc.message, [])
@@ -183,7 +202,7 @@ class RobotsApi:
                            problems) from None
         diagram = await self._diagram(name)
         if asked.session is not None:
-            raise ApiError(501, "sessions come with durable runs, which this version does not have yet")
+            await self._check_session(asked.session, diagram, name)
         try:
             inputs = typed_inputs(diagram, asked.inputs)
         except InputProblems as exc:
@@ -191,10 +210,24 @@ class RobotsApi:
         level = MessageLevel[asked.message_level.upper()] if asked.message_level else None
         key = state.get("key")
         run_id = await self.backend.start(name, diagram, inputs, level, state.get("key_id"),
-                                          [*self.secrets, *([key] if key else [])])
-        state["run_id"] = run_id
-        if asked.wait:
-            return answer(await self.backend.result(run_id))
+                                          [*self.secrets, *([key] if key else [])], asked.session)
+        return await self._answer_run(request, run_id, wait=asked.wait)
+
+    async def _check_session(self, session: str, diagram: Diagram, name: str) -> None:
+        durable = self.backend.durable
+        if durable is None:
+            raise ApiError(501, "sessions keep their memory in the checkpoint store, which needs a SQLite run store "
+                                "(this server's is another database)")
+        if not diagram.settings.memory:
+            raise ApiError(400, f"robot '{name}' keeps no memory (Start's `memory`): it has no sessions",
+                           ["session: the robot keeps no memory"])
+        await durable.check_session(session, diagram, name)
+
+    async def _answer_run(self, request: Request, run_id: str, *, wait: bool) -> Response:
+        """A started (or resumed) run's answer: its result when it ends (`wait`), else 202 with its URLs."""
+        request.scope.setdefault("state", {})["run_id"] = run_id
+        if wait:
+            return _run_answer(await self.backend.result(run_id))
         url = str(request.url_for("getRun", run_id=run_id).path)
         accepted = RunAccepted(run_id=run_id, status="running", run=url, events=f"{url}/events")
         found = await self.backend.get(run_id)
@@ -204,13 +237,61 @@ class RobotsApi:
         response.headers["location"] = url
         return response
 
+    async def resume_run(self, request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        state = request.scope.setdefault("state", {})
+        state["run_id"] = run_id
+        raw = await read_body(request)
+        try:
+            asked = ResumeRequest.model_validate_json(raw or b"{}")
+        except ValidationError as exc:
+            problems = [f"{dotted(error['loc']) or 'body'}: {validation_message(error)}"
+                        for error in exc.errors(include_url=False)]
+            raise ApiError(400, "the body is not a resume request: {answer?, wait?}", problems) from None
+        durable = self.backend.durable
+        if durable is None or not run_id_shape(run_id):
+            raise ApiError(404, f"no durable run '{run_id}'")
+        try:
+            resumption = await durable.check_resume(run_id, asked.answer, self.robots.registry,
+                                                    take=self.backend.takes_over)
+        except Refused as exc:
+            found = await self.backend.get(run_id) if exc.status == 404 else None
+            if found is not None:  # a run of ours that kept no checkpoints (Start `durable: false`)
+                raise ApiError(409, f"run '{run_id}' is {found.status} and kept no checkpoints: it cannot resume") \
+                    from None
+            raise
+        key = state.get("key")
+        await self.backend.resume(resumption.diagram.path.stem, resumption, state.get("key_id"),
+                                  [*self.secrets, *([key] if key else [])])
+        return await self._answer_run(request, run_id, wait=asked.wait)
+
+    def _session_id(self, request: Request) -> tuple[Durable, str]:
+        session = request.path_params["session_id"]
+        durable = self.backend.durable
+        if durable is None or not _SESSION.match(session):
+            raise ApiError(404, f"no session '{session}'")
+        return durable, session
+
+    async def get_session(self, request: Request) -> Response:
+        durable, session = self._session_id(request)
+        found = await durable.session(session)
+        if found is None:
+            raise ApiError(404, f"no session '{session}'")
+        return answer(found)
+
+    async def forget_session(self, request: Request) -> Response:
+        durable, session = self._session_id(request)
+        if not await durable.forget(session):
+            raise ApiError(404, f"no session '{session}'")
+        return Response(status_code=204)
+
     async def get_run(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
         request.scope.setdefault("state", {})["run_id"] = run_id
         found = await self.backend.get(run_id)
         if found is None:
             raise ApiError(404, f"no run '{run_id}'")
-        return answer(found)
+        return _run_answer(found)
 
     async def run_events(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -223,6 +304,11 @@ class RobotsApi:
             raise ApiError(404, f"no run '{run_id}'")
         return EventSourceResponse(_sent(stream), ping=_PING_S,
                                    headers={"cache-control": "no-store", "x-accel-buffering": "no"})
+
+
+def _run_answer(found: RunAnswer) -> Response:
+    """A run as `diagrama run --output json` prints it: `waiting` only while it waits."""
+    return JSON(found.model_dump(by_alias=True, exclude={"waiting"} if found.waiting is None else None))
 
 
 async def _sent(stream: AsyncIterator[RunEvent]) -> AsyncIterator[ServerSentEvent]:

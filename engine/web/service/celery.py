@@ -6,6 +6,11 @@ Redis hash written before the task is sent, so a queued run is known to every AP
 stream the worker writes (engine.runs.event_relay); a run older than the stream's hour is read from the store, and
 its events from the trace file when the runs folder is shared. Per-key limits are a token bucket in Redis, shared by
 every API process.
+
+Durable runs: the checkpoint store is the run store's SQLite file, which the API reads (a run's live status, what it
+waits for, a resume's checks, sessions) and the workers write. A resume is queued as its own task after the API
+checked it; a Redis key held from then until its worker recorded the run lets one resume through at a time (409 for
+another), and the run's stream starts again after its trace's lines (the first part's events stay in the trace).
 """
 
 from __future__ import annotations
@@ -22,11 +27,22 @@ import orjson
 from engine.compile.diagram import Diagram
 from engine.format.jsonout import plain
 from engine.format.levels import MessageLevel, level_name
+from engine.runs.api_durable import RESUME_TASK, resume_key
 from engine.runs.celery_backend import API_TASK, DEFAULT_BROKER, make_app
-from engine.runs.event_relay import END_FIELD, EVENT_FIELD, READ_BLOCK_MS, RedisEventReader, event_name, run_key
+from engine.runs.event_relay import (
+    END_FIELD,
+    EVENT_FIELD,
+    READ_BLOCK_MS,
+    RedisEventReader,
+    event_name,
+    run_key,
+    stream_key,
+)
+from engine.runs.resume import Resumption
 from engine.runs.service_logs import log
 from engine.runs.store import RunStore
 from engine.runtime.trace import Event, new_run_id
+from engine.web.service.durable import Durable, Refused, live_answer
 from engine.web.service.models import RunAnswer
 from engine.web.service.runs import RunEvent, recorded_answer, trace_events
 
@@ -60,7 +76,10 @@ class RedisRateLimits:
 
 
 class CeleryBackend:
-    def __init__(self, folder: Path, runs_dir: Path, *, broker: str | None, store_url: str, offline: bool) -> None:
+    takes_over = False  # the worker that takes the task marks the run running (engine.runs.api_durable)
+
+    def __init__(self, folder: Path, runs_dir: Path, *, broker: str | None, store_url: str, offline: bool,
+                 durable: Durable | None = None) -> None:
         self.folder = folder.resolve()
         self.runs_dir = runs_dir.resolve()
         self.broker = broker or os.environ.get("DIAGRAMA_BROKER") or DEFAULT_BROKER
@@ -69,13 +88,14 @@ class CeleryBackend:
         self.store = RunStore(store_url)
         self.offline = offline
         self.limits = RedisRateLimits(self.reader.client)
+        self.durable = durable
         self._log = log("diagrama.api")
 
     def active(self) -> int:
         return 0  # the runs are the workers'
 
     async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
-                    key_id: str | None, secrets: list[str]) -> str:
+                    key_id: str | None, secrets: list[str], session: str | None = None) -> str:
         # `secrets` (the caller's key) stay here: sent with the task, they would sit in the broker. The workers scrub
         # their own environment's keys.
         run_id = new_run_id()
@@ -84,8 +104,25 @@ class CeleryBackend:
         await client.expire(run_key(run_id), 24 * 3600)  # a run left queued that long is forgotten
         await asyncio.to_thread(self.app.send_task, API_TASK, args=[
             run_id, str(diagram.path.resolve()), plain(inputs), self.store.url, str(self.runs_dir), self.offline,
-            level_name(level) if level is not None else None], kwargs={"key_id": key_id})
+            level_name(level) if level is not None else None], kwargs={"key_id": key_id, "session": session})
         self._log.info("run_queued", run_id=run_id, robot=robot, key_id=key_id, backend="celery")
+        return run_id
+
+    async def resume(self, robot: str, resumption: Resumption, key_id: str | None, secrets: list[str]) -> str:
+        run_id = resumption.run_id
+        client = self.reader.client
+        if not await client.set(resume_key(run_id), "queued", nx=True, ex=24 * 3600):
+            raise Refused(409, f"run '{run_id}' is already being resumed")
+        # The first part's stream (its end entry) goes: waiting for this part's end reads the new one, and the
+        # first part's events are the trace's.
+        await client.delete(stream_key(run_id))
+        await client.hset(run_key(run_id), mapping={"robot": robot, "key_id": key_id or "", "created": time.time()})
+        await client.expire(run_key(run_id), 24 * 3600)
+        given = resumption.resumed.answer
+        await asyncio.to_thread(self.app.send_task, RESUME_TASK, args=[
+            run_id, plain(given.value) if given is not None else None, self.store.url, str(self.runs_dir),
+            self.offline], kwargs={"key_id": key_id})
+        self._log.info("resume_queued", run_id=run_id, robot=robot, key_id=key_id, backend="celery")
         return run_id
 
     async def result(self, run_id: str) -> RunAnswer:
@@ -98,17 +135,27 @@ class CeleryBackend:
                     found = orjson.loads(value)
                     return RunAnswer(robot=robot, **found)
             row = await asyncio.to_thread(self.store.run, run_id)  # the stream expired, or never came (a lost task)
-            if row is not None:
-                return recorded_answer(row)
+            if row is not None and not await self.reader.client.exists(resume_key(run_id)):
+                found = recorded_answer(row)
+                return await self._live(run_id, found) or found
 
     async def _robot(self, run_id: str) -> str | None:
         found = await self.reader.client.hget(run_key(run_id), "robot")
         return found.decode() if found else None
 
+    async def _live(self, run_id: str, found: RunAnswer | None) -> RunAnswer | None:
+        """`found` with the run's status now: a resume queued or going, else its durable record's."""
+        if await self.reader.client.exists(resume_key(run_id)):
+            robot = found.robot if found is not None else await self._robot(run_id) or ""
+            started = await self.reader.first_number(run_id) is not None
+            return RunAnswer(run_id=run_id, robot=robot, status="running" if started else "queued")
+        return live_answer(found, await self.durable.row(run_id) if self.durable is not None else None)
+
     async def get(self, run_id: str) -> RunAnswer | None:
         row = await asyncio.to_thread(self.store.run, run_id)
         if row is not None:
-            return recorded_answer(row) if Path(str(row["diagram"])).parent == self.folder else None
+            return await self._live(run_id, recorded_answer(row)) \
+                if Path(str(row["diagram"])).parent == self.folder else None
         robot = await self._robot(run_id)
         if robot is None:
             return None
@@ -120,17 +167,20 @@ class CeleryBackend:
         if row is None and await self._robot(run_id) is None:
             return None
         trace = Path(row["trace"]) if row is not None and row.get("trace") else self.runs_dir / run_id / "trace.jsonl"
-        return self._follow(run_id, after, trace, recorded=row is not None)
+        resuming = bool(await self.reader.client.exists(resume_key(run_id)))
+        return self._follow(run_id, after, trace, recorded=row is not None and not resuming)
 
     async def _follow(self, run_id: str, after: int, trace: Path, *, recorded: bool) -> AsyncIterator[RunEvent]:
         first = await self.reader.first_number(run_id)
-        if (first is None and recorded) or (first is not None and after + 1 < first):
+        # Events are the trace's lines: what the stream lacks (older events; a resumed run's first part, before its
+        # worker writes) is read from the file, and the stream followed after it, without a gap.
+        if first is None or after + 1 < first:
             # Older than the stream holds: the trace file has them, where this process can read the runs folder.
             until = None if first is None else first - 1
             for event in await asyncio.to_thread(_read_trace, trace, after, until):
                 yield event
                 after = event[0]
-            if first is None:
+            if first is None and recorded:
                 return
         finished = False
         while True:
@@ -152,6 +202,8 @@ class CeleryBackend:
     async def close(self) -> None:
         await self.reader.close()
         await asyncio.to_thread(self.store.close)
+        if self.durable is not None:
+            self.durable.close()
 
 
 def _read_trace(trace: Path, after: int, until: int | None) -> list[RunEvent]:

@@ -8,11 +8,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ErrorAnswer", "ResumeRequest", "RobotInfo", "RobotList", "RunAccepted", "RunAnswer", "RunRequest",
-           "RunStatus", "SessionAnswer"]
+__all__ = ["SESSION_PATTERN", "ErrorAnswer", "ResumeRequest", "RobotInfo", "RobotList", "RunAccepted", "RunAnswer",
+           "RunRequest", "RunStatus", "SessionAnswer", "WaitingFor"]
 
-RunStatus = Literal["queued", "running", "succeeded", "failed", "interrupted"]
-"""`queued`: waiting for a worker (the Celery backend); `interrupted`: its process died before the run finished."""
+RunStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "interrupted"]
+"""`queued`: waiting for a worker (the Celery backend); `waiting`: stopped at a `Wait` for a person's answer
+(`POST /v1/runs/{id}/resume` goes on); `interrupted`: its process died before the run finished (resume goes on from
+its last checkpoint)."""
+
+SESSION_PATTERN = r"^[A-Za-z0-9_.:@-]{1,100}$"
+"""A session's id: a caller's own (a chat's id, a user's), kept to characters that need no escaping in a URL."""
 
 
 class _Model(BaseModel):
@@ -24,8 +29,9 @@ class RunRequest(_Model):
 
     inputs: dict[str, Any] = Field(default_factory=dict, description="input name → value; missing ones take Start's "
                                                                      "default")
-    session: str | None = Field(default=None, description="a conversation's id, for a robot with memory (reserved: "
-                                                          "sessions come with durable runs; refused with 501 for now)")
+    session: str | None = Field(default=None, pattern=SESSION_PATTERN, description=(
+        "a conversation's id, for a robot with memory (Start `memory`): the run starts with the values the "
+        "session's last run left and stores its own when it succeeds; runs of one session take turns"))
     wait: bool = Field(default=True, description="true: answer when the run ends, with its result; false: answer "
                                                  "202 with its id at once")
     message_level: Literal["Release", "Debug", "Detailed"] | None = Field(
@@ -46,6 +52,17 @@ class RobotList(_Model):
     robots: list[RobotInfo]
 
 
+class WaitingFor(_Model):
+    """The `Wait` a run stopped at: its question, and the JSON Schema its answer must fit."""
+
+    block: str
+    prompt: str
+    form: dict[str, Any] | None = Field(default=None, description="JSON Schema of the answer (none: any object)")
+    timeout: float | None = Field(default=None, description="seconds from `asked_at` after which an answer is "
+                                                             "refused and the run fails (`wait_timeout`)")
+    asked_at: float = Field(description="when the Wait asked, seconds since the epoch")
+
+
 class RunAnswer(_Model):
     """A run: `diagrama run --output json`'s object (less the server's trace path), with its robot, steps and
     duration; variables, path and errors are final once `status` is `succeeded` or `failed`."""
@@ -58,6 +75,7 @@ class RunAnswer(_Model):
     errors: list[dict[str, Any]] = Field(default_factory=list, description="{block, type, message} of each error")
     steps: int | None = None
     duration_ms: float | None = None
+    waiting: WaitingFor | None = Field(default=None, description="with status `waiting`: what the Wait asks")
 
 
 class RunAccepted(_Model):
@@ -76,13 +94,12 @@ class ErrorAnswer(_Model):
     problems: list[str] = Field(default_factory=list)
 
 
-# Durable runs (issue 27) bring these two: the routes that answer with them wait in app.DURABLE_OPERATIONS.
-
-
 class ResumeRequest(_Model):
-    """`POST /v1/runs/{run_id}/resume`: the answer to the `Wait` a run stopped at, checked against the Wait's form."""
+    """`POST /v1/runs/{run_id}/resume`: the answer to the `Wait` a run stopped at, checked against the Wait's form;
+    none for a run that was interrupted (it goes on from its last checkpoint)."""
 
-    answer: dict[str, Any] = Field(description="the Wait's form filled in (its `form` is the JSON Schema)")
+    answer: dict[str, Any] | None = Field(default=None, description="the Wait's form filled in (the run's "
+                                                                    "`waiting.form` is its JSON Schema)")
     wait: bool = Field(default=True, description="true: answer when the run ends or waits again; false: 202 at once")
 
 
@@ -91,4 +108,7 @@ class SessionAnswer(_Model):
 
     session_id: str
     robot: str
-    memory: dict[str, Any] = Field(description="memory variable → its value after the session's last run")
+    turns: int = Field(description="runs of the session that succeeded (each stored its memory)")
+    memory: dict[str, Any] = Field(description="memory variable → its value after the session's last good run")
+    updated: float | None = Field(default=None, description="when a run last stored it, seconds since the epoch")
+    running: str | None = Field(default=None, description="the run holding the session now (its turn), if any")

@@ -22,7 +22,7 @@ from engine.errors import DiagramInvalid, UsageError
 from engine.format.jsonout import plain
 from engine.format.names import suggest
 
-__all__ = ["InputProblems", "Robots", "input_schema", "typed_inputs"]
+__all__ = ["InputProblems", "Robots", "can_wait", "input_schema", "memory", "typed_inputs"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 _WAIT_BLOCK = "Wait"
@@ -101,13 +101,13 @@ class Robots:
 
 
 def can_wait(diagram: Diagram) -> bool:
-    return any(block.type_name == _WAIT_BLOCK for block in diagram.blocks.values())
+    """Whether a run may stop at a Wait for a person's answer: it has one, and is durable (Start `durable`)."""
+    return diagram.settings.durable and any(block.type_name == _WAIT_BLOCK for block in diagram.blocks.values())
 
 
 def memory(diagram: Diagram) -> list[str]:
-    """Start's `memory` names, once the format has them (durable runs); none before."""
-    names = getattr(diagram.settings, "memory", None)
-    return [str(name) for name in names] if isinstance(names, (list, tuple)) else []
+    """Start's `memory`: the variables a session keeps from one run to the next."""
+    return list(diagram.settings.memory)
 
 
 def _value_schema(default: Any) -> dict[str, Any]:

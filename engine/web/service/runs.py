@@ -4,6 +4,9 @@ events kept in a bounded buffer that SSE clients read as they arrive, its result
 A run's events are numbered as its trace's lines (engine.runs.event_relay); a client further behind than the buffer,
 or asking about a run this process no longer holds, is answered from the trace file. The run belongs to no request:
 a client that goes away (a wait, an event stream) leaves it running; the server's shutdown interrupts it.
+
+Runs are durable where the checkpoint store is (engine.web.service.durable): one may stop at a Wait and be resumed
+(its events go on after its trace's lines), and a run of a session holds it for its turn.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import itertools
 import re
 import time
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +25,17 @@ import orjson
 from engine.compile.diagram import Diagram
 from engine.format.levels import MessageLevel
 from engine.format.redact import Redactor
+from engine.runs.api_durable import memory_of, trace_lines
 from engine.runs.event_relay import event_name, render_event, result_fields
+from engine.runs.resume import Resumption
 from engine.runs.service_logs import log
 from engine.runtime.context import RunObserver, Services
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.trace import Event, new_run_id
+from engine.web.service.durable import Durable, live_answer
 from engine.web.service.models import RunAnswer, RunStatus
 
-__all__ = ["LocalBackend", "RunEvent", "trace_events"]
+__all__ = ["LocalBackend", "RunEvent", "run_id_shape", "trace_events"]
 
 RunEvent = tuple[int, str, bytes]
 """(number, event name, the event's JSON): one event of a run's stream."""
@@ -44,17 +50,24 @@ _KEPT_FINISHED = 256
 """Finished runs kept in memory with their buffers (reconnects, GET); older ones are read from the store or trace."""
 
 
+def run_id_shape(run_id: str) -> bool:
+    """Whether `run_id` can be a run's id (a request's never reaches a path or a query otherwise)."""
+    return _RUN_ID.match(run_id) is not None
+
+
 class RunRecord:
     """One run this process started: its events so far, and its result once it ends."""
 
-    def __init__(self, run_id: str, robot: str, trace: Path | None) -> None:
+    def __init__(self, run_id: str, robot: str, trace: Path | None, first: int = 1) -> None:
         self.run_id = run_id
         self.robot = robot
         self.trace = trace
         self.status: RunStatus = "running"
         self.result: dict[str, Any] | None = None
         self.events: deque[RunEvent] = deque(maxlen=_BUFFER)
-        self.last = 0
+        self.first = first
+        """Its first event's number: 1, or a resumed run's next trace line (the lines before are its first part's)."""
+        self.last = first - 1
         self.listeners = 0
         self._changed = asyncio.Event()
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -132,10 +145,10 @@ def run_from_trace(trace: Path, run_id: str) -> RunAnswer | None:
         return None
     finished = next((e for e in reversed(events) if e.get("event") == Event.RUN_FINISHED), None)
     robot = Path(str(events[0].get("path", ""))).stem
-    if finished is None:
+    if finished is None or events[-1].get("event") != Event.RUN_FINISHED:
         return RunAnswer(run_id=run_id, robot=robot, status="interrupted")
     status = finished.get("status")
-    return RunAnswer(run_id=run_id, robot=robot, status=status if status == "succeeded" else "failed",
+    return RunAnswer(run_id=run_id, robot=robot, status=status if status in ("succeeded", "waiting") else "failed",
                      path=list(finished.get("path") or []), errors=list(finished.get("errors") or []),
                      steps=finished.get("steps"), duration_ms=finished.get("duration_ms"))
 
@@ -143,7 +156,10 @@ def run_from_trace(trace: Path, run_id: str) -> RunAnswer | None:
 class LocalBackend:
     """Runs as tasks of this server; the newest finished ones stay in memory."""
 
-    def __init__(self, folder: Path, runs_dir: Path, services: Services, *, store: Any = None) -> None:
+    takes_over = True
+
+    def __init__(self, folder: Path, runs_dir: Path, services: Services, *, store: Any = None,
+                 durable: Durable | None = None) -> None:
         self.folder = folder.resolve()
         self.runs_dir = runs_dir
         # One Services for every run, as a batch shares one: one client pool, one simulator. The relay is its last
@@ -152,6 +168,9 @@ class LocalBackend:
         services.run_observers = [*services.run_observers, self._relay]
         self.store = store
         """A RunStore each run is recorded in (off the loop, after its answer), or None without the batch extra."""
+        self.durable = durable
+        if durable is not None:
+            services.checkpoints = durable.store  # each run of a durable diagram checkpoints (Start `durable`)
         self._to_record: list[tuple[RunResult, Diagram, dict[str, Any]]] = []
         self.runs: OrderedDict[str, RunRecord] = OrderedDict()
         self.tasks: set[asyncio.Task[Any]] = set()
@@ -173,38 +192,78 @@ class LocalBackend:
                 record = self.runs.get(str(fields.get("run_id")))
                 if record is None:
                     return  # not a run of this backend's (cannot happen: its record is made before it starts)
+                number = record.first - 1
             number += 1
             record.add(number, str(fields.get("event", "")), render_event(fields, redactor))
 
         return observe
 
     async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
-                    key_id: str | None, secrets: list[str]) -> str:
+                    key_id: str | None, secrets: list[str], session: str | None = None) -> str:
         run_id = new_run_id()
-        record = RunRecord(run_id, robot, self.runs_dir / run_id / "trace.jsonl")
+        # The inputs the checkpoint store keeps (a resume's record) are scrubbed as the trace's are.
+        kept = Redactor([*self.services.secrets(), *secrets]).value(inputs)
+        record_fields = {"inputs": kept, **({"session": session} if session is not None else {})}
+
+        async def run(remembered: dict[str, Any] | None) -> RunResult:
+            return await execute(diagram, inputs, runs_dir=self.runs_dir, message_level=level, services=self.services,
+                                 run_id=run_id, secrets=secrets, remembered=remembered, record=record_fields)
+
+        self._launch(RunRecord(run_id, robot, self.runs_dir / run_id / "trace.jsonl"), diagram, inputs, run, key_id,
+                     session)
+        return run_id
+
+    async def resume(self, robot: str, resumption: Resumption, key_id: str | None, secrets: list[str]) -> str:
+        """Go on with a run checked and taken (engine.web.service.durable): under its own id, its events after its
+        trace's lines."""
+        run_id = resumption.run_id
+        trace = self.runs_dir / run_id / "trace.jsonl"
+        first = await asyncio.to_thread(trace_lines, trace) + 1
+        session = resumption.record.get("session")
+
+        async def run(_remembered: dict[str, Any] | None) -> RunResult:  # the session's memory is in the checkpoint
+            return await execute(resumption.diagram, runs_dir=self.runs_dir, services=self.services, run_id=run_id,
+                                 secrets=secrets, resume=resumption.resumed, record=resumption.record)
+
+        self.runs.pop(run_id, None)  # its first part's record: the new one follows on from its trace
+        self._launch(RunRecord(run_id, robot, trace, first), resumption.diagram, resumption.inputs, run, key_id,
+                     str(session) if session else None)
+        return run_id
+
+    def _launch(self, record: RunRecord, diagram: Diagram, inputs: dict[str, Any],
+                run: Callable[[dict[str, Any] | None], Awaitable[RunResult]], key_id: str | None,
+                session: str | None) -> None:
+        run_id = record.run_id
         self.runs[run_id] = record
         self._forget_old()
         began = time.perf_counter()
 
         async def go() -> None:
             status: RunStatus = "interrupted"
+            result: RunResult | None = None
+            durable = self.durable
             try:
-                result = await execute(diagram, inputs, runs_dir=self.runs_dir, message_level=level,
-                                       services=self.services, run_id=run_id, secrets=secrets)
-                status = "succeeded" if result.succeeded else "failed"
+                remembered = None
+                if session is not None and durable is not None:
+                    remembered = await durable.claim(session, diagram, run_id)  # its turn: the last one's memory
+                result = await run(remembered)
+                status = "succeeded" if result.succeeded else "waiting" if result.status == "waiting" else "failed"
                 record.finish(result_fields(result), status)
                 if self.store is not None:
                     self._to_record.append((result, diagram, inputs))
                     if len(self._to_record) == 1:  # the first of a batch: the rest join it for one commit
                         asyncio.get_running_loop().call_later(_RECORD_AFTER_S, self._record_now)
             finally:
+                if session is not None and durable is not None:
+                    values = memory_of(diagram, result) if result is not None else None
+                    await asyncio.shield(durable.release(session, run_id, values))  # let go even when cancelled
                 if not record.done.done():
                     record.finish(None, status)  # cancelled (the server stops): the trace says interrupted
-                self._log.info("run", run_id=run_id, robot=robot, key_id=key_id, status=status,
-                               duration_ms=round((time.perf_counter() - began) * 1000, 3), backend="local")
+                self._log.info("run", run_id=run_id, robot=record.robot, key_id=key_id, status=status,
+                               duration_ms=round((time.perf_counter() - began) * 1000, 3), backend="local",
+                               **({"session": session} if session is not None else {}))
 
         self._spawn(go())
-        return run_id
 
     def _record_now(self) -> None:
         batch, self._to_record = self._to_record, []
@@ -255,6 +314,10 @@ class LocalBackend:
             return record.answer()
         if not _RUN_ID.match(run_id):
             return None
+        durable = await self.durable.row(run_id) if self.durable is not None else None
+        return live_answer(await self._finished(run_id), durable)
+
+    async def _finished(self, run_id: str) -> RunAnswer | None:
         if self.store is not None:
             row = await asyncio.to_thread(self.store.run, run_id)
             if row is not None:
@@ -291,13 +354,15 @@ class LocalBackend:
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
         await self.recorded()
+        if self.durable is not None:
+            self.durable.close()
 
 
 def recorded_answer(row: dict[str, Any]) -> RunAnswer:
     """A run store row as the API answers it."""
     status = row["status"]
     return RunAnswer(run_id=row["run_id"], robot=Path(str(row["diagram"])).stem,
-                     status=status if status in ("succeeded", "failed") else "failed",
+                     status=status if status in ("succeeded", "failed", "waiting") else "failed",
                      variables=row.get("variables") or {}, path=row.get("path") or [], errors=row.get("errors") or [],
                      steps=row.get("steps"), duration_ms=row.get("duration_ms"))
 
