@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.web.test_api_models import conforms
 from tests.web.test_studio_api import HEADERS, TOKEN, make_client
 
 
@@ -32,6 +33,7 @@ def waiting_run(client) -> dict[str, Any]:
     assert started.status_code == 202
     run: dict[str, Any] = started.extensions["run"]
     assert run["status"] == "waiting", run
+    conforms("GET /api/runs/{run_id}", client("GET", f"/api/runs/{run['run_id']}"))
     return run
 
 
@@ -41,7 +43,7 @@ def test_a_waiting_run_is_listed_with_its_prompt_and_form(client) -> None:
     assert run["waiting"]["prompt"].startswith("Send this reply? (simulated")
     assert run["waiting"]["form"]["required"] == ["approved"] and run["waiting"]["timeout"] == 86400
     assert run["checkpointed"] is True and run["replay_of"] is None
-    listed = client("GET", "/api/diagrams/approve_reply.yaml/runs").json()
+    listed = conforms("GET /api/diagrams/{path}/runs", client("GET", "/api/diagrams/approve_reply.yaml/runs"))
     assert [(r["run_id"], r["status"]) for r in listed] == [(run["run_id"], "waiting")]
     assert listed[0]["waiting"] == run["waiting"]
 
@@ -51,6 +53,7 @@ def test_a_wrong_answer_shows_its_problems_and_the_run_stays_waiting(client) -> 
     refused = client("POST", f"/api/runs/{run_id}/resume", json={"answer": {"approved": "yes", "note": 3}},
                      headers=HEADERS)
     assert refused.status_code == 422
+    conforms("answer_refused", refused)
     assert refused.json()["problems"] == ["approved: 'yes' is not of type 'boolean'", "note: 3 is not of type 'string'"]
     assert "still waiting" in refused.json()["error"]
     missing = client("POST", f"/api/runs/{run_id}/resume", json={"answer": {}}, headers=HEADERS)
@@ -62,7 +65,7 @@ def test_an_answer_resumes_the_run_under_its_own_id_which_then_cannot_be_answere
     run_id = waiting_run(client)["run_id"]
     resumed = client("POST", f"/api/runs/{run_id}/resume", json={"answer": {"approved": True}, "offline": True},
                      headers=HEADERS)
-    assert resumed.status_code == 202 and resumed.json() == {"run_id": run_id}
+    assert resumed.status_code == 202 and conforms("POST /api/runs/{run_id}/resume", resumed) == {"run_id": run_id}
     run = resumed.extensions["run"]
     assert run["status"] == "succeeded" and run["waiting"] is None
     assert run["variables"]["approved"] is True and run["variables"]["sent"].startswith("(simulated")
@@ -137,7 +140,7 @@ def test_chat_turns_remember_and_a_new_session_starts_afresh(client) -> None:
 
     first = turn("studio-a", "Hi, I'm Alice")
     assert first["variables"]["answer"] == "(simulated claude-sonnet-4-5) You said: Hi, I'm Alice"
-    memory = client("GET", "/api/sessions/studio-a").json()
+    memory = conforms("GET /api/sessions/{session}", client("GET", "/api/sessions/studio-a"))
     assert memory["turns"] == 1 and memory["diagram"] == "chat_memory.yaml" and memory["held_by"] is None
     assert memory["memory"]["turns"] == 1 and len(memory["memory"]["history"]) == 2
     turn("studio-a", "What is my name?")
