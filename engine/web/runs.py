@@ -29,7 +29,7 @@ from engine.compile.inputs import check_inputs
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramaError
 from engine.format.redact import redact_value
-from engine.runs.traces import list_runs, resolved_path, run_path, run_status, steps
+from engine.runs.traces import Step, list_runs, resolved_path, run_path, run_status, steps
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.trace import new_run_id, read_events
@@ -243,6 +243,8 @@ class RunRoutes:
     async def get(self, request: Request) -> Response:
 
         run_id = request.path_params["run_id"]
+        if run_id in self.active and not (self.runs_dir / run_id / "trace.jsonl").is_file():
+            return answer(self._starting(run_id))  # its task has not written its trace yet (a turn takes its session)
         trace = self._trace(run_id)
         after_text = request.query_params.get("after", "0") or "0"
         if not after_text.isdigit():
@@ -268,13 +270,19 @@ class RunRoutes:
             # One id as before; every failed block, handled ones too, when on_error handled any (#7).
             failed=sorted(drawn.failed_blocks()) if drawn.handled else drawn.failed, passes=drawn.passes,
             # The HTTP payloads stay in the trace: the page shows inputs and outputs.
-            steps=[dataclasses.replace(step, payloads=[]) for step in steps(events)],
+            steps=_asked(list(steps(events)), events, status),
             events=events[after:], count=len(events), variables=self._variables(run_id) if status != "running" else None,
             waiting=_waiting(row, self._secrets()) if status == "waiting" else None,
             checkpointed=row is not None, replay_of=row.get("replay_of") if row else None,
             session=row.get("session") if row else None)
         # Traces are scrubbed when written; this scrubs again for traces written elsewhere or by older versions.
         return JSON(redact_value(dumped(data), self._secrets()))
+
+    def _starting(self, run_id: str) -> RunData:
+        path = self.recorded[run_id][0] if run_id in self.recorded else None
+        return RunData(run_id=run_id, diagram=self.folder.relative(path) if path is not None else None,
+                       status="running", errors=[], blocks=[], links=[], failed=None, passes={}, steps=[], events=[],
+                       count=0, variables=None)
 
     def _variables(self, run_id: str) -> dict[str, Any] | None:
         """The final variables of a run this session started, once it has ended (the trace does not keep them)."""
@@ -332,6 +340,18 @@ class RunRoutes:
                 results.append(ScenarioResult(file=self.folder.relative(file), name=scenario.spec.scenario,
                                               passed=verdict.passed, failures=list(verdict.failures)))
         return answer(ScenarioResults(results=results))
+
+
+def _asked(found: list[Step], events: list[dict[str, Any]], status: str) -> list[Step]:
+    """The steps as the page shows them (without HTTP payloads, which stay in the trace); a Wait's step that asked
+    and stopped the run is `waiting`, not `running` (the trace has it started, and its run stopped after it)."""
+    asked = {e.get("block") for e in events if e.get("event") == "run_waiting"}
+    shown = []
+    for index, step in enumerate(found):
+        stopped = index < len(found) - 1 or status != "running"
+        waited = step.status == "running" and stopped and step.block in asked
+        shown.append(dataclasses.replace(step, payloads=[], status="waiting" if waited else step.status))
+    return shown
 
 
 def _waiting(row: dict[str, Any] | None, secrets: list[str]) -> Waiting | None:

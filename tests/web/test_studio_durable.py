@@ -69,7 +69,9 @@ def test_an_answer_resumes_the_run_under_its_own_id_which_then_cannot_be_answere
     run = resumed.extensions["run"]
     assert run["status"] == "succeeded" and run["waiting"] is None
     assert run["variables"]["approved"] is True and run["variables"]["sent"].startswith("(simulated")
-    assert [s["block"] for s in run["steps"]][-2:] == ["approve", "send"]
+    assert [(s["block"], s["status"]) for s in run["steps"]] == [
+        ("start", "succeeded"), ("draft", "succeeded"), ("approve", "waiting"), ("approve", "succeeded"),
+        ("send", "succeeded")]
     again = client("POST", f"/api/runs/{run_id}/resume", json={"answer": {"approved": False}}, headers=HEADERS)
     assert again.status_code == 409 and "succeeded" in again.json()["error"]
     listed = client("GET", "/api/diagrams/approve_reply.yaml/runs").json()
@@ -165,3 +167,49 @@ def test_chat_refusals(client) -> None:
     assert chat("chat_memory.yaml", {"session": "s", "inputs": {"nope": 1}}).status_code == 400
     assert client("GET", "/api/sessions/unknown").status_code == 404
     assert client("GET", "/api/sessions/a%20b").status_code == 404
+
+
+def test_a_turn_waits_for_its_session_held_elsewhere_and_is_shown_running_meanwhile(folder: Path, tmp_path: Path) -> None:
+    """A turn of a session another run holds (`diagrama run --session` in a terminal) waits for it, shown as
+    running, then starts from what that run stored: turns never overlap, none is lost."""
+    import asyncio
+
+    import httpx
+
+    from blocks.registry import registry
+    from engine.runs.checkpoints import open_checkpoints
+    from engine.runs.sessions import claim_session, release_session
+    from engine.web.app import create_app
+
+    runs = tmp_path / "runs"
+    store = open_checkpoints(None, runs)
+    assert claim_session(store, "held", str((folder / "chat_memory.yaml").resolve()), "terminal-run") is None
+    app = create_app(folder, runs, registry(), token=TOKEN)
+
+    async def go() -> dict[str, Any]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8765") as client:
+            started = await client.post("/api/diagrams/chat_memory.yaml/chat", headers=HEADERS,
+                                        json={"session": "held", "inputs": {"message": "second"}})
+            run_id = started.json()["run_id"]
+            for _ in range(5):
+                await asyncio.sleep(0.05)
+                shown = (await client.get(f"/api/runs/{run_id}")).json()
+                assert (shown["status"], shown["count"]) == ("running", 0), shown
+            # the terminal's turn ends, storing its memory: the studio's turn starts from it
+            release_session(store, "held", "terminal-run", {"history": [{"role": "user", "content": "first"}],
+                                                            "turns": 7})
+            for _ in range(200):
+                await asyncio.sleep(0.05)
+                shown = (await client.get(f"/api/runs/{run_id}")).json()
+                if shown["status"] != "running":
+                    break
+            session = (await client.get("/api/sessions/held")).json()
+            return {"run": shown, "session": session}
+
+    try:
+        found = asyncio.run(go())
+    finally:
+        store.close()
+    assert found["run"]["status"] == "succeeded"
+    assert found["session"]["turns"] == 2 and found["session"]["memory"]["turns"] == 8
+    assert [m["content"] for m in found["session"]["memory"]["history"] if m["role"] == "user"] == ["first", "second"]
