@@ -5,7 +5,8 @@ Each is a run, started as the page's runs are (offline unless the server allows 
 --read-only as every run is) through RunRoutes.launch, so the page follows it the same way. The work
 itself is engine.runs.resume's and engine.runs.sessions': an answer is checked against the Wait's form
 first (422 with the problems; the run stays waiting); a session is held for its whole turn, so turns of
-one session never overlap, whoever starts them.
+one session never overlap, whoever starts them. The inputs a run's store row keeps are scrubbed of keys, as its
+checkpoints are.
 """
 
 from __future__ import annotations
@@ -165,7 +166,8 @@ class DurableRoutes:
                 try:
                     result = await execute(loaded, values, runs_dir=self.runs.runs_dir, services=services,
                                            run_id=run_id, remembered=remembered,
-                                           record={"inputs": values, "session": session})
+                                           record={"inputs": redact_value(values, services.secrets()),
+                                                   "session": session})
                 finally:
                     release_session(store, session, run_id, _memory(result, memory))
                 return result

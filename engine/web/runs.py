@@ -29,7 +29,7 @@ from engine.compile.inputs import check_inputs
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramaError
 from engine.format.redact import redact_value
-from engine.runs.traces import Step, list_runs, resolved_path, run_path, run_status, steps
+from engine.runs.traces import INTERRUPTED, Step, list_runs, resolved_path, run_path, run_status, steps
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.trace import new_run_id, read_events
@@ -137,9 +137,11 @@ class RunRoutes:
             store.close()
 
     def _status(self, run_id: str, traced: str, row: dict[str, Any] | None) -> str:
+        """A run's status: `running` while this studio runs it; else its trace's, read with its events (a finished
+        one), or the store's for a run the trace cannot tell (one resumed elsewhere after its first process died)."""
         if run_id in self.active:
             return "running"
-        return str(row["status"]) if row is not None else traced
+        return str(row["status"]) if row is not None and traced in ("running", INTERRUPTED) else traced
 
     def launch(self, run_id: str, path: Path, inputs: dict[str, Any], offline: bool,
                work: Callable[[Services], Awaitable[RunResult]], *, continued: bool = False) -> None:
@@ -232,7 +234,7 @@ class RunRoutes:
             services.checkpoints = store
             try:
                 return await execute(loaded, values, runs_dir=self.runs_dir, services=services, run_id=run_id,
-                                     record={"inputs": values} if store is not None else None)
+                                     record={"inputs": redact_value(values, services.secrets())} if store else None)
             finally:
                 if store is not None:
                     store.close()
@@ -250,6 +252,8 @@ class RunRoutes:
         if not after_text.isdigit():
             raise FolderError(400, "after must be a whole number of events")
         after = int(after_text)
+        # The store first: its events and status are then read together, with no wait between (the run goes on).
+        row = (await asyncio.to_thread(self._stored, [run_id])).get(run_id)
         events = read_events(trace)
         drawn = run_path(trace)
         first = events[0] if events else {}
@@ -261,7 +265,6 @@ class RunRoutes:
         errors = finished.get("errors") if finished else None
         # A resumed run's trace holds each part: its status is its last part's.
         last_start = next((e for e in reversed(events) if e.get("event") == "run_started"), first)
-        row = (await asyncio.to_thread(self._stored, [run_id])).get(run_id)
         status = self._status(run_id, run_status(last_start, events[-1]) if events else "running", row)
         data = RunData(
             run_id=run_id, diagram=relative, status=status,

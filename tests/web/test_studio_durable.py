@@ -213,3 +213,30 @@ def test_a_turn_waits_for_its_session_held_elsewhere_and_is_shown_running_meanwh
     assert found["run"]["status"] == "succeeded"
     assert found["session"]["turns"] == 2 and found["session"]["memory"]["turns"] == 8
     assert [m["content"] for m in found["session"]["memory"]["history"] if m["role"] == "user"] == ["first", "second"]
+
+
+def test_no_key_reaches_the_store_or_a_page_from_a_waiting_run_or_a_chat(folder: Path, tmp_path: Path) -> None:
+    """A key given as an input (and echoed by the offline model) stays out of the run store's rows, checkpoints and
+    sessions, and out of the waiting prompt, the run and the session the page reads."""
+    from engine.runtime.context import Services
+
+    key = "sk-ant-api03-StudioDurableTestKey0123456789"
+    services = Services(environ={"ANTHROPIC_API_KEY": key})
+    runs = tmp_path / "runs"
+    client = make_client(folder, runs, services=services)
+    started = client("POST", "/api/diagrams/approve_reply.yaml/runs", json={"inputs": {"message": f"my key {key}"}},
+                     headers=HEADERS)
+    run = started.extensions["run"]
+    assert run["status"] == "waiting" and "[REDACTED]" in run["waiting"]["prompt"]
+    answered = client("POST", f"/api/runs/{run['run_id']}/resume", json={"answer": {"approved": True, "note": key}},
+                      headers=HEADERS)
+    assert answered.extensions["run"]["status"] == "succeeded"
+    chat = client("POST", "/api/diagrams/chat_memory.yaml/chat", json={"session": "k", "inputs": {"message": key}},
+                  headers=HEADERS)
+    assert chat.extensions["run"]["status"] == "succeeded"
+    pages = [client("GET", f"/api/runs/{run['run_id']}").text, client("GET", "/api/sessions/k").text,
+             client("GET", "/api/diagrams/approve_reply.yaml/runs").text, answered.extensions["run"].__repr__()]
+    assert all(key not in page for page in pages)
+    assert "[REDACTED]" in client("GET", "/api/sessions/k").text
+    stored = b"".join(path.read_bytes() for path in runs.glob("diagrama.db*"))
+    assert stored and key.encode() not in stored
