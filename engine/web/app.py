@@ -4,7 +4,8 @@ The YAML files stay the source of truth: the page edits the diagram as JSON, and
 writes the smallest YAML change (engine.web.yaml_edit). Every request passes the Guard
 (own Host; state changes only from the page's origin, as JSON, with the server's token).
 Runs from the page are offline unless the server was started with `--allow-online`; under
-`--read-only` one guard refuses every route that writes. Compilations run off the event loop,
+`--read-only` one guard refuses every route that writes (runs are allowed: starting one, answering a
+waiting one, replaying one, a chat turn). Compilations run off the event loop,
 bounded (engine.web.concurrency); a save's hash check and write hold the file's lock.
 """
 
@@ -30,6 +31,7 @@ from engine.errors import DiagramInvalid, Problem
 from engine.format.yamlfile import read_yaml_text
 from engine.runtime.context import Services
 from engine.web.concurrency import Compilations, PathLocks
+from engine.web.durable import DurableRoutes
 from engine.web.files import Folder, FolderError, write_failure
 from engine.web.guard import TOKEN_HEADER, Guard, allowed_hosts, new_token
 from engine.web.http import answer, handle, json_body
@@ -358,6 +360,7 @@ def create_app(
     token = token or new_token()
     studio = Studio(folder, registry, Compilations(compile_timeout), Versions(folder, runs_dir.resolve() / ".versions"))
     runs = RunRoutes(folder, runs_dir.resolve(), registry, services, allow_online=allow_online)
+    durable = DurableRoutes(runs)
     source = SourceRoutes(studio, registry)
     layouts = LayoutCache()
 
@@ -411,6 +414,7 @@ def create_app(
         Route("/api/diagrams/{path:path}/versions/{version}", handle(studio.versions.text_route), methods=["GET"]),
         Route("/api/diagrams/{path:path}/runs", handle(runs.listing), methods=["GET"]),
         Route("/api/diagrams/{path:path}/runs", handle(runs.start), methods=["POST"]),
+        Route("/api/diagrams/{path:path}/chat", handle(durable.chat), methods=["POST"]),
         Route("/api/diagrams/{path:path}/hash", handle(studio.hash), methods=["GET"]),
         Route("/api/diagrams/{path:path}/csv", handle(studio.csv), methods=["GET"]),
         Route("/api/diagrams/{path:path}/rename", writes(studio.rename), methods=["POST"]),
@@ -419,6 +423,9 @@ def create_app(
         Route("/api/diagrams/{path:path}", writes(studio.delete), methods=["DELETE"]),
         Route("/api/runs/{run_id}", handle(runs.get), methods=["GET"]),
         Route("/api/runs/{run_id}/scenario", writes(runs.save_scenario), methods=["POST"]),
+        Route("/api/runs/{run_id}/resume", handle(durable.resume), methods=["POST"]),
+        Route("/api/runs/{run_id}/replay", handle(durable.replay), methods=["POST"]),
+        Route("/api/sessions/{session}", handle(durable.session), methods=["GET"]),
         Route("/api/scenarios/run", handle(runs.run_scenarios), methods=["POST"]),
     ]
     if (STUDIO_BUILD / "assets").is_dir():

@@ -280,12 +280,23 @@ class RunStarted(Answer):
     run_id: str
 
 
+class Waiting(Answer):
+    """What a run stopped at a Wait asks: its prompt (rendered), the answer's form (a JSON Schema), its timeout."""
+
+    block: str
+    prompt: str
+    form: JsonSchemaData | None = Field(description="the answer's JSON Schema; null: any answer")
+    timeout: float | None = Field(description="seconds from `asked_at` to answer; later, the Wait fails with wait_timeout")
+    asked_at: float | None = Field(description="seconds since the epoch")
+
+
 class RunListed(Answer):
     run_id: str
     status: str
     started: float | None = Field(description="seconds since the epoch")
     duration_ms: float | None
     steps: int | None
+    waiting: Waiting | None = Field(default=None, description="what the run asks, while it is `waiting`")
 
 
 class RunErrorRecord(BaseModel):
@@ -318,6 +329,22 @@ class RunData(Answer):
     variables: dict[str, Any] | None = Field(
         description="the run's variables when it ended (scrubbed as its trace is); null while it runs, or for a run "
                     "this studio session did not start")
+    waiting: Waiting | None = Field(default=None, description="what the run asks, while it is `waiting`")
+    checkpointed: bool = Field(default=False, description="the run store has its checkpoints: it can be replayed "
+                                                           "from a block it reached (POST /api/runs/{id}/replay)")
+    replay_of: str | None = Field(default=None, description="the run this one replays from a block")
+    session: str | None = Field(default=None, description="the conversation (session) this run was a turn of")
+
+
+class ChatSession(Answer):
+    """`GET /api/sessions/{session}`: a conversation's memory (Start's `memory` variables) after its last turn."""
+
+    session: str
+    diagram: str | None = Field(description="the diagram it talks to, in the folder")
+    turns: int
+    memory: dict[str, Any]
+    updated: float | None = Field(description="seconds since the epoch")
+    held_by: str | None = Field(description="the run taking its turn now, if one is")
 
 
 class ScenarioResult(Answer):
@@ -419,6 +446,12 @@ class Conflict(ErrorAnswer):
     diff: str
 
 
+class AnswerRefused(ErrorAnswer):
+    """422 to an answer: what is wrong with it for the Wait's form, one line per problem; the run stays waiting."""
+
+    problems: list[str]
+
+
 ANSWERS: dict[str, type[BaseModel] | None] = {
     "GET /api/session": Session,
     "GET /api/format": Format,
@@ -448,9 +481,13 @@ ANSWERS: dict[str, type[BaseModel] | None] = {
     "PUT /api/layouts/{key}": None,
     "GET /api/diagrams/{path}/versions": Version,
     "GET /api/diagrams/{path}/versions/{version}": VersionText,
+    "POST /api/runs/{run_id}/resume": RunStarted,
+    "POST /api/runs/{run_id}/replay": RunStarted,
+    "POST /api/diagrams/{path}/chat": RunStarted,
+    "GET /api/sessions/{session}": ChatSession,
 }
 """Each route's answer when it succeeds (a list of the model for the listings, None for no body); a refusal is
-an ErrorAnswer, a refused save a Conflict."""
+an ErrorAnswer, a refused save a Conflict, a refused answer to a Wait an AnswerRefused."""
 LISTS = frozenset({"GET /api/blocks", "GET /api/diagrams", "GET /api/scenarios", "GET /api/diagrams/{path}/runs",
                    "GET /api/registries", "GET /api/diagrams/{path}/versions"})
 
@@ -467,7 +504,8 @@ class _Generator(GenerateJsonSchema):
 
 def api_schema() -> dict[str, Any]:
     """One JSON Schema: an object with a property per route (its answer) and every model under `$defs`."""
-    answers: set[type[BaseModel]] = {m for m in ANSWERS.values() if m is not None} | {ErrorAnswer, Conflict}
+    answers: set[type[BaseModel]] = {m for m in ANSWERS.values() if m is not None} | {ErrorAnswer, Conflict,
+                                                                                      AnswerRefused}
     models: list[tuple[type[BaseModel], JsonSchemaMode]] = [(model, "serialization") for model in answers]
     models.append((Diagram, "validation"))  # the document: its keys as a file may write them (mostly optional)
     _, schema = models_json_schema(sorted(models, key=lambda m: m[0].__name__), schema_generator=_Generator)
@@ -478,6 +516,7 @@ def api_schema() -> dict[str, Any]:
         routes[route] = {"type": "array", "items": answer} if route in LISTS else answer
     routes["error"] = {"$ref": "#/$defs/ErrorAnswer"}
     routes["conflict"] = {"$ref": "#/$defs/Conflict"}
+    routes["answer_refused"] = {"$ref": "#/$defs/AnswerRefused"}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "StudioApi",

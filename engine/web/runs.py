@@ -3,7 +3,11 @@ diagram's runs, save a run as a scenario, and run a folder's scenarios.
 
 Runs started here record their vendor replies in memory, so "save as scenario" can write the same
 file `diagrama run --record` writes. Only runs of the folder's own diagrams are shown, even when
-the runs directory is shared with other folders.
+the runs directory is shared with other folders. Runs are durable as `diagrama run`'s are (the
+checkpoint store in the runs folder, unless Start says `durable: false`); for a durable run the
+store's status is the truth (a run resumed here after its first process died is `running`, not
+`interrupted`), and a waiting run's answer shows what its Wait asks. Resuming, replaying and
+conversations are engine.web.durable's, launched through `launch`.
 """
 
 from __future__ import annotations
@@ -12,9 +16,9 @@ import asyncio
 import dataclasses
 import re
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.requests import Request
@@ -25,13 +29,24 @@ from engine.compile.inputs import check_inputs
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramaError
 from engine.format.redact import redact_value
-from engine.runs.traces import latest_start, list_runs, resolved_path, run_path, run_status, steps
+from engine.runs.traces import INTERRUPTED, Step, latest_start, list_runs, resolved_path, run_path, run_status, steps
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult, execute
 from engine.runtime.trace import new_run_id, read_events
 from engine.web.files import Folder, FolderError
 from engine.web.http import JSON, answer, dumped, json_body
-from engine.web.models import PathAnswer, RunData, RunListed, RunStarted, ScenarioResult, ScenarioResults
+from engine.web.models import (
+    PathAnswer,
+    RunData,
+    RunListed,
+    RunStarted,
+    ScenarioResult,
+    ScenarioResults,
+    Waiting,
+)
+
+if TYPE_CHECKING:
+    from engine.runs.checkpoints import SqliteCheckpoints
 
 __all__ = ["RunRoutes"]
 
@@ -50,6 +65,11 @@ class RunRoutes:
         self.tasks: set[asyncio.Task[Any]] = set()
         # run id → (diagram path, inputs, result or None, replies recorded): what "save as scenario" needs.
         self.recorded: OrderedDict[str, tuple[Path, dict[str, Any], list[RunResult], list[dict[str, Any]]]] = OrderedDict()
+        self.active: set[str] = set()
+        """Runs this studio is running now: `running` from the moment they are started or resumed (the trace of a
+        resumed run still ends with its last stop until the resumed part writes)."""
+        self.continued: set[str] = set()
+        """Runs resumed or replayed here: their first part ran earlier, so they are not saved as scenarios."""
 
     def _trace(self, run_id: str) -> Path:
         if not _RUN_ID.match(run_id):
@@ -96,6 +116,68 @@ class RunRoutes:
             return []
         return found if isinstance(found, list) else [found]
 
+    def checkpoint_store(self) -> SqliteCheckpoints | None:
+        """The checkpoint store `diagrama run` uses for this runs folder (a connection of the caller's own, to
+        close); None where there is none ($DIAGRAMA_STORE names another database)."""
+        from engine.runs.checkpoints import open_checkpoints
+
+        try:
+            return open_checkpoints(None, self.runs_dir)
+        except OSError:
+            return None
+
+    def _stored(self, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The checkpoint store's rows of these runs (those it has), with their live status."""
+        store = self.checkpoint_store() if run_ids else None
+        if store is None:
+            return {}
+        try:
+            return {run_id: row for run_id in run_ids if (row := store.run(run_id)) is not None}
+        finally:
+            store.close()
+
+    def _status(self, run_id: str, traced: str, row: dict[str, Any] | None) -> str:
+        """A run's status: `running` while this studio runs it; else its trace's, read with its events (a finished
+        one), or the store's for a run the trace cannot tell (one resumed elsewhere after its first process died)."""
+        if run_id in self.active:
+            return "running"
+        return str(row["status"]) if row is not None and traced in ("running", INTERRUPTED) else traced
+
+    def launch(self, run_id: str, path: Path, inputs: dict[str, Any], offline: bool,
+               work: Callable[[Services], Awaitable[RunResult]], *, continued: bool = False) -> None:
+        """Run `work` (given the run's services) as a task of this studio: followed, recorded, listed as running."""
+        results: list[RunResult] = []
+        replies: list[dict[str, Any]] = []
+        self.recorded[run_id] = (path, dict(inputs), results, replies)
+        self.recorded.move_to_end(run_id)
+        while len(self.recorded) > _KEPT_RUNS:
+            self.recorded.popitem(last=False)
+        if continued:
+            self.continued.add(run_id)
+        services = self._services(offline, replies)
+        self.active.add(run_id)
+
+        async def go() -> None:
+            try:
+                results.append(await work(services))
+            finally:
+                self.active.discard(run_id)
+
+        task = asyncio.create_task(go())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    def check_offline(self, offline: Any) -> bool:
+        if not isinstance(offline, bool):
+            raise FolderError(422, "offline: true or false")
+        if not offline and not self.allow_online:
+            raise FolderError(403, "online runs from the page are off; start `diagrama serve --allow-online` to allow them")
+        return offline
+
+    def trace_of(self, run_id: str) -> Path:
+        """The trace of a run of this folder's diagrams; FolderError 404 for any other."""
+        return self._trace(run_id)
+
     def _services(self, offline: bool, replies: list[dict[str, Any]]) -> Services:
         services = Services(offline=offline)
         if self.services is not None:
@@ -122,7 +204,14 @@ class RunRoutes:
                    for r in self._recorded(lambda store: store.runs_of(path))
                    if r["run_id"] not in known and r.get("trace") and Path(r["trace"]).is_file()]
         listed.sort(key=lambda entry: entry.started or 0, reverse=True)
-        return listed[:200]
+        listed = listed[:200]
+        stored = self._stored([entry.run_id for entry in listed])
+        secrets = self._secrets()
+        for entry in listed:
+            row = stored.get(entry.run_id)
+            entry.status = self._status(entry.run_id, entry.status, row)
+            entry.waiting = _waiting(row, secrets) if entry.status == "waiting" else None
+        return listed
 
     async def start(self, request: Request) -> Response:
 
@@ -132,36 +221,39 @@ class RunRoutes:
         offline = payload.get("offline", True)
         if not isinstance(inputs, dict) or not isinstance(offline, bool):
             raise FolderError(422, "send {\"inputs\": {name: value}, \"offline\": true|false}")
-        if not offline and not self.allow_online:
-            raise FolderError(403, "online runs from the page are off; start `diagrama serve --allow-online` to allow them")
+        self.check_offline(offline)
         # Off the event loop: loading a diagram to run it starts its MCP servers to list their tools.
         loaded = await asyncio.to_thread(load_diagram, path, self.registry, data_roots=self.folder.data_roots,
                                          start_servers=True)
         values = check_inputs(loaded, inputs)
         run_id = new_run_id()
-        results: list[RunResult] = []
-        replies: list[dict[str, Any]] = []
-        self.recorded[run_id] = (path, dict(inputs), results, replies)
-        while len(self.recorded) > _KEPT_RUNS:
-            self.recorded.popitem(last=False)
 
-        async def go() -> None:
-            results.append(await execute(loaded, values, runs_dir=self.runs_dir, services=self._services(offline, replies),
-                                         run_id=run_id))
+        async def work(services: Services) -> RunResult:
+            # Durable as `diagrama run` is: a Wait can stop it, and a past run can be replayed from a block.
+            store = self.checkpoint_store() if loaded.settings.durable else None
+            services.checkpoints = store
+            try:
+                return await execute(loaded, values, runs_dir=self.runs_dir, services=services, run_id=run_id,
+                                     record={"inputs": redact_value(values, services.secrets())} if store else None)
+            finally:
+                if store is not None:
+                    store.close()
 
-        task = asyncio.create_task(go())
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        self.launch(run_id, path, inputs, offline, work)
         return answer(RunStarted(run_id=run_id), 202)
 
     async def get(self, request: Request) -> Response:
 
         run_id = request.path_params["run_id"]
+        if run_id in self.active and not (self.runs_dir / run_id / "trace.jsonl").is_file():
+            return answer(self._starting(run_id))  # its task has not written its trace yet (a turn takes its session)
         trace = self._trace(run_id)
         after_text = request.query_params.get("after", "0") or "0"
         if not after_text.isdigit():
             raise FolderError(400, "after must be a whole number of events")
         after = int(after_text)
+        # The store first: its events and status are then read together, with no wait between (the run goes on).
+        row = (await asyncio.to_thread(self._stored, [run_id])).get(run_id)
         events = read_events(trace)
         drawn = run_path(trace)
         first = events[0] if events else {}
@@ -171,17 +263,28 @@ class RunRoutes:
         relative = self.folder.relative(diagram_path) if diagram_path is not None and \
             diagram_path.is_relative_to(self.folder.root) else None
         errors = finished.get("errors") if finished else None
+        # A resumed run's trace holds each part: its status is its last part's.
+        status = self._status(run_id, run_status(latest_start(events), events[-1]) if events else "running", row)
         data = RunData(
-            run_id=run_id, diagram=relative, status=run_status(latest_start(events), events[-1]) if events else "running",
+            run_id=run_id, diagram=relative, status=status,
             errors=[e for e in errors if isinstance(e, dict)] if isinstance(errors, list) else [],
             blocks=sorted(drawn.blocks), links=sorted(drawn.links),
             # One id as before; every failed block, handled ones too, when on_error handled any (#7).
             failed=sorted(drawn.failed_blocks()) if drawn.handled else drawn.failed, passes=drawn.passes,
             # The HTTP payloads stay in the trace: the page shows inputs and outputs.
-            steps=[dataclasses.replace(step, payloads=[]) for step in steps(events)],
-            events=events[after:], count=len(events), variables=self._variables(run_id))
+            steps=_asked(list(steps(events)), events, status),
+            events=events[after:], count=len(events), variables=self._variables(run_id) if status != "running" else None,
+            waiting=_waiting(row, self._secrets()) if status == "waiting" else None,
+            checkpointed=row is not None, replay_of=row.get("replay_of") if row else None,
+            session=row.get("session") if row else None)
         # Traces are scrubbed when written; this scrubs again for traces written elsewhere or by older versions.
         return JSON(redact_value(dumped(data), self._secrets()))
+
+    def _starting(self, run_id: str) -> RunData:
+        path = self.recorded[run_id][0] if run_id in self.recorded else None
+        return RunData(run_id=run_id, diagram=self.folder.relative(path) if path is not None else None,
+                       status="running", errors=[], blocks=[], links=[], failed=None, passes={}, steps=[], events=[],
+                       count=0, variables=None)
 
     def _variables(self, run_id: str) -> dict[str, Any] | None:
         """The final variables of a run this session started, once it has ended (the trace does not keep them)."""
@@ -197,7 +300,9 @@ class RunRoutes:
         run_id = request.path_params["run_id"]
         payload = await json_body(request)
         kept = self.recorded.get(run_id)
-        if kept is None or not kept[2]:
+        if run_id in self.continued:
+            raise FolderError(409, "a resumed or replayed run cannot be saved as a scenario: its first part ran earlier")
+        if kept is None or not kept[2] or run_id in self.active:
             raise FolderError(409, "only a finished run started from this studio session can be saved as a scenario")
         relative = payload.get("path")
         target = self.folder.inside(relative) if isinstance(relative, str) else None
@@ -237,3 +342,27 @@ class RunRoutes:
                 results.append(ScenarioResult(file=self.folder.relative(file), name=scenario.spec.scenario,
                                               passed=verdict.passed, failures=list(verdict.failures)))
         return answer(ScenarioResults(results=results))
+
+
+def _asked(found: list[Step], events: list[dict[str, Any]], status: str) -> list[Step]:
+    """The steps as the page shows them (without HTTP payloads, which stay in the trace); a Wait's step that asked
+    and stopped the run is `waiting`, not `running` (the trace has it started, and its run stopped after it)."""
+    asked = {e.get("block") for e in events if e.get("event") == "run_waiting"}
+    shown = []
+    for index, step in enumerate(found):
+        stopped = index < len(found) - 1 or status != "running"
+        waited = step.status == "running" and stopped and step.block in asked
+        shown.append(dataclasses.replace(step, payloads=[], status="waiting" if waited else step.status))
+    return shown
+
+
+def _waiting(row: dict[str, Any] | None, secrets: list[str]) -> Waiting | None:
+    """What a waiting run's Wait asks, from its store row (scrubbed: a prompt may quote anything)."""
+    asked = row.get("waiting") if row is not None else None
+    if not isinstance(asked, dict):
+        return None
+    asked = redact_value(asked, secrets)
+    form = asked.get("form")
+    return Waiting(block=str(asked.get("block")), prompt=str(asked.get("prompt") or ""),
+                   form=form if isinstance(form, dict) else None, timeout=asked.get("timeout"),
+                   asked_at=asked.get("asked_at"))

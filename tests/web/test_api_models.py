@@ -42,7 +42,7 @@ def test_every_api_route_has_its_answer_model_and_every_model_its_route(tmp_path
               for route in guard.app.routes if isinstance(route, Route) and route.path.startswith("/api/")
               for method in (route.methods or set()) - {"HEAD"}}
     assert routes == set(ANSWERS)
-    assert set(SCHEMA["properties"]) == {*ANSWERS, "error", "conflict"}
+    assert set(SCHEMA["properties"]) == {*ANSWERS, "error", "conflict", "answer_refused"}
 
 
 @pytest.fixture

@@ -98,10 +98,14 @@ WRITING_ROUTES = [
     ("POST", "/api/runs/{run_id}/scenario"),
     ("PUT", "/api/diagrams/order_agent.yaml/source"),
 ]
-# State-changing methods that read-only allows: checking a draft, running, running scenarios.
+# State-changing methods that read-only allows: checking a draft, running (an answer to a Wait, a replay and a
+# chat turn are runs), running scenarios.
 READ_ONLY_ALLOWED = [
     ("POST", "/api/validate"),
     ("POST", "/api/diagrams/{path}/runs"),
+    ("POST", "/api/diagrams/{path}/chat"),
+    ("POST", "/api/runs/{run_id}/resume"),
+    ("POST", "/api/runs/{run_id}/replay"),
     ("POST", "/api/scenarios/run"),
     ("POST", "/api/parse"),
     ("POST", "/api/diagrams/{path}/preview"),

@@ -1,9 +1,9 @@
 /** The studio server's HTTP API, typed by its answers (types.ts, generated from the server's models). */
-import type { Conflict, Diagram, ErrorAnswer, StudioApi } from './types';
+import type { AnswerRefused, Conflict, Diagram, ErrorAnswer, StudioApi } from './types';
 
 /** An error answer from the server (`ErrorAnswer`, or a refused save's `Conflict`) with its status. */
 export class ApiError extends Error {
-  constructor(readonly status: number, message: string, readonly data: Partial<ErrorAnswer & Conflict>) {
+  constructor(readonly status: number, message: string, readonly data: Partial<ErrorAnswer & Conflict & AnswerRefused>) {
     super(message);
   }
 }
@@ -57,7 +57,7 @@ async function request<R extends Route>(route: R, url: string, body?: unknown): 
     }
   }
   if (!response.ok) {
-    const obj = (data && typeof data === 'object' ? data : {}) as Partial<ErrorAnswer & Conflict>;
+    const obj = (data && typeof data === 'object' ? data : {}) as Partial<ErrorAnswer & Conflict & AnswerRefused>;
     const message = typeof obj.error === 'string' ? obj.error : `${response.status} ${response.statusText}`;
     throw new ApiError(response.status, message, obj);
   }
@@ -87,6 +87,19 @@ export const api = {
   runs: (path: string) => request('GET /api/diagrams/{path}/runs', `${d(path)}/runs`),
   run: (runId: string, after: number) =>
     request('GET /api/runs/{run_id}', `/api/runs/${encodeURIComponent(runId)}?after=${after}`),
+  /** a waiting run's answer (checked against its Wait's form: a 422 ApiError's data has the `problems`), or none
+   * for an interrupted run: it goes on under its own id */
+  resume: (runId: string, offline: boolean, answer?: unknown) =>
+    request('POST /api/runs/{run_id}/resume', `/api/runs/${encodeURIComponent(runId)}/resume`,
+      answer === undefined ? { offline } : { answer, offline }),
+  /** a new run from `block` with the scope the run had there */
+  replay: (runId: string, block: string, offline: boolean) =>
+    request('POST /api/runs/{run_id}/replay', `/api/runs/${encodeURIComponent(runId)}/replay`, { block, offline }),
+  /** one turn of a conversation with a diagram whose Start keeps `memory` */
+  chat: (path: string, session: string, inputs: Record<string, unknown>, offline: boolean) =>
+    request('POST /api/diagrams/{path}/chat', `${d(path)}/chat`, { session, inputs, offline }),
+  chatSession: (session: string) =>
+    request('GET /api/sessions/{session}', `/api/sessions/${encodeURIComponent(session)}`),
   saveScenario: (runId: string, path: string) =>
     request('POST /api/runs/{run_id}/scenario', `/api/runs/${encodeURIComponent(runId)}/scenario`, { path }),
   runScenarios: (folder: string, file?: string) =>

@@ -1,10 +1,12 @@
 /**
  * The studio's one store, cut in slices (zustand's slices pattern): the document being edited and its history
- * (document.ts), what the server knows and says (sync.ts), runs and scenarios (runs.ts), and UI state (ui.ts).
+ * (document.ts), what the server knows and says (sync.ts), runs and scenarios (runs.ts), the chat with a diagram that
+ * keeps memory (chat.ts), and UI state (ui.ts).
  * Each slice reads the others through `get()`; the canvas draws the store through one pure mapping
  * (components/canvas/mapping.ts) and keeps no copy of its own.
  */
 import { create } from 'zustand';
+import { createChatSlice, type ChatSlice } from './chat';
 import { createDocumentSlice, type DocumentSlice } from './document';
 import { createDraftsSlice, type DraftsSlice } from './drafts';
 import { createRunsSlice, type RunsSlice } from './runs';
@@ -12,7 +14,7 @@ import { createSourceSlice, type SourceSlice } from './source';
 import { createSyncSlice, type SyncSlice } from './sync';
 import { createUiSlice, type UiSlice } from './ui';
 
-export type StudioState = DocumentSlice & SyncSlice & RunsSlice & UiSlice & SourceSlice & DraftsSlice;
+export type StudioState = DocumentSlice & SyncSlice & RunsSlice & UiSlice & SourceSlice & DraftsSlice & ChatSlice;
 
 /** A fresh store (the page has one, `useStudio`; tests make their own). */
 export function createStudio() {
@@ -23,6 +25,7 @@ export function createStudio() {
     ...createUiSlice(...a),
     ...createSourceSlice(...a),
     ...createDraftsSlice(...a),
+    ...createChatSlice(...a),
   }));
   // an edit anywhere but the pane (canvas, forms, undo): the pane asks for the text the save would write
   store.subscribe((s, before) => {
@@ -39,6 +42,8 @@ export { decodeHash, isDirty } from './sync';
 export const isReadOnly = (s: Pick<StudioState, 'session'>) => !!s.session?.read_only;
 export type { ApplyOptions, Edit } from './document';
 export type { ActiveRun } from './runs';
+export { replayOff } from './runs';
+export type { ChatTurn } from './chat';
 export type { Conflict } from './sync';
 export type { Draft, Merge } from './drafts';
 export type { ContextMenu, Dialog, PanelTab, Theme, Toast, XY } from './ui';

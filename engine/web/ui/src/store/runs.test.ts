@@ -23,6 +23,7 @@ function runData(status: string, events: number, count: number): RunData {
   return {
     run_id: 'r1', diagram: 'order_agent.yaml', status, errors: [], blocks: ['start'], links: [], failed: null, passes: {},
     steps: [], events: Array.from({ length: events }, (_, i) => ({ event: 'e', n: count - events + i })), count, variables: null,
+    waiting: null, checkpointed: false, replay_of: null, session: null,
   };
 }
 
@@ -33,7 +34,7 @@ describe('the runs slice', () => {
       'POST /api/diagrams/order_agent.yaml/runs': () => ({ run_id: 'r1' }),
       // the run's events come in two reads: three while it runs, two more when it has finished
       'GET /api/runs/r1': (r) => { polls.push(r); return polls.length === 1 ? runData('running', 3, 3) : runData('succeeded', 2, 5); },
-      'GET /api/diagrams/order_agent.yaml/runs': () => [{ run_id: 'r1', status: 'succeeded', started: 1747483200, duration_ms: 4, steps: 1 }],
+      'GET /api/diagrams/order_agent.yaml/runs': () => [{ run_id: 'r1', status: 'succeeded', started: 1747483200, duration_ms: 4, steps: 1, waiting: null }],
     });
     await studio.getState().startRun({ question: 'x' }, false);
     expect(server.requests[0].body).toEqual({ inputs: { question: 'x' }, offline: true });
@@ -65,7 +66,7 @@ describe('the runs slice', () => {
     studio.getState().closeRun();
     await vi.advanceTimersByTimeAsync(1000);
     expect(server.requests).toHaveLength(0);
-    studio.setState({ runs: [{ run_id: 'r1', status: 'succeeded', started: 1, duration_ms: 1, steps: 1 }], scenarioResults: [] });
+    studio.setState({ runs: [{ run_id: 'r1', status: 'succeeded', started: 1, duration_ms: 1, steps: 1, waiting: null }], scenarioResults: [] });
     studio.getState().forgetRuns();
     expect(studio.getState()).toMatchObject({ run: null, runs: [], scenarioResults: null });
   });

@@ -1,9 +1,11 @@
 /**
  * The runs slice: a run started from the page (or one of the past runs opened), followed until it ends; the
- * diagram's past runs; scenarios saved from a run and the folder's scenarios run.
+ * diagram's past runs; scenarios saved from a run and the folder's scenarios run. Durable runs: a waiting run's
+ * answer (its problems when the form refuses it), an interrupted run resumed, a past run replayed from a block
+ * (`replayFrom`, the canvas's "Run from here"); each is then followed like a run started here.
  */
 import type { StateCreator } from 'zustand';
-import { api } from '../api/client';
+import { ApiError, api } from '../api/client';
 import type { RunData, RunListed, ScenarioResult } from '../api/types';
 import type { StudioState } from './index';
 
@@ -18,6 +20,10 @@ export interface RunsSlice {
   runs: RunListed[];
   scenarioResults: ScenarioResult[] | null;
   scenariosRunning: boolean;
+  /** runs from the page answer requests offline (the server may allow online: `diagrama serve --allow-online`) */
+  offline: boolean;
+  /** what the server found wrong with the answer last sent to the shown run's Wait; null once one is taken */
+  answerProblems: string[] | null;
 
   startRun: (inputs: Record<string, unknown>, offline: boolean) => Promise<void>;
   openRun: (runId: string) => Promise<void>;
@@ -27,6 +33,21 @@ export interface RunsSlice {
   forgetRuns: () => void;
   saveScenario: (path: string) => Promise<void>;
   runScenarios: (folder?: string, file?: string) => Promise<void>;
+  setOffline: (offline: boolean) => void;
+  /** answers the shown waiting run's Wait, or (no answer) resumes the shown interrupted run; then follows it */
+  answerWait: (answer?: unknown) => Promise<void>;
+  /** a new run from `block` with the scope the shown past run had there; the panel follows it */
+  replayFrom: (block: string) => Promise<void>;
+}
+
+/** Why "run from here" is off for `block` (null: it is on): a past run must be shown, durable, and have reached it. */
+export function replayOff(run: ActiveRun | null, block: string): string | null {
+  const data = run?.data;
+  if (!data) return 'open a past run first (Run tab)';
+  if (data.status === 'running') return 'the run is still going';
+  if (!data.checkpointed) return 'this run kept no checkpoints (durable: false, or an older run)';
+  if (!data.blocks.includes(block)) return `this run never reached ${block}`;
+  return null;
 }
 
 const RUN_POLL_MS = 300;
@@ -51,7 +72,8 @@ export const createRunsSlice: StateCreator<StudioState, [], [], RunsSlice> = (se
         set({ run: { runId, data, events: [...still.events, ...data.events] } });
         if (data.status === 'running') runTimer = setTimeout(tick, RUN_POLL_MS);
         else {
-          get().toast(`run ${data.status}`, data.status === 'succeeded' ? 'success' : 'error');
+          const kind = data.status === 'succeeded' ? 'success' : data.status === 'waiting' ? 'info' : 'error';
+          get().toast(data.status === 'waiting' ? 'run waiting for an answer' : `run ${data.status}`, kind);
           void get().loadRuns();
         }
       } catch (e) {
@@ -66,6 +88,8 @@ export const createRunsSlice: StateCreator<StudioState, [], [], RunsSlice> = (se
     runs: [],
     scenarioResults: null,
     scenariosRunning: false,
+    offline: true,
+    answerProblems: null,
 
     async startRun(inputs, offline) {
       const { path, session } = get();
@@ -81,7 +105,7 @@ export const createRunsSlice: StateCreator<StudioState, [], [], RunsSlice> = (se
     },
 
     async openRun(runId) {
-      set({ run: { runId, data: null, events: [] } });
+      set({ run: { runId, data: null, events: [] }, answerProblems: null });
       follow(runId);
     },
 
@@ -103,7 +127,40 @@ export const createRunsSlice: StateCreator<StudioState, [], [], RunsSlice> = (se
 
     forgetRuns() {
       if (runTimer) clearTimeout(runTimer);
-      set({ run: null, runs: [], scenarioResults: null });
+      set({ run: null, runs: [], scenarioResults: null, answerProblems: null });
+      get().newChatSession();
+    },
+
+    setOffline(offline) {
+      set({ offline });
+    },
+
+    async answerWait(answer) {
+      const run = get().run;
+      if (!run) return;
+      try {
+        await api.resume(run.runId, !get().session?.allow_online || get().offline, answer);
+      } catch (e) {
+        if (e instanceof ApiError && e.data.problems) set({ answerProblems: e.data.problems });
+        else get().toast(`answer: ${message(e)}`, 'error');
+        return;
+      }
+      // the same run goes on (its trace grows): read it again from its start
+      set({ run: { runId: run.runId, data: null, events: [] }, answerProblems: null, panelTab: 'run' });
+      follow(run.runId);
+    },
+
+    async replayFrom(block) {
+      const run = get().run;
+      if (!run) return;
+      try {
+        const r = await api.replay(run.runId, block, !get().session?.allow_online || get().offline);
+        set({ run: { runId: r.run_id, data: null, events: [] }, answerProblems: null, panelTab: 'run' });
+        follow(r.run_id);
+        void get().loadRuns();
+      } catch (e) {
+        get().toast(`run from ${block}: ${message(e)}`, 'error');
+      }
     },
 
     async saveScenario(scenarioPath) {

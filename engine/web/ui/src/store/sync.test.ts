@@ -201,7 +201,7 @@ describe('the sync slice: files', () => {
       'GET /api/diagrams/other.yaml': () => diagramFile('other.yaml'),
       'GET /api/diagrams/other.yaml/runs': () => [],
     });
-    studio.setState({ runs: [{ run_id: 'r1', status: 'succeeded', started: 1, duration_ms: 1, steps: 1 }] });
+    studio.setState({ runs: [{ run_id: 'r1', status: 'succeeded', started: 1, duration_ms: 1, steps: 1, waiting: null }] });
     await studio.getState().deleteFile('order_agent.yaml');
     expect(studio.getState().path).toBe('other.yaml');
     expect(studio.getState().runs).toEqual([]);

@@ -1,12 +1,13 @@
 /**
  * The context menu on a block or a link: what a right-click offers, each item an action of the store. Items that
- * wait for other work (run from here: durable runs; open subdiagram: the Subdiagram block) are listed, disabled,
- * saying why, so the menu gains them by enabling an item.
+ * wait for other work (open subdiagram: the Subdiagram block) are listed, disabled, saying why, so the menu gains
+ * them by enabling an item. "Run from here" replays the past run shown in the Run tab from the block (when it is
+ * durable and reached it: `replayOff` says why not).
  */
 import { useEffect, useRef } from 'react';
 import { NEXT } from '../../model/format';
 import { parseEdgeId } from '../../model/graph';
-import { useStudio, type ContextMenu as Menu } from '../../store';
+import { replayOff, useStudio, type ContextMenu as Menu } from '../../store';
 
 interface Item {
   label: string;
@@ -26,7 +27,7 @@ function blockItems(menu: Menu): Item[] {
     { label: 'Duplicate', keys: 'Ctrl+D', off: ro, run: () => { s.select([menu.id], null); s.copy(); s.pasteClipboard(); } },
     { label: 'Copy', keys: 'Ctrl+C', run: () => { s.select([menu.id], null); s.copy(); } },
     { label: 'Show in YAML', run: () => { s.setPaneOpen(true); s.select([menu.id], null); } },
-    { label: 'Run from here', off: 'runs cannot resume from a block yet (durable runs)' },
+    { label: 'Run from here', off: replayOff(s.run, menu.id) ?? undefined, run: () => void s.replayFrom(menu.id) },
     { label: 'Open subdiagram', off: 'no Subdiagram block type yet' },
     { label: 'Delete', keys: 'Del', off: ro, danger: true, run: () => { s.select([menu.id], null); s.deleteSelection(); } },
   ];

@@ -27,7 +27,8 @@ function run(extra: Partial<RunData> = {}): RunData {
   return {
     run_id: 'r1', diagram: 'order_agent.yaml', status: 'succeeded', errors: [], blocks: ['start', 'ask', 'dispatch', 'done'],
     links: [['start', 'ask'], ['ask', 'dispatch'], ['dispatch', 'ask'], ['ask', 'done']], failed: null, passes: {},
-    steps: [step('start'), step('ask'), step('dispatch'), step('ask'), step('done')], events: [], count: 12, variables: null, ...extra,
+    steps: [step('start'), step('ask'), step('dispatch'), step('ask'), step('done')], events: [], count: 12, variables: null,
+    waiting: null, checkpointed: false, replay_of: null, session: null, ...extra,
   };
 }
 

@@ -1,9 +1,11 @@
-/** Run the diagram: inputs from Start, offline switch, live status, steps, past runs, scenarios. */
+/** Run the diagram: inputs from Start, offline switch, live status, steps, runs waiting for an answer (a Wait's form),
+ * past runs, scenarios. */
 import { useEffect, useMemo, useState } from 'react';
 import type { Block, BlockType, RunData } from '../../api/types';
 import { formatScalar, parseScalar } from '../../model/scalars';
 import { isDirty, useStudio } from '../../store';
 import { msText, startedText, tokensText } from '../../model/run';
+import { WaitForm } from './WaitForm';
 
 /** The diagram's start block (its type says it is one), whose inputs the run form offers. */
 function startBlock(blocks: Block[], palette: BlockType[]): Block | undefined {
@@ -34,7 +36,9 @@ export function RunPanel() {
   const [values, setValues] = useState<Record<string, string>>(() => asTexts(defaults));
   useEffect(() => setValues(asTexts(defaults)), [defaults]);
   const allowOnline = !!session?.allow_online;
-  const [offline, setOffline] = useState(true);
+  const offline = useStudio((s) => s.offline);
+  const setOffline = useStudio.getState().setOffline;
+  const waitingRuns = runs.filter((r) => r.status === 'waiting' && r.waiting);
   const running = run?.data?.status === 'running' || (run !== null && run.data === null);
 
   const submit = () => {
@@ -50,10 +54,18 @@ export function RunPanel() {
           <div className="run-status">
             <span className={`status-dot status-dot--${data?.status ?? 'running'}`} aria-hidden="true" />
             <strong>{data ? data.status : 'starting'}</strong>
-            <span className="muted small">run {run.runId}{data ? ` · ${data.steps.length} steps · ${data.count} events` : ''}</span>
+            <span className="muted small">run {run.runId}{data ? ` · ${data.steps.length} steps · ${data.count} events` : ''}
+              {data?.replay_of ? ` · replay of ${data.replay_of}` : ''}</span>
             <span className="field__spacer" />
             <button type="button" className="btn-link" onClick={closeRun}>clear</button>
           </div>
+          {data && data.status === 'waiting' && data.waiting && <WaitForm key={`${run.runId}:${data.count}`} waiting={data.waiting} />}
+          {data && data.status === 'interrupted' && data.checkpointed && (
+            <div className="note note--warning">
+              Its process is gone. Resuming continues from its last checkpoint: the block that was in flight runs again.{' '}
+              <button type="button" className="btn" onClick={() => void useStudio.getState().answerWait()}>Resume</button>
+            </div>
+          )}
           {data && data.status !== 'running' && <RunResult data={data} />}
           {data && data.steps.length > 0 && (
             <table className="grid steps-table" aria-label="Steps">
@@ -110,6 +122,23 @@ export function RunPanel() {
           </div>
         </form>
       </section>
+
+      {waitingRuns.length > 0 && (
+        <section className="section">
+          <h3>Waiting for an answer</h3>
+          <ul className="runs-list" aria-label="Waiting runs">
+            {waitingRuns.map((r) => (
+              <li key={r.run_id}>
+                <button type="button" className={`run-item${run?.runId === r.run_id ? ' is-current' : ''}`} onClick={() => void openRun(r.run_id)}>
+                  <span className="status-dot status-dot--waiting" aria-hidden="true" />
+                  <span className="run-item__when">{r.waiting!.block}</span>
+                  <span className="muted small">{r.waiting!.prompt.length > 120 ? `${r.waiting!.prompt.slice(0, 119)}…` : r.waiting!.prompt}</span>
+                </button>
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
 
       <section className="section">
         <h3>Past runs</h3>

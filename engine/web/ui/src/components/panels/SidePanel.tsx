@@ -1,5 +1,8 @@
-/** The right-hand panel: Properties (block / link / diagram), Run, Problems. */
+/** The right-hand panel: Properties (block / link / diagram), Run, Chat (a diagram that keeps memory), Problems. */
+import { useMemo } from 'react';
 import { useStudio, type PanelTab } from '../../store';
+import { memoryNames } from '../../store/chat';
+import { ChatPanel } from './ChatPanel';
 import { BlockProperties } from './BlockProperties';
 import { EdgeProperties } from './EdgeProperties';
 import { DiagramProperties } from './DiagramProperties';
@@ -7,7 +10,7 @@ import { RunPanel } from './RunPanel';
 import { ProblemsPanel } from './ProblemsPanel';
 import { counts } from '../../model/problems';
 
-const TABS: Array<[PanelTab, string]> = [['properties', 'Properties'], ['run', 'Run'], ['problems', 'Problems']];
+const TABS: Array<[PanelTab, string]> = [['properties', 'Properties'], ['run', 'Run'], ['chat', 'Chat'], ['problems', 'Problems']];
 
 export function SidePanel() {
   const tab = useStudio((s) => s.panelTab);
@@ -17,10 +20,15 @@ export function SidePanel() {
   const palette = useStudio((s) => s.palette);
   const problems = useStudio((s) => s.problems);
   const run = useStudio((s) => s.run);
+  const saved = useStudio((s) => s.saved);
   const c = counts(problems);
+  // the chat talks to the saved file: its Start decides
+  const chat = useMemo(() => memoryNames((saved ?? diagram)?.blocks ?? [], palette).length > 0, [saved, diagram, palette]);
+  const tabs = chat ? TABS : TABS.filter(([t]) => t !== 'chat');
 
   let body = null;
   if (tab === 'run') body = <RunPanel />;
+  else if (tab === 'chat' && chat) body = <ChatPanel />;
   else if (tab === 'problems') body = <ProblemsPanel />;
   else if (diagram) {
     const blocks = diagram.blocks.filter((b) => selection.includes(b.id));
@@ -47,7 +55,7 @@ export function SidePanel() {
   return (
     <aside className="side-panel" aria-label="Inspector">
       <div className="tabs" role="tablist" aria-label="Inspector tabs">
-        {TABS.map(([t, text]) => (
+        {tabs.map(([t, text]) => (
           <button key={t} type="button" role="tab" id={`tab-${t}`} aria-selected={tab === t} aria-controls="side-panel-body"
             className={tab === t ? 'is-on' : ''} onClick={() => useStudio.getState().setPanelTab(t)}>
             {text}
