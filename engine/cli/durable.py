@@ -134,6 +134,13 @@ def resume(
             answer = _read_answer(inputs) if inputs else {}
             answer.update(parse_answer_pairs(form, input or []))
         resumption = prepare_resume(store, run_id, registry=blocks_registry(), answer=answer, from_block=from_block)
+        if from_block is None:
+            from engine.runs.api_durable import take_over
+
+            # Of two resumes of one run (two terminals, the studio, the API), one takes it; the other is refused
+            # here, before any block runs again.
+            if not take_over(store, run_id):
+                raise typer.Exit(_usage(f"run '{run_id}' is already being resumed elsewhere"))
         session = resumption.record.get("session") if from_block is None else None
         if session:
             from engine.runs.sessions import claim_session

@@ -1,0 +1,48 @@
+"""`diagrama run` stopping at a Wait and `diagrama resume` answering it, as a user types them; of two resumes of one
+waiting run started at once, one takes it and the other is refused before any block runs again."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+from typer.testing import CliRunner
+
+from engine.cli import app
+
+DIAGRAMS = Path(__file__).resolve().parents[2] / "diagrams"
+
+
+def _waiting_run(tmp_path: Path) -> tuple[Path, str]:
+    shutil.copy(DIAGRAMS / "approve_reply.yaml", tmp_path / "approve_reply.yaml")
+    runs = tmp_path / "runs"
+    started = CliRunner().invoke(app, ["run", str(tmp_path / "approve_reply.yaml"), "--offline", "--runs-dir",
+                                       str(runs), "--output", "json"])
+    assert started.exit_code == 3, started.output  # 3: waiting for a person
+    answer = orjson.loads(started.stdout)
+    assert answer["status"] == "waiting" and answer["waiting"]["form"]["required"] == ["approved"]
+    return runs, answer["run_id"]
+
+
+def test_a_wrong_answer_keeps_the_run_waiting_and_a_good_one_finishes_it(tmp_path: Path) -> None:
+    runs, run_id = _waiting_run(tmp_path)
+    wrong = CliRunner().invoke(app, ["resume", run_id, "--runs-dir", str(runs), "--input", "approved=maybe"])
+    assert wrong.exit_code == 2, wrong.output
+    done = CliRunner().invoke(app, ["resume", run_id, "--runs-dir", str(runs), "--offline", "--input",
+                                    "approved=true", "--output", "json"])
+    assert done.exit_code == 0, done.output
+    assert orjson.loads(done.stdout)["path"][-2:] == ["approve", "send"]
+
+
+def test_of_two_resumes_at_once_exactly_one_continues_the_run(tmp_path: Path) -> None:
+    runs, run_id = _waiting_run(tmp_path)
+    command = [sys.executable, "-m", "engine.cli", "resume", run_id, "--runs-dir", str(runs), "--offline", "--input",
+               "approved=true", "--output", "json"]
+    both = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path) for _ in range(2)]
+    answers = [(process.wait(timeout=120), process.stderr.read().decode()) for process in both if process.stderr]
+    codes = sorted(code for code, _ in answers)
+    assert codes == [0, 2], answers  # the loser is refused whether it saw the run running or lost the take-over
+    assert any("being resumed" in text or "is running" in text for _, text in answers), answers
