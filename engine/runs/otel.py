@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["EXIT_WAIT", "OtelExport", "otel_wanted", "otlp_export"]
 
 _SCOPE = "diagrama"
-EXIT_WAIT = 0.8
+EXIT_WAIT = 0.5
 """Seconds a command waits, after its run, for the collector to take the last spans."""
 
 
