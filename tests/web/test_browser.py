@@ -107,12 +107,31 @@ def drag_from_palette(page: Any, block_type: str, x: float, y: float) -> None:
     page.wait_for_function(f"document.querySelectorAll('{BLOCKS_SELECTOR}').length === {before + 1}")
 
 
+HANDLES_READY = """([source, port, target]) => {
+    const find = (block, id) => document.querySelector(`.react-flow__handle[data-nodeid="${block}"][data-handleid="${id}"]`);
+    const handles = [find(source, port), find(target, 'in')];
+    if (handles.some((h) => !h)) return false;
+    const boxes = handles.map((h) => h.getBoundingClientRect());
+    const pressable = handles.every((h, i) => {
+        const under = document.elementFromPoint(boxes[i].x + boxes[i].width / 2, boxes[i].y + boxes[i].height / 2);
+        return under === h || h.contains(under);
+    });
+    const key = JSON.stringify(boxes.map((b) => [b.x, b.y, b.width, b.height]));
+    const steady = window.__handlesSeen === key;
+    window.__handlesSeen = key;
+    return pressable && steady;
+}"""
+
+
 def handle(page: Any, block: str, port: str) -> Any:
     return page.locator(f'.react-flow__handle[data-nodeid="{block}"][data-handleid="{port}"]')
 
 
 def connect(page: Any, source: str, target: str, port: str = "next") -> None:
     """Drags a link from a block's port handle (next on the right, on_error at the bottom) to a block's input."""
+    # Wait until both handles are where they will stay and are what a pointer there would press: a view still
+    # settling, or a block re-measured, moves a handle between reading its box and pressing it.
+    page.wait_for_function(HANDLES_READY, arg=[source, port, target], polling="raf")
     start = handle(page, source, port).bounding_box()
     end = handle(page, target, "in").bounding_box()
     assert start and end, f"handles of {source}/{port} or {target}/in are not on screen"
