@@ -88,7 +88,19 @@ class Function(Block):
         began = time.perf_counter()
         notes: list[str] = []
         try:
-            value = _scripted(name, reply) if reply is not None else await self._call(inputs, context)
+            if reply is not None:
+                value = _scripted(name, reply)
+            else:
+                try:
+                    # Most functions return without waiting (finished): then nothing is awaited here.
+                    finished, value = _start_call()(self._code, inputs.arguments, timeout=inputs.timeout, name=name,
+                                                    is_async=self._is_async)
+                    if not finished:
+                        value = await value
+                except RunError:
+                    raise  # raised on purpose (an engine.BlockError with a type of its own), or too many calls stuck
+                except Exception as exc:
+                    raise _call_failed(exc, inputs, context) from None
             try:
                 result = json_result(value, notes)
             except BlockError as exc:
@@ -109,36 +121,35 @@ class Function(Block):
             context.emit(Event.FUNCTION_CALLED, **event, ok=True, duration_ms=_since(began), **shown)
         return {"result": result}
 
-    async def _call(self, inputs: FunctionInputs, context: RunContext) -> Any:
-        """What the function returned; its failure as the block's error (a timeout, or `function_error`)."""
-        tools = _tools()
-        code, name = self._code, inputs.function
-        assert code is not None, "the loader binds the code of every Function it compiles"
-        try:
-            return await tools.call_handler(code, inputs.arguments, timeout=inputs.timeout, name=name,
-                                            is_async=self._is_async)
-        except RunError:
-            raise  # raised on purpose (an engine.BlockError with a type of its own), or too many calls stuck
-        except tools.HandlerTimeout as exc:
-            still = ", still running" if exc.left_running else ""
-            raise BlockTimeout(f"function '{name}' took longer than its timeout of {inputs.timeout:g} s; "
-                               f"it was abandoned{still}") from None
-        except Exception as exc:  # user code: its failure is the block's error, named by type, without a traceback
-            message = context.trace.redactor.text(f"function '{name}' raised {type(exc).__name__}: {exc}")
-            raise BlockError(message, type="function_error") from None
+
+def _call_failed(exc: Exception, inputs: FunctionInputs, context: RunContext) -> RunError:
+    """A call's failure as the block's error: past its timeout a BlockTimeout, else `function_error`."""
+    name = inputs.function
+    if isinstance(exc, _tools().HandlerTimeout):
+        still = ", still running" if exc.left_running else ""
+        return BlockTimeout(f"function '{name}' took longer than its timeout of {inputs.timeout:g} s; "
+                            f"it was abandoned{still}")
+    # User code: its failure is the block's error, named by type, without a traceback.
+    return BlockError(context.trace.redactor.text(f"function '{name}' raised {type(exc).__name__}: {exc}"),
+                      type="function_error")
 
 
 def _tools() -> Any:
     """engine.tools, imported on the first call: loading the block for `validate` needs no event loop."""
-    global _TOOLS
-    if _TOOLS is None:
-        import engine.tools
+    import engine.tools
 
-        _TOOLS = engine.tools
-    return _TOOLS
+    return engine.tools
 
 
-_TOOLS: Any = None
+def _start_call() -> Callable[..., tuple[bool, Any]]:
+    """engine.tools.start_call, imported on the first call and kept (read at every step)."""
+    global _START_CALL
+    if _START_CALL is None:
+        _START_CALL = _tools().start_call
+    return _START_CALL
+
+
+_START_CALL: Callable[..., tuple[bool, Any]] | None = None
 
 
 def _scripted(name: str, reply: Mapping[str, Any]) -> Any:

@@ -163,7 +163,10 @@ def json_result(value: Any, notes: list[str] | None = None, *, where: str = "res
 
 def _flat(record: dict[Any, Any]) -> bool:
     """Whether every key is text and every value a plain JSON scalar."""
-    return all(type(key) is str and type(item) in _PLAIN for key, item in record.items())
+    for key, item in record.items():  # noqa: SIM110 -- a loop, not all(...): no generator for the commonest result
+        if type(key) is not str or type(item) not in _PLAIN:
+            return False
+    return True
 
 
 def _decimal_text(value: Decimal) -> bytes:

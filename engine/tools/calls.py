@@ -1,8 +1,9 @@
 """Calling a tool's handler under its timeout, without ever waiting on a stuck one.
 
-A sync handler runs on a daemon thread of its own, an async one as a task on the loop.
-The caller waits for the result, the timeout or its own cancellation (the run's deadline),
-whichever comes first; a handler still running then is abandoned, never joined. A thread
+A sync handler runs on a daemon thread of its own; an async one is awaited in the caller's task,
+its first step at once (`start_call`). The caller waits for the result, the timeout or its own
+cancellation (the run's deadline), whichever comes first; a handler still running then is
+abandoned (a thread) or closed (a coroutine), never joined. A thread
 stuck in C code cannot be killed, but neither the run nor the process's exit waits for it.
 Bounding what a handler computes is the handler's own job (the calculator's size limit).
 """
@@ -14,12 +15,12 @@ import contextlib
 import contextvars
 import inspect
 import threading
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
 from engine.errors import ToolError
 
-__all__ = ["HandlerTimeout", "call_handler"]
+__all__ = ["HandlerTimeout", "call_handler", "start_call"]
 
 # Threads of abandoned handlers that may pile up before new calls are refused: each stuck
 # one holds a thread until it returns, and a process should not collect them without end.
@@ -112,39 +113,142 @@ async def _wait(work: asyncio.Future[Any], deadline: float) -> bool:
     return bool(done)
 
 
-_EAGER: Callable[..., asyncio.Future[Any]] | None = getattr(asyncio, "eager_task_factory", None)
-"""Python 3.12's factory of tasks whose first step runs at once; None before 3.12."""
-
-
-def _start_task(coroutine: Coroutine[Any, Any, Any]) -> asyncio.Future[Any]:
-    """The handler's coroutine as a task of its own: started eagerly where Python can (3.12's eager tasks, whose
-    first step runs at once as that task: one that returns without waiting is done before any scheduling), else
-    scheduled. Its steps always run as its own task, never the caller's: an `asyncio.timeout` or an anyio cancel
-    scope it enters belongs to it, so its expiry cancels the handler, never the run."""
-    return _EAGER(asyncio.get_running_loop(), coroutine) if _EAGER is not None else asyncio.ensure_future(coroutine)
-
-
 async def call_handler(handler: Callable[..., Any], arguments: Mapping[str, Any], *,
                        timeout: float,  # noqa: ASYNC109 -- enforced here, without cancelling-and-waiting
                        name: str = "", is_async: bool | None = None) -> Any:
-    """The handler's result, or its own exception; `HandlerTimeout` after `timeout` seconds.
+    """The handler's result, or its own exception; `HandlerTimeout` after `timeout` seconds (`start_call`)."""
+    finished, value = start_call(handler, arguments, timeout=timeout, name=name, is_async=is_async)
+    return value if finished else await value
 
-    Cancelling the caller (the run's deadline) stops the wait at once and abandons the call. An async
-    handler runs as a task of its own (`_start_task`: eagerly on Python 3.12+, so one that returns without
-    waiting costs no scheduling and no timer). `is_async`: whether the handler is a coroutine function, when
-    the caller knows it already.
+
+def start_call(handler: Callable[..., Any], arguments: Mapping[str, Any], *, timeout: float, name: str = "",
+               is_async: bool | None = None) -> tuple[bool, Any]:
+    """Start calling `handler` with `arguments`: (True, its result) when it finished at once, else (False, an
+    awaitable of its result). Raises the handler's own exception where its first step raised it.
+
+    A sync handler runs on a thread of its own (`_start_thread`). An async one runs as an awaited call does, in the
+    caller's task, its first step at once: one that returns without waiting (most do) costs no scheduling, no task
+    and no timer, which keeps a Function step within microseconds of a Set step. Its steps run in a copy of the
+    caller's context (as a task's would), and an `asyncio.timeout` or an anyio cancel scope it enters works as in
+    any awaited call: its expiry raises in the handler, never in the run. Past `timeout`, or when the caller is
+    cancelled (the run's deadline), the handler is cancelled once; one that does not stop at that is closed, never
+    waited for (`_Drive`). `is_async`: whether the handler is a coroutine function, when the caller knows it already.
     """
-    thread = not (inspect.iscoroutinefunction(handler) if is_async is None else is_async)
-    work = _start_thread(handler, arguments, name) if thread else _start_task(handler(**arguments))
-    if not thread and work.done() and not inspect.isawaitable(work.result()):
-        return work.result()  # finished in its eager first step: no timer to set
-    deadline = asyncio.get_running_loop().time() + timeout
-    if not await _wait(work, deadline):
-        raise HandlerTimeout(timeout, left_running=thread)
+    if not (inspect.iscoroutinefunction(handler) if is_async is None else is_async):
+        return False, _outcome_of_thread(_start_thread(handler, arguments, name), timeout)
+    coroutine = handler(**arguments)
+    context = contextvars.copy_context()
+    try:
+        waits_on = context.run(coroutine.send, None)
+    except StopIteration as returned:
+        value = returned.value
+        if type(value) in _NEVER_AWAITABLE or not inspect.isawaitable(value):
+            return True, value
+        return False, _awaited(value, context, timeout)  # it returned an awaitable: awaited in the time it has
+    return False, _Drive(coroutine, context, waits_on, timeout)
+
+
+_NEVER_AWAITABLE = frozenset({dict, list, str, int, float, bool, type(None)})
+"""What most handlers return: known not awaitable without asking the `Awaitable` ABC."""
+
+
+async def _outcome_of_thread(work: asyncio.Future[Any], timeout: float) -> Any:  # noqa: ASYNC109 -- enforced here
+    """A sync handler's result from its thread, within `timeout`; one that returned an awaitable has it awaited."""
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    if not await _wait(work, began + timeout):
+        raise HandlerTimeout(timeout, left_running=True)
     result = work.result()
     if inspect.isawaitable(result):  # a sync callable that returned a coroutine: awaited in what time is left
-        work = asyncio.ensure_future(result)
-        if not await _wait(work, deadline):
-            raise HandlerTimeout(timeout, left_running=False)
-        result = work.result()
+        return await _awaited(result, contextvars.copy_context(), max(0.0, began + timeout - loop.time()))
     return result
+
+
+async def _awaited(awaitable: Any, context: contextvars.Context,
+                   timeout: float) -> Any:  # noqa: ASYNC109 -- enforced by _Drive
+    """An awaitable a handler returned, awaited as `_Drive` awaits a handler (a coroutine's first step at once)."""
+    steps = awaitable.__await__()
+    try:
+        waits_on = context.run(steps.send, None)
+    except StopIteration as returned:
+        return returned.value
+    return await _Drive(steps, context, waits_on, timeout)
+
+
+class _Drive:
+    """Awaiting an async handler that waits: its steps, driven one by one in the caller's task and in its own
+    context, under its timeout.
+
+    What it waits on is passed up to the caller's task and what that task sends or throws back is passed down, as
+    an `await` does; so the handler's own `asyncio.timeout`s and cancel scopes work as in any awaited call (each
+    cancellation it asks for reaches it, and those it takes back, `uncancel`, are its own). Past `timeout` the
+    caller's task is cancelled (as `asyncio.timeout` does): the cancellation reaches the handler and becomes
+    `HandlerTimeout` here. A cancellation that the handler neither took back nor ended on (it went on waiting)
+    means it ignores being stopped: it is closed then (`GeneratorExit` where it waits: its `finally` clauses run, its
+    waits after that are cut short) and the call ends without it, never waiting for it.
+    """
+
+    __slots__ = ("context", "steps", "timeout", "waits_on")
+
+    def __init__(self, steps: Any, context: contextvars.Context, waits_on: Any, timeout: float) -> None:
+        self.steps, self.context, self.waits_on, self.timeout = steps, context, waits_on, timeout
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task(loop)
+        if task is None:
+            raise RuntimeError("a handler is awaited inside a task")
+        base = task.cancelling()
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            task.cancel()
+
+        timer = loop.call_at(loop.time() + self.timeout, expire)
+        steps, run = self.steps, self.context.run
+        waits_on = self.waits_on
+        try:
+            while True:
+                try:
+                    sent = yield waits_on
+                except GeneratorExit:  # the caller is closed: so is the handler
+                    _close(steps)
+                    raise
+                except BaseException as thrown:  # a cancellation (the handler's own, the timeout's, the run's)
+                    step, given = steps.throw, thrown
+                else:
+                    step, given = steps.send, sent
+                try:
+                    waits_on = run(step, given)
+                except StopIteration as returned:
+                    return self._settle(task, base, expired, returned.value, None)
+                except BaseException as raised:  # the handler's outcome, settled below
+                    return self._settle(task, base, expired, None, raised)
+                if task.cancelling() > base:  # it goes on waiting through a stop it did not take back
+                    _close(steps)
+                    return self._settle(task, base, expired, None, asyncio.CancelledError())
+        finally:
+            timer.cancel()
+            self.steps = self.waits_on = None  # nothing kept from the handler once it is done with
+
+    def _settle(self, task: asyncio.Task[Any], base: int, expired: bool, value: Any,
+                raised: BaseException | None) -> Any:
+        """The call's outcome: past its timeout `HandlerTimeout` (its own cancellation taken back); with an outside
+        cancellation still standing, that cancellation; else what the handler returned or raised."""
+        if expired and task.cancelling() > base:
+            task.uncancel()
+            if task.cancelling() <= base:
+                raise HandlerTimeout(self.timeout, left_running=False) from None
+        if task.cancelling() > base and not isinstance(raised, asyncio.CancelledError):
+            raise asyncio.CancelledError()  # the run's deadline goes on, whatever the handler made of it
+        if raised is not None:
+            raise raised
+        return value
+
+
+def _close(steps: Any) -> None:
+    """Close an abandoned handler's coroutine; one that waits even then is left to the garbage collector."""
+    with contextlib.suppress(RuntimeError):
+        steps.close()

@@ -225,3 +225,101 @@ def test_a_timeout_a_handler_sets_itself_cancels_the_handler_never_the_run() -> 
         return seen
 
     assert asyncio.run(check()) == ["own_timeout", "own_anyio_deadline"]
+
+
+def test_an_async_handler_is_awaited_in_the_callers_task_and_stopped_as_an_awaited_call_is() -> None:
+    # Async handlers run in the caller's task (no task of their own: a Function step costs microseconds), so
+    # what a task would have given them is checked here: their own context, their cancellation when the caller's
+    # deadline strikes, a handler that will not stop closed (its `finally` run) rather than waited for, and the
+    # caller's cancellation never lost, whatever the handler does with it.
+    import contextvars
+
+    from engine.tools import HandlerTimeout, call_handler
+
+    seen = contextvars.ContextVar("seen", default="caller's")
+    stopped: list[str] = []
+
+    async def sets_a_context_variable() -> str:
+        seen.set("handler's")
+        await asyncio.sleep(0)
+        return seen.get()
+
+    async def will_not_stop() -> str:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            try:
+                await asyncio.sleep(10)  # cleaning up for ever
+            finally:
+                stopped.append("closed")
+        return "late"
+
+    async def swallows_and_returns() -> str:
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            pass
+        return "swallowed"
+
+    async def fails_after_waiting() -> None:
+        await asyncio.sleep(0.01)
+        raise KeyError("sku")
+
+    async def check() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        assert await call_handler(sets_a_context_variable, {}, timeout=1) == "handler's"
+        assert seen.get() == "caller's"  # the handler's context was its own
+
+        began = time.perf_counter()
+        with pytest.raises(HandlerTimeout):
+            await call_handler(will_not_stop, {}, timeout=0.05)
+        assert time.perf_counter() - began < 5 and stopped == ["closed"]
+        assert task.cancelling() == 0  # the timeout's own cancellation was taken back
+        await asyncio.sleep(0.02)  # and the caller goes on
+
+        with pytest.raises(KeyError, match="sku"):
+            await call_handler(fails_after_waiting, {}, timeout=5)
+
+        # The run's deadline (an asyncio.timeout around the call) while the handler waits: it reaches the
+        # caller even when the handler swallows its cancellation and returns, or will not stop.
+        for handler in (swallows_and_returns, will_not_stop):
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.05):
+                    await call_handler(handler, {}, timeout=30)
+            assert task.cancelling() == 0
+
+    asyncio.run(check())
+
+
+def test_a_run_deadline_stops_an_async_function_that_ignores_it(tmp_path: Path) -> None:
+    from blocks.registry import registry
+    from engine.compile.loader import load_diagram_text
+
+    (tmp_path / "slow_functions.py").write_text(textwrap.dedent("""
+        import asyncio
+
+        async def deaf():
+            while True:
+                try:
+                    await asyncio.sleep(10)
+                except asyncio.CancelledError:
+                    continue  # never stops on its own
+    """))
+    diagram = load_diagram_text(textwrap.dedent("""
+        diagram: deaf
+        allowed_modules: [slow_functions]
+        blocks:
+          - id: start
+            type: Start
+            timeout: 0.2
+            next: call
+          - id: call
+            type: Function
+            with: {function: "slow_functions:deaf", timeout: 30}
+    """), tmp_path / "deaf.yaml", registry())
+    began = time.perf_counter()
+    result = asyncio.run(execute(diagram, runs_dir=tmp_path / "runs"))
+    assert time.perf_counter() - began < 5
+    assert result.status == "failed"
+    assert [error["type"] for error in result.errors] == ["run_timeout"], result.errors
