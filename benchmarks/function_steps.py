@@ -1,13 +1,13 @@
 """What a Function step costs over a Set step, in µs, at Release, in process.
 
-The counter cycle of benchmarks.engine_steps (one block sets `i = i + 1` and links back to itself while
-`i < N`, 10,000 steps), its block a Set, then a Function calling an `async def` that returns at once
-(awaited in the run's task, its first step at once: done with no scheduling, no task and no timer, so what
-is left is the block's own cost; issue 26's target is 3 µs over the Set step), then a Function
-calling a plain `def` (run on a thread of its own, as every sync function is: the thread's start and the
-loop's wake-up dominate). The functions take one constant argument and return a small dict. Traces go to
-a temporary folder, as in a real run. Prints one JSON line per figure: µs per step (median and fastest of
-the repeats) and the difference from the Set cycle (the median of the paired rounds' differences, and the
+The counter cycle of benchmarks.engine_steps (one block sets `i = i + 1` and links back to itself while `i <
+N`, 10,000 steps), its block a Set, then a Function calling an `async def` that returns at once (awaited in
+the run's task, its first step at once: done with no scheduling, no task and no timer, so what is left is the
+block's own cost; issue 26's target is 3 µs over the Set step), then a Function calling a plain `def` (run on
+a handler thread, as every sync function is, reused from the last call: the hand-over to the thread and the
+loop's wake-up dominate). The functions take one constant argument and return a small dict. Traces go to a
+temporary folder, as in a real run. Prints one JSON line per figure: µs per step (median and fastest of the
+repeats) and the difference from the Set cycle (the median of the paired rounds' differences, and the
 difference of the fastest), with the Python version and machine.
 
 `--instructions` counts instead, under valgrind (benchmarks.instructions): instructions per step of

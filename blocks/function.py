@@ -3,8 +3,9 @@
 The function is imported when the diagram loads (`Block.code_input`), as tool handlers are: from the
 diagram's folder first, only from the diagram's `allowed_modules`, only what the module itself defines;
 its literal arguments are checked against its signature then. A run calls it with the rendered
-`arguments`, by name: a sync function on a thread of its own, an async one awaited, under `timeout` and
-the run's deadline, past either of which it is abandoned, never waited for (`engine.tools.call_handler`).
+`arguments`, by name: a sync function on a handler thread, an async one awaited in the run's task, under
+`timeout` and the run's deadline, past either of which it is stopped, never waited for
+(`engine.tools.start_call`).
 What it returns becomes JSON data (`engine.json_result`); what it raises is a `function_error`, to which
 the executor applies the block's error level. A scenario scripts it by block id, `sub/price` in a
 subdiagram (`services.scripted`).

@@ -258,8 +258,8 @@ def test_an_async_handler_is_awaited_in_the_callers_task_and_stopped_as_an_await
         try:
             await asyncio.sleep(10)
         except asyncio.CancelledError:
-            pass
-        return "swallowed"
+            return "swallowed"
+        return "not reached"
 
     async def fails_after_waiting() -> None:
         await asyncio.sleep(0.01)
@@ -323,3 +323,35 @@ def test_a_run_deadline_stops_an_async_function_that_ignores_it(tmp_path: Path) 
     assert time.perf_counter() - began < 5
     assert result.status == "failed"
     assert [error["type"] for error in result.errors] == ["run_timeout"], result.errors
+
+
+def test_sync_handlers_reuse_waiting_threads_and_a_stuck_one_keeps_its_own() -> None:
+    import threading
+
+    from engine.tools import HandlerTimeout, call_handler
+
+    release = threading.Event()
+
+    def where() -> str:
+        return threading.current_thread().name
+
+    def thread() -> threading.Thread:
+        return threading.current_thread()
+
+    def stuck() -> str:
+        release.wait(10)
+        return "released"
+
+    async def check() -> None:
+        await call_handler(where, {}, timeout=5, name="where")
+        waiting = sum(1 for alive in threading.enumerate() if alive.name.startswith("diagrama-tool:"))
+        threads = [await call_handler(thread, {}, timeout=5, name="thread") for _ in range(30)]
+        assert len(set(threads)) <= waiting + 1  # not a thread a call: one that waits takes the next
+        assert await call_handler(where, {}, timeout=5, name="where") == "diagrama-tool:where"
+        with pytest.raises(HandlerTimeout):
+            await call_handler(stuck, {}, timeout=0.05, name="stuck")
+        # The stuck call holds its thread; later calls go on without waiting behind it.
+        assert await call_handler(where, {}, timeout=5, name="after") == "diagrama-tool:after"
+        release.set()
+
+    asyncio.run(check())
