@@ -64,7 +64,8 @@ class Wait(Block):
         answer = context.answer
         if answer is None or answer.block != self.id:
             scripted = context.services.scripted
-            reply = scripted.answer(self.id) if scripted is not None else None
+            # By its address from the top run (`review/approve` in a Subdiagram's child), as scenarios name it.
+            reply = scripted.answer(context.address) if scripted is not None else None
             if reply is None:
                 raise RunSuspended(inputs.prompt, inputs.form, inputs.timeout)
             return self._answered(inputs, reply.get("answer"), float(reply.get("waited") or 0.0), checked=False)

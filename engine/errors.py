@@ -44,6 +44,7 @@ step context attaches (`RunError.at_block`) when the raiser did not know it.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Literal, Self
 
@@ -359,6 +360,10 @@ class RunSuspended(Exception):
         self.prompt = prompt
         self.form = form
         self.timeout = timeout
+        self.asked_at = time.time()
+        self.address: str | None = None
+        """The Wait's address from the run the request has reached (`approve`, then `review/approve` in the caller
+        of the Subdiagram `review`): set as each run on the way is checkpointed."""
 
 
 class RetryableProviderError(Exception):

@@ -83,6 +83,9 @@ def prepare_resume(store: SqliteCheckpoints, run_id: str, *, registry: BlockRegi
     row = store.run(run_id)
     if row is None:
         raise UsageError(f"no durable run '{run_id}' in the store {store.path} (`diagrama runs` lists them)")
+    if row.get("parent") and from_block is None:
+        raise UsageError(f"run '{run_id}' is a subdiagram's run, a step of run '{row['parent']}': resume that run "
+                         "(its child continues from its own last checkpoint)")
     states = store.states(run_id)
     if not states:
         raise UsageError(f"run '{run_id}' has no checkpoint to resume from")

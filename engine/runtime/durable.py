@@ -32,6 +32,9 @@ class Checkpoints(Protocol):
     def end(self, run_id: str, status: str, waiting: Mapping[str, Any] | None) -> None:
         """The run stopped: succeeded, failed, or waiting (with the Wait's prompt, form and when it asked)."""
 
+    def states(self, run_id: str) -> list[tuple[int, bytes]]:
+        """Every checkpoint of a run, oldest first: (seq, state). A resumed run reads its children's here."""
+
 
 @dataclass
 class Answer:
@@ -56,6 +59,8 @@ class Resumed:
     path: list[str] = field(default_factory=list)
     seq: int = 0
     answer: Answer | None = None
+    calls: dict[str, int] = field(default_factory=dict)
+    """The top run's Subdiagram calls so far per block address (a child's run id counts them)."""
 
 
 def encode_state(header: dict[str, Any], values: Mapping[str, Any], loops: Mapping[str, Any]) -> bytes:
@@ -86,5 +91,6 @@ def resumed_from(states: list[bytes], *, seq: int) -> Resumed:
     header, values, loops = decode_state(states[-1])
     path.extend(header["segment"])
     return Resumed(next=header["next"], came_from=header["from"], values=values, loops=loops, steps=header["steps"],
-                   tokens=header["tokens"], errors=header["errors"], path=path, seq=seq)
+                   tokens=header["tokens"], errors=header["errors"], path=path, seq=seq,
+                   calls=header.get("calls") or {})
 

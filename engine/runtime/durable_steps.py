@@ -41,6 +41,8 @@ class DurableSteps:
     seq: int
     marked: int
     waiting: dict[str, Any] | None
+    root: Any  # the top run (engine.runtime.execute._Run)
+    calls: dict[str, int]
 
     if TYPE_CHECKING:
         def step_now(self, block: CompiledBlock, came_from: CompiledBlock | None) -> CompiledBlock | None: ...
@@ -92,7 +94,8 @@ class DurableSteps:
         path = self.path
         header = {"next": following.id if following is not None else None,
                   "from": came_from.id if came_from is not None else None, "steps": self.steps,
-                  "tokens": self.tokens, "errors": self.errors, "segment": path[self.marked:]}
+                  "tokens": self.tokens, "errors": self.errors, "segment": path[self.marked:],
+                  "calls": self.root.calls}
         functions = self.diagram.env.functions
         values = {name: value for name, value in self.ctx.scope.values.items() if name not in functions}
         blocks = self.diagram.blocks
@@ -128,15 +131,21 @@ class DurableSteps:
             self.marked = len(self.path)
 
     def _suspend(self, block: CompiledBlock, came_from: CompiledBlock | None, request: RunSuspended) -> None:
-        """A Wait asked for an answer: checkpoint the run to run the Wait again when one comes; the step is undone."""
+        """A Wait asked for an answer: checkpoint the run to run the Wait again when one comes; the step is undone.
+        In a Subdiagram's child, `block` is the Wait, then its caller's Subdiagram block: the run waits at the
+        Wait's address from the top run (`review/approve`), and each run on the way is checkpointed at it."""
         self.steps -= 1
         self.path.pop()
+        if request.address:  # the step is a Subdiagram's, undone: its call is made again, with the same child id
+            self.root.calls[self.ctx.address] -= 1
         self._checkpoint(block, came_from)
+        address = request.address = f"{block.id}/{request.address}" if request.address else block.id
         redact = self.trace.redactor.value
-        self.waiting = {"block": block.id, "prompt": redact(request.prompt), "form": request.form,
-                        "timeout": request.timeout, "asked_at": time.time()}
-        self.trace.emit(Event.RUN_WAITING, block=block.id, prompt=self.waiting["prompt"], form=request.form,
-                        timeout=request.timeout)
+        self.waiting = {"block": address, "prompt": redact(request.prompt), "form": request.form,
+                        "timeout": request.timeout, "asked_at": request.asked_at}
+        if self.root is self:  # once, for the run as a whole
+            self.trace.emit(Event.RUN_WAITING, block=address, prompt=self.waiting["prompt"], form=request.form,
+                            timeout=request.timeout)
 
     def _restore(self, resume: Resumed) -> None:
         """Take a checkpoint's state as this run's: the scope, the loops' positions, the counts so far."""
@@ -149,3 +158,6 @@ class DurableSteps:
         self.marked = len(self.path)
         self.seq = resume.seq
         self.ctx.answer = resume.answer
+        calls = self.root.calls  # as many Subdiagram calls as the run had made: the next child's id is new
+        for address, count in resume.calls.items():
+            calls[address] = max(calls.get(address, 0), count)

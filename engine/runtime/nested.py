@@ -13,6 +13,9 @@ input order. Whether a failure is the caller's block's error is the caller's blo
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import socket
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -21,6 +24,7 @@ from engine.compile.secrets import run_environ
 from engine.compile.templating import Scope
 from engine.errors import (
     BlockError,
+    CheckpointFailed,
     DiagramInvalid,
     InputError,
     InternalError,
@@ -36,6 +40,7 @@ from engine.format.names import suggest
 from engine.format.paths import PathRefused
 from engine.format.values import short_value
 from engine.runtime.context import RunContext
+from engine.runtime.durable import Answer, Resumed, resumed_from
 from engine.runtime.failures import bug
 from engine.runtime.result import SubdiagramRun
 from engine.runtime.step_events import since
@@ -87,13 +92,14 @@ async def run_child(run: _Run, context: RunContext, written: str, inputs: Mappin
     began = time.perf_counter()
     if child.tools is not None and child.tools.unlisted:
         await asyncio.to_thread(child.tools.start_servers)  # as a top run starts its own: off the loop
+    resumed = _durable_child(run, nested, context) if run.checkpoints is not None and child.settings.durable else None
     if child.tools is not None and child.tools.mcp_servers:
         from engine.tools.mcp import run_sessions
 
         async with run_sessions(context.services.mcp_sessions):
-            status = await _whole(nested, values)
+            status = await _whole(nested, values, resumed)
     else:
-        status = await _whole(nested, values)
+        status = await _whole(nested, values, resumed)
     errors = []
     for record in nested.errors:  # the caller's run lists them too, each block addressed from the top
         addressed = dict(record)
@@ -162,17 +168,79 @@ def _child_inputs(child: Diagram, inputs: Mapping[str, Any]) -> dict[str, Any]:
     return dict(inputs)
 
 
-async def _whole(nested: _Run, values: Mapping[str, Any]) -> str:
-    """A child's run from its Start, within its own Start `timeout` when it has one; its status."""
+def _durable_child(run: _Run, nested: _Run, context: RunContext) -> Resumed | None:
+    """Make a durable run's child durable too: its record in the store (its parent, the calling run) and its own
+    checkpoints, so that a resume with the child in flight continues the child from its last checkpoint instead of
+    running it whole again. Its id counts the calls (`RUN-sub-2`), and the count is checkpointed with the runs: the
+    same call has the same id after a resume. What the child had done when its caller was interrupted (None: it had
+    not started)."""
+    store = run.checkpoints
+    assert store is not None
+    child, run_id = nested.diagram, nested.ctx.run_id
+    nested.checkpoints = store
+    resumed: Resumed | None = None
+    if run.root.resume is not None:  # a resumed run: the child may have started before the interruption
+        states = store.states(run_id)
+        if states:
+            resumed = resumed_from([state for _, state in states], seq=states[-1][0])
+            answer = context.answer  # a Wait in the child answered (`review/approve`): the child's to take
+            if answer is not None and answer.block.startswith(f"{context.current.id}/"):
+                resumed.answer = Answer(answer.block.partition("/")[2], answer.value, answer.asked_at)
+                context.answer = None
+    trace_path = run.root.trace.path
+    fields = {"diagram": str(child.path.resolve()), "content_hash": child.content_hash, "pid": os.getpid(),
+              "host": socket.gethostname(), "trace": str(trace_path) if trace_path else None,
+              "parent": run.ctx.run_id}
     try:
-        nested._prepare_scope(values)
+        store.begin(run_id, fields)
+    except OSError as exc:
+        raise CheckpointFailed(f"the subdiagram's run {run_id} could not be recorded: {exc}") from None
+    return resumed
+
+
+async def _whole(nested: _Run, values: Mapping[str, Any], resumed: Resumed | None = None) -> str:
+    """A child's run from its Start (or from `resumed`, its last checkpoint), within its own Start `timeout` when it
+    has one; its status. A durable child (`nested.checkpoints`) checkpoints as a top run does and is recorded as it
+    ends; a Wait in it stops it waiting, and its caller with it (RunSuspended goes on up)."""
+    store = nested.checkpoints
+    status = "failed"
+    try:
+        status = await _from_start(nested, values, resumed)
+        return status
+    except RunSuspended:
+        if store is None:
+            _wait_refused(nested)
+            return "failed"
+        status = "waiting"
+        raise
+    finally:
+        if store is not None:
+            if status == "succeeded":
+                nested._last_checkpoint()  # next: none. A resume of its caller takes the child's result from it
+            with contextlib.suppress(OSError):
+                store.end(nested.ctx.run_id, status, nested.waiting)
+
+
+async def _from_start(nested: _Run, values: Mapping[str, Any], resumed: Resumed | None) -> str:
+    block: CompiledBlock | None = nested.diagram.start
+    try:
+        if resumed is None:
+            nested._prepare_scope(values)
+            if nested.checkpoints is not None:
+                nested._checkpoint(nested.diagram.start, None)  # checkpoint 0: the scope its Start made
+        else:
+            nested._restore(resumed)
+            nested.root.steps += resumed.steps  # the steps it had made count against the budget again
+            block = nested.diagram.blocks[resumed.next] if resumed.next is not None else None
+            if block is None:  # it had ended, succeeded: its result stands, nothing runs again
+                return "succeeded"
         timeout = nested.diagram.settings.timeout
         if not timeout:
-            await _steps(nested, nested.diagram.start, None, nested.diagram.settings.max_steps)
+            await _steps(nested, block, None, nested.diagram.settings.max_steps)
             return "succeeded"
         try:
             async with asyncio.timeout(timeout) as deadline:
-                await _steps(nested, nested.diagram.start, None, nested.diagram.settings.max_steps)
+                await _steps(nested, block, None, nested.diagram.settings.max_steps)
         except TimeoutError:
             if not deadline.expired():
                 raise
@@ -187,8 +255,7 @@ async def _whole(nested: _Run, values: Mapping[str, Any]) -> str:
     except RunFailed:
         return "failed"  # recorded where it happened
     except RunSuspended:
-        _wait_refused(nested)
-        return "failed"
+        raise  # a Wait: `_whole`'s to handle
     except Exception as exc:  # a bug outside any block's step
         nested._record_bug(nested.ctx.current, bug(nested.ctx.current, exc), exc)
         return "failed"
@@ -219,10 +286,17 @@ async def _steps(run: _Run, block: CompiledBlock | None, stop: CompiledBlock | N
             run._end(StepLimitReached(f"the subdiagram reached its own max_steps ({own_limit}) at block '{block.id}'",
                                       block=block.id), announce=True)
         root.steps += 1
-        if block.awaits:
-            came_from, block = block, await run.step(block, came_from)
-        else:
-            came_from, block = block, run.step_now(block, came_from)
+        try:
+            if block.awaits:
+                came_from, block = block, await run.step(block, came_from)
+            else:
+                came_from, block = block, run.step_now(block, came_from)
+        except RunSuspended as request:  # a Wait (or a Subdiagram whose child waits): a durable child stops here
+            if run.checkpoints is not None:
+                run._suspend(run.ctx.current, came_from, request)
+            raise
+        if run.checkpoints is not None and came_from.effects:  # a durable child's checkpoint, as a top run's
+            run._checkpoint(block, came_from)
     return block
 
 
@@ -299,18 +373,22 @@ async def _segment(nested: _Run, head: CompiledBlock, loop: CompiledBlock) -> bo
     except RunFailed:
         pass  # recorded where it happened
     except RunSuspended:
-        _wait_refused(nested)
+        _wait_refused(nested, in_pass=True)
     except Exception as exc:  # a bug outside any block's step
         nested._record_bug(nested.ctx.current, bug(nested.ctx.current, exc), exc)
     return False
 
 
-def _wait_refused(nested: _Run) -> None:
-    """A Wait reached inside a step (a child's, a pass's): the run can stop and be resumed only at its own steps."""
-    nested.errors.append(BlockError(
-        "a Wait stops a run only among the top diagram's own blocks, not in a subdiagram or a concurrent loop's pass "
-        "(a resume would run the whole step again); move the Wait to the calling diagram",
-        type="wait_not_durable", block=nested.ctx.current.id).as_dict())
+def _wait_refused(nested: _Run, *, in_pass: bool = False) -> None:
+    """A Wait reached where the run cannot stop: a concurrent loop's pass, or a child of a run that is not durable."""
+    if in_pass:
+        message = ("a Wait cannot stop a run inside a concurrent loop's pass (the passes run at once, and a resume "
+                   "would run the whole loop step again); move the Wait out of the loop's body, or drop `concurrency`")
+    else:
+        message = ("a Wait needs a durable run: run it with `diagrama run` (a run store), or give execute a "
+                   "checkpoint store (Services.checkpoints); the subdiagram and its caller must not say "
+                   "`durable: false`")
+    nested.errors.append(BlockError(message, type="wait_not_durable", block=nested.ctx.current.id).as_dict())
 
 
 def _join(run: _Run, loop: CompiledBlock, passes: list[_Run | None], returned: list[bool]) -> None:

@@ -116,7 +116,7 @@ def test_a_concurrent_loop_and_a_subdiagram_are_each_one_checkpointed_step(tmp_p
     assert resumed.outputs.keys() == {"once"}  # only the step in flight ran again
 
 
-def test_a_wait_inside_a_subdiagram_fails_clearly(tmp_path: Path) -> None:
+def test_a_wait_inside_a_subdiagram_stops_the_run_waiting_at_its_address(tmp_path: Path) -> None:
     (tmp_path / "child.yaml").write_text("""
 diagram: child
 blocks:
@@ -132,6 +132,6 @@ blocks:
     store = SqliteCheckpoints(tmp_path / "runs" / "diagrama.db")
     result = asyncio.run(execute(load_diagram(tmp_path / "parent.yaml", registry()), {}, runs_dir=tmp_path / "runs",
                                  services=Services(environ={}, checkpoints=store)))
-    assert result.status == "failed"
-    assert [(e["block"], e["type"]) for e in result.errors][:1] == [("sub/ask", "wait_not_durable")]
-    assert "not in a subdiagram" in result.errors[0]["message"]
+    assert result.status == "waiting" and result.errors == []
+    assert result.waiting is not None and result.waiting["block"] == "sub/ask"
+    assert store.run(result.run_id)["waiting"]["block"] == "sub/ask"  # type: ignore[index]
