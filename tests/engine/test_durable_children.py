@@ -274,3 +274,21 @@ blocks:
     assert result.status == "failed"
     refused = [error for error in result.errors if error["type"] == "wait_not_durable"]
     assert refused and "concurrent loop's pass" in refused[0]["message"]
+
+
+def test_a_scenario_answers_a_wait_in_a_child_by_its_address(tmp_path: Path) -> None:
+    from blocks.registry import registry
+    from engine.testing.scenarios import load_scenarios, run_scenario
+
+    _write(tmp_path, "review.yaml", REVIEW.replace("type: Tick\n    with: {value: \"{{ draft }}\"}", "type: Set"))
+    _write(tmp_path, "support.yaml", CALLS_REVIEW.replace("type: Tick\n    with: {value: drafted}", "type: Set"))
+    path = _write(tmp_path, "s.scenario.yaml", f"""
+diagram: {tmp_path / 'support.yaml'}
+scenario: the reviewer approves
+replies:
+  review/approve: [{{answer: {{approved: true}}, waited: 30}}]
+expect:
+  variables: {{approved: true}}
+""")
+    verdict = run_scenario(load_scenarios(path)[0], registry(), tmp_path / "runs")
+    assert verdict.passed, verdict.report()
