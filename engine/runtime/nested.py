@@ -225,9 +225,9 @@ async def _from_start(nested: _Run, values: Mapping[str, Any], resumed: Resumed 
     block: CompiledBlock | None = nested.diagram.start
     try:
         if resumed is None:
+            # No checkpoint 0 (a top run's, for replays): a child interrupted before its first checkpoint starts
+            # again from its Start, as it would from there.
             nested._prepare_scope(values)
-            if nested.checkpoints is not None:
-                nested._checkpoint(nested.diagram.start, None)  # checkpoint 0: the scope its Start made
         else:
             nested._restore(resumed)
             nested.root.steps += resumed.steps  # the steps it had made count against the budget again

@@ -149,20 +149,20 @@ def test_a_durable_runs_children_are_runs_of_their_own_with_their_parent(tmp_pat
     children = _children(store, whole.run_id)
     assert [row["run_id"] for row in children] == [f"{whole.run_id}-sub-{n}" for n in (1, 2, 3)]
     assert {row["status"] for row in children} == {"succeeded"}
-    # checkpoint 0, one after each Tick, and the last (its end)
-    assert len(store.states(children[0]["run_id"])) == 5
+    # one after each Tick, and the last (its end)
+    assert len(store.states(children[0]["run_id"])) == 4
     with pytest.raises(UsageError, match="is a subdiagram's run, a step of run"):
         prepare_resume(store, children[0]["run_id"], registry=blocks)
 
 
-@pytest.mark.parametrize(("child_seq", "ran_again"), [(1, [11, 12, 13]), (2, [12, 13]), (3, [13]), (4, [])])
+@pytest.mark.parametrize(("child_seq", "ran_again"), [(0, [11, 12, 13]), (1, [12, 13]), (2, [13]), (3, [])])
 def test_a_resume_with_a_child_in_flight_continues_the_child_from_its_own_checkpoint(
         tmp_path: Path, blocks: BlockRegistry, store: SqliteCheckpoints, child_seq: int, ran_again: list[int]) -> None:
     _write(tmp_path, "child.yaml", CHILD)
     whole = _run(_write(tmp_path, "parent.yaml", PARENT), blocks, store, tmp_path)
     second = f"{whole.run_id}-sub-2"
     # Killed during the second call: the parent had checkpointed the first call, the child `child_seq` times
-    # (4: all three Ticks done, not yet its last checkpoint).
+    # (3: all three Ticks done, not yet its last checkpoint).
     _cut(store, whole.run_id, _seq_after(store, whole.run_id, "sub", nth=1))
     _cut(store, second, child_seq)
     store.db.execute("DELETE FROM checkpoints WHERE run_id = ?", (f"{whole.run_id}-sub-3",))
