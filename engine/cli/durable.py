@@ -128,7 +128,7 @@ def resume(
         row = store.run(run_id)
         answer: Any = None
         if input or inputs:
-            form = (row or {}).get("waiting", {}).get("form") if row else None
+            form = ((row or {}).get("waiting") or {}).get("form")  # None once the run goes on (another resume)
             answer = _read_answer(inputs) if inputs else {}
             answer.update(parse_answer_pairs(form, input or []))
         resumption = prepare_resume(store, run_id, registry=blocks_registry(), answer=answer, from_block=from_block)
