@@ -76,8 +76,9 @@ sessions = Table(
     Column("updated", Float),
 )
 
-_DRIVERS = {"postgresql": "psycopg[binary]", "mysql": "pymysql", "mariadb": "pymysql", "mssql": "pyodbc",
-            "oracle": "oracledb"}
+_DRIVERS = {"psycopg": "psycopg[binary]", "psycopg2": "psycopg2-binary", "asyncpg": "asyncpg", "pg8000": "pg8000",
+            "pymysql": "pymysql", "mysqldb": "mysqlclient", "pyodbc": "pyodbc", "oracledb": "oracledb"}
+"""What to install for each SQLAlchemy driver (a URL without one, `postgresql://`, means psycopg2)."""
 _engines: dict[str, Engine] = {}
 _engines_lock = threading.Lock()
 
@@ -104,16 +105,18 @@ def _connect(url: str) -> Engine:
 
     shown = shown_url(url)
     try:
-        scheme = make_url(url).get_backend_name()
+        scheme, driver = make_url(url).get_backend_name(), make_url(url).get_driver_name()
     except ArgumentError:
         raise OSError(f"the checkpoint store's URL {shown!r} is not a SQLAlchemy URL "
                       "(e.g. postgresql+psycopg://user@host/db)") from None
     try:
         engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
     except (ImportError, NoSuchModuleError) as exc:
-        fix = f"pip install {_DRIVERS[scheme]}" if scheme in _DRIVERS else "install its SQLAlchemy driver"
-        raise OSError(f"the checkpoint store {shown} needs the {scheme} driver, which is not installed ({fix}): "
-                      f"{_scrubbed(exc, url)}") from None
+        fix = f"pip install {_DRIVERS[driver]}" if driver in _DRIVERS else "install its SQLAlchemy driver"
+        if scheme == "postgresql" and driver != "psycopg":
+            fix += ', or name psycopg 3: postgresql+psycopg://…, pip install "diagrama[postgres]"'
+        raise OSError(f"the checkpoint store {shown} needs the {scheme} driver {driver}, which is not installed "
+                      f"({fix}): {_scrubbed(exc, url)}") from None
     for attempt in range(5):
         try:
             metadata.create_all(engine)

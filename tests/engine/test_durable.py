@@ -344,3 +344,20 @@ def test_last_turns_in_a_template(tmp_path: Path, blocks: BlockRegistry) -> None
     assert [row["content"] for row in result.variables["history"]] == ["hi"]
 
 
+
+
+# -- the store's URL ------------------------------------------------------------------------------------------------
+def test_a_store_that_cannot_be_reached_or_lacks_its_driver_is_a_clear_oserror(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(OSError, match=r"cannot be reached") as refused:
+        open_checkpoints(f"postgresql+psycopg://ana:s3cret-pw@127.0.0.1:{port}/robots", tmp_path)
+    assert "s3cret-pw" not in str(refused.value) and "postgresql+psycopg://ana:***@127.0.0.1" in str(refused.value)
+    with pytest.raises(OSError, match=r"needs the mysql driver pymysql.*pip install pymysql") as missing:
+        open_checkpoints("mysql+pymysql://ana:s3cret-pw@127.0.0.1/robots", tmp_path)
+    assert "s3cret-pw" not in str(missing.value)
+    with pytest.raises(OSError, match="is not a SQLAlchemy URL"):
+        open_checkpoints("not a url", tmp_path)
