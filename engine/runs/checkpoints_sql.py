@@ -39,7 +39,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, OperationalError, ProgrammingError
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError, OperationalError, ProgrammingError
 
 from engine.runs.checkpoints import RUN_FIELDS, CheckpointStore, run_row, session_free
 from engine.runs.traces import INTERRUPTED
@@ -110,7 +110,7 @@ def _connect(url: str) -> Engine:
         raise OSError(f"the checkpoint store's URL {shown!r} is not a SQLAlchemy URL "
                       "(e.g. postgresql+psycopg://user@host/db)") from None
     try:
-        engine = create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        engine = create_engine(url, pool_size=5, max_overflow=10)
     except (ImportError, NoSuchModuleError) as exc:
         fix = f"pip install {_DRIVERS[driver]}" if driver in _DRIVERS else "install its SQLAlchemy driver"
         if scheme == "postgresql" and driver != "psycopg":
@@ -159,17 +159,34 @@ class SqlCheckpoints:
         self.url = url
         self._engine = _engine(url)
         self._dialect = self._engine.dialect.name
+        self._save = self._save_statement()
 
     @property
     def where(self) -> str:
         return shown_url(self.url)
 
     def _write(self, work: Any) -> Any:
-        try:
-            with self._engine.begin() as connection:
-                return work(connection)
-        except OperationalError as exc:
-            raise OSError(f"the checkpoint store {self.where}: {_scrubbed(exc, self.url)}") from None
+        """`work(connection)` in one transaction, committed when this returns; OSError when the database fails."""
+        return self._with(work, self._engine.begin)
+
+    def _read(self, work: Any) -> Any:
+        return self._with(work, self._engine.connect)
+
+    def _with(self, work: Any, opened: Any) -> Any:
+        for attempt in (1, 2):
+            try:
+                with opened() as connection:
+                    return work(connection)
+            except DBAPIError as exc:
+                # A pooled connection the database closed (a restart, an idle timeout) is found out here, not by a
+                # ping before each use (a round trip per checkpoint): once more, on a new connection. Every write is
+                # an upsert or a conditional update, so a second try of a write that did commit changes nothing.
+                if attempt == 1 and exc.connection_invalidated:
+                    continue
+                if isinstance(exc, OperationalError):
+                    raise OSError(f"the checkpoint store {self.where}: {_scrubbed(exc, self.url)}") from None
+                raise
+        raise AssertionError("unreachable")
 
     def _run(self, statement: Any) -> int:
         """One statement in its own transaction: the rows it changed."""
@@ -202,7 +219,24 @@ class SqlCheckpoints:
             {**values, "status": "running", "started": now, "updated": now, "waiting": None},
             ("status", "pid", "host", "content_hash", "updated", "waiting")))
 
+    def _save_statement(self) -> Any:
+        """A checkpoint's upsert, built once: each save only binds its values (SQLAlchemy caches the compiled form)."""
+        if self._dialect not in ("postgresql", "sqlite"):
+            return None
+        dialect_insert: Any
+        if self._dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as dialect_insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert as dialect_insert
+        statement = dialect_insert(checkpoints)
+        return statement.on_conflict_do_update(index_elements=["run_id", "seq"],
+                                               set_={"state": statement.excluded.state})
+
     def save(self, run_id: str, seq: int, state: bytes) -> None:
+        if self._save is not None:
+            values = {"run_id": run_id, "seq": seq, "state": state}
+            self._write(lambda connection: connection.execute(self._save, values))
+            return
         self._write(lambda connection: self._upsert(connection, checkpoints, {"run_id": run_id, "seq": seq},
                                                     {"state": state}, ("state",)))
 
@@ -212,8 +246,7 @@ class SqlCheckpoints:
 
     # -- what resume, replay and `diagrama runs` read -------------------------------------------------
     def _rows(self, query: Any) -> list[dict[str, Any]]:
-        with self._engine.connect() as connection:
-            return [run_row(dict(row)) for row in connection.execute(query).mappings()]
+        return list(self._read(lambda connection: [run_row(dict(row)) for row in connection.execute(query).mappings()]))
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         found = self._rows(select(run_states).where(run_states.c.run_id == run_id))
@@ -232,10 +265,10 @@ class SqlCheckpoints:
             run_states.c.run_id == run_id, run_states.c.run_id.startswith(run_id + "-a", autoescape=True))))
 
     def states(self, run_id: str) -> list[tuple[int, bytes]]:
-        with self._engine.connect() as connection:
-            found = connection.execute(select(checkpoints.c.seq, checkpoints.c.state)
-                                       .where(checkpoints.c.run_id == run_id).order_by(checkpoints.c.seq))
-            return [(int(seq), bytes(state)) for seq, state in found]
+        query = select(checkpoints.c.seq, checkpoints.c.state).where(checkpoints.c.run_id == run_id) \
+            .order_by(checkpoints.c.seq)
+        return list(self._read(lambda connection: [(int(seq), bytes(state))
+                                                   for seq, state in connection.execute(query)]))
 
     def forget_run(self, run_id: str) -> None:
         def forget(connection: Connection) -> None:
@@ -284,14 +317,13 @@ class SqlCheckpoints:
         self._run(update(sessions).where(sessions.c.session == session, sessions.c.holder == run_id).values(**values))
 
     def session(self, session: str) -> dict[str, Any] | None:
-        with self._engine.connect() as connection:
-            found = connection.execute(select(sessions).where(sessions.c.session == session)).mappings().first()
+        query = select(sessions).where(sessions.c.session == session)
+        found = self._read(lambda connection: connection.execute(query).mappings().first())
         return dict(found) if found is not None else None
 
     def session_names(self, limit: int) -> list[str]:
-        with self._engine.connect() as connection:
-            found = connection.execute(select(sessions.c.session).order_by(sessions.c.updated.desc()).limit(limit))
-            return [str(name) for (name,) in found]
+        query = select(sessions.c.session).order_by(sessions.c.updated.desc()).limit(limit)
+        return list(self._read(lambda connection: [str(name) for (name,) in connection.execute(query)]))
 
     def forget_session(self, session: str) -> bool:
         return self._run(delete(sessions).where(sessions.c.session == session)) > 0

@@ -361,3 +361,15 @@ def test_a_store_that_cannot_be_reached_or_lacks_its_driver_is_a_clear_oserror(t
     assert "s3cret-pw" not in str(missing.value)
     with pytest.raises(OSError, match="is not a SQLAlchemy URL"):
         open_checkpoints("not a url", tmp_path)
+
+
+def test_a_connection_the_database_closed_is_replaced_without_failing_the_checkpoint(postgres_url: str,
+                                                                                    tmp_path: Path) -> None:
+    store = open_checkpoints(postgres_url, tmp_path)
+    store.begin("run-1", {"diagram": "d.yaml"})
+    store.save("run-1", 1, b"one")
+    # The database ends every other session (as a restart, or an idle timeout, does to the pool's connections).
+    sql(store, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+               "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    store.save("run-1", 2, b"two")
+    assert store.states("run-1") == [(1, b"one"), (2, b"two")]
