@@ -128,3 +128,34 @@ class Runner:
 @pytest.fixture
 def runner(registry: BlockRegistry, tmp_path: Path) -> Iterator[Runner]:
     yield Runner(registry, tmp_path)
+
+
+# -- checkpoint stores: the SQLite file, and a real PostgreSQL where its binaries are installed ----------------------
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[Any]:
+    """A throwaway PostgreSQL cluster for the session (tests/postgres.py); skips only where its binaries are absent."""
+    from tests.postgres import postgres_binaries, start_cluster
+
+    if postgres_binaries() is None:
+        pytest.skip("PostgreSQL's initdb and pg_ctl are absent (apt-get install postgresql)")
+    cluster = start_cluster()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: Any) -> Iterator[str]:
+    """A fresh database of the session's cluster, as a SQLAlchemy URL; dropped after the test."""
+    with postgres_cluster.database() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The run store's URL, and so the checkpoint store's: the runs folder's SQLite file, then PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'runs' / 'diagrama.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url

@@ -50,7 +50,7 @@ def api(
     backend: Annotated[str, typer.Option("--backend", help="local (runs in this process) or celery (on workers)")] = "local",
     broker: Annotated[str | None, typer.Option("--broker", help="Celery broker URL (default redis://127.0.0.1:6379/0)")] = None,
     store_url: Annotated[str | None, typer.Option(
-        "--store", help="SQLAlchemy URL of the run store; a SQLite one also keeps the checkpoints (waits, resumes, "
+        "--store", help="SQLAlchemy URL of the run store, which also keeps the checkpoints (waits, resumes, "
                         "sessions)")] = None,
     runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
     data_root: Annotated[list[Path] | None, typer.Option(

@@ -20,7 +20,7 @@ from engine.cli.run import OTEL_HELP, otel_export
 if TYPE_CHECKING:
     from engine.compile.diagram import Diagram
     from engine.runs.batch import BatchOutcome
-    from engine.runs.checkpoints import SqliteCheckpoints
+    from engine.runs.checkpoints import CheckpointStore
     from engine.runs.otel import OtelExport
     from engine.runs.store import RunStore
 
@@ -206,22 +206,19 @@ def _run_local(loaded: Diagram, rows: list[dict[str, Any]], batch_id: str, store
         with bar:
             return asyncio.run(go())
     finally:
-        if checkpoints is not None:
-            checkpoints.close()
+        checkpoints.close()
 
 
-def _checkpoint_store(store: RunStore, folder: Path) -> SqliteCheckpoints | None:
-    """The run store's file as the checkpoint store (durable rows, sessions); None, with a warning, for another
-    database: then rows run without checkpoints and `--resume` runs unfinished rows from Start."""
-    from rich.markup import escape
-
+def _checkpoint_store(store: RunStore, folder: Path) -> CheckpointStore:
+    """The checkpoint store beside the run store (durable rows, sessions, `--resume` from checkpoints): its SQLite
+    file, or the same database at another URL."""
+    from engine.errors import UsageError
     from engine.runs.checkpoints import open_checkpoints
 
     try:
         return open_checkpoints(store.url, folder)
     except OSError as exc:
-        console(stderr=True).print(f"warning: rows are not checkpointed: {escape(str(exc))}")
-        return None
+        raise fail(UsageError(str(exc))) from None
 
 
 def worker(

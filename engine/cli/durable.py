@@ -19,7 +19,7 @@ from engine.cli import blocks_registry, console, fail, runs_folder
 
 if TYPE_CHECKING:
     from engine.compile.diagram import Diagram
-    from engine.runs.checkpoints import SqliteCheckpoints
+    from engine.runs.checkpoints import CheckpointStore
     from engine.runtime.context import Services
     from engine.runtime.execute import RunResult
 
@@ -29,7 +29,7 @@ class Turn:
     """One `diagrama run`'s durable part: its run id, its session's memory, what its store record adds."""
 
     run_id: str
-    store: SqliteCheckpoints | None = None
+    store: CheckpointStore | None = None
     session: str | None = None
     memory: tuple[str, ...] = ()
     remembered: dict[str, Any] | None = None
@@ -49,9 +49,8 @@ class Turn:
 @contextlib.contextmanager
 def durable_turn(diagram: Diagram, folder: Path, services: Services, session: str | None,
                  inputs: dict[str, Any]) -> Iterator[Turn]:
-    """Open the checkpoint store for a durable diagram (or a session), and take the session for this run."""
-    from rich.markup import escape
-
+    """Open the checkpoint store for a durable diagram (or a session), and take the session for this run: exit 2
+    when the store cannot be opened (`durable: false` on Start runs without it)."""
     from engine.runtime.trace import new_run_id
 
     turn = Turn(new_run_id())
@@ -66,9 +65,8 @@ def durable_turn(diagram: Diagram, folder: Path, services: Services, session: st
     except OSError as exc:
         if session is not None:
             raise typer.Exit(_usage(f"--session needs the checkpoint store: {exc}")) from None
-        console(stderr=True).print(f"warning: the run is not durable: {escape(str(exc))}")
-        yield turn
-        return
+        raise typer.Exit(_usage(f"{exc} (a diagram with `durable: false` on Start runs without checkpoints)")) \
+            from None
     turn.store = store
     if settings.durable:
         services.checkpoints = store
@@ -130,7 +128,7 @@ def resume(
         row = store.run(run_id)
         answer: Any = None
         if input or inputs:
-            form = (row or {}).get("waiting", {}).get("form") if row else None
+            form = ((row or {}).get("waiting") or {}).get("form")  # None once the run goes on (another resume)
             answer = _read_answer(inputs) if inputs else {}
             answer.update(parse_answer_pairs(form, input or []))
         resumption = prepare_resume(store, run_id, registry=blocks_registry(), answer=answer, from_block=from_block)

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
-import socket
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine.runs.checkpoints import SqliteCheckpoints, open_checkpoints
+from engine.runs.checkpoints import CheckpointStore, open_checkpoints
 from engine.runs.traces import INTERRUPTED
 
 if TYPE_CHECKING:
@@ -27,7 +24,7 @@ if TYPE_CHECKING:
     from engine.runs.store import RunStore
     from engine.runtime.result import RunResult
 
-__all__ = ["RESUME_TASK", "checkpoints_for", "memory_of", "resume_key", "resume_on_worker", "run_on_worker",
+__all__ = ["RESUME_TASK", "memory_of", "resume_key", "resume_on_worker", "run_on_worker",
            "take_over", "trace_lines"]
 
 RESUME_TASK = "diagrama.resume_api"
@@ -40,33 +37,20 @@ def resume_key(run_id: str) -> str:
     return f"diagrama:api:resume:{run_id}"
 
 
-def checkpoints_for(store_url: str | None, runs_dir: Path) -> SqliteCheckpoints | None:
-    """The checkpoint store beside the run store at `store_url` (its SQLite file; the runs folder's by default);
-    None where it cannot be (another database: runs then go without checkpoints, as the CLI's do)."""
-    try:
-        return open_checkpoints(store_url, runs_dir)
-    except OSError:
-        return None
-
-
 @functools.lru_cache(maxsize=4)
-def _worker_checkpoints(store_url: str, runs_dir: Path) -> SqliteCheckpoints | None:
+def _worker_checkpoints(store_url: str, runs_dir: Path) -> CheckpointStore:
     # One connection per store per worker process, as the run store's pool.
-    return checkpoints_for(store_url, runs_dir)
+    return open_checkpoints(store_url, runs_dir)
 
 
-def take_over(store: SqliteCheckpoints, run_id: str) -> bool:
+def take_over(store: CheckpointStore, run_id: str) -> bool:
     """Mark a waiting or interrupted run as running in this process, if it still is what it was: of two resumes of
     one run, one takes it (True), the other finds it taken (False). A compare-and-set on the row's status and pid."""
     row = store.run(run_id)
     if row is None or row["status"] not in ("waiting", INTERRUPTED):
         return False
     stored = "running" if row["status"] == INTERRUPTED else "waiting"  # live_status reads a dead `running` so
-    found = store.db.execute(
-        "UPDATE run_states SET status = 'running', pid = ?, host = ?, updated = ? "
-        "WHERE run_id = ? AND status = ? AND pid IS ?",
-        (os.getpid(), socket.gethostname(), time.time(), run_id, stored, row.get("pid")))
-    return found.rowcount == 1
+    return store.take_over(run_id, stored, row.get("pid"))
 
 
 def trace_lines(trace: Path) -> int:
@@ -90,13 +74,14 @@ def memory_of(diagram: Diagram, result: RunResult) -> dict[str, Any] | None:
 
 def run_on_worker(*, run_id: str, diagram: Diagram, inputs: dict[str, Any], store: RunStore, redis: Any,
                   runs_dir: Path, offline: bool, message_level: str | None, session: str | None) -> str:
-    """One API run on a worker: durable where the run store is SQLite, in its session's turn when it has one."""
+    """One API run on a worker: durable (its checkpoints beside the run store), in its session's turn when it has
+    one."""
     from engine.format.levels import MessageLevel
     from engine.runs.sessions import claim_session, release_session
 
     checkpoints = _worker_checkpoints(store.url, runs_dir)
     remembered = None
-    if session is not None and checkpoints is not None:
+    if session is not None:
         stored = claim_session(checkpoints, session, str(diagram.path.resolve()), run_id)
         if stored is not None:
             remembered = {name: stored[name] for name in diagram.settings.memory if name in stored}
@@ -107,7 +92,7 @@ def run_on_worker(*, run_id: str, diagram: Diagram, inputs: dict[str, Any], stor
             "inputs": inputs, "message_level": level, "remembered": remembered,
             "record": {"inputs": inputs, **({"session": session} if session else {})}})
     finally:
-        if session is not None and checkpoints is not None:
+        if session is not None:
             release_session(checkpoints, session, run_id, memory_of(diagram, ran[0]) if ran else None)
     return _recorded(*ran, diagram, inputs, store, redis)
 
@@ -120,9 +105,6 @@ def resume_on_worker(*, run_id: str, answer: Mapping[str, Any] | None, store: Ru
     from engine.runs.sessions import claim_session, release_session
 
     checkpoints = _worker_checkpoints(store.url, runs_dir)
-    if checkpoints is None:
-        redis.delete(resume_key(run_id))
-        return "not_durable"
     row = checkpoints.run(run_id)
     if row is not None and row["status"] == INTERRUPTED:
         answer = None  # delivered again after its worker died: the answer is in the checkpoint after the Wait
@@ -148,7 +130,7 @@ def resume_on_worker(*, run_id: str, answer: Mapping[str, Any] | None, store: Ru
 
 
 def _execute(run_id: str, diagram: Diagram, redis: Any, runs_dir: Path, offline: bool,
-             checkpoints: SqliteCheckpoints | None, options: dict[str, Any]) -> tuple[RunResult, RedisEventWriter]:
+             checkpoints: CheckpointStore, options: dict[str, Any]) -> tuple[RunResult, RedisEventWriter]:
     from engine.format.redact import Redactor
     from engine.runs.event_relay import RedisEventWriter, relay_observer
     from engine.runtime.context import Services

@@ -32,7 +32,7 @@ from engine.format.values import json_default
 from engine.format.yamlfile import read_yaml_value
 from engine.runs.batch_ids import batch_run_id, claim_attempt
 from engine.runs.batch_rows import SESSION_COLUMN, has_session_column, run_row
-from engine.runs.checkpoints import SqliteCheckpoints
+from engine.runs.checkpoints import CheckpointStore
 from engine.runs.store import RunStore
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult
@@ -215,11 +215,11 @@ async def run_batch(
     grace: float = 10.0,
     progress: Progress | None = None,
     waiting: Callable[[list[int], float], None] | None = None,
-    checkpoints: SqliteCheckpoints | None = None,
+    checkpoints: CheckpointStore | None = None,
 ) -> BatchOutcome:
     """Run the rows not yet succeeded in this batch; record each finished run.
 
-    With `checkpoints` (the SQLite store) a durable diagram's rows are checkpointed, a row left in flight continues
+    With `checkpoints` (the store beside the run store) a durable diagram's rows are checkpointed, a row left in flight continues
     from its checkpoint, and `session` columns are honoured (engine.runs.batch_rows).
 
     `stop` (the first Ctrl-C) starts no new row and gives the running ones `grace` seconds;
@@ -229,7 +229,7 @@ async def run_batch(
     stop = stop or asyncio.Event()
     now = now or asyncio.Event()
     if checkpoints is None and has_session_column(diagram) and any(row.get(SESSION_COLUMN) for row in rows):
-        raise UsageError("the rows name sessions, which are kept in the SQLite run store; this store is not one")
+        raise UsageError("the rows name sessions, which are kept in the checkpoint store; this batch has none")
     if checkpoints is not None:
         services.checkpoints = checkpoints
     turns: dict[str, asyncio.Lock] = {}

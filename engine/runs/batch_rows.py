@@ -27,7 +27,7 @@ from typing import Any
 from engine.compile.diagram import Diagram
 from engine.errors import UsageError
 from engine.runs.batch_ids import batch_run_id, claim_attempt
-from engine.runs.checkpoints import SqliteCheckpoints
+from engine.runs.checkpoints import CheckpointStore
 from engine.runs.sessions import claim_session_async, release_session
 from engine.runs.traces import INTERRUPTED
 from engine.runtime.context import Services
@@ -67,7 +67,7 @@ def _attempt_number(base: str, run_id: str) -> int:
     return 1 if run_id == base else int(run_id[len(base) + 2:] or 1)
 
 
-def last_attempt(checkpoints: SqliteCheckpoints, batch_id: str, row: int) -> dict[str, Any] | None:
+def last_attempt(checkpoints: CheckpointStore, batch_id: str, row: int) -> dict[str, Any] | None:
     """The checkpoint store's record of the row's last durable attempt (with its live status), or None."""
     base = batch_run_id(batch_id, row)
     found = [run for run in checkpoints.attempts(base) if run["run_id"][len(base) + 2:].isdigit() or run["run_id"] == base]
@@ -85,7 +85,7 @@ def _in_flight(last: Mapping[str, Any], taken_over: bool) -> bool:
     return status == INTERRUPTED or (taken_over and status == "running" and last.get("host") != socket.gethostname())
 
 
-def _resume_point(checkpoints: SqliteCheckpoints, diagram: Diagram, last: Mapping[str, Any]) -> Resumed | None:
+def _resume_point(checkpoints: CheckpointStore, diagram: Diagram, last: Mapping[str, Any]) -> Resumed | None:
     """Where the attempt continues: its last checkpoint, when the diagram is the one it ran and still has the block."""
     if last.get("content_hash") != diagram.content_hash:
         return None
@@ -103,7 +103,7 @@ def _resume_point(checkpoints: SqliteCheckpoints, diagram: Diagram, last: Mappin
 
 # The row, its store, its session and its resume point are one attempt's state: kept together on purpose.
 async def run_row(diagram: Diagram, row: Mapping[str, Any], number: int, *, batch_id: str, previous: int,
-                  services: Services, runs_dir: Path | None, checkpoints: SqliteCheckpoints | None,
+                  services: Services, runs_dir: Path | None, checkpoints: CheckpointStore | None,
                   taken_over: bool = False, turns: dict[str, asyncio.Lock] | None = None) -> RowRun | None:
     """Run row `number` of batch `batch_id`, or continue its attempt left in flight; None when its last attempt waits
     for a person's answer. `previous` is the last attempt the run store recorded; `turns` orders a session's rows in
@@ -125,7 +125,8 @@ async def run_row(diagram: Diagram, row: Mapping[str, Any], number: int, *, batc
     if run_id is None:
         run_id, attempt = claim_attempt(runs_dir, batch_id, number, attempt)
     if session is not None and checkpoints is None:
-        raise UsageError(f"row {number} names session '{session}': sessions are kept in the SQLite run store")
+        raise UsageError(f"row {number} names session '{session}': sessions are kept in the checkpoint store, "
+                         "which this batch has not")
     record: dict[str, Any] = {"inputs": inputs}
     turn: contextlib.AbstractAsyncContextManager[Any] = contextlib.nullcontext()
     if session is not None:

@@ -2,8 +2,8 @@
 
 Tasks ack late and are rejected when their worker is lost, so a killed worker's row is
 run by another; a row already recorded as succeeded is skipped, so none is recorded
-twice. Where the store is SQLite, a durable diagram's rows are checkpointed there, and the
-worker that takes a lost worker's row continues it from its last checkpoint (engine.runs.
+twice. A durable diagram's rows are checkpointed beside the run store (its SQLite file or the
+same database at another URL), and the worker that takes a lost worker's row continues it from its last checkpoint (engine.runs.
 batch_rows): only the block that was in flight runs again. Requests-per-minute limits are a
 token bucket kept in Redis, shared by workers.
 """
@@ -23,7 +23,7 @@ from engine.compile.diagram import Diagram
 from engine.runs.api_durable import RESUME_TASK
 from engine.runs.batch import BatchOutcome
 from engine.runs.batch_rows import run_row as run_batch_row
-from engine.runs.checkpoints import SqliteCheckpoints, open_checkpoints
+from engine.runs.checkpoints import CheckpointStore, open_checkpoints
 from engine.runs.store import RunStore
 from engine.runtime.context import Services
 
@@ -105,8 +105,7 @@ def make_app(broker: str | None = None) -> Celery:
         if rpm:
             services.limits = RedisBuckets(broker, rpm)
         checkpoints = _cached_checkpoints(store_url, runs_dir)
-        if checkpoints is not None:
-            services.checkpoints = checkpoints
+        services.checkpoints = checkpoints
         # Delivered again: the worker that had the row was lost, so its attempt may be taken over from its checkpoint.
         taken_over = bool((task.request.delivery_info or {}).get("redelivered"))
         ran = asyncio.run(run_batch_row(diagram, inputs, row, batch_id=batch_id, services=services,
@@ -165,12 +164,9 @@ def _cached_store(url: str) -> RunStore:
 
 
 @functools.lru_cache(maxsize=8)
-def _cached_checkpoints(url: str, runs_dir: str) -> SqliteCheckpoints | None:
-    # One connection per store per worker process; None where the store is not SQLite (rows run without checkpoints).
-    try:
-        return open_checkpoints(url, Path(runs_dir))
-    except OSError:
-        return None
+def _cached_checkpoints(url: str, runs_dir: str) -> CheckpointStore:
+    # One connection (SQLite) or pool (another database) per store per worker process, beside the run store.
+    return open_checkpoints(url, Path(runs_dir))
 
 
 @functools.lru_cache(maxsize=32)

@@ -10,23 +10,28 @@ is one INSERT committed before the next block with effects starts, about ten mic
 other SQLAlchemy URL ($DIAGRAMA_STORE) gets the same tables through SQLAlchemy (engine.runs.
 checkpoints_sql), slower by a round trip per checkpoint.
 
-A run is `interrupted` when its row says `running` and its process is gone (same host, pid dead):
-engine.runs.traces tells, as for traces.
+Callers see the `CheckpointStore` protocol only: the executor's three writes, what resume and
+`diagrama runs` read, `take_over` (the compare-and-set of two resumes) and the session statements
+(engine.runs.sessions keeps the encoding and the waiting). A run is `interrupted` when its row says
+`running` and its process is gone (same host, pid dead): engine.runs.traces tells, as for traces.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import sqlite3
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
 from engine.runs.traces import INTERRUPTED, process_gone
 
-__all__ = ["CheckpointStore", "SqliteCheckpoints", "live_status", "open_checkpoints"]
+__all__ = ["RUN_FIELDS", "CheckpointStore", "SqliteCheckpoints", "live_status", "open_checkpoints", "run_row",
+           "session_free"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS run_states (
@@ -39,7 +44,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     session TEXT PRIMARY KEY, diagram TEXT, state BLOB, turn INTEGER NOT NULL DEFAULT 0, holder TEXT,
     holder_pid INTEGER, holder_host TEXT, held_since REAL, updated REAL);
 """
-_FIELDS = ("diagram", "content_hash", "pid", "host", "trace", "parent", "session", "replay_of", "inputs")
+RUN_FIELDS = ("diagram", "content_hash", "pid", "host", "trace", "parent", "session", "replay_of", "inputs")
 
 
 def live_status(row: Mapping[str, Any]) -> str:
@@ -50,12 +55,64 @@ def live_status(row: Mapping[str, Any]) -> str:
     return status
 
 
+def session_free(row: Mapping[str, Any] | None, run_id: str) -> bool:
+    """Whether run `run_id` may take a session whose row is `row`: nobody holds it, the run held it before (a
+    resumed run), or its holder's process is gone."""
+    return (row is None or row["holder"] is None or row["holder"] == run_id
+            or process_gone(row["holder_pid"], row["holder_host"], float(row["held_since"] or 0)))
+
+
+class CheckpointStore(Protocol):
+    """What callers use of a checkpoint store: SqliteCheckpoints (the default, stdlib sqlite3) and
+    engine.runs.checkpoints_sql.SqlCheckpoints (any other SQLAlchemy URL) both offer it."""
+
+    url: str
+    """The store's SQLAlchemy URL (`sqlite:///…` for the file)."""
+
+    @property
+    def where(self) -> str:
+        """The store as a message names it: the file, or the URL without its password."""
+
+    def begin(self, run_id: str, fields: Mapping[str, Any]) -> None: ...
+    def save(self, run_id: str, seq: int, state: bytes) -> None: ...
+    def end(self, run_id: str, status: str, waiting: Mapping[str, Any] | None) -> None: ...
+    def run(self, run_id: str) -> dict[str, Any] | None: ...
+    def runs(self, limit: int = 20, *, statuses: tuple[str, ...] = ()) -> list[dict[str, Any]]: ...
+    def attempts(self, run_id: str) -> list[dict[str, Any]]: ...
+    def states(self, run_id: str) -> list[tuple[int, bytes]]: ...
+    def forget_run(self, run_id: str) -> None: ...
+
+    def take_over(self, run_id: str, status: str, pid: Any) -> bool:
+        """Mark the run `running` in this process if its row still has `status` and `pid` (a compare-and-set)."""
+
+    def try_claim_session(self, session: str, diagram: str, run_id: str) -> tuple[bool, bytes | None, Any]:
+        """One attempt at holding `session` for `run_id`: (True, its stored state, run_id) or (False, None, the
+        run that holds it). Two runs never both get True while neither let go."""
+
+    def release_session(self, session: str, run_id: str, state: bytes | None) -> None:
+        """Let go of `session` if `run_id` holds it; with `state`, store it and count a turn."""
+
+    def session(self, session: str) -> dict[str, Any] | None:
+        """A session's row: session, diagram, turn, state, updated, holder."""
+
+    def session_names(self, limit: int) -> list[str]:
+        """The newest sessions' names (by last change)."""
+
+    def forget_session(self, session: str) -> bool: ...
+
+    def reopen(self) -> CheckpointStore:
+        """The same store through a connection of its own (for another thread); close it when done."""
+
+    def close(self) -> None: ...
+
+
 class SqliteCheckpoints:
     """The checkpoint store in a SQLite file; safe for several processes at once (WAL, a busy timeout)."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.url = f"sqlite:///{path}"
         try:
             # Autocommit: each statement is its own transaction, committed when it returns.
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
@@ -70,11 +127,11 @@ class SqliteCheckpoints:
     def begin(self, run_id: str, fields: Mapping[str, Any]) -> None:
         now = time.time()
         values = [orjson.dumps(fields[k]).decode() if k == "inputs" and fields.get(k) is not None else fields.get(k)
-                  for k in _FIELDS]
+                  for k in RUN_FIELDS]
         try:
             self._db.execute(
-                f"INSERT INTO run_states (run_id, {', '.join(_FIELDS)}, status, started, updated) "
-                f"VALUES (?, {', '.join('?' for _ in _FIELDS)}, 'running', ?, ?) "
+                f"INSERT INTO run_states (run_id, {', '.join(RUN_FIELDS)}, status, started, updated) "
+                f"VALUES (?, {', '.join('?' for _ in RUN_FIELDS)}, 'running', ?, ?) "
                 "ON CONFLICT (run_id) DO UPDATE SET status = 'running', pid = excluded.pid, host = excluded.host, "
                 "content_hash = excluded.content_hash, updated = excluded.updated, waiting = NULL",
                 (run_id, *values, now, now))
@@ -98,28 +155,30 @@ class SqliteCheckpoints:
     # -- what resume, replay and `diagrama runs` read -------------------------------------------------
     def run(self, run_id: str) -> dict[str, Any] | None:
         found = self._db.execute("SELECT * FROM run_states WHERE run_id = ?", (run_id,)).fetchone()
-        return _row(found) if found else None
+        return run_row(found) if found else None
 
     def runs(self, limit: int = 20, *, statuses: tuple[str, ...] = ()) -> list[dict[str, Any]]:
-        """The newest durable runs (by last change), with their live status; only `statuses` when given."""
-        query = "SELECT * FROM run_states"
+        """The newest durable runs (by last change), with their live status; only `statuses` when given. A
+        subdiagram's run (one with a parent) is its parent's step, not listed."""
+        query = "SELECT * FROM run_states WHERE parent IS NULL"
         if statuses:
             wanted = {*statuses, "running"} if INTERRUPTED in statuses else set(statuses)
-            query += f" WHERE status IN ({', '.join('?' for _ in wanted)})"
+            query += f" AND status IN ({', '.join('?' for _ in wanted)})"
             found = self._db.execute(query + " ORDER BY updated DESC LIMIT ?", (*wanted, limit * 4)).fetchall()
         else:
             found = self._db.execute(query + " ORDER BY updated DESC LIMIT ?", (limit,)).fetchall()
-        rows = [_row(row) for row in found]
+        rows = [run_row(row) for row in found]
         if statuses:
             rows = [row for row in rows if row["status"] in statuses]
         return rows[:limit]
 
     def attempts(self, run_id: str) -> list[dict[str, Any]]:
         """The durable runs of a batch row: `run_id` (its first attempt) and its later attempts (`run_id-aN`)."""
-        found = self._db.execute("SELECT * FROM run_states WHERE run_id = ? OR run_id LIKE ? ESCAPE '\\'",
+        found = self._db.execute("SELECT * FROM run_states WHERE parent IS NULL AND (run_id = ? OR run_id LIKE ? "
+                                 "ESCAPE '\\')",
                                  (run_id, run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
                                   + "-a%")).fetchall()
-        return [_row(row) for row in found]
+        return [run_row(row) for row in found]
 
     def states(self, run_id: str) -> list[tuple[int, bytes]]:
         """Every checkpoint of a run, oldest first: (seq, state)."""
@@ -130,16 +189,68 @@ class SqliteCheckpoints:
         self._db.execute("DELETE FROM checkpoints WHERE run_id = ?", (run_id,))
         self._db.execute("DELETE FROM run_states WHERE run_id = ?", (run_id,))
 
+    def take_over(self, run_id: str, status: str, pid: Any) -> bool:
+        found = self._db.execute(
+            "UPDATE run_states SET status = 'running', pid = ?, host = ?, updated = ? "
+            "WHERE run_id = ? AND status = ? AND pid IS ?",
+            (os.getpid(), socket.gethostname(), time.time(), run_id, status, pid))
+        return found.rowcount == 1
+
     # -- sessions (engine.runs.sessions) -----------------------------------------------------------------
+    def try_claim_session(self, session: str, diagram: str, run_id: str) -> tuple[bool, bytes | None, Any]:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")  # one writer decides: no two runs take the session at once
+        try:
+            row = db.execute("SELECT state, holder, holder_pid, holder_host, held_since FROM sessions "
+                             "WHERE session = ?", (session,)).fetchone()
+            free = session_free(row, run_id)
+            if free:
+                now = time.time()
+                db.execute("INSERT INTO sessions (session, diagram, holder, holder_pid, holder_host, held_since, "
+                           "updated) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session) DO UPDATE SET "
+                           "holder = excluded.holder, holder_pid = excluded.holder_pid, "
+                           "holder_host = excluded.holder_host, held_since = excluded.held_since",
+                           (session, diagram, run_id, os.getpid(), socket.gethostname(), now, now))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        if not free:
+            return False, None, row["holder"]
+        return True, (bytes(row["state"]) if row is not None and row["state"] else None), run_id
+
+    def release_session(self, session: str, run_id: str, state: bytes | None) -> None:
+        if state is None:
+            self._db.execute("UPDATE sessions SET holder = NULL, holder_pid = NULL WHERE session = ? AND holder = ?",
+                             (session, run_id))
+            return
+        self._db.execute("UPDATE sessions SET state = ?, turn = turn + 1, holder = NULL, holder_pid = NULL, "
+                         "updated = ? WHERE session = ? AND holder = ?", (state, time.time(), session, run_id))
+
+    def session(self, session: str) -> dict[str, Any] | None:
+        row = self._db.execute("SELECT * FROM sessions WHERE session = ?", (session,)).fetchone()
+        return dict(row) if row is not None else None
+
+    def session_names(self, limit: int) -> list[str]:
+        return [str(row[0]) for row in
+                self._db.execute("SELECT session FROM sessions ORDER BY updated DESC LIMIT ?", (limit,))]
+
+    def forget_session(self, session: str) -> bool:
+        return self._db.execute("DELETE FROM sessions WHERE session = ?", (session,)).rowcount > 0
+
     @property
-    def db(self) -> sqlite3.Connection:
-        return self._db
+    def where(self) -> str:
+        return str(self.path)
+
+    def reopen(self) -> SqliteCheckpoints:
+        return SqliteCheckpoints(self.path)  # a sqlite3 connection is for one thread at a time
 
     def close(self) -> None:
         self._db.close()
 
 
-def _row(row: sqlite3.Row) -> dict[str, Any]:
+def run_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A `run_states` row as callers read it: its JSON fields decoded, its live status."""
     found = dict(row)
     for name in ("inputs", "waiting"):
         if found.get(name):
@@ -148,21 +259,17 @@ def _row(row: sqlite3.Row) -> dict[str, Any]:
     return found
 
 
-CheckpointStore = SqliteCheckpoints
-"""The store's interface (the SQLAlchemy one offers the same methods)."""
+def open_checkpoints(url: str | None, runs_dir: Path) -> CheckpointStore:
+    """The checkpoint store at `url`, else at $DIAGRAMA_STORE, else `runs_dir/diagrama.db` (beside the run store).
 
-
-def open_checkpoints(url: str | None, runs_dir: Path) -> SqliteCheckpoints:
-    """The checkpoint store at a `sqlite:///` URL, else $DIAGRAMA_STORE, else `runs_dir/diagrama.db`.
-
-    OSError for another database's URL, for now: durable runs use the SQLite store.
+    A `sqlite:///` URL is the fast SQLite store; any other SQLAlchemy URL is engine.runs.checkpoints_sql's (OSError,
+    naming the URL without its password and the fix, when it cannot connect or its driver is missing).
     """
-    import os
-
     url = url or os.environ.get("DIAGRAMA_STORE") or None
     if url is None:
         return SqliteCheckpoints(runs_dir / "diagrama.db")
     if url.startswith("sqlite:///"):
         return SqliteCheckpoints(Path(url.removeprefix("sqlite:///")))
-    raise OSError(f"durable runs keep their checkpoints in a SQLite store; {url.split(':', 1)[0]} is not one yet "
-                  "(set `durable: false` on Start to run without checkpoints)")
+    from engine.runs.checkpoints_sql import SqlCheckpoints
+
+    return SqlCheckpoints(url)

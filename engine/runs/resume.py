@@ -22,7 +22,7 @@ from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
 from engine.compile.loader import load_diagram
 from engine.errors import UsageError
-from engine.runs.checkpoints import SqliteCheckpoints
+from engine.runs.checkpoints import CheckpointStore
 from engine.runs.traces import INTERRUPTED
 from engine.runtime.context import Services
 from engine.runtime.durable import Answer, Resumed, resumed_from
@@ -73,7 +73,7 @@ class Resumption:
     inputs: dict[str, Any]
 
 
-def prepare_resume(store: SqliteCheckpoints, run_id: str, *, registry: BlockRegistry, answer: Any = None,
+def prepare_resume(store: CheckpointStore, run_id: str, *, registry: BlockRegistry, answer: Any = None,
                    from_block: str | None = None, new_id: str | None = None) -> Resumption:
     """Work out how run `run_id` continues (interrupted, or waiting with `answer`), or its replay `from_block`.
 
@@ -82,7 +82,7 @@ def prepare_resume(store: SqliteCheckpoints, run_id: str, *, registry: BlockRegi
     """
     row = store.run(run_id)
     if row is None:
-        raise UsageError(f"no durable run '{run_id}' in the store {store.path} (`diagrama runs` lists them)")
+        raise UsageError(f"no durable run '{run_id}' in the store {store.where} (`diagrama runs` lists them)")
     if row.get("parent") and from_block is None:
         raise UsageError(f"run '{run_id}' is a subdiagram's run, a step of run '{row['parent']}': resume that run "
                          "(its child continues from its own last checkpoint)")
@@ -118,7 +118,7 @@ def prepare_resume(store: SqliteCheckpoints, run_id: str, *, registry: BlockRegi
     return Resumption(diagram, resumed, run_id, {"session": row.get("session")}, inputs)
 
 
-async def run_resumption(store: SqliteCheckpoints, resumption: Resumption, *, services: Services | None = None,
+async def run_resumption(store: CheckpointStore, resumption: Resumption, *, services: Services | None = None,
                          runs_dir: Path | None = Path("runs"), console: Console | None = None) -> RunResult:
     """Execute a prepared resume: the run continues under its id (a replay: under its new one)."""
     services = services or Services()
@@ -127,7 +127,7 @@ async def run_resumption(store: SqliteCheckpoints, resumption: Resumption, *, se
                          run_id=resumption.run_id, resume=resumption.resumed, record=resumption.record)
 
 
-async def resume_run(store: SqliteCheckpoints, run_id: str, *, registry: BlockRegistry, answer: Any = None,
+async def resume_run(store: CheckpointStore, run_id: str, *, registry: BlockRegistry, answer: Any = None,
                      from_block: str | None = None, services: Services | None = None,
                      runs_dir: Path | None = Path("runs"), console: Console | None = None) -> RunResult:
     """Resume run `run_id` (`prepare_resume`, then `run_resumption`): the HTTP API's `POST /v1/runs/{id}/resume`."""

@@ -11,16 +11,13 @@ stores nothing: the session stays as the last good turn left it.
 
 from __future__ import annotations
 
-import os
-import socket
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from engine.errors import UsageError
 from engine.format.snapshot import decode, encode
-from engine.runs.checkpoints import SqliteCheckpoints
-from engine.runs.traces import process_gone
+from engine.runs.checkpoints import CheckpointStore
 
 __all__ = ["claim_session", "claim_session_async", "forget_session", "list_sessions", "read_session", "release_session",
            "try_claim_session"]
@@ -28,36 +25,17 @@ __all__ = ["claim_session", "claim_session_async", "forget_session", "list_sessi
 _POLL_S = 0.02
 
 
-def try_claim_session(store: SqliteCheckpoints, session: str, diagram: str, run_id: str) -> tuple[bool, Any]:
+def try_claim_session(store: CheckpointStore, session: str, diagram: str, run_id: str) -> tuple[bool, Any]:
     """One attempt at holding `session` for run `run_id`: (True, its stored values or None for a new session), or
     (False, the run that holds it) while another live run does. A run takes back a session it held before (a
-    resumed run)."""
-    db = store.db
-    pid, host = os.getpid(), socket.gethostname()
-    db.execute("BEGIN IMMEDIATE")  # one writer decides: no two runs take the session at once
-    try:
-        row = db.execute("SELECT state, holder, holder_pid, holder_host, held_since FROM sessions "
-                         "WHERE session = ?", (session,)).fetchone()
-        free = (row is None or row["holder"] is None or row["holder"] == run_id
-                or process_gone(row["holder_pid"], row["holder_host"], float(row["held_since"] or 0)))
-        if free:
-            now = time.time()
-            db.execute("INSERT INTO sessions (session, diagram, holder, holder_pid, holder_host, held_since, "
-                       "updated) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session) DO UPDATE SET "
-                       "holder = excluded.holder, holder_pid = excluded.holder_pid, "
-                       "holder_host = excluded.holder_host, held_since = excluded.held_since",
-                       (session, diagram, run_id, pid, host, now, now))
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    if not free:
-        return False, row["holder"]
-    state = row["state"] if row is not None else None
+    resumed run). The store decides with one writer (SQLite) or a conditional update (other databases)."""
+    claimed, state, holder = store.try_claim_session(session, diagram, run_id)
+    if not claimed:
+        return False, holder
     return True, (dict(decode(state)) if state else None)
 
 
-def claim_session(store: SqliteCheckpoints, session: str, diagram: str, run_id: str, *,
+def claim_session(store: CheckpointStore, session: str, diagram: str, run_id: str, *,
                   wait_s: float = 600.0) -> dict[str, Any] | None:
     """Hold `session` for run `run_id`: its stored values (None for a new session). Waits while another live run
     holds it; UsageError after `wait_s`."""
@@ -71,7 +49,7 @@ def claim_session(store: SqliteCheckpoints, session: str, diagram: str, run_id: 
         time.sleep(_POLL_S)
 
 
-async def claim_session_async(store: SqliteCheckpoints, session: str, diagram: str, run_id: str, *,
+async def claim_session_async(store: CheckpointStore, session: str, diagram: str, run_id: str, *,
                               wait_s: float = 600.0) -> dict[str, Any] | None:
     """`claim_session` for a run on an event loop (a batch row): it waits without holding up the loop's other
     runs, among them the one that holds the session."""
@@ -91,31 +69,25 @@ def _still_held(session: str, holder: Any, wait_s: float) -> UsageError:
     return UsageError(f"session '{session}' is held by run {holder}, still running after {wait_s:g} s")
 
 
-def release_session(store: SqliteCheckpoints, session: str, run_id: str, values: Mapping[str, Any] | None) -> None:
+def release_session(store: CheckpointStore, session: str, run_id: str, values: Mapping[str, Any] | None) -> None:
     """Let go of `session`; with `values` (a turn that succeeded), store them as the session's memory."""
-    if values is None:
-        store.db.execute("UPDATE sessions SET holder = NULL, holder_pid = NULL WHERE session = ? AND holder = ?",
-                         (session, run_id))
-        return
-    store.db.execute("UPDATE sessions SET state = ?, turn = turn + 1, holder = NULL, holder_pid = NULL, updated = ? "
-                     "WHERE session = ? AND holder = ?", (encode(dict(values)), time.time(), session, run_id))
+    store.release_session(session, run_id, None if values is None else encode(dict(values)))
 
 
-def read_session(store: SqliteCheckpoints, session: str) -> dict[str, Any] | None:
+def read_session(store: CheckpointStore, session: str) -> dict[str, Any] | None:
     """A session's diagram, turns so far, memory values and when it last changed; None when there is none."""
-    row = store.db.execute("SELECT * FROM sessions WHERE session = ?", (session,)).fetchone()
+    row = store.session(session)
     if row is None:
         return None
     return {"session": row["session"], "diagram": row["diagram"], "turns": int(row["turn"]),
-            "memory": decode(row["state"]) if row["state"] else {}, "updated": row["updated"],
+            "memory": decode(bytes(row["state"])) if row["state"] else {}, "updated": row["updated"],
             "held_by": row["holder"]}
 
 
-def list_sessions(store: SqliteCheckpoints, limit: int = 50) -> list[dict[str, Any]]:
-    rows = store.db.execute("SELECT session FROM sessions ORDER BY updated DESC LIMIT ?", (limit,)).fetchall()
-    return [found for row in rows if (found := read_session(store, row["session"])) is not None]
+def list_sessions(store: CheckpointStore, limit: int = 50) -> list[dict[str, Any]]:
+    return [found for name in store.session_names(limit) if (found := read_session(store, name)) is not None]
 
 
-def forget_session(store: SqliteCheckpoints, session: str) -> bool:
+def forget_session(store: CheckpointStore, session: str) -> bool:
     """Delete a session and its memory; whether there was one."""
-    return store.db.execute("DELETE FROM sessions WHERE session = ?", (session,)).rowcount > 0
+    return store.forget_session(session)

@@ -23,7 +23,7 @@ from engine.compile.inputs import check_inputs
 from engine.compile.loader import load_diagram
 from engine.errors import UsageError
 from engine.format.redact import redact_value
-from engine.runs.checkpoints import SqliteCheckpoints
+from engine.runs.checkpoints import CheckpointStore
 from engine.runs.resume import Resumption, answer_problems, prepare_resume, run_resumption
 from engine.runs.sessions import claim_session, read_session, release_session
 from engine.runtime.context import Services
@@ -47,12 +47,8 @@ class DurableRoutes:
         self.resuming: set[str] = set()
         """Runs being resumed from this page: a second answer to the same Wait is refused, not run twice."""
 
-    def _store(self) -> SqliteCheckpoints:
-        store = self.runs.checkpoint_store()
-        if store is None:
-            raise FolderError(409, "durable runs need the checkpoint store, a SQLite file; $DIAGRAMA_STORE names "
-                                   "another database")
-        return store
+    def _store(self) -> CheckpointStore:
+        return self.runs.checkpoint_store()
 
     async def resume(self, request: Request) -> Response:
         """`POST /api/runs/{run_id}/resume` {answer?, offline}: a waiting run goes on with the answer (checked
@@ -102,7 +98,7 @@ class DurableRoutes:
         self._launch(resumption, offline)
         return answer(RunStarted(run_id=resumption.run_id), 202)
 
-    def _prepare(self, store: SqliteCheckpoints, run_id: str, given: Any, block: str | None) -> Resumption:
+    def _prepare(self, store: CheckpointStore, run_id: str, given: Any, block: str | None) -> Resumption:
         try:
             resumption = prepare_resume(store, run_id, registry=self.runs.registry, answer=given, from_block=block)
         except UsageError as exc:
@@ -151,7 +147,7 @@ class DurableRoutes:
             raise FolderError(422, f"{path.name} keeps no memory: name the variables a conversation keeps in its "
                                    "Start's `memory`")
         values = check_inputs(loaded, inputs)
-        self._store().close()  # refused now, not in the task, when there is no store
+        self._store().close()  # refused now, not in the task, when the store cannot be opened
         run_id = new_run_id()
 
         async def work(services: Services) -> RunResult:

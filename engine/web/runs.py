@@ -4,7 +4,7 @@ diagram's runs, save a run as a scenario, and run a folder's scenarios.
 Runs started here record their vendor replies in memory, so "save as scenario" can write the same
 file `diagrama run --record` writes. Only runs of the folder's own diagrams are shown, even when
 the runs directory is shared with other folders. Runs are durable as `diagrama run`'s are (the
-checkpoint store in the runs folder, unless Start says `durable: false`); for a durable run the
+checkpoint store beside the run store, unless Start says `durable: false`); for a durable run the
 store's status is the truth (a run resumed here after its first process died is `running`, not
 `interrupted`), and a waiting run's answer shows what its Wait asks. Resuming, replaying and
 conversations are engine.web.durable's, launched through `launch`.
@@ -46,7 +46,7 @@ from engine.web.models import (
 )
 
 if TYPE_CHECKING:
-    from engine.runs.checkpoints import SqliteCheckpoints
+    from engine.runs.checkpoints import CheckpointStore
 
 __all__ = ["RunRoutes"]
 
@@ -116,20 +116,24 @@ class RunRoutes:
             return []
         return found if isinstance(found, list) else [found]
 
-    def checkpoint_store(self) -> SqliteCheckpoints | None:
-        """The checkpoint store `diagrama run` uses for this runs folder (a connection of the caller's own, to
-        close); None where there is none ($DIAGRAMA_STORE names another database)."""
+    def checkpoint_store(self) -> CheckpointStore:
+        """The checkpoint store `diagrama run` uses for this runs folder ($DIAGRAMA_STORE, else its SQLite file): a
+        connection of the caller's own, to close; 503 when it cannot be opened."""
         from engine.runs.checkpoints import open_checkpoints
 
         try:
             return open_checkpoints(None, self.runs_dir)
-        except OSError:
-            return None
+        except OSError as exc:
+            raise FolderError(503, str(exc)) from None
 
     def _stored(self, run_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """The checkpoint store's rows of these runs (those it has), with their live status."""
-        store = self.checkpoint_store() if run_ids else None
-        if store is None:
+        """The checkpoint store's rows of these runs (those it has), with their live status; none while the store
+        cannot be opened (the runs are listed from their traces)."""
+        if not run_ids:
+            return {}
+        try:
+            store = self.checkpoint_store()
+        except FolderError:
             return {}
         try:
             return {run_id: row for run_id in run_ids if (row := store.run(run_id)) is not None}
@@ -226,6 +230,8 @@ class RunRoutes:
         loaded = await asyncio.to_thread(load_diagram, path, self.registry, data_roots=self.folder.data_roots,
                                          start_servers=True)
         values = check_inputs(loaded, inputs)
+        if loaded.settings.durable:
+            self.checkpoint_store().close()  # refused now (503), not in the task, when the store cannot be opened
         run_id = new_run_id()
 
         async def work(services: Services) -> RunResult:

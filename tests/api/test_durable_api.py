@@ -87,9 +87,15 @@ def durable_app(make_app: Callable[..., Any], robots_dir: Path) -> Callable[...,
     return make_app
 
 
+@pytest.fixture
+def stored_app(durable_app: Callable[..., Any], store_url: str) -> Callable[..., Any]:
+    """`durable_app` with its run store, and so its checkpoints, on each kind of database (SQLite, PostgreSQL)."""
+    return lambda **options: durable_app(store_url=store_url, **options)
+
+
 def test_a_run_waits_with_its_question_and_goes_on_with_a_fitting_answer(
-        durable_app: Callable[..., Any], client: Callable[..., httpx.AsyncClient]) -> None:
-    app = durable_app()
+        stored_app: Callable[..., Any], client: Callable[..., httpx.AsyncClient]) -> None:
+    app = stored_app()
 
     async def go() -> dict[str, httpx.Response]:
         async with client(app) as caller:
@@ -132,8 +138,8 @@ def test_a_run_waits_with_its_question_and_goes_on_with_a_fitting_answer(
 
 
 def test_a_resume_without_waiting_answers_202_and_two_at_once_let_one_through(
-        durable_app: Callable[..., Any], client: Callable[..., httpx.AsyncClient]) -> None:
-    app = durable_app()
+        stored_app: Callable[..., Any], client: Callable[..., httpx.AsyncClient]) -> None:
+    app = stored_app()
     backend = inner(app).state.backend
 
     async def go() -> tuple[list[httpx.Response], Any, httpx.Response]:
@@ -187,9 +193,9 @@ def test_the_event_stream_ends_waiting_and_goes_on_after_the_resume(
 
 
 def test_a_session_carries_memory_from_run_to_run_and_is_forgotten(
-        durable_app: Callable[..., Any], client: Callable[..., httpx.AsyncClient]) -> None:
+        stored_app: Callable[..., Any], client: Callable[..., httpx.AsyncClient]) -> None:
     async def go() -> dict[str, httpx.Response]:
-        async with client(durable_app()) as caller:
+        async with client(stored_app()) as caller:
             def turn(message: str, session: str = "ana-1") -> Any:
                 return caller.post("/v1/robots/chat/runs", json={"inputs": {"message": message}, "session": session})
 
@@ -221,10 +227,10 @@ def test_a_session_carries_memory_from_run_to_run_and_is_forgotten(
     assert found["unknown"].status_code == 404
 
 
-def test_runs_of_one_session_take_turns_and_none_is_lost(durable_app: Callable[..., Any],
+def test_runs_of_one_session_take_turns_and_none_is_lost(stored_app: Callable[..., Any],
                                                          client: Callable[..., httpx.AsyncClient]) -> None:
     async def go() -> tuple[list[httpx.Response], httpx.Response]:
-        async with client(durable_app()) as caller:
+        async with client(stored_app()) as caller:
             runs = await asyncio.gather(*(caller.post("/v1/robots/chat/runs", json={
                 "inputs": {"message": f"m{n}"}, "session": "busy"}) for n in range(12)))
             return list(runs), await caller.get("/v1/sessions/busy")
@@ -308,7 +314,7 @@ def test_an_interrupted_run_goes_on_from_its_last_checkpoint(durable_app: Callab
         [sys.executable, "-m", "engine.cli", "run", str(robots_dir / "asker.yaml"), "--offline", "-q",
          "--runs-dir", str(runs)], env={**os.environ, "DIAGRAMA_STORE": ""}, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL)
-    _until_checkpoints(runs / "diagrama.db", process, 3)
+    _until_checkpoints("", runs / "diagrama.db", process, 3)
     process.send_signal(signal.SIGKILL)
     process.wait()
     (run,) = [path.name for path in runs.iterdir() if path.is_dir()]

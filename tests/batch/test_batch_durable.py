@@ -10,10 +10,11 @@ import pytest
 from engine import BlockRegistry, Services, UsageError
 from engine.compile.loader import load_diagram
 from engine.runs.batch import read_rows, run_batch, write_results
-from engine.runs.checkpoints import SqliteCheckpoints
+from engine.runs.checkpoints import open_checkpoints
 from engine.runs.resume import resume_run
 from engine.runs.sessions import read_session
 from engine.runs.store import RunStore
+from tests.postgres import sql
 
 CHAT = """
 diagram: chat
@@ -54,11 +55,12 @@ def _batch(tmp_path: Path, text: str, rows_text: str, registry: BlockRegistry, n
     return diagram, read_rows(tmp_path / name, diagram)
 
 
-def test_a_session_column_makes_rows_turns_of_their_conversations_in_row_order(tmp_path: Path, registry: BlockRegistry) -> None:
+def test_a_session_column_makes_rows_turns_of_their_conversations_in_row_order(
+        tmp_path: Path, registry: BlockRegistry, store_url: str) -> None:
     diagram, rows = _batch(tmp_path, CHAT, "session,message\na,m1\nb,x1\na,m2\na,m3\nb,x2\n,alone\n", registry)
     assert rows[0] == {"session": "a", "message": "m1"} and rows[5] == {"message": "alone"}
-    store = RunStore(f"sqlite:///{tmp_path / 'runs' / 'diagrama.db'}")
-    checkpoints = SqliteCheckpoints(tmp_path / "runs" / "diagrama.db")
+    store = RunStore(store_url)
+    checkpoints = open_checkpoints(store_url, tmp_path / "runs")
     outcome = asyncio.run(run_batch(diagram, rows, batch_id="s1", store=store, services=Services(environ={}),
                                     runs_dir=tmp_path / "runs", concurrency=6, checkpoints=checkpoints))
     assert outcome.succeeded == 6
@@ -83,7 +85,7 @@ def test_a_session_column_is_an_input_when_the_diagram_has_one(tmp_path: Path, r
     text = CHAT.replace('inputs: {message: ""}', 'inputs: {message: "", session: ""}')
     diagram, rows = _batch(tmp_path, text, "session,message\na,m1\n", registry)
     store = RunStore(f"sqlite:///{tmp_path / 'runs' / 'diagrama.db'}")
-    checkpoints = SqliteCheckpoints(tmp_path / "runs" / "diagrama.db")
+    checkpoints = open_checkpoints(None, tmp_path / "runs")
     asyncio.run(run_batch(diagram, rows, batch_id="s1", store=store, services=Services(environ={}),
                           runs_dir=tmp_path / "runs", checkpoints=checkpoints))
     assert read_session(checkpoints, "a") is None
@@ -101,11 +103,12 @@ def test_sessions_need_the_checkpoint_store_and_a_text(tmp_path: Path, registry:
         read_rows(tmp_path / "rows.json", diagram)
 
 
-def test_a_waiting_row_is_left_to_its_person_and_stays_the_batch_row_once_answered(tmp_path: Path, registry: BlockRegistry) -> None:
+def test_a_waiting_row_is_left_to_its_person_and_stays_the_batch_row_once_answered(
+        tmp_path: Path, registry: BlockRegistry, store_url: str) -> None:
     diagram, rows = _batch(tmp_path, APPROVE, "n\n1\n2\n", registry)
     runs = tmp_path / "runs"
-    store = RunStore(f"sqlite:///{runs / 'diagrama.db'}")
-    checkpoints = SqliteCheckpoints(runs / "diagrama.db")
+    store = RunStore(store_url)
+    checkpoints = open_checkpoints(store_url, runs)
 
     def batch() -> object:
         return asyncio.run(run_batch(diagram, rows, batch_id="w1", store=store, services=Services(environ={}),
@@ -145,21 +148,21 @@ blocks:
 
 @pytest.mark.parametrize("taken_over", [False, True])
 def test_a_row_still_running_on_another_host_is_taken_over_only_when_its_task_came_again(
-        tmp_path: Path, registry: BlockRegistry, taken_over: bool) -> None:
+        tmp_path: Path, registry: BlockRegistry, taken_over: bool, store_url: str) -> None:
     """Celery delivers a lost worker's row again (`taken_over`): its attempt, `running` on a host no one here can
     look at, continues from its checkpoint. Without that sign it is left alone and the row runs as a new attempt."""
     from engine.runs.batch_rows import run_row
 
     diagram, rows = _batch(tmp_path, ASK, "n\n1\n", registry)
     runs = tmp_path / "runs"
-    checkpoints = SqliteCheckpoints(runs / "diagrama.db")
+    checkpoints = open_checkpoints(store_url, runs)
     services = Services(environ={}, offline=True, checkpoints=checkpoints)
     first = asyncio.run(run_row(diagram, rows[0], 1, batch_id="h", previous=0, services=services, runs_dir=runs,
                                 checkpoints=checkpoints))
     assert first is not None and first.result.succeeded and first.attempt == 1
     # As if its worker on another machine died just after `ask`'s checkpoint.
-    checkpoints.db.execute("DELETE FROM checkpoints WHERE run_id = 'h-r000001' AND seq > 2")
-    checkpoints.db.execute("UPDATE run_states SET status = 'running', host = 'another-host' WHERE run_id = 'h-r000001'")
+    sql(checkpoints, "DELETE FROM checkpoints WHERE run_id = 'h-r000001' AND seq > 2")
+    sql(checkpoints, "UPDATE run_states SET status = 'running', host = 'another-host' WHERE run_id = 'h-r000001'")
     again = asyncio.run(run_row(diagram, rows[0], 1, batch_id="h", previous=0, services=services, runs_dir=runs,
                                 checkpoints=checkpoints, taken_over=taken_over))
     assert again is not None and again.result.succeeded and again.result.variables["finished"] is True

@@ -1,5 +1,6 @@
 """`diagrama run` stopping at a Wait and `diagrama resume` answering it, as a user types them; of two resumes of one
-waiting run started at once, one takes it and the other is refused before any block runs again."""
+waiting run started at once, one takes it and the other is refused before any block runs again; `diagrama sessions`.
+Each on both kinds of store: the runs folder's SQLite file, and PostgreSQL named by $DIAGRAMA_STORE."""
 
 from __future__ import annotations
 
@@ -9,11 +10,19 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 from typer.testing import CliRunner
 
 from engine.cli import app
 
 DIAGRAMS = Path(__file__).resolve().parents[2] / "diagrams"
+
+
+@pytest.fixture(autouse=True)
+def store(store_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """$DIAGRAMA_STORE for the commands (and the processes they start): SQLite's file in the runs folder, PostgreSQL."""
+    monkeypatch.setenv("DIAGRAMA_STORE", store_url)
+    return store_url
 
 
 def _waiting_run(tmp_path: Path) -> tuple[Path, str]:
@@ -47,3 +56,18 @@ def test_of_two_resumes_at_once_exactly_one_continues_the_run(tmp_path: Path) ->
     # The loser is refused, whether it lost the take-over, saw the run running, or came after it had finished.
     assert codes == [0, 2], answers
     assert any(word in text for _, text in answers for word in ("being resumed", "is running", "is succeeded")), answers
+
+
+def test_a_session_carries_memory_between_runs_and_is_listed_and_forgotten(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    command = ["run", str(DIAGRAMS / "chat_memory.yaml"), "--offline", "--runs-dir", str(runs), "--session", "s-1",
+               "--output", "json", "-q"]
+    turns = [CliRunner().invoke(app, command) for _ in range(2)]
+    assert [turn.exit_code for turn in turns] == [0, 0], turns[-1].output
+    assert orjson.loads(turns[1].stdout)["variables"]["turns"] == 2  # the second turn started from the first's memory
+    listed = CliRunner().invoke(app, ["sessions", "--runs-dir", str(runs), "--output", "json"])
+    (entry,) = [orjson.loads(line) for line in listed.stdout.splitlines()]
+    assert entry["session"] == "s-1" and entry["turns"] == 2 and entry["memory"]["turns"] == 2
+    forgot = CliRunner().invoke(app, ["sessions", "--runs-dir", str(runs), "--forget", "s-1"])
+    assert forgot.exit_code == 0 and "forgot session s-1" in forgot.stdout
+    assert CliRunner().invoke(app, ["sessions", "--runs-dir", str(runs), "--output", "json"]).stdout == ""

@@ -7,6 +7,7 @@ import math
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -19,10 +20,11 @@ from engine import Block, BlockRegistry, DataTable, RunContext, RunResult, Servi
 from engine.compile.loader import load_diagram
 from engine.compile.templating import last_turns
 from engine.format.snapshot import SnapshotError, decode, encode
-from engine.runs.checkpoints import SqliteCheckpoints
+from engine.runs.checkpoints import CheckpointStore, SqliteCheckpoints, open_checkpoints
 from engine.runs.resume import prepare_resume, resume_run, run_resumption
 from engine.runs.sessions import claim_session, forget_session, read_session, release_session
 from engine.runtime.durable import decode_state
+from tests.postgres import sql
 
 
 class TickInputs(BaseModel):
@@ -54,8 +56,11 @@ def blocks() -> BlockRegistry:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SqliteCheckpoints:
-    return SqliteCheckpoints(tmp_path / "runs" / "diagrama.db")
+def store(store_url: str, tmp_path: Path) -> Iterator[CheckpointStore]:
+    """The checkpoint store on each kind of database (tests/conftest.py's `store_url`: SQLite, PostgreSQL)."""
+    opened = open_checkpoints(store_url, tmp_path / "runs")
+    yield opened
+    opened.close()
 
 
 COUNTER = """
@@ -78,7 +83,7 @@ blocks:
 """
 
 
-def _run(diagram: Any, store: SqliteCheckpoints | None, tmp_path: Path, **options: Any) -> RunResult:
+def _run(diagram: Any, store: CheckpointStore | None, tmp_path: Path, **options: Any) -> RunResult:
     services = Services(checkpoints=store)
     return asyncio.run(execute(diagram, {}, runs_dir=tmp_path / "runs", services=services, **options))
 
@@ -95,10 +100,10 @@ def _dead_pid() -> int:
     return child.pid
 
 
-def _interrupt_after(store: SqliteCheckpoints, run_id: str, seq: int) -> None:
+def _interrupt_after(store: CheckpointStore, run_id: str, seq: int) -> None:
     """Make a finished run look killed just after checkpoint `seq`: later checkpoints gone, its process dead."""
-    store.db.execute("DELETE FROM checkpoints WHERE run_id = ? AND seq > ?", (run_id, seq))
-    store.db.execute("UPDATE run_states SET status = 'running', pid = ? WHERE run_id = ?", (_dead_pid(), run_id))
+    sql(store, "DELETE FROM checkpoints WHERE run_id = :run AND seq > :seq", run=run_id, seq=seq)
+    sql(store, "UPDATE run_states SET status = 'running', pid = :pid WHERE run_id = :run", pid=_dead_pid(), run=run_id)
 
 
 # -- the encoding ---------------------------------------------------------------------------------------------------
@@ -124,7 +129,7 @@ def test_a_value_a_checkpoint_cannot_hold_is_named_by_its_path() -> None:
 
 # -- checkpoints and resume -----------------------------------------------------------------------------------------
 def test_a_durable_run_checkpoints_after_each_block_with_effects_and_at_its_end(tmp_path: Path, blocks: BlockRegistry,
-                                                                              store: SqliteCheckpoints) -> None:
+                                                                              store: CheckpointStore) -> None:
     result = _run(load_diagram(_write(tmp_path, COUNTER), blocks), store, tmp_path)
     assert result.status == "succeeded" and result.variables["seen"] == [0, 1, 2, 3]
     states = store.states(result.run_id)
@@ -137,7 +142,7 @@ def test_a_durable_run_checkpoints_after_each_block_with_effects_and_at_its_end(
 
 
 def test_durable_false_on_start_writes_no_checkpoint(tmp_path: Path, blocks: BlockRegistry,
-                                                      store: SqliteCheckpoints) -> None:
+                                                      store: CheckpointStore) -> None:
     text = COUNTER.replace("    type: Start\n", "    type: Start\n    durable: false\n")
     result = _run(load_diagram(_write(tmp_path, text), blocks), store, tmp_path)
     assert result.succeeded and store.run(result.run_id) is None and store.states(result.run_id) == []
@@ -145,7 +150,7 @@ def test_durable_false_on_start_writes_no_checkpoint(tmp_path: Path, blocks: Blo
 
 @pytest.mark.parametrize("seq", [1, 2, 3, 4, 5])
 def test_an_interrupted_run_resumes_from_its_last_checkpoint_to_the_same_end(
-        tmp_path: Path, blocks: BlockRegistry, store: SqliteCheckpoints, seq: int) -> None:
+        tmp_path: Path, blocks: BlockRegistry, store: CheckpointStore, seq: int) -> None:
     diagram = load_diagram(_write(tmp_path, COUNTER), blocks)
     whole = _run(diagram, store, tmp_path)
     _interrupt_after(store, whole.run_id, seq)
@@ -159,7 +164,7 @@ def test_an_interrupted_run_resumes_from_its_last_checkpoint_to_the_same_end(
 
 
 def test_only_an_interrupted_or_waiting_run_resumes(tmp_path: Path, blocks: BlockRegistry,
-                                                    store: SqliteCheckpoints) -> None:
+                                                    store: CheckpointStore) -> None:
     whole = _run(load_diagram(_write(tmp_path, COUNTER), blocks), store, tmp_path)
     with pytest.raises(UsageError, match="is succeeded: only an interrupted or waiting run resumes"):
         prepare_resume(store, whole.run_id, registry=blocks)
@@ -168,7 +173,7 @@ def test_only_an_interrupted_or_waiting_run_resumes(tmp_path: Path, blocks: Bloc
 
 
 def test_a_key_in_the_scope_never_reaches_the_store(tmp_path: Path, blocks: BlockRegistry,
-                                                    store: SqliteCheckpoints) -> None:
+                                                    store: CheckpointStore) -> None:
     secret = "sk-ant-api03-" + "k" * 40
     text = COUNTER.replace("huge: 0}", f"huge: 0, key: '{secret}'}}")
     services = Services(checkpoints=store, environ={"ANTHROPIC_API_KEY": secret})
@@ -177,8 +182,9 @@ def test_a_key_in_the_scope_never_reaches_the_store(tmp_path: Path, blocks: Bloc
                                  runs_dir=tmp_path / "runs", services=services, record={"inputs": {"token": secret}}))
     assert result.succeeded
     assert store.run(result.run_id)["inputs"] == {"token": "[REDACTED]"}  # type: ignore[index]
-    store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything written into the file read below
-    assert secret.encode() not in (tmp_path / "runs" / "diagrama.db").read_bytes()
+    if isinstance(store, SqliteCheckpoints):
+        sql(store, "PRAGMA wal_checkpoint(TRUNCATE)")  # everything written into the file read below
+        assert secret.encode() not in (tmp_path / "runs" / "diagrama.db").read_bytes()
     assert all(secret.encode() not in state for _, state in store.states(result.run_id))
 
 
@@ -209,7 +215,7 @@ blocks:
 
 
 def test_a_wait_stops_the_run_waiting_and_a_good_answer_continues_it(tmp_path: Path, blocks: BlockRegistry,
-                                                                       store: SqliteCheckpoints) -> None:
+                                                                       store: CheckpointStore) -> None:
     text = APPROVAL.replace("    type: Start\n", "    type: Start\n    error_level: Handle\n")
     first = _run(load_diagram(_write(tmp_path, text), blocks), store, tmp_path)
     assert first.status == "waiting"
@@ -228,12 +234,13 @@ def test_a_wait_stops_the_run_waiting_and_a_good_answer_continues_it(tmp_path: P
 
 
 def test_a_late_answer_fails_the_wait_with_wait_timeout_under_its_error_level(
-        tmp_path: Path, blocks: BlockRegistry, store: SqliteCheckpoints) -> None:
+        tmp_path: Path, blocks: BlockRegistry, store: CheckpointStore) -> None:
     text = APPROVAL.replace("    type: Start\n", "    type: Start\n    error_level: Handle\n")
     first = _run(load_diagram(_write(tmp_path, text), blocks), store, tmp_path)
     waiting = store.run(first.run_id)["waiting"]  # type: ignore[index]
     waiting["asked_at"] -= 86401  # asked a day and a second ago
-    store.db.execute("UPDATE run_states SET waiting = ? WHERE run_id = ?", (orjson.dumps(waiting), first.run_id))
+    sql(store, "UPDATE run_states SET waiting = :waiting WHERE run_id = :run", waiting=orjson.dumps(waiting).decode(),
+        run=first.run_id)
     done = asyncio.run(resume_run(store, first.run_id, registry=blocks, answer={"approved": True},
                                   runs_dir=tmp_path / "runs"))
     assert done.status == "succeeded" and done.variables["approved"] == "late: wait_timeout" and Tick.log == []
@@ -246,7 +253,7 @@ def test_a_wait_outside_a_durable_run_fails_clearly(tmp_path: Path, blocks: Bloc
 
 # -- replay ---------------------------------------------------------------------------------------------------------
 def test_replay_from_a_block_starts_a_linked_run_with_the_scope_the_old_run_had_there(
-        tmp_path: Path, blocks: BlockRegistry, store: SqliteCheckpoints) -> None:
+        tmp_path: Path, blocks: BlockRegistry, store: CheckpointStore) -> None:
     path = _write(tmp_path, COUNTER)
     whole = _run(load_diagram(path, blocks), store, tmp_path)
     Tick.log.clear()
@@ -264,7 +271,7 @@ def test_replay_from_a_block_starts_a_linked_run_with_the_scope_the_old_run_had_
 
 
 # -- sessions -------------------------------------------------------------------------------------------------------
-def test_a_session_keeps_its_memory_between_turns_and_forgets_it(store: SqliteCheckpoints) -> None:
+def test_a_session_keeps_its_memory_between_turns_and_forgets_it(store: CheckpointStore) -> None:
     assert claim_session(store, "s1", "chat.yaml", "run-1") is None
     release_session(store, "s1", "run-1", {"history": [{"role": "user", "content": "hi"}]})
     assert claim_session(store, "s1", "chat.yaml", "run-2") == {"history": [{"role": "user", "content": "hi"}]}
@@ -273,12 +280,11 @@ def test_a_session_keeps_its_memory_between_turns_and_forgets_it(store: SqliteCh
     assert forget_session(store, "s1") and read_session(store, "s1") is None
 
 
-def test_concurrent_turns_of_one_session_take_it_in_turn_and_lose_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "runs" / "diagrama.db"
-    SqliteCheckpoints(path).close()
+def test_concurrent_turns_of_one_session_take_it_in_turn_and_lose_nothing(store_url: str, tmp_path: Path) -> None:
+    open_checkpoints(store_url, tmp_path / "runs").close()
 
     def turn(run_id: str) -> None:
-        own = SqliteCheckpoints(path)  # a run's own connection, as a process of its own has
+        own = open_checkpoints(store_url, tmp_path / "runs")  # a run's own store, as a process of its own has
         memory = claim_session(own, "shared", "chat.yaml", run_id) or {"turns": []}
         release_session(own, "shared", run_id, {"turns": [*memory["turns"], run_id]})
         own.close()
@@ -288,7 +294,7 @@ def test_concurrent_turns_of_one_session_take_it_in_turn_and_lose_nothing(tmp_pa
         thread.start()
     for thread in threads:
         thread.join()
-    found = read_session(SqliteCheckpoints(path), "shared")
+    found = read_session(open_checkpoints(store_url, tmp_path / "runs"), "shared")
     assert found is not None and found["turns"] == 8
     assert sorted(found["memory"]["turns"]) == [f"run-{n}" for n in range(8)]
 
@@ -338,3 +344,32 @@ def test_last_turns_in_a_template(tmp_path: Path, blocks: BlockRegistry) -> None
     assert [row["content"] for row in result.variables["history"]] == ["hi"]
 
 
+
+
+# -- the store's URL ------------------------------------------------------------------------------------------------
+def test_a_store_that_cannot_be_reached_or_lacks_its_driver_is_a_clear_oserror(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(OSError, match=r"cannot be reached") as refused:
+        open_checkpoints(f"postgresql+psycopg://ana:s3cret-pw@127.0.0.1:{port}/robots", tmp_path)
+    assert "s3cret-pw" not in str(refused.value) and "postgresql+psycopg://ana:***@127.0.0.1" in str(refused.value)
+    with pytest.raises(OSError, match=r"needs the mysql driver pymysql.*pip install pymysql") as missing:
+        open_checkpoints("mysql+pymysql://ana:s3cret-pw@127.0.0.1/robots", tmp_path)
+    assert "s3cret-pw" not in str(missing.value)
+    with pytest.raises(OSError, match="is not a SQLAlchemy URL"):
+        open_checkpoints("not a url", tmp_path)
+
+
+def test_a_connection_the_database_closed_is_replaced_without_failing_the_checkpoint(postgres_url: str,
+                                                                                    tmp_path: Path) -> None:
+    store = open_checkpoints(postgres_url, tmp_path)
+    store.begin("run-1", {"diagram": "d.yaml"})
+    store.save("run-1", 1, b"one")
+    # The database ends every other session (as a restart, or an idle timeout, does to the pool's connections).
+    sql(store, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+               "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    store.save("run-1", 2, b"two")
+    assert store.states("run-1") == [(1, b"one"), (2, b"two")]

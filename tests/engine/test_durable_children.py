@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -15,9 +16,10 @@ from pydantic import BaseModel, ConfigDict
 from blocks.registry import BUILTIN_BLOCKS
 from engine import Block, BlockRegistry, RunContext, RunResult, Services, UsageError, execute
 from engine.compile.loader import load_diagram
-from engine.runs.checkpoints import SqliteCheckpoints
+from engine.runs.checkpoints import CheckpointStore, open_checkpoints
 from engine.runs.resume import prepare_resume, resume_run
 from engine.runtime.durable import decode_state
+from tests.postgres import sql
 
 
 class TickInputs(BaseModel):
@@ -49,8 +51,11 @@ def blocks() -> BlockRegistry:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SqliteCheckpoints:
-    return SqliteCheckpoints(tmp_path / "runs" / "diagrama.db")
+def store(store_url: str, tmp_path: Path) -> Iterator[CheckpointStore]:
+    """The checkpoint store on each kind of database (tests/conftest.py's `store_url`: SQLite, PostgreSQL)."""
+    opened = open_checkpoints(store_url, tmp_path / "runs")
+    yield opened
+    opened.close()
 
 
 CHILD = """
@@ -106,7 +111,7 @@ def _write(folder: Path, name: str, text: str) -> Path:
     return path
 
 
-def _run(path: Path, blocks: BlockRegistry, store: SqliteCheckpoints | None, tmp_path: Path) -> RunResult:
+def _run(path: Path, blocks: BlockRegistry, store: CheckpointStore | None, tmp_path: Path) -> RunResult:
     return asyncio.run(execute(load_diagram(path, blocks), {}, runs_dir=tmp_path / "runs",
                                services=Services(checkpoints=store)))
 
@@ -117,19 +122,26 @@ def _dead_pid() -> int:
     return child.pid
 
 
-def _cut(store: SqliteCheckpoints, run_id: str, seq: int) -> None:
+def _cut(store: CheckpointStore, run_id: str, seq: int) -> None:
     """Make run `run_id` look killed just after its checkpoint `seq`: later ones gone, its process dead."""
-    store.db.execute("DELETE FROM checkpoints WHERE run_id = ? AND seq > ?", (run_id, seq))
-    store.db.execute("UPDATE run_states SET status = 'running', pid = ? WHERE run_id = ?", (_dead_pid(), run_id))
+    sql(store, "DELETE FROM checkpoints WHERE run_id = :run AND seq > :seq", run=run_id, seq=seq)
+    sql(store, "UPDATE run_states SET status = 'running', pid = :pid WHERE run_id = :run", pid=_dead_pid(), run=run_id)
 
 
-def _children(store: SqliteCheckpoints, parent: str) -> list[dict[str, Any]]:
-    rows = store.db.execute("SELECT run_id, status, parent FROM run_states WHERE parent = ? ORDER BY run_id",
-                            (parent,)).fetchall()
+def _children(store: CheckpointStore, parent: str) -> list[dict[str, Any]]:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(store.url)  # type: ignore[attr-defined]
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT run_id, status, parent FROM run_states WHERE parent = :parent "
+                                           "ORDER BY run_id"), {"parent": parent}).mappings().all()
+    finally:
+        engine.dispose()
     return [dict(row) for row in rows]
 
 
-def _seq_after(store: SqliteCheckpoints, run_id: str, block: str, nth: int = 1) -> int:
+def _seq_after(store: CheckpointStore, run_id: str, block: str, nth: int = 1) -> int:
     """Run `run_id`'s checkpoint after its nth step of `block`."""
     seen = 0
     for seq, state in store.states(run_id):
@@ -142,13 +154,14 @@ def _seq_after(store: SqliteCheckpoints, run_id: str, block: str, nth: int = 1) 
 
 
 def test_a_durable_runs_children_are_runs_of_their_own_with_their_parent(tmp_path: Path, blocks: BlockRegistry,
-                                                                         store: SqliteCheckpoints) -> None:
+                                                                         store: CheckpointStore) -> None:
     _write(tmp_path, "child.yaml", CHILD)
     whole = _run(_write(tmp_path, "parent.yaml", PARENT), blocks, store, tmp_path)
     assert whole.status == "succeeded" and whole.variables["sums"] == [6, 36, 66]
     children = _children(store, whole.run_id)
     assert [row["run_id"] for row in children] == [f"{whole.run_id}-sub-{n}" for n in (1, 2, 3)]
     assert {row["status"] for row in children} == {"succeeded"}
+    assert [row["run_id"] for row in store.runs()] == [whole.run_id]  # a child is its parent's step, not listed
     # one after each Tick, and the last (its end)
     assert len(store.states(children[0]["run_id"])) == 4
     with pytest.raises(UsageError, match="is a subdiagram's run, a step of run"):
@@ -157,7 +170,7 @@ def test_a_durable_runs_children_are_runs_of_their_own_with_their_parent(tmp_pat
 
 @pytest.mark.parametrize(("child_seq", "ran_again"), [(0, [11, 12, 13]), (1, [12, 13]), (2, [13]), (3, [])])
 def test_a_resume_with_a_child_in_flight_continues_the_child_from_its_own_checkpoint(
-        tmp_path: Path, blocks: BlockRegistry, store: SqliteCheckpoints, child_seq: int, ran_again: list[int]) -> None:
+        tmp_path: Path, blocks: BlockRegistry, store: CheckpointStore, child_seq: int, ran_again: list[int]) -> None:
     _write(tmp_path, "child.yaml", CHILD)
     whole = _run(_write(tmp_path, "parent.yaml", PARENT), blocks, store, tmp_path)
     second = f"{whole.run_id}-sub-2"
@@ -165,8 +178,8 @@ def test_a_resume_with_a_child_in_flight_continues_the_child_from_its_own_checkp
     # (3: all three Ticks done, not yet its last checkpoint).
     _cut(store, whole.run_id, _seq_after(store, whole.run_id, "sub", nth=1))
     _cut(store, second, child_seq)
-    store.db.execute("DELETE FROM checkpoints WHERE run_id = ?", (f"{whole.run_id}-sub-3",))
-    store.db.execute("DELETE FROM run_states WHERE run_id = ?", (f"{whole.run_id}-sub-3",))
+    sql(store, "DELETE FROM checkpoints WHERE run_id = :run", run=f"{whole.run_id}-sub-3")
+    sql(store, "DELETE FROM run_states WHERE run_id = :run", run=f"{whole.run_id}-sub-3")
     Tick.log.clear()
     resumed = asyncio.run(resume_run(store, whole.run_id, registry=blocks, runs_dir=tmp_path / "runs"))
     assert resumed.status == "succeeded", resumed.errors
@@ -176,7 +189,7 @@ def test_a_resume_with_a_child_in_flight_continues_the_child_from_its_own_checkp
 
 
 def test_a_child_that_had_ended_before_the_interruption_is_not_run_again(tmp_path: Path, blocks: BlockRegistry,
-                                                                         store: SqliteCheckpoints) -> None:
+                                                                         store: CheckpointStore) -> None:
     _write(tmp_path, "child.yaml", CHILD)
     whole = _run(_write(tmp_path, "parent.yaml", PARENT), blocks, store, tmp_path)
     # Killed between the third child's end and its caller's checkpoint after the Subdiagram step.
@@ -227,7 +240,7 @@ blocks:
 
 
 def test_a_wait_in_a_child_stops_the_whole_run_waiting_and_the_answer_reaches_it(
-        tmp_path: Path, blocks: BlockRegistry, store: SqliteCheckpoints) -> None:
+        tmp_path: Path, blocks: BlockRegistry, store: CheckpointStore) -> None:
     _write(tmp_path, "review.yaml", REVIEW)
     first = _run(_write(tmp_path, "support.yaml", CALLS_REVIEW), blocks, store, tmp_path)
     assert first.status == "waiting", first.errors
@@ -254,7 +267,7 @@ def test_a_wait_in_a_child_of_a_run_that_is_not_durable_fails_clearly(tmp_path: 
 
 
 def test_a_wait_in_a_concurrent_loops_pass_is_refused_saying_why(tmp_path: Path, blocks: BlockRegistry,
-                                                                  store: SqliteCheckpoints) -> None:
+                                                                  store: CheckpointStore) -> None:
     text = """
 diagram: passes
 blocks:

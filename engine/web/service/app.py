@@ -54,8 +54,8 @@ _PING_S = 15
 class Backend(Protocol):
     """Where runs go: this process (LocalBackend) or Celery workers (CeleryBackend)."""
 
-    durable: Durable | None
-    """The checkpoint store: None where the run store is not SQLite (no waits, resumes or sessions)."""
+    durable: Durable
+    """The checkpoint store, beside the run store (waits, resumes, sessions)."""
     takes_over: bool
     """Whether a resume is marked running here when it is accepted (local), or by the worker that takes it."""
 
@@ -114,8 +114,7 @@ OPERATIONS: tuple[Operation, ...] = (
                202: Answer("the run is started (`wait: false`)", RunAccepted, headers={"Location": "the run's URL"}),
                400: _BAD, 404: _NOT_FOUND, 413: Answer("the body is larger than 8 MB", ErrorAnswer),
                409: Answer("the session is a conversation with another robot", ErrorAnswer),
-               422: Answer("the robot's diagram has problems (it cannot run)", ErrorAnswer),
-               501: Answer("a session, where the run store is not SQLite (no checkpoint store)", ErrorAnswer)},
+               422: Answer("the robot's diagram has problems (it cannot run)", ErrorAnswer)},
               body=RunRequest),
     Operation("GET", "/v1/runs/{run_id}", "getRun", "A run: its status, and its result once it ended",
               {200: Answer("the run", RunAnswer), 404: _NOT_FOUND}),
@@ -215,9 +214,6 @@ class RobotsApi:
 
     async def _check_session(self, session: str, diagram: Diagram, name: str) -> None:
         durable = self.backend.durable
-        if durable is None:
-            raise ApiError(501, "sessions keep their memory in the checkpoint store, which needs a SQLite run store "
-                                "(this server's is another database)")
         if not diagram.settings.memory:
             raise ApiError(400, f"robot '{name}' keeps no memory (Start's `memory`): it has no sessions",
                            ["session: the robot keeps no memory"])
@@ -249,7 +245,7 @@ class RobotsApi:
                         for error in exc.errors(include_url=False)]
             raise ApiError(400, "the body is not a resume request: {answer?, wait?}", problems) from None
         durable = self.backend.durable
-        if durable is None or not run_id_shape(run_id):
+        if not run_id_shape(run_id):
             raise ApiError(404, f"no durable run '{run_id}'")
         try:
             resumption = await durable.check_resume(run_id, asked.answer, self.robots.registry,
@@ -268,7 +264,7 @@ class RobotsApi:
     def _session_id(self, request: Request) -> tuple[Durable, str]:
         session = request.path_params["session_id"]
         durable = self.backend.durable
-        if durable is None or not _SESSION.match(session):
+        if not _SESSION.match(session):
             raise ApiError(404, f"no session '{session}'")
         return durable, session
 

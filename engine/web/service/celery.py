@@ -79,7 +79,7 @@ class CeleryBackend:
     takes_over = False  # the worker that takes the task marks the run running (engine.runs.api_durable)
 
     def __init__(self, folder: Path, runs_dir: Path, *, broker: str | None, store_url: str, offline: bool,
-                 durable: Durable | None = None) -> None:
+                 durable: Durable) -> None:
         self.folder = folder.resolve()
         self.runs_dir = runs_dir.resolve()
         self.broker = broker or os.environ.get("DIAGRAMA_BROKER") or DEFAULT_BROKER
@@ -149,7 +149,7 @@ class CeleryBackend:
             robot = found.robot if found is not None else await self._robot(run_id) or ""
             started = await self.reader.first_number(run_id) is not None
             return RunAnswer(run_id=run_id, robot=robot, status="running" if started else "queued")
-        return live_answer(found, await self.durable.row(run_id) if self.durable is not None else None)
+        return live_answer(found, await self.durable.row(run_id))
 
     async def get(self, run_id: str) -> RunAnswer | None:
         row = await asyncio.to_thread(self.store.run, run_id)
@@ -202,8 +202,7 @@ class CeleryBackend:
     async def close(self) -> None:
         await self.reader.close()
         await asyncio.to_thread(self.store.close)
-        if self.durable is not None:
-            self.durable.close()
+        self.durable.close()
 
 
 def _read_trace(trace: Path, after: int, until: int | None) -> list[RunEvent]:

@@ -1,10 +1,11 @@
-"""Durable runs in the robots API: its checkpoint store (the run store's SQLite file; the runs folder's by default),
+"""Durable runs in the robots API: its checkpoint store (beside the run store: its SQLite file, the runs folder's by
+default, or the same database at another SQLAlchemy URL),
 a run's live status and the question of one that waits, a resume checked before it goes (404, 409, or 400 with the
 problems, the run still waiting), and sessions: read, forgotten, and held around each run of theirs.
 
 The executor writes checkpoints through `store` on the event loop's thread (a statement each, microseconds); what
 this module does off the loop (a resume's checks load the diagram; a session's claim may wait) goes through a
-connection of its own, one thread at a time: a SQLite connection is not for two threads at once.
+connection of its own (`reopen`), one thread at a time: a SQLite connection is not for two threads at once.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
 from engine.errors import UsageError
 from engine.format.jsonout import plain
-from engine.runs.api_durable import checkpoints_for, take_over
-from engine.runs.checkpoints import SqliteCheckpoints
+from engine.runs.api_durable import take_over
+from engine.runs.checkpoints import CheckpointStore, open_checkpoints
 from engine.runs.resume import Resumption, answer_problems, prepare_resume
 from engine.runs.sessions import claim_session, forget_session, read_session, release_session
 from engine.runs.traces import INTERRUPTED
@@ -47,20 +48,18 @@ class Refused(Exception):
 class Durable:
     """The API's checkpoint store, for the robots of one folder."""
 
-    def __init__(self, store: SqliteCheckpoints, folder: Path) -> None:
+    def __init__(self, store: CheckpointStore, folder: Path) -> None:
         self.store = store
         self.folder = folder.resolve()
-        self._side = SqliteCheckpoints(store.path)
+        self._side = store.reopen()
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, store_url: str | None, runs_dir: Path, folder: Path) -> Durable | None:
-        """None where the run store is not SQLite: runs then keep no checkpoints (and cannot wait, resume or keep
-        sessions)."""
-        store = checkpoints_for(store_url, runs_dir)
-        return cls(store, folder) if store is not None else None
+    def open(cls, store_url: str | None, runs_dir: Path, folder: Path) -> Durable:
+        """The checkpoint store beside the run store at `store_url` (OSError when it cannot be opened)."""
+        return cls(open_checkpoints(store_url, runs_dir), folder)
 
-    async def _off_loop(self, work: Callable[[SqliteCheckpoints], _T]) -> _T:
+    async def _off_loop(self, work: Callable[[CheckpointStore], _T]) -> _T:
         def locked() -> _T:
             with self._lock:
                 return work(self._side)
@@ -81,7 +80,7 @@ class Durable:
         400 a missing answer or one the Wait's form refuses (every problem; the run stays waiting). `take`: mark it
         running in this process too (the local backend), so that a second resume finds it taken (409)."""
 
-        def check(store: SqliteCheckpoints) -> Resumption:
+        def check(store: CheckpointStore) -> Resumption:
             row = store.run(run_id)
             if row is None or not self._ours(row["diagram"]):
                 raise Refused(404, f"no durable run '{run_id}'")

@@ -159,7 +159,7 @@ class LocalBackend:
     takes_over = True
 
     def __init__(self, folder: Path, runs_dir: Path, services: Services, *, store: Any = None,
-                 durable: Durable | None = None) -> None:
+                 durable: Durable) -> None:
         self.folder = folder.resolve()
         self.runs_dir = runs_dir
         # One Services for every run, as a batch shares one: one client pool, one simulator. The relay is its last
@@ -169,8 +169,7 @@ class LocalBackend:
         self.store = store
         """A RunStore each run is recorded in (off the loop, after its answer), or None without the batch extra."""
         self.durable = durable
-        if durable is not None:
-            services.checkpoints = durable.store  # each run of a durable diagram checkpoints (Start `durable`)
+        services.checkpoints = durable.store  # each run of a durable diagram checkpoints (Start `durable`)
         self._to_record: list[tuple[RunResult, Diagram, dict[str, Any]]] = []
         self.runs: OrderedDict[str, RunRecord] = OrderedDict()
         self.tasks: set[asyncio.Task[Any]] = set()
@@ -244,7 +243,7 @@ class LocalBackend:
             durable = self.durable
             try:
                 remembered = None
-                if session is not None and durable is not None:
+                if session is not None:
                     remembered = await durable.claim(session, diagram, run_id)  # its turn: the last one's memory
                 result = await run(remembered)
                 status = "succeeded" if result.succeeded else "waiting" if result.status == "waiting" else "failed"
@@ -254,7 +253,7 @@ class LocalBackend:
                     if len(self._to_record) == 1:  # the first of a batch: the rest join it for one commit
                         asyncio.get_running_loop().call_later(_RECORD_AFTER_S, self._record_now)
             finally:
-                if session is not None and durable is not None:
+                if session is not None:
                     values = memory_of(diagram, result) if result is not None else None
                     await asyncio.shield(durable.release(session, run_id, values))  # let go even when cancelled
                 if not record.done.done():
@@ -314,7 +313,7 @@ class LocalBackend:
             return record.answer()
         if not _RUN_ID.match(run_id):
             return None
-        durable = await self.durable.row(run_id) if self.durable is not None else None
+        durable = await self.durable.row(run_id)
         return live_answer(await self._finished(run_id), durable)
 
     async def _finished(self, run_id: str) -> RunAnswer | None:
@@ -354,8 +353,7 @@ class LocalBackend:
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
         await self.recorded()
-        if self.durable is not None:
-            self.durable.close()
+        self.durable.close()
 
 
 def recorded_answer(row: dict[str, Any]) -> RunAnswer:
