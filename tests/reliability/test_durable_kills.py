@@ -1,11 +1,12 @@
-"""The fault test: runs of a robot with requests, tools and a loop, SIGKILLed at random moments and resumed.
+"""The fault test: runs of a robot with requests, tools, a loop and subdiagrams, SIGKILLed at random moments.
 
-Each run is `diagrama run` as a process, killed with SIGKILL after a random delay; an interrupted
-run is resumed with `diagrama resume`. Every resumed run must end with the same variables as the
-uninterrupted one, every checkpoint must decode (none torn), and no tool call (an effect, logged by
-the handler) may run more than twice. DIAGRAMA_FAULT_KILLS sets how many kills (the issue's 100:
-DIAGRAMA_FAULT_KILLS=100; the default keeps CI's two cores busy for well under a minute of CPU). It runs again
-with the checkpoints in PostgreSQL ($DIAGRAMA_STORE, a database per kill), DIAGRAMA_FAULT_KILLS_PG times (3).
+The robot looks each order up in a Subdiagram's child (a request, then its tool calls), so most kills land inside a
+child: the resume continues the child from its own checkpoint. Each run is `diagrama run` as a process, killed with
+SIGKILL after a random delay; an interrupted run is resumed with `diagrama resume`. Every resumed run must end with
+the same variables as the uninterrupted one, every checkpoint must decode (none torn), and no tool call (an effect,
+logged by the handler) may run more than twice. DIAGRAMA_FAULT_KILLS sets how many kills (the issue's 100:
+DIAGRAMA_FAULT_KILLS=100; the default keeps CI's two cores busy for well under a minute of CPU). It runs again with
+the checkpoints in PostgreSQL ($DIAGRAMA_STORE, a database per kill), DIAGRAMA_FAULT_KILLS_PG times (3).
 """
 
 from __future__ import annotations
@@ -83,6 +84,12 @@ def _until_postgres_checkpoints(url: str, process: subprocess.Popen[str], count:
             time.sleep(0.002)
 
 
+def _all_states(store: CheckpointStore, run_id: str, calls: int) -> list[bytes]:
+    """Every checkpoint of the run and of its children (`RUN-lookup-N`, one call an order)."""
+    ids = [run_id, *(f"{run_id}-lookup-{n}" for n in range(1, calls + 1))]
+    return [state for one in ids for _, state in store.states(one)]
+
+
 def _finish(process: subprocess.Popen[str]) -> dict[str, Any]:
     out, err = process.communicate(timeout=300)
     assert process.returncode == 0, err
@@ -116,8 +123,8 @@ def test_killed_runs_resume_to_the_same_end_with_no_effect_run_more_than_twice(
                                   str(folder / "robot.yaml")))
     kept = _open(first, folder / "reference")
     assert kept is not None
-    (done,) = kept.runs()
-    checkpoints = len(kept.states(done["run_id"]))
+    (done,) = kept.runs()  # its children are its steps, not runs of their own in the list
+    checkpoints = len(_all_states(kept, done["run_id"], len(reference["variables"]["orders"])))
     step = (done["updated"] - done["started"]) / checkpoints  # the run's time between two checkpoints
     kept.close()
     orders = reference["variables"]["orders"]
@@ -145,9 +152,10 @@ def test_killed_runs_resume_to_the_same_end_with_no_effect_run_more_than_twice(
         (row,) = rows
         assert row["status"] == "interrupted", row
         assert found is not None
-        for _, state in found.states(row["run_id"]):
+        states = _all_states(found, row["run_id"], len(orders))
+        for state in states:
             decode_state(state)  # a torn checkpoint would not decode
-        counts["checkpoints read back"] += len(found.states(row["run_id"]))
+        counts["checkpoints read back"] += len(states)
         found.close()
         resumed = _finish(_diagrama(place, log, store, "resume", row["run_id"]))
         counts["resumed"] += 1
