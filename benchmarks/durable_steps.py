@@ -3,16 +3,17 @@
 Three counters of `--steps` steps, in rounds (each round runs all three, in turn, so that the load
 of this shared machine falls on all alike), CPU time per step, medians over the rounds:
 
-- diagrama, durable: a block with effects adds 1 and is checkpointed after every step into the
-  default SQLite store (stdlib sqlite3, WAL, synchronous=NORMAL), as `diagrama run` does;
+- diagrama, durable: a Function (a block with effects) calls an `async def` that adds 1, and the run is
+  checkpointed after every step into the default SQLite store (stdlib sqlite3, WAL, synchronous=NORMAL), as
+  `diagrama run` does (`--sync`: also with a plain `def`, which runs on a handler thread);
 - diagrama, the same diagram with `durable: false` (what a checkpoint adds is the difference);
 - LangGraph's counter compiled with `SqliteSaver` (langgraph-checkpoint-sqlite) on a file.
 
 With `--store URL` (e.g. postgresql+psycopg://user@127.0.0.1/db) a fourth counter checkpoints into that
 database instead (engine.runs.checkpoints_sql), and the resume figure is given for it too.
 
-Then `--process`: `diagrama run` as a process on a counter whose step is a ToolDispatch with no
-calls (a block with effects that does nothing else), `--steps` steps against 1 step, per step.
+Then `--process`: `diagrama run` as a process on the same Function counter, `--steps` steps against 1 step,
+per step.
 Last, a 1,000-step durable run is interrupted in the store and its checkpoint read back for resume
 (`prepare_resume`: the run's row, its checkpoints, the last one decoded, the diagram loaded), timed.
 
@@ -29,39 +30,35 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, ClassVar
-
-from pydantic import BaseModel
+from typing import Any
 
 from blocks.registry import BUILTIN_BLOCKS
-from engine import Block, BlockRegistry, RunContext, Services, execute
+from engine import BlockRegistry, Services, execute
 from engine.compile.loader import load_diagram_text
 from engine.runs.checkpoints import CheckpointStore, SqliteCheckpoints, open_checkpoints
 
+COUNTER_MODULE = """
+async def add_one(n):
+    return n + 1
 
-class CountOutputs(BaseModel):
-    n: int = 0
-
-
-class Count(Block):
-    """A step with effects (so checkpointed) that only counts: what a checkpoint costs is what a step costs more."""
-
-    Outputs = CountOutputs
-    effects: ClassVar[bool] = True
-
-    def run(self, inputs: Any, context: RunContext) -> dict[str, Any]:
-        return {"n": context.scope.values["count"] + 1}
+def add_one_sync(n):
+    return n + 1
+"""
+"""The Function counter's function (`bench_counter.py` beside the diagrams): `async def`, awaited in the run's task,
+or the plain `def` a thread runs (`--sync` also times that one)."""
 
 
-def counter_yaml(steps: int, *, durable: bool, block: str = "Count") -> str:
-    with_ = "\n    with: {calls: []}" if block == "ToolDispatch" else ""
+def counter_yaml(steps: int, *, durable: bool, function: str = "add_one") -> str:
+    """The issue's counter: a Function (a block with effects, so checkpointed after every step) adds one."""
     return f"""diagram: durable-counter
+allowed_modules: [bench_counter]
 blocks:
   - {{id: start, type: Start, durable: {str(durable).lower()}, max_steps: {steps + 10}, variables: {{count: 0}},
       next: tick}}
   - id: tick
-    type: {block}{with_}
-    set: {{count: "{{{{ {'n' if block == 'Count' else 'count + 1'} }}}}"}}
+    type: Function
+    with: {{function: "bench_counter:{function}", arguments: {{n: "{{{{ count }}}}"}}}}
+    set: {{count: "{{{{ result }}}}"}}
     next: [{{to: tick, when: "{{{{ count < {steps} }}}}"}}]
 """
 
@@ -93,12 +90,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--process", action="store_true", help="also time `diagrama run` as a process")
     parser.add_argument("--store", help="also checkpoint into this SQLAlchemy URL's database (e.g. PostgreSQL)")
+    parser.add_argument("--sync", action="store_true", help="also time the counter with a plain `def` (on a thread)")
     args = parser.parse_args()
     steps = args.steps
-    blocks = BlockRegistry((*BUILTIN_BLOCKS, Count))
+    blocks = BlockRegistry(BUILTIN_BLOCKS)
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
+        (root / "bench_counter.py").write_text(COUNTER_MODULE)
         durable = load_diagram_text(counter_yaml(steps, durable=True), root / "durable.yaml", blocks)
+        sync = load_diagram_text(counter_yaml(steps, durable=True, function="add_one_sync"), root / "sync.yaml", blocks)
         plain = load_diagram_text(counter_yaml(steps, durable=False), root / "plain.yaml", blocks)
         store = SqliteCheckpoints(root / "runs" / "diagrama.db")
         app = langgraph_sqlite(steps, root / "langgraph.db")
@@ -107,6 +107,8 @@ def main() -> None:
         figures: dict[str, list[float]] = {"diagrama durable": [], "diagrama durable: false": [], "LangGraph SqliteSaver": []}
         if other is not None:
             figures[named] = []
+        if args.sync:
+            figures["diagrama durable, sync def"] = []
         walls: list[float] = []
 
         def ours(diagram: Any, into: CheckpointStore = store) -> float:
@@ -121,6 +123,8 @@ def main() -> None:
             samples = {"diagrama durable": ours(durable), "diagrama durable: false": ours(plain)}
             if other is not None:
                 samples[named] = ours(durable, other)
+            if args.sync:
+                samples["diagrama durable, sync def"] = ours(sync)
             if app is not None:
                 began = time.process_time()
                 result = app.invoke({"i": 0}, {"recursion_limit": steps + 10, "configurable": {"thread_id": str(round_)}})
@@ -149,11 +153,11 @@ def main() -> None:
 
 
 def _process(root: Path, steps: int) -> None:
-    """`diagrama run` as a process: `steps` durable ToolDispatch steps against 1, per step (wall time)."""
+    """`diagrama run` as a process: `steps` durable Function steps against 1, per step (wall time)."""
     times = {}
     for count in (1, steps):
         path = root / f"process{count}.yaml"
-        path.write_text(counter_yaml(count, durable=True, block="ToolDispatch"))
+        path.write_text(counter_yaml(count, durable=True))
         walls = []
         for _ in range(5):
             began = time.perf_counter()
@@ -161,7 +165,7 @@ def _process(root: Path, steps: int) -> None:
                            check=True, capture_output=True)
             walls.append(time.perf_counter() - began)
         times[count] = statistics.median(walls)
-    print(f"  `diagrama run` as a process, ToolDispatch counter: {(times[steps] - times[1]) / (steps - 1) * 1e6:.1f} µs "
+    print(f"  `diagrama run` as a process, Function counter: {(times[steps] - times[1]) / (steps - 1) * 1e6:.1f} µs "
           f"a durable step (wall, median of 5, the process's start-up taken out)")
 
 

@@ -32,8 +32,16 @@ _TEXT = 160
 _ITEMS = 5
 
 
+_SCALARS = frozenset({bool, int, float, type(None)})
+
+
 def short_value(value: Any, depth: int = 0) -> Any:
     """A bounded preview: long text cut, long lists elided, tables summarised."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict and depth < 3 and len(value) <= 10 and "type" not in value and _small_record(value):
+        return {str(key): item for key, item in value.items()}  # shown as it is: the commonest value at Debug
     if value is None or isinstance(value, (bool, int, float, Decimal)):
         return value
     if isinstance(value, str):
@@ -61,6 +69,15 @@ def short_value(value: Any, depth: int = 0) -> Any:
             shown_list.append(f"… {len(value) - _ITEMS} more")
         return shown_list
     return short_value(repr(value), depth)
+
+
+def _small_record(record: dict[Any, Any]) -> bool:
+    """Whether every value is a scalar or text short enough to be shown whole (what `short_value` leaves as it is)."""
+    for item in record.values():
+        kind = type(item)
+        if kind not in _SCALARS and (kind is not str or len(item) > _TEXT):
+            return False
+    return True
 
 
 def full_value(value: Any) -> Any:
