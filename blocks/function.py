@@ -82,10 +82,7 @@ class Function(Block):
         scripted = context.services.scripted
         # By its address from the top run (`sub/price` in a Subdiagram's child), as scenarios name it.
         reply = scripted.call(context.address, name, inputs.arguments) if scripted is not None else None
-        traced = context.message_level >= MessageLevel.DEBUG  # what an event would hold, made only when kept
-        event: dict[str, Any] = {"function": name, "arguments": context.shown(inputs.arguments)} if traced else {}
-        if reply is not None and traced:
-            event["scripted"] = True
+        level = context.message_level
         began = time.perf_counter()
         notes: list[str] = []
         try:
@@ -108,19 +105,36 @@ class Function(Block):
                 raise BlockError(f"function '{name}' returned {exc.message}", type=exc.type) from None
         except asyncio.CancelledError:
             # The run's deadline: the call is abandoned, its thread (if stuck) left running.
-            context.emit(Event.FUNCTION_CALLED, **event, ok=False, duration_ms=_since(began),
-                         error=f"function '{name}' was still running when the run was stopped; it was abandoned")
+            if level >= MessageLevel.DEBUG:
+                _called(context, inputs, reply, began, {"ok": False, "error": f"function '{name}' was still "
+                                                               "running when the run was stopped; it was abandoned"})
             raise
         except RunError as exc:
-            context.emit(Event.FUNCTION_CALLED, **event, ok=False, duration_ms=_since(began), error=exc.message,
-                         error_type=exc.type)
+            if level >= MessageLevel.DEBUG:
+                _called(context, inputs, reply, began, {"ok": False, "error": exc.message,
+                                                               "error_type": exc.type})
             raise
-        if traced:
-            shown: dict[str, Any] = {"notes": notes} if notes else {}
-            if context.message_level >= MessageLevel.DETAILED:
-                shown["result"] = result
-            context.emit(Event.FUNCTION_CALLED, **event, ok=True, duration_ms=_since(began), **shown)
+        if level >= MessageLevel.DEBUG:
+            outcome: dict[str, Any] = {"ok": True}
+            if notes:
+                outcome["notes"] = notes
+            if level >= MessageLevel.DETAILED:
+                outcome["result"] = result
+            _called(context, inputs, reply, began, outcome)
         return {"result": result}
+
+
+def _called(context: RunContext, inputs: FunctionInputs, reply: Any, began: float, outcome: dict[str, Any]) -> None:
+    """The `function_called` event (Debug and up): the function, its arguments as the level shows them, whether a
+    scenario answered, the duration, and `outcome` (ok, error, notes, the whole result at Detailed)."""
+    current = context.current
+    fields = {"block": current.id, "block_type": current.type_name, "function": inputs.function,
+              "arguments": context.shown(inputs.arguments)}
+    if reply is not None:
+        fields["scripted"] = True
+    fields["duration_ms"] = _since(began)
+    fields.update(outcome)
+    context.trace.record(Event.FUNCTION_CALLED, fields)
 
 
 def _call_failed(exc: Exception, inputs: FunctionInputs, context: RunContext) -> RunError:
