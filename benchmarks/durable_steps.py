@@ -93,7 +93,7 @@ def main() -> None:
     parser.add_argument("--store", help="also checkpoint into this SQLAlchemy URL's database (e.g. PostgreSQL)")
     parser.add_argument("--sync", action="store_true", help="also time the counter with a plain `def` (on a thread)")
     args = parser.parse_args()
-    steps = args.steps
+    steps: int = args.steps
     blocks = BlockRegistry(BUILTIN_BLOCKS)
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
