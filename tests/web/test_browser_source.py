@@ -506,3 +506,57 @@ blocks:
     set:
       answer: "Sorry ({{ error.type }})"
 """
+
+
+LABELS = """diagram: labels
+blocks:
+  - id: start
+    type: Start
+    next: short
+  - id: short
+    type: Set
+    label: Tally
+    set: {n: 1}
+    next: long
+  - id: long
+    type: Set
+    label: Tally every order the customer placed over the last twelve months
+    set: {n: 2}
+"""
+
+BLOCK_GEOMETRY = """(block) => {
+    const node = document.querySelector(`[data-testid="node-${block}"]`);
+    const box = node.getBoundingClientRect();
+    const style = getComputedStyle(node);
+    const edges = {left: box.left + parseFloat(style.borderLeftWidth), right: box.right - parseFloat(style.borderRightWidth),
+                   bottom: box.bottom - parseFloat(style.borderBottomWidth)};
+    const title = node.querySelector('.block-node__title');
+    const t = title.getBoundingClientRect();
+    const handles = [...document.querySelectorAll(`.react-flow__handle[data-nodeid="${block}"]`)].map((h) => {
+        const r = h.getBoundingClientRect();
+        return {side: ['left', 'right', 'bottom'].find((s) => h.classList.contains(`react-flow__handle-${s}`)),
+                x: r.left + r.width / 2, y: r.top + r.height / 2};
+    });
+    return {edges, handles, titleRight: t.right, clipped: title.scrollWidth > title.clientWidth,
+            overflow: getComputedStyle(title).overflow, ellipsis: getComputedStyle(title).textOverflow};
+}"""
+
+
+def test_a_long_label_ends_in_an_ellipsis_inside_its_block_and_handles_sit_on_its_edges(page: Any, folder: Served) -> None:
+    # a line that surely fits is drawn unclipped and a handle is centred by margins (each clip or transform on every
+    # block costs a drag on a large diagram a regrouping of them all, each frame): the look is the same
+    (folder.root / "labels.yaml").write_text(LABELS, encoding="utf-8")
+    open_diagram(page, folder, "labels.yaml", blocks=3)
+    long = page.evaluate(BLOCK_GEOMETRY, "long")
+    assert (long["overflow"], long["ellipsis"], long["clipped"]) == ("hidden", "ellipsis", True)
+    assert long["titleRight"] <= long["edges"]["right"]
+    short = page.evaluate(BLOCK_GEOMETRY, "short")
+    assert (short["overflow"], short["clipped"]) == ("visible", False)
+    assert short["titleRight"] <= short["edges"]["right"]
+    for block in ("start", "short", "long"):
+        seen = page.evaluate(BLOCK_GEOMETRY, block)
+        assert {h["side"] for h in seen["handles"]} >= {"right"}, seen
+        for handle in seen["handles"]:
+            side = handle["side"]
+            at = handle["y"] if side == "bottom" else handle["x"]
+            assert abs(at - seen["edges"][side]) < 0.75, (block, handle, seen["edges"])

@@ -29,14 +29,30 @@ function glyph(type: string): string {
   return 'M12 3l8 4.5v9L12 21l-8-4.5v-9z';
 }
 
+const icons = new Map<string, string>();
+
+/**
+ * The type's glyph as an SVG image (a CSS `url()`), white on the type colour. An image, not an inline `<svg>`: an
+ * inline one is a paint property of its own (its view box scales), and a large diagram has one per block, all
+ * regrouped by the browser each frame a block is dragged; a background image is painted with its box.
+ */
+export function iconImage(type: string): string {
+  let url = icons.get(type);
+  if (url === undefined) {
+    const fill = type === 'Start' ? '#fff' : 'none';
+    const svg = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24" fill="${fill}" stroke="#fff" stroke-width="2" `
+      + `stroke-linecap="round" stroke-linejoin="round"><path d="${glyph(type)}"/></svg>`;
+    url = `url("data:image/svg+xml,${encodeURIComponent(svg)}")`;
+    icons.set(type, url);
+  }
+  return url;
+}
+
 export function TypeIcon({ type, size = 16 }: { type: string; size?: number }) {
-  const filled = type === 'Start';
   return (
-    <span className="type-icon" style={{ background: typeColour(type), width: size + 8, height: size + 8 }} aria-hidden="true">
-      <svg width={size} height={size} viewBox="0 0 24 24" fill={filled ? '#fff' : 'none'} stroke="#fff" strokeWidth={2}
-        strokeLinecap="round" strokeLinejoin="round">
-        <path d={glyph(type)} />
-      </svg>
-    </span>
+    <span className="type-icon" aria-hidden="true" style={{
+      width: size + 8, height: size + 8,
+      background: `${iconImage(type)} center / ${size}px ${size}px no-repeat, ${typeColour(type)}`,
+    }} />
   );
 }

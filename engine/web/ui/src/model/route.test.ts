@@ -50,3 +50,25 @@ describe('links routed around blocks (issue 29, item 7)', () => {
     expect(overlaps(loop.label!, rect({ x: 400, y: 0 }))).toBe(false);
   });
 });
+
+describe('links routed around blocks on a large placed diagram', () => {
+  it('routes every link of a 300-block grid clear of the blocks it does not leave or enter', () => {
+    const blocks: Diagram['blocks'] = [];
+    for (let i = 0; i < 300; i++) {
+      const next = i === 299 ? null : i % 25 === 0 ? [{ to: `b${i + 2}`, when: '{{ x }}' }, { to: `b${i + 1}` }] : `b${i + 1}`;
+      blocks.push({ id: `b${i}`, type: 'Set', next, position: [(i % 10) * 300, Math.floor(i / 10) * 140] });
+    }
+    const place = (id: string) => { const i = Number(id.slice(1)); return rect({ x: (i % 10) * 300, y: Math.floor(i / 10) * 140 }); };
+    const routes = linkRoutes({ diagram: 'grid', blocks }, keys, null);
+    expect(routes.size).toBe(311);
+    for (const [id, route] of routes) {
+      const [, source] = id.split(':');
+      const target = blocks.find((b) => b.id === source)!.next;
+      const ends = new Set([source, ...(typeof target === 'string' ? [target] : (target ?? []).map((l) => l.to))]);
+      for (const b of blocks) {
+        if (ends.has(b.id)) continue;
+        route.points.slice(1).forEach((q, i) => expect(through(route.points[i], q, place(b.id)), `${id} crosses ${b.id}`).toBe(false));
+      }
+    }
+  });
+});

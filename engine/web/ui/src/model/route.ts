@@ -89,9 +89,12 @@ export function routeAround(s: Point, down: boolean, t: Point, from: Rect, to: R
     }
     return found.sort((a, b) => Math.abs(a - x) - Math.abs(b - x)).slice(0, 4);
   };
+  // the same columns for every lane: found once
+  const leaving = down ? [out.x] : columns(out.x, 1);
+  const entering = columns(into.x, -1);
   for (const y of [...lanes].sort((a, b) => Math.abs(a - (s.y + t.y) / 2) - Math.abs(b - (s.y + t.y) / 2))) {
-    for (const x1 of down ? [out.x] : columns(out.x, 1)) {
-      for (const x2 of columns(into.x, -1)) {
+    for (const x1 of leaving) {
+      for (const x2 of entering) {
         candidates.push(down ? [s, { x: x1, y: y }, { x: x2, y }, { x: x2, y: t.y }, t]
           : [s, { x: x1, y: s.y }, { x: x1, y }, { x: x2, y }, { x: x2, y: t.y }, t]);
       }
@@ -106,13 +109,19 @@ export function routeAround(s: Point, down: boolean, t: Point, from: Rect, to: R
     if (i < points.length - 1 && crosses(a, p, to)) return false;
     return true;
   });
-  const ranked = candidates.map(simplify).sort((a, b) => length(a) - length(b)).filter(clear);
-  // the shortest clear route with room for its label beside no block; else the shortest clear one
-  for (const points of labelWidth ? ranked : ranked.slice(0, 1)) {
-    const label = labelWidth ? placeLabel(points, labelWidth, blocks) : undefined;
-    if (!label || !blocks.some((b) => overlaps(label, b))) return { points, label };
+  // the shortest clear route with room for its label beside no block; else the shortest clear one. Tried in order of
+  // length and stopped at the first that does: on a large diagram there are thousands of candidates, most never tried
+  const ranked = candidates.map((c) => { const points = simplify(c); return { points, length: length(points) }; })
+    .sort((a, b) => a.length - b.length);
+  let shortest: Point[] | undefined;
+  for (const { points } of ranked) {
+    if (!clear(points)) continue;
+    shortest ??= points;
+    if (!labelWidth) return { points, label: undefined };
+    const label = placeLabel(points, labelWidth, blocks);
+    if (!blocks.some((b) => overlaps(label, b))) return { points, label };
   }
-  const points = ranked[0] ?? simplify(candidates[0] ?? [s, t]);
+  const points = shortest ?? simplify(candidates[0] ?? [s, t]);
   return { points, label: labelWidth ? placeLabel(points, labelWidth, blocks) : undefined };
 }
 

@@ -2,6 +2,7 @@
 import { Fragment, memo } from 'react';
 import { Handle, Position, type NodeProps } from '@xyflow/react';
 import { IN_PORT } from '../../model/layout';
+import { mayOverflow, NODE_TEXT } from '../../model/sizes';
 import { TypeIcon, typeColour } from '../TypeIcon';
 import type { BlockNodeType, GroupNodeType } from './types';
 
@@ -19,13 +20,17 @@ function BlockNodeView({ data, selected }: NodeProps<BlockNodeType>) {
   else if (warnings) classes.push('has-warnings');
   if (run) classes.push(`run-${run}`);
   const right = ports.length + 1;
+  const badges = (!!run && run !== 'skipped' && steps > 0) || errors > 0 || warnings > 0;
+  const idLine = block.label ? block.id : unknownType ? 'unknown type' : '';
+  // a line that might not fit is clipped, with an ellipsis; one that surely fits is not (see mayOverflow)
+  const fit = (text: string, line: keyof typeof NODE_TEXT, always = false) => (always || mayOverflow(text, NODE_TEXT[line]) ? ' is-clipped' : '');
   return (
     <div className={classes.join(' ')} data-testid={`node-${block.id}`} style={{ ['--type' as string]: typeColour(block.type) }}
       title={firstProblem ?? typeInfo?.description}>
       {!isStart && <Handle type="target" position={Position.Left} id={IN_PORT} className="handle handle--in" aria-label={`${block.id} input`} />}
       <div className="block-node__head">
         <TypeIcon type={block.type} size={12} />
-        <span className="block-node__type">{block.type}</span>
+        <span className={`block-node__type${fit(block.type, 'type', badges)}`}>{block.type}</span>
         <span className="field__spacer" />
         {run && run !== 'skipped' && steps > 0 && (
           <span className={`run-badge run-badge--${run}`} title={`${steps} step${steps > 1 ? 's' : ''}`}>
@@ -37,8 +42,8 @@ function BlockNodeView({ data, selected }: NodeProps<BlockNodeType>) {
             aria-label={`${errors} errors, ${warnings} warnings`}>{errors || warnings}</span>
         )}
       </div>
-      <div className="block-node__title">{title}</div>
-      <div className="block-node__id">{block.label ? block.id : unknownType ? 'unknown type' : ''}</div>
+      <div className={`block-node__title${fit(title, 'title')}`}>{title}</div>
+      <div className={`block-node__id${fit(idLine, 'id')}`}>{idLine}</div>
       {nextKey !== undefined && (
         <Handle type="source" position={Position.Right} id={nextKey} className="handle handle--next"
           style={{ top: rightHandleTop(0, right) }} aria-label={`${block.id} ${nextKey}`} />

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Diagram, RunData } from '../../api/types';
 import { linkKeys } from '../../model/format';
 import { format, keys, loopDiagram, orderAgent, palette } from '../../test/fixtures';
-import { createCanvasMapping, type CanvasInput } from './mapping';
+import { createCanvasMapping, draggingOnlyChanged, movedBy, type CanvasInput } from './mapping';
 import type { BlockNodeType, GroupNodeType } from './types';
 
 const layout = (d: Diagram) => ({
@@ -137,6 +137,50 @@ describe('the canvas mapping remembers', () => {
     const second = byId(map(input(renamed)).blocks);
     expect(second.get('ask')!.data.block.label).toBe('Ask');
     expect(second.get('done')).toBe(first.get('done'));
+  });
+});
+
+describe('the canvas mapping during a drag', () => {
+  it('names the blocks a new drag moves, picks up or lets go, and no other', () => {
+    expect(movedBy(null, null)).toEqual(new Set());
+    expect(movedBy(null, { a: { x: 1, y: 2 } })).toEqual(new Set(['a']));
+    expect(movedBy({ a: { x: 1, y: 2 }, b: { x: 0, y: 0 } }, { a: { x: 1, y: 2 }, b: { x: 0, y: 4 } })).toEqual(new Set(['b']));
+    expect(movedBy({ a: { x: 1, y: 2 } }, null)).toEqual(new Set(['a']));
+    expect(movedBy({ a: { x: 1, y: 2 } }, { b: { x: 1, y: 2 } })).toEqual(new Set(['a', 'b']));
+  });
+  it('looks at the blocks again only when nothing but the drag changed', () => {
+    const d = orderAgent();
+    const a = input(d);
+    expect(draggingOnlyChanged(a, { ...a, dragging: { ask: { x: 1, y: 1 } } })).toBe(true);
+    expect(draggingOnlyChanged(a, { ...a, selection: ['ask'] })).toBe(false);
+    expect(draggingOnlyChanged(a, { ...a, diagram: { ...d } })).toBe(false);
+  });
+  it('draws each frame of a drag as a fresh mapping of the same input would, and the drop as the document has it', () => {
+    const d = orderAgent();
+    const placed = layout(d);
+    const problem = { file: null, line: 3, column: 1, block: 'ask', field: null, message: 'unreachable', hint: null,
+      code: 'unreachable', severity: 'warning' as const };
+    const base = input(d, { layout: placed, selection: ['ask', 'done'], problems: [problem] });
+    const map = createCanvasMapping();
+    map(base);
+    const frames: Array<CanvasInput['dragging']> = [
+      { ask: { x: 10, y: 20 }, done: { x: 900, y: 30 } },
+      { ask: { x: 14, y: 24 }, done: { x: 904, y: 34 } },
+      { ask: { x: 14, y: 24 }, done: { x: 904, y: 34 } },
+      { ask: { x: 18, y: 28 } },
+      null,
+    ];
+    for (const dragging of frames) {
+      const seen = map({ ...base, dragging });
+      const fresh = createCanvasMapping()({ ...base, dragging });
+      expect(seen.nodes).toEqual(fresh.nodes);
+      expect(seen.edges).toEqual(fresh.edges);
+    }
+    // the drop: the document has the new places and the drag is over
+    const moved = { ...d, blocks: d.blocks.map((b) => (b.id === 'ask' ? { ...b, position: [18, 28] as [number, number] } : b)) };
+    const dropped = map({ ...base, diagram: moved, dragging: null });
+    expect(byId(dropped.blocks).get('ask')).toMatchObject({ position: { x: 18, y: 28 }, dragging: false });
+    expect(dropped.nodes).toEqual(createCanvasMapping()({ ...base, diagram: moved, dragging: null }).nodes);
   });
 });
 

@@ -244,6 +244,25 @@ function linkEdges(diagram: Diagram | null, links: LinkKeys | null, routes: Map<
   });
 }
 
+const INPUT_KEYS = ['diagram', 'compiled', 'layout', 'palette', 'links', 'problems', 'selection', 'selectedEdge', 'run',
+  'dragging'] as const satisfies ReadonlyArray<keyof CanvasInput>;
+
+/** True when `b` is `a` with another drag: every other input the same object. */
+export function draggingOnlyChanged(a: CanvasInput, b: CanvasInput): boolean {
+  return INPUT_KEYS.every((k) => k === 'dragging' || a[k] === b[k]);
+}
+
+/** The blocks whose place differs between two drags: moved, or picked up or let go by one of them. */
+export function movedBy(before: Record<string, XY> | null, after: Record<string, XY> | null): Set<string> {
+  const moved = new Set<string>();
+  for (const [id, p] of Object.entries(after ?? {})) {
+    const q = before?.[id];
+    if (!q || q.x !== p.x || q.y !== p.y) moved.add(id);
+  }
+  for (const id of Object.keys(before ?? {})) if (!after || !(id in after)) moved.add(id);
+  return moved;
+}
+
 /** A mapping with its own memory of the last picture (one per canvas). */
 export function createCanvasMapping(): (input: CanvasInput) => CanvasPicture {
   const byBlock = memo(problemsByBlock);
@@ -273,18 +292,26 @@ export function createCanvasMapping(): (input: CanvasInput) => CanvasPicture {
   };
   const routes = memo(linkRoutes);
   const groups = memo(groupNodes);
+  const stable = memo(stableEdges);
   let cache = new Map<string, { facts: NodeFacts; node: BlockNodeType }>();
   let lastBlocks: BlockNodeType[] = [];
   let lastNodes: Node[] = [];
+  let lastInput: CanvasInput | null = null;
 
   return (input) => {
     const { diagram, layout, palette, links, selection, run, dragging } = input;
+    // a frame of a drag changes `dragging` only: the blocks it moves (and the ones it let go) are the only ones to
+    // look at again, not every block of a large diagram
+    const only = lastInput && draggingOnlyChanged(lastInput, input) ? movedBy(lastInput.dragging, dragging) : null;
+    lastInput = input;
     const problems = byBlock(input.problems);
     const runMarks = marks(run);
     const typeOf = types(palette);
     const selected = new Set(selection);
-    const next = new Map<string, { facts: NodeFacts; node: BlockNodeType }>();
+    const next = only ? cache : new Map<string, { facts: NodeFacts; node: BlockNodeType }>();
     const blocks = (diagram?.blocks ?? []).map((b, i): BlockNodeType => {
+      const old = cache.get(b.id);
+      if (only && old && !only.has(b.id)) return old.node;
       const written = Array.isArray(b.position) ? { x: Number(b.position[0]) || 0, y: Number(b.position[1]) || 0 } : undefined;
       const auto = layout?.nodes[b.id];
       const moving = dragging?.[b.id];
@@ -312,7 +339,6 @@ export function createCanvasMapping(): (input: CanvasInput) => CanvasPicture {
         links,
         ports: links ? portsOf(b, links) : [],
       };
-      const old = cache.get(b.id);
       const changed = old ? difference(old.facts, facts) : 'look';
       const entry = changed === 'none' ? old! : { facts, node: blockNode(facts, changed === 'placement' ? old!.node.data : undefined) };
       next.set(b.id, entry);
@@ -330,7 +356,7 @@ export function createCanvasMapping(): (input: CanvasInput) => CanvasPicture {
     return {
       nodes: lastNodes,
       blocks: lastBlocks,
-      edges: stableEdges(edges(diagram, links, routes(diagram, links, layout), input.selectedEdge, run)),
+      edges: stable(edges(diagram, links, routes(diagram, links, layout), input.selectedEdge, run)),
       placed: !lastBlocks.some((n) => n.hidden),
     };
   };

@@ -153,15 +153,19 @@ export function SourcePane() {
 
     const sync = (s: ReturnType<typeof useStudio.getState>, before?: ReturnType<typeof useStudio.getState>) => {
       const text = s.sourceText ?? '';
-      const current = v.state.doc.toString();
-      if (text !== current && (!before || s.sourceText !== before.sourceText)) {
+      // the editor's whole text, read only when it is compared: this runs at every change of the store, each frame
+      // of a drag on the canvas too, and reading a large diagram's text then cost a frame of it each time
+      let read: string | null = null;
+      const editorText = () => (read ??= v.state.doc.toString());
+      if ((!before || s.sourceText !== before.sourceText) && text !== editorText()) {
+        const current = editorText();
         const change = minimalChange(current, text);
         if (change) v.dispatch({ changes: change, annotations: fromStore.of(true) });
       }
       if (!before || s.problems !== before.problems || s.sourceText !== before.sourceText) {
         v.dispatch(setDiagnostics(v.state, diagnostics(v.state.doc, s.problems)));
       }
-      if (s.revealLine !== null && s.revealLine <= v.state.doc.lines && (!before || s.revealLine !== before.revealLine || text !== current)) {
+      if (s.revealLine !== null && s.revealLine <= v.state.doc.lines && (!before || s.revealLine !== before.revealLine || text !== editorText())) {
         const line = v.state.doc.line(s.revealLine);
         v.dispatch({ selection: { anchor: line.from, head: line.to }, effects: EditorView.scrollIntoView(line.from, { y: 'center' }),
           annotations: fromStore.of(true) });
