@@ -112,13 +112,13 @@ HANDLES_READY = """([source, port, target]) => {
     const handles = [find(source, port), find(target, 'in')];
     if (handles.some((h) => !h)) return false;
     const boxes = handles.map((h) => h.getBoundingClientRect());
-    const pressable = handles.every((h, i) => {
-        const under = document.elementFromPoint(boxes[i].x + boxes[i].width / 2, boxes[i].y + boxes[i].height / 2);
-        return under === h || h.contains(under);
-    });
+    const under = boxes.map((b) => document.elementFromPoint(b.x + b.width / 2, b.y + b.height / 2));
+    const pressable = handles.every((h, i) => under[i] === h || h.contains(under[i]));
     const key = JSON.stringify(boxes.map((b) => [b.x, b.y, b.width, b.height]));
     const steady = window.__handlesSeen === key;
     window.__handlesSeen = key;
+    // What the last look found, for the message of a test that times out here.
+    window.__handlesWhy = {boxes: key, steady, under: under.map((u) => u ? `${u.tagName}.${u.className}` : null)};
     return pressable && steady;
 }"""
 
@@ -131,7 +131,11 @@ def connect(page: Any, source: str, target: str, port: str = "next") -> None:
     """Drags a link from a block's port handle (next on the right, on_error at the bottom) to a block's input."""
     # Wait until both handles are where they will stay and are what a pointer there would press: a view still
     # settling, or a block re-measured, moves a handle between reading its box and pressing it.
-    page.wait_for_function(HANDLES_READY, arg=[source, port, target], polling="raf")
+    try:
+        page.wait_for_function(HANDLES_READY, arg=[source, port, target], polling="raf")
+    except Exception as exc:  # say what the handles were under and whether they moved
+        why = page.evaluate("() => window.__handlesWhy")
+        raise AssertionError(f"the handles of {source}/{port} → {target}/in never got ready: {why}") from exc
     start = handle(page, source, port).bounding_box()
     end = handle(page, target, "in").bounding_box()
     assert start and end, f"handles of {source}/{port} or {target}/in are not on screen"
