@@ -61,6 +61,8 @@ class Resumed:
     answer: Answer | None = None
     calls: dict[str, int] = field(default_factory=dict)
     """The top run's Subdiagram calls so far per block address (a child's run id counts them)."""
+    steps_counted: bool = False
+    """A child's: whether the top run's restored step count has its steps already (it stopped waiting in it)."""
 
 
 def encode_state(header: dict[str, Any], values: Mapping[str, Any], loops: Mapping[str, Any]) -> bytes:

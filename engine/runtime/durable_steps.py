@@ -135,6 +135,8 @@ class DurableSteps:
         In a Subdiagram's child, `block` is the Wait, then its caller's Subdiagram block: the run waits at the
         Wait's address from the top run (`review/approve`), and each run on the way is checkpointed at it."""
         self.steps -= 1
+        if self.root is not self:  # a child's step counts in the top run's budget too
+            self.root.steps -= 1
         self.path.pop()
         if request.address:  # the step is a Subdiagram's, undone: its call is made again, with the same child id
             self.root.calls[self.ctx.address] -= 1

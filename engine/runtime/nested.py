@@ -187,6 +187,7 @@ def _durable_child(run: _Run, nested: _Run, context: RunContext) -> Resumed | No
             if answer is not None and answer.block.startswith(f"{context.current.id}/"):
                 resumed.answer = Answer(answer.block.partition("/")[2], answer.value, answer.asked_at)
                 context.answer = None
+                resumed.steps_counted = True  # the run stopped waiting inside it: its caller counted its steps
     trace_path = run.root.trace.path
     fields = {"diagram": str(child.path.resolve()), "content_hash": child.content_hash, "pid": os.getpid(),
               "host": socket.gethostname(), "trace": str(trace_path) if trace_path else None,
@@ -230,7 +231,8 @@ async def _from_start(nested: _Run, values: Mapping[str, Any], resumed: Resumed 
             nested._prepare_scope(values)
         else:
             nested._restore(resumed)
-            nested.root.steps += resumed.steps  # the steps it had made count against the budget again
+            if not resumed.steps_counted:  # its caller's checkpoint came before them: they count again
+                nested.root.steps += resumed.steps
             block = nested.diagram.blocks[resumed.next] if resumed.next is not None else None
             if block is None:  # it had ended, succeeded: its result stands, nothing runs again
                 return "succeeded"

@@ -183,7 +183,7 @@ def test_a_resume_with_a_child_in_flight_continues_the_child_from_its_own_checkp
     Tick.log.clear()
     resumed = asyncio.run(resume_run(store, whole.run_id, registry=blocks, runs_dir=tmp_path / "runs"))
     assert resumed.status == "succeeded", resumed.errors
-    assert resumed.variables == whole.variables
+    assert resumed.variables == whole.variables and resumed.steps == whole.steps
     assert Tick.log == [*ran_again, 21, 22, 23, "after"]  # the first child never again, the second from its checkpoint
     assert [row["status"] for row in _children(store, whole.run_id)] == ["succeeded"] * 3
 
@@ -254,6 +254,7 @@ def test_a_wait_in_a_child_stops_the_whole_run_waiting_and_the_answer_reaches_it
                                   runs_dir=tmp_path / "runs"))
     assert done.status == "succeeded", done.errors
     assert done.variables["approved"] is True
+    assert done.steps == 6  # start, draft, review, and the child's start, approve, send: each once
     assert Tick.log == ["drafted", "Hello!"]  # the step before the Subdiagram never again
     assert [row["status"] for row in _children(store, first.run_id)] == ["succeeded"]
 
