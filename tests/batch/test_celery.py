@@ -129,12 +129,14 @@ def test_celery_and_local_backends_write_the_same_results(broker: str, project, 
     assert len(celery_store.batch_runs("same")) == 12
 
 
-def test_a_killed_workers_row_is_resumed_by_another_from_its_checkpoint(broker: str, project, tmp_path: Path) -> None:
+def test_a_killed_workers_row_is_resumed_by_another_from_its_checkpoint(broker: str, project, tmp_path: Path,
+                                                                         store_url: str) -> None:
+    # On each kind of store (tests/conftest.py's `store_url`): the workers keep the row's checkpoints in the run store.
     from engine.runs.celery_backend import run_batch_on_celery
 
     diagram = load_diagram(project["diagram"], registry())
     rows = [{"n": 1, "seconds": 4.0}]
-    store = RunStore(f"sqlite:///{tmp_path / 'shared.db'}")
+    store = RunStore(store_url)
     first = start_worker(broker, tmp_path)
     import threading
 
