@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import math
-import subprocess
-import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import orjson
 import pytest
-from pydantic import BaseModel, ConfigDict
 
-from blocks.registry import BUILTIN_BLOCKS
-from engine import Block, BlockRegistry, DataTable, RunContext, RunResult, Services, UsageError, execute
+from engine import BlockRegistry, DataTable, RunResult, Services, UsageError, execute
 from engine.compile.loader import load_diagram
 from engine.compile.templating import last_turns
 from engine.format.snapshot import SnapshotError, decode, encode
@@ -24,44 +19,8 @@ from engine.runs.checkpoints import CheckpointStore, SqliteCheckpoints, open_che
 from engine.runs.resume import prepare_resume, resume_run, run_resumption
 from engine.runs.sessions import claim_session, forget_session, read_session, release_session
 from engine.runtime.durable import decode_state
+from tests.engine.durable_support import Tick, interrupt_after
 from tests.postgres import sql
-
-
-class TickInputs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    value: Any = None
-
-
-class TickOutputs(BaseModel):
-    result: Any = None
-
-
-class Tick(Block):
-    """An effect the test can count: each step appends its value to `Tick.log`."""
-
-    Inputs = TickInputs
-    Outputs = TickOutputs
-    effects: ClassVar[bool] = True
-    log: ClassVar[list[Any]] = []
-
-    async def run(self, inputs: TickInputs, context: RunContext) -> dict[str, Any]:
-        Tick.log.append(inputs.value)
-        return {"result": inputs.value}
-
-
-@pytest.fixture
-def blocks() -> BlockRegistry:
-    Tick.log.clear()
-    return BlockRegistry((*BUILTIN_BLOCKS, Tick))
-
-
-@pytest.fixture
-def store(store_url: str, tmp_path: Path) -> Iterator[CheckpointStore]:
-    """The checkpoint store on each kind of database (tests/conftest.py's `store_url`: SQLite, PostgreSQL)."""
-    opened = open_checkpoints(store_url, tmp_path / "runs")
-    yield opened
-    opened.close()
-
 
 COUNTER = """
 diagram: counter
@@ -92,18 +51,6 @@ def _write(tmp_path: Path, text: str, name: str = "diagram.yaml") -> Path:
     path = tmp_path / name
     path.write_text(text.lstrip("\n"), encoding="utf-8")
     return path
-
-
-def _dead_pid() -> int:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
-
-
-def _interrupt_after(store: CheckpointStore, run_id: str, seq: int) -> None:
-    """Make a finished run look killed just after checkpoint `seq`: later checkpoints gone, its process dead."""
-    sql(store, "DELETE FROM checkpoints WHERE run_id = :run AND seq > :seq", run=run_id, seq=seq)
-    sql(store, "UPDATE run_states SET status = 'running', pid = :pid WHERE run_id = :run", pid=_dead_pid(), run=run_id)
 
 
 # -- the encoding ---------------------------------------------------------------------------------------------------
@@ -153,7 +100,7 @@ def test_an_interrupted_run_resumes_from_its_last_checkpoint_to_the_same_end(
         tmp_path: Path, blocks: BlockRegistry, store: CheckpointStore, seq: int) -> None:
     diagram = load_diagram(_write(tmp_path, COUNTER), blocks)
     whole = _run(diagram, store, tmp_path)
-    _interrupt_after(store, whole.run_id, seq)
+    interrupt_after(store, whole.run_id, seq)
     assert store.run(whole.run_id)["status"] == "interrupted"  # type: ignore[index]
     Tick.log.clear()
     resumed = asyncio.run(resume_run(store, whole.run_id, registry=blocks, runs_dir=tmp_path / "runs"))

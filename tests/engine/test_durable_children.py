@@ -4,59 +4,18 @@ with the child in flight continues the child from its last checkpoint, and a Wai
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict
 
-from blocks.registry import BUILTIN_BLOCKS
-from engine import Block, BlockRegistry, RunContext, RunResult, Services, UsageError, execute
+from engine import BlockRegistry, RunResult, Services, UsageError, execute
 from engine.compile.loader import load_diagram
-from engine.runs.checkpoints import CheckpointStore, open_checkpoints
+from engine.runs.checkpoints import CheckpointStore
 from engine.runs.resume import prepare_resume, resume_run
 from engine.runtime.durable import decode_state
+from tests.engine.durable_support import Tick, interrupt_after
 from tests.postgres import sql
-
-
-class TickInputs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    value: Any = None
-
-
-class TickOutputs(BaseModel):
-    result: Any = None
-
-
-class Tick(Block):
-    """An effect the test can count: each step appends its value to `Tick.log`."""
-
-    Inputs = TickInputs
-    Outputs = TickOutputs
-    effects: ClassVar[bool] = True
-    log: ClassVar[list[Any]] = []
-
-    async def run(self, inputs: TickInputs, context: RunContext) -> dict[str, Any]:
-        Tick.log.append(inputs.value)
-        return {"result": inputs.value}
-
-
-@pytest.fixture
-def blocks() -> BlockRegistry:
-    Tick.log.clear()
-    return BlockRegistry((*BUILTIN_BLOCKS, Tick))
-
-
-@pytest.fixture
-def store(store_url: str, tmp_path: Path) -> Iterator[CheckpointStore]:
-    """The checkpoint store on each kind of database (tests/conftest.py's `store_url`: SQLite, PostgreSQL)."""
-    opened = open_checkpoints(store_url, tmp_path / "runs")
-    yield opened
-    opened.close()
-
 
 CHILD = """
 diagram: child
@@ -116,18 +75,6 @@ def _run(path: Path, blocks: BlockRegistry, store: CheckpointStore | None, tmp_p
                                services=Services(checkpoints=store)))
 
 
-def _dead_pid() -> int:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
-
-
-def _cut(store: CheckpointStore, run_id: str, seq: int) -> None:
-    """Make run `run_id` look killed just after its checkpoint `seq`: later ones gone, its process dead."""
-    sql(store, "DELETE FROM checkpoints WHERE run_id = :run AND seq > :seq", run=run_id, seq=seq)
-    sql(store, "UPDATE run_states SET status = 'running', pid = :pid WHERE run_id = :run", pid=_dead_pid(), run=run_id)
-
-
 def _children(store: CheckpointStore, parent: str) -> list[dict[str, Any]]:
     from sqlalchemy import create_engine, text
 
@@ -176,8 +123,8 @@ def test_a_resume_with_a_child_in_flight_continues_the_child_from_its_own_checkp
     second = f"{whole.run_id}-sub-2"
     # Killed during the second call: the parent had checkpointed the first call, the child `child_seq` times
     # (3: all three Ticks done, not yet its last checkpoint).
-    _cut(store, whole.run_id, _seq_after(store, whole.run_id, "sub", nth=1))
-    _cut(store, second, child_seq)
+    interrupt_after(store, whole.run_id, _seq_after(store, whole.run_id, "sub", nth=1))
+    interrupt_after(store, second, child_seq)
     sql(store, "DELETE FROM checkpoints WHERE run_id = :run", run=f"{whole.run_id}-sub-3")
     sql(store, "DELETE FROM run_states WHERE run_id = :run", run=f"{whole.run_id}-sub-3")
     Tick.log.clear()
@@ -193,7 +140,7 @@ def test_a_child_that_had_ended_before_the_interruption_is_not_run_again(tmp_pat
     _write(tmp_path, "child.yaml", CHILD)
     whole = _run(_write(tmp_path, "parent.yaml", PARENT), blocks, store, tmp_path)
     # Killed between the third child's end and its caller's checkpoint after the Subdiagram step.
-    _cut(store, whole.run_id, _seq_after(store, whole.run_id, "sub", nth=2))
+    interrupt_after(store, whole.run_id, _seq_after(store, whole.run_id, "sub", nth=2))
     Tick.log.clear()
     resumed = asyncio.run(resume_run(store, whole.run_id, registry=blocks, runs_dir=tmp_path / "runs"))
     assert resumed.status == "succeeded" and resumed.variables == whole.variables
