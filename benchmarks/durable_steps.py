@@ -183,7 +183,7 @@ def _process(root: Path, steps: int) -> None:
         for run in range(5):
             began = time.perf_counter()
             done = subprocess.run([sys.executable, "-c", _LANGGRAPH_PROCESS, str(root / f"lg{count}-{run}.db"),
-                                   str(count)], capture_output=True, text=True)
+                                   str(count)], capture_output=True, text=True, cwd=Path(__file__).parents[1])
             walls.append(time.perf_counter() - began)
             if done.returncode:
                 print(f"  LangGraph as a process: not measured ({done.stderr.strip().splitlines()[-1]})")
@@ -196,20 +196,15 @@ def _process(root: Path, steps: int) -> None:
 
 
 _LANGGRAPH_PROCESS = """
-import sqlite3, sys
-from typing import TypedDict
-from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, StateGraph
+import sys
+from pathlib import Path
+from benchmarks.durable_steps import langgraph_sqlite
 steps = int(sys.argv[2])
-class State(TypedDict):
-    i: int
-graph = StateGraph(State)
-graph.add_node("count", lambda state: {"i": state["i"] + 1})
-graph.add_edge(START, "count")
-graph.add_conditional_edges("count", lambda s: "count" if s["i"] < steps else END)
-app = graph.compile(checkpointer=SqliteSaver(sqlite3.connect(sys.argv[1], check_same_thread=False)))
+app = langgraph_sqlite(steps, Path(sys.argv[1]))
+assert app is not None, "langgraph-checkpoint-sqlite is not installed"
 assert app.invoke({"i": 0}, {"recursion_limit": steps + 10, "configurable": {"thread_id": "1"}})["i"] == steps
 """
+"""LangGraph's counter (`langgraph_sqlite`, the one timed in process) run in a process of its own."""
 
 
 def _resume_figure(root: Path, blocks: BlockRegistry, store: CheckpointStore) -> None:
