@@ -14,7 +14,7 @@ from engine.compile.loader import load_diagram
 from engine.runs.checkpoints import SqliteCheckpoints
 from engine.runs.resume import resume_run
 from engine.runtime.durable import decode_state
-from tests.engine.test_durable import _interrupt_after
+from tests.engine.durable_support import interrupt_after
 
 TOKEN = "shop-token-" + "t" * 24
 ORDER = """
@@ -54,13 +54,13 @@ def test_an_http_call_is_checkpointed_after_and_not_sent_again_on_resume(tmp_pat
     assert [h["next"] for h in headers] == ["start", "confirm", None]  # Start's scope, after the call, the end
     assert all(TOKEN.encode() not in state for _, state in store.states(whole.run_id))
     # Killed just after the call's checkpoint: the resumed run goes on at `confirm`, the order is not placed again.
-    _interrupt_after(store, whole.run_id, 2)
+    interrupt_after(store, whole.run_id, 2)
     resumed = asyncio.run(resume_run(store, whole.run_id, registry=registry(), services=services(),
                                      runs_dir=tmp_path / "runs"))
     assert resumed.succeeded and resumed.variables["done"] == 1 and len(sent) == 1
     assert resumed.variables["placed"]["echo"] == "Bearer [REDACTED]"
     # Killed before it (after Start's checkpoint): the call was in flight, so it is the one step sent again.
-    _interrupt_after(store, whole.run_id, 1)
+    interrupt_after(store, whole.run_id, 1)
     again = asyncio.run(resume_run(store, whole.run_id, registry=registry(), services=services(),
                                    runs_dir=tmp_path / "runs"))
     assert again.succeeded and again.variables["done"] == 2 and len(sent) == 2
@@ -109,7 +109,7 @@ def test_a_concurrent_loop_and_a_subdiagram_are_each_one_checkpointed_step(tmp_p
     assert whole.succeeded and len(whole.variables["answers"]) == 2
     headers = [decode_state(state)[0] for _, state in store.states(whole.run_id)]
     assert [h["next"] for h in headers] == ["start", "once", None, None]  # after the loop, after `once`, the end
-    _interrupt_after(store, whole.run_id, 2)  # killed while `once` ran its child
+    interrupt_after(store, whole.run_id, 2)  # killed while `once` ran its child
     resumed = asyncio.run(resume_run(store, whole.run_id, registry=registry(), runs_dir=tmp_path / "runs",
                                      services=Services(environ={}, offline=True)))
     assert resumed.succeeded and resumed.variables["answers"] == whole.variables["answers"]
