@@ -11,13 +11,21 @@ secrets (a key held in a variable comes back as `[REDACTED]`). The store is the 
 
 from __future__ import annotations
 
+import functools
+import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.format.snapshot import SnapshotError, decode, encode_value
 
-__all__ = ["Answer", "Checkpoints", "Resumed", "SnapshotError", "decode_state", "encode_state", "resumed_from"]
+if TYPE_CHECKING:
+    from engine.compile.diagram import Diagram
+
+__all__ = ["Answer", "Checkpoints", "Resumed", "SnapshotError", "decode_state", "encode_state", "host_name",
+           "resumed_from", "run_record"]
 
 
 class Checkpoints(Protocol):
@@ -34,6 +42,19 @@ class Checkpoints(Protocol):
 
     def states(self, run_id: str) -> list[tuple[int, bytes]]:
         """Every checkpoint of a run, oldest first: (seq, state). A resumed run reads its children's here."""
+
+
+@functools.cache
+def host_name() -> str:
+    return socket.gethostname()
+
+
+def run_record(diagram: Diagram, trace_path: Path | None, **extra: Any) -> dict[str, Any]:
+    """A durable run's record as it begins (`Checkpoints.begin`): its diagram's file and content hash, the process
+    that runs it (pid and host: a reader tells a live run from an interrupted one), its trace; and `extra` (the parent
+    run, the session, the run it replays, its inputs)."""
+    return {"diagram": str(diagram.path.resolve()), "content_hash": diagram.content_hash, "pid": os.getpid(),
+            "host": host_name(), "trace": str(trace_path) if trace_path else None, **extra}
 
 
 @dataclass

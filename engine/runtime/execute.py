@@ -14,9 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import functools
 import os
-import socket
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -46,7 +44,7 @@ from engine.format.tables import to_table
 from engine.format.validation import dotted, validation_message
 from engine.format.values import short_value
 from engine.runtime.context import RunContext, Services
-from engine.runtime.durable import Checkpoints, Resumed
+from engine.runtime.durable import Checkpoints, Resumed, host_name, run_record
 from engine.runtime.durable_steps import DurableSteps
 from engine.runtime.error_levels import ErrorLevels
 from engine.runtime.failures import block_raised, bug, kept_failure, not_outputs
@@ -391,11 +389,6 @@ class _Run(DurableSteps, ErrorLevels):
         finally:
             scope.clear_overlay()
 
-@functools.cache
-def _host() -> str:
-    return socket.gethostname()
-
-
 async def execute(
     diagram: Diagram,
     inputs: Mapping[str, Any] | None = None,
@@ -447,7 +440,7 @@ async def execute(
         run.remembered = dict(remembered)
     # pid and host let a reader tell a run still going from one whose process died (SIGKILL, power loss).
     start_fields: dict[str, Any] = {"diagram": diagram.name, "path": str(diagram.path.resolve()),
-                                    "message_level": level_name(run_level), "pid": os.getpid(), "host": _host()}
+                                    "message_level": level_name(run_level), "pid": os.getpid(), "host": host_name()}
     if run_level >= MessageLevel.DEBUG:
         start_fields["inputs"] = {k: short_value(v) for k, v in (inputs or {}).items()}
     if resume is not None:
@@ -455,8 +448,7 @@ async def execute(
     trace.emit(Event.RUN_STARTED, **start_fields)
     if run.checkpoints is not None:
         # A store that cannot be written raises OSError here, before any block runs.
-        fields = {"diagram": start_fields["path"], "content_hash": diagram.content_hash, "pid": start_fields["pid"],
-                  "host": start_fields["host"], "trace": str(trace_path) if trace_path else None, **(record or {})}
+        fields = run_record(diagram, trace_path, **(record or {}))
         if fields.get("inputs"):
             fields["inputs"] = trace.redactor.value(fields["inputs"])  # a key given as an input stays out of the store
         run.checkpoints.begin(run_id, fields)

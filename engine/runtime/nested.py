@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import socket
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -40,7 +38,7 @@ from engine.format.names import suggest
 from engine.format.paths import PathRefused
 from engine.format.values import short_value
 from engine.runtime.context import RunContext
-from engine.runtime.durable import Answer, Resumed, resumed_from
+from engine.runtime.durable import Answer, Resumed, resumed_from, run_record
 from engine.runtime.failures import bug
 from engine.runtime.result import SubdiagramRun
 from engine.runtime.step_events import since
@@ -188,12 +186,8 @@ def _durable_child(run: _Run, nested: _Run, context: RunContext) -> Resumed | No
                 resumed.answer = Answer(answer.block.partition("/")[2], answer.value, answer.asked_at)
                 context.answer = None
                 resumed.steps_counted = True  # the run stopped waiting inside it: its caller counted its steps
-    trace_path = run.root.trace.path
-    fields = {"diagram": str(child.path.resolve()), "content_hash": child.content_hash, "pid": os.getpid(),
-              "host": socket.gethostname(), "trace": str(trace_path) if trace_path else None,
-              "parent": run.ctx.run_id}
     try:
-        store.begin(run_id, fields)
+        store.begin(run_id, run_record(child, run.root.trace.path, parent=run.ctx.run_id))
     except OSError as exc:
         raise CheckpointFailed(f"the subdiagram's run {run_id} could not be recorded: {exc}") from None
     return resumed
