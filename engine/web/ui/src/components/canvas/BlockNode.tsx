@@ -1,20 +1,27 @@
-/** A block on the canvas: type colour and icon, label and id, problem badge, run state; ports as handles. */
+/**
+ * A block on the canvas: type colour and icon, label and id, problem badge, run state; ports as handles. Zoomed out
+ * past reading, a tile: its frame in the type's colour and its state's, with its name as a tooltip, and no text or
+ * handles, which cannot be read or aimed at there and which the browser would lay out and paint each frame of a drag
+ * or a pan (the links keep their ends: they come from the node's `handles`, see handles.ts).
+ */
 import { Fragment, memo } from 'react';
 import { Handle, Position, type NodeProps } from '@xyflow/react';
 import { IN_PORT } from '../../model/layout';
 import { mayOverflow, NODE_TEXT } from '../../model/sizes';
 import { TypeIcon, typeColour } from '../TypeIcon';
+import { rightHandlePercent } from './handles';
 import type { BlockNodeType, GroupNodeType } from './types';
 
-/** The height (in % of the block) of the i-th of `count` handles on the right: next first, then the type's ports. */
 function rightHandleTop(i: number, count: number): string {
-  return `${Math.round((100 * (i + 1)) / (count + 1))}%`;
+  return `${rightHandlePercent(i, count)}%`;
 }
 
 function BlockNodeView({ data, selected }: NodeProps<BlockNodeType>) {
-  const { block, errors, warnings, firstProblem, run, steps, passes, ports, nextKey, errorKey, typeInfo, unknownType, isStart } = data;
+  const { block, errors, warnings, firstProblem, run, steps, passes, ports, nextKey, errorKey, typeInfo, unknownType, isStart,
+    overview } = data;
   const title = block.label || block.id;
   const classes = ['block-node'];
+  if (overview) classes.push('block-node--tile');
   if (selected) classes.push('is-selected');
   if (errors) classes.push('has-errors');
   else if (warnings) classes.push('has-warnings');
@@ -22,6 +29,10 @@ function BlockNodeView({ data, selected }: NodeProps<BlockNodeType>) {
   const right = ports.length + 1;
   const badges = (!!run && run !== 'skipped' && steps > 0) || errors > 0 || warnings > 0;
   const idLine = block.label ? block.id : unknownType ? 'unknown type' : '';
+  if (overview) {
+    const tip = `${title}${block.label ? ` (${block.id})` : ''} · ${block.type}${firstProblem ? ` — ${firstProblem}` : ''}`;
+    return <div className={classes.join(' ')} data-testid={`node-${block.id}`} style={{ ['--type' as string]: typeColour(block.type) }} title={tip} />;
+  }
   // a line that might not fit is clipped, with an ellipsis; one that surely fits is not (see mayOverflow)
   const fit = (text: string, line: keyof typeof NODE_TEXT, always = false) => (always || mayOverflow(text, NODE_TEXT[line]) ? ' is-clipped' : '');
   return (

@@ -2,7 +2,7 @@
  * The canvas: the open diagram in React Flow. What it draws comes from the store through the canvas mapping
  * (mapping.ts), with no copy of its own; what the user does on it goes back to the store as edits.
  */
-import { useCallback, useEffect, useMemo, useRef, type DragEvent, type MouseEvent as ReactMouseEvent } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent, type MouseEvent as ReactMouseEvent } from 'react';
 import {
   Background, BackgroundVariant, Controls, MiniMap, ReactFlow, useReactFlow, useStore,
   type Connection, type EdgeChange, type Node, type NodeChange,
@@ -98,18 +98,23 @@ const miniMapStroke = (n: Node) => (n.type === 'loopGroup' ? '#c4b5fd' : 'transp
 
 /**
  * The view's zoom as the CSS variable `--zoom` on the canvas, for text that stays readable when zoomed out
- * (styles.css); set on the element, so a zoom re-renders nothing.
+ * (styles.css); set on the element, so a zoom re-renders nothing. Below OVERVIEW_ZOOM, where a block's text would be
+ * under 7 px on screen, it says so (`onOverview`), and the blocks are drawn as tiles.
  */
-function ZoomVariable() {
+function ZoomVariable({ onOverview }: { onOverview: (overview: boolean) => void }) {
   const zoom = useStore((s) => Math.round(s.transform[2] * 50) / 50);
   useEffect(() => {
     // once the zoom settles: a new size for every text of a large diagram is costly, never done frame by frame
-    const timer = setTimeout(() => document.querySelector<HTMLElement>('.canvas')?.style.setProperty('--zoom', String(zoom)), ZOOM_SETTLE_MS);
+    const timer = setTimeout(() => {
+      document.querySelector<HTMLElement>('.canvas')?.style.setProperty('--zoom', String(zoom));
+      onOverview(zoom < OVERVIEW_ZOOM);
+    }, ZOOM_SETTLE_MS);
     return () => clearTimeout(timer);
-  }, [zoom]);
+  }, [zoom, onOverview]);
   return null;
 }
 const ZOOM_SETTLE_MS = 160;
+export const OVERVIEW_ZOOM = 0.3;
 
 export function Canvas() {
   const diagram = useStudio((s) => s.diagram);
@@ -129,9 +134,10 @@ export function Canvas() {
   const colorMode = useStudio((s) => (s.dark ? 'dark' : 'light'));
   const rf = useReactFlow();
   const needsLayout = useAutoLayout();
+  const [overview, setOverview] = useState(false);
 
   const mapping = useMemo(createCanvasMapping, []);
-  const picture = mapping({ diagram, compiled, layout, palette, links, problems, selection, selectedEdge, run, dragging });
+  const picture = mapping({ diagram, compiled, layout, palette, links, problems, selection, selectedEdge, run, dragging, overview });
   const shown = picture.blocks.length > 0 && picture.placed;
 
   // the first time every block of the open diagram is placed (a timing mark for benchmarks/studio_open)
@@ -176,7 +182,7 @@ export function Canvas() {
   }, [apply, rf]);
 
   return (
-    <div className="canvas" onDragOver={onDragOver} onDrop={onDrop} data-testid="canvas">
+    <div className={`canvas${overview ? ' is-overview' : ''}`} onDragOver={onDragOver} onDrop={onDrop} data-testid="canvas">
       <ReactFlow
         nodes={picture.nodes}
         edges={picture.edges}
@@ -207,10 +213,11 @@ export function Canvas() {
         defaultEdgeOptions={DEFAULT_EDGE_OPTIONS}
         aria-label="Diagram canvas"
       >
-        <Background variant={BackgroundVariant.Dots} gap={20} size={1.2} color="var(--dots, #cbd5e1)" />
+        {/* zoomed out, the dots would be a haze under a pixel apart, repainted on every frame of a pan */}
+        {!overview && <Background variant={BackgroundVariant.Dots} gap={20} size={1.2} color="var(--dots, #cbd5e1)" />}
         <MiniMap pannable zoomable ariaLabel="Overview" nodeColor={miniMapColour} nodeStrokeColor={miniMapStroke} />
         <Controls showInteractive={false} />
-        <ZoomVariable />
+        <ZoomVariable onOverview={setOverview} />
       </ReactFlow>
       {diagram && diagram.blocks.length === 0 && (
         <div className="canvas__empty">Drag a block from the palette to start.</div>

@@ -13,7 +13,7 @@ const layout = (d: Diagram) => ({
 function input(diagram: Diagram | null, extra: Partial<CanvasInput> = {}): CanvasInput {
   return {
     diagram, compiled: null, layout: diagram ? layout(diagram) : null, palette, links: keys, problems: [], selection: [],
-    selectedEdge: null, run: null, dragging: null, ...extra,
+    selectedEdge: null, run: null, dragging: null, overview: false, ...extra,
   };
 }
 

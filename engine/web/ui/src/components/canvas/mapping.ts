@@ -15,6 +15,7 @@ import { failedBlocks } from '../../model/run';
 import { handlePoint, routeAround, selfLoop, type Rect, type Route } from '../../model/route';
 import { edgeLabelText, GROUP_PADDING, labelWidth, NODE_HEIGHT, NODE_WIDTH } from '../../model/sizes';
 import type { XY } from '../../store';
+import { blockHandles } from './handles';
 import type { BlockNodeType, GroupNodeType, LinkEdgeType, LinkLook, RunMark } from './types';
 
 export interface CanvasInput {
@@ -28,6 +29,8 @@ export interface CanvasInput {
   selectedEdge: string | null;
   run: RunData | null;
   dragging: Record<string, XY> | null;
+  /** the view is zoomed out past reading: blocks are drawn as tiles, without text or handles (BlockNode) */
+  overview: boolean;
 }
 
 export interface CanvasPicture {
@@ -97,6 +100,7 @@ interface NodeFacts {
   passes: number | undefined;
   links: LinkKeys | null;
   ports: readonly string[];
+  overview: boolean;
 }
 
 /** The facts only React Flow reads (where the node is, its state); the others make its `data`. */
@@ -113,9 +117,13 @@ function difference(a: NodeFacts, b: NodeFacts): 'none' | 'placement' | 'look' {
   return found;
 }
 
-/** A block's node; `data` from the node it replaces when only its place or state changed, so BlockNode is skipped. */
-function blockNode(f: NodeFacts, data?: BlockNodeType['data']): BlockNodeType {
+/**
+ * A block's node; `data` and `handles` from the node it replaces when only its place or state changed, so BlockNode
+ * is skipped.
+ */
+function blockNode(f: NodeFacts, old?: BlockNodeType): BlockNodeType {
   const { block: b } = f;
+  const isStart = !!f.typeInfo?.is_start;
   return {
     id: b.id,
     type: 'block',
@@ -128,12 +136,13 @@ function blockNode(f: NodeFacts, data?: BlockNodeType['data']): BlockNodeType {
     // its size is fixed (React Flow sets width and height on it): said here, so that React Flow does not measure
     // again each node object it is given, as it would every frame of a drag
     measured: MEASURED,
+    handles: old?.handles ?? blockHandles(isStart, f.links?.next, f.ports, f.links?.error),
     ariaLabel: `${b.type} block ${b.id}${b.label ? ` (${b.label})` : ''}${f.errors ? `, ${f.errors} errors` : ''}`,
-    data: data ?? {
+    data: old?.data ?? {
       block: b,
       typeInfo: f.typeInfo,
       unknownType: f.unknownType,
-      isStart: !!f.typeInfo?.is_start,
+      isStart,
       errors: f.errors,
       warnings: f.warnings,
       firstProblem: f.firstProblem,
@@ -143,6 +152,7 @@ function blockNode(f: NodeFacts, data?: BlockNodeType['data']): BlockNodeType {
       nextKey: f.links?.next,
       errorKey: f.links?.error,
       ports: f.ports,
+      overview: f.overview,
     },
   };
 }
@@ -245,7 +255,7 @@ function linkEdges(diagram: Diagram | null, links: LinkKeys | null, routes: Map<
 }
 
 const INPUT_KEYS = ['diagram', 'compiled', 'layout', 'palette', 'links', 'problems', 'selection', 'selectedEdge', 'run',
-  'dragging'] as const satisfies ReadonlyArray<keyof CanvasInput>;
+  'dragging', 'overview'] as const satisfies ReadonlyArray<keyof CanvasInput>;
 
 /** True when `b` is `a` with another drag: every other input the same object. */
 export function draggingOnlyChanged(a: CanvasInput, b: CanvasInput): boolean {
@@ -338,9 +348,10 @@ export function createCanvasMapping(): (input: CanvasInput) => CanvasPicture {
         passes: run?.passes[b.id],
         links,
         ports: links ? portsOf(b, links) : [],
+        overview: input.overview,
       };
       const changed = old ? difference(old.facts, facts) : 'look';
-      const entry = changed === 'none' ? old! : { facts, node: blockNode(facts, changed === 'placement' ? old!.node.data : undefined) };
+      const entry = changed === 'none' ? old! : { facts, node: blockNode(facts, changed === 'placement' ? old!.node : undefined) };
       next.set(b.id, entry);
       return entry.node;
     });

@@ -22,6 +22,8 @@ export type BlockNodeData = {
   nextKey?: string;
   errorKey?: string;
   ports: readonly string[];
+  /** drawn as a tile: the view is zoomed out past reading (mapping.ts, CanvasInput.overview) */
+  overview: boolean;
 };
 export type BlockNodeType = Node<BlockNodeData, 'block'>;
 
