@@ -215,7 +215,9 @@ export function Canvas() {
       >
         {/* zoomed out, the dots would be a haze under a pixel apart, repainted on every frame of a pan */}
         {!overview && <Background variant={BackgroundVariant.Dots} gap={20} size={1.2} color="var(--dots, #cbd5e1)" />}
-        <MiniMap pannable zoomable ariaLabel="Overview" nodeColor={miniMapColour} nodeStrokeColor={miniMapStroke} />
+        {/* zoomed out past reading, the view is its own overview: a minimap would draw it again, a second time each
+            frame of a drag */}
+        {!overview && <MiniMap pannable zoomable ariaLabel="Overview" nodeColor={miniMapColour} nodeStrokeColor={miniMapStroke} />}
         <Controls showInteractive={false} />
         <ZoomVariable onOverview={setOverview} />
       </ReactFlow>
