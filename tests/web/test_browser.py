@@ -62,6 +62,13 @@ STILL_VIEW = """() => new Promise((resolve) => {
 })"""
 
 
+# each link's path's first and last points, by link id (the path data starts `M x y` and ends `L x y`)
+LINK_ENDS = """(selector) => Object.fromEntries([...document.querySelectorAll(selector)].map((p) => {
+    const n = p.getAttribute('d').match(/-?[\\d.]+/g).map(Number);
+    return [p.id, [n[0], n[1], n[n.length - 2], n[n.length - 1]].map((v) => Math.round(v))];
+}))"""
+
+
 def still_view(page: Any) -> None:
     """Waits until the canvas stops moving (the fit-view animation after a diagram opens)."""
     page.evaluate(STILL_VIEW)
@@ -470,10 +477,70 @@ def test_open_a_200_block_generated_diagram(page: Any, examples: Served, artifac
     assert ids == {"start", *(f"b{i}" for i in range(1, 200))}
     valid(page)
     still_view(page)
+    # fitted, the view is zoomed out past reading: tiles without text or handles, the links drawn in one SVG
+    page.locator(".canvas.is-overview").wait_for()
+    assert page.locator(".block-node--tile").count() == 200
+    assert page.locator(".react-flow__handle").count() == 0 and page.locator(".block-node__title").count() == 0
+    assert page.locator(".react-flow__edge").count() == 0
+    assert page.locator("[data-testid=overview-links] path").count() == 199 + 7 + 1
+    assert page.locator(".react-flow__minimap").count() == 0
     shot(page, artifacts, "open-200-blocks")
+    # zoomed in again, blocks and links are React Flow's own once more, their ends where the tiles' links had them
+    tile_ends = page.evaluate(LINK_ENDS, "[data-testid=overview-links] path")
+    for _ in range(6):
+        page.get_by_role("button", name="Zoom In").click()
+    page.wait_for_function("!document.querySelector('.canvas').classList.contains('is-overview')")
+    assert page.locator(".react-flow__edge").count() == 199 + 7 + 1
+    assert page.locator(".block-node--tile").count() == 0 and page.locator(".block-node__title").count() == 200
+    assert page.evaluate(LINK_ENDS, ".react-flow__edge-path") == tile_ends
     record_property("open_200_blocks_ms", round(rendered_at))
     print(f"\nstudio: 200-block diagram rendered and laid out {rendered_at:.0f} ms after navigation")
     (artifacts / "studio-open-200-blocks.json").write_text(json.dumps({"blocks": 200, "ms": round(rendered_at)}))
+
+
+def zoom_until(page: Any, button: str, overview: bool) -> None:
+    """Clicks the zoom button until the canvas is (or is no longer) zoomed out past reading, and the view is still."""
+    for _ in range(12):
+        if page.evaluate("document.querySelector('.canvas').classList.contains('is-overview')") == overview:
+            break
+        page.get_by_role("button", name=button).click()
+        page.wait_for_timeout(250)  # the zoom settles before the canvas says it is zoomed out (Canvas, ZoomVariable)
+    else:
+        raise AssertionError(f"{button} never made the overview {overview}")
+    still_view(page)
+
+
+def test_links_end_on_their_handles(page: Any, examples: Served) -> None:
+    """A link's ends come from each node's declared handles (canvas/handles.ts), not from measuring the page: they
+    must be where the page draws the handles, on a Loop's body port as on next, error and input handles."""
+    open_diagram(page, examples, "plan_and_execute.yaml", blocks=5)
+    # React Flow measures the page's handles when a block mounts, and takes the declared ones for each node object it
+    # is given after: zoomed out to tiles and in again, every node is a new object, its link ends the declared ones
+    zoom_until(page, "Zoom Out", overview=True)
+    zoom_until(page, "Zoom In", overview=False)
+    seen = page.evaluate("""() => {
+        const pane = document.querySelector('.react-flow').getBoundingClientRect();
+        const view = new DOMMatrix(getComputedStyle(document.querySelector('.react-flow__viewport')).transform);
+        const flow = (x, y) => [(x - pane.left - view.e) / view.a, (y - pane.top - view.f) / view.a];
+        const ends = {source: [], target: []};
+        for (const h of document.querySelectorAll('.react-flow__handle')) {
+            const r = h.getBoundingClientRect();
+            const pos = h.dataset.handlepos;
+            const at = pos === 'right' ? [r.right, r.top + r.height / 2] : pos === 'bottom' ? [r.left + r.width / 2, r.bottom]
+                : [r.left, r.top + r.height / 2];
+            ends[h.classList.contains('source') ? 'source' : 'target'].push(flow(...at));
+        }
+        const links = [...document.querySelectorAll('.react-flow__edge-path')].map((p) => {
+            const n = p.getAttribute('d').match(/-?[\\d.]+/g).map(Number);
+            return [p.id, [n[0], n[1]], [n[n.length - 2], n[n.length - 1]]];
+        });
+        return {ends, links};
+    }""")
+    assert len(seen["links"]) == 5 and any(link[0].startswith("body:") for link in seen["links"]), seen
+    near = lambda p, q: abs(p[0] - q[0]) < 0.6 and abs(p[1] - q[1]) < 0.6  # noqa: E731
+    for link, start, end in seen["links"]:
+        assert any(near(start, e) for e in seen["ends"]["source"]), (link, start, seen["ends"]["source"])
+        assert any(near(end, e) for e in seen["ends"]["target"]), (link, end, seen["ends"]["target"])
 
 
 # ---------------------------------------------------------------- 4. run offline and see the path lit

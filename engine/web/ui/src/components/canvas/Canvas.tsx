@@ -16,6 +16,7 @@ import { typeColour } from '../TypeIcon';
 import { BlockNode, LoopGroupNode } from './BlockNode';
 import { LinkEdge } from './LinkEdge';
 import { createCanvasMapping } from './mapping';
+import { OverviewLinks } from './OverviewLinks';
 import type { LinkEdgeType } from './types';
 import { useAutoLayout } from './useAutoLayout';
 
@@ -36,6 +37,34 @@ function selectionAfter(selection: string[], changes: NodeChange[]): string[] {
   return [...kept, ...added.filter((id) => !kept.includes(id))];
 }
 
+/**
+ * The places of a drag, given to the store once a frame. React Flow reports a move for each pointer event and, while
+ * it pans the view under a block held near the edge, again for each step of the pan: each report given at once
+ * would draw the canvas twice in such a frame. The pointer's events come before the frame's animation callbacks,
+ * so the places are drawn in the frame they were reported in.
+ */
+const dragFrames = {
+  pending: {} as Record<string, XY>,
+  frame: 0,
+  add(places: Record<string, XY>): void {
+    Object.assign(this.pending, places);
+    if (!this.frame) this.frame = requestAnimationFrame(() => this.flush());
+  },
+  flush(): void {
+    cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    const places = this.pending;
+    this.pending = {};
+    if (Object.keys(places).length) useStudio.getState().dragTo(places);
+  },
+  /** the canvas goes (another file): a frame still to come must not carry this drag over */
+  drop(): void {
+    cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    this.pending = {};
+  },
+};
+
 /** React Flow's changes to the nodes, as the store's actions: a drag, blocks put down, a selection. */
 function onNodesChange(changes: NodeChange[]): void {
   const s = useStudio.getState();
@@ -47,8 +76,11 @@ function onNodesChange(changes: NodeChange[]): void {
     if (c.type === 'position' && c.position) (c.dragging ? moving : put)[c.id] = c.position;
     else if (c.type === 'select') selects = true;
   }
-  if (Object.keys(moving).length) s.dragTo(moving);
-  if (Object.keys(put).length) s.moveTo(put);
+  if (Object.keys(moving).length) dragFrames.add(moving);
+  if (Object.keys(put).length) {
+    dragFrames.flush(); // the last places first: the blocks are put down where they were last drawn
+    s.moveTo(put);
+  }
   if (selects) {
     const ids = selectionAfter(s.selection, changes.filter((c) => !('id' in c) || !c.id.startsWith('group:')));
     s.select(ids, ids.length ? null : s.selectedEdge);
@@ -93,6 +125,8 @@ const MULTI_SELECTION_KEYS = ['Meta', 'Control'];
 const SNAP_GRID: [number, number] = [4, 4];
 const PRO_OPTIONS = { hideAttribution: true };
 const DEFAULT_EDGE_OPTIONS = { type: 'link' };
+// zoomed out past reading, the links are drawn by OverviewLinks, not as React Flow's edges
+const NO_EDGES: LinkEdgeType[] = [];
 const miniMapColour = (n: Node) => (n.type === 'loopGroup' ? 'rgba(124,58,237,0.08)' : typeColour((n.data as { block?: { type: string } }).block?.type ?? ''));
 const miniMapStroke = (n: Node) => (n.type === 'loopGroup' ? '#c4b5fd' : 'transparent');
 
@@ -137,6 +171,7 @@ export function Canvas() {
   const [overview, setOverview] = useState(false);
 
   const mapping = useMemo(createCanvasMapping, []);
+  useEffect(() => () => dragFrames.drop(), [path]);
   const picture = mapping({ diagram, compiled, layout, palette, links, problems, selection, selectedEdge, run, dragging, overview });
   const shown = picture.blocks.length > 0 && picture.placed;
 
@@ -185,7 +220,7 @@ export function Canvas() {
     <div className={`canvas${overview ? ' is-overview' : ''}`} onDragOver={onDragOver} onDrop={onDrop} data-testid="canvas">
       <ReactFlow
         nodes={picture.nodes}
-        edges={picture.edges}
+        edges={overview ? NO_EDGES : picture.edges}
         nodeTypes={nodeTypes}
         edgeTypes={edgeTypes}
         onNodesChange={onNodesChange}
@@ -220,6 +255,7 @@ export function Canvas() {
         {!overview && <MiniMap pannable zoomable ariaLabel="Overview" nodeColor={miniMapColour} nodeStrokeColor={miniMapStroke} />}
         <Controls showInteractive={false} />
         <ZoomVariable onOverview={setOverview} />
+        {overview && <OverviewLinks blocks={picture.blocks} edges={picture.edges} />}
       </ReactFlow>
       {diagram && diagram.blocks.length === 0 && (
         <div className="canvas__empty">Drag a block from the palette to start.</div>

@@ -1,12 +1,12 @@
 /** A link: ELK's orthogonal route when the blocks sit where ELK put them, else a smooth step; label with order and `when`. */
 import { memo } from 'react';
-import { BaseEdge, EdgeLabelRenderer, getSmoothStepPath, type EdgeProps } from '@xyflow/react';
+import { BaseEdge, EdgeLabelRenderer, getSmoothStepPath, type EdgeProps, type Position } from '@xyflow/react';
 import type { XYPosition } from '@xyflow/react';
 import { useStudio } from '../../store';
 import { WhenEditor } from '../panels/EdgeProperties';
 import { selfLoop } from '../../model/route';
 import { NODE_HEIGHT } from '../../model/sizes';
-import type { LinkEdgeType } from './types';
+import type { LinkEdgeData, LinkEdgeType } from './types';
 
 const TOLERANCE = 24;
 
@@ -69,29 +69,37 @@ function SelectedWhenEditor({ id }: { id: string }) {
   return <div className="edge-label__editor"><WhenEditor diagram={diagram} edgeId={id} compact /></div>;
 }
 
-function LinkEdgeView(props: EdgeProps<LinkEdgeType>) {
-  const { id, sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, data, selected, markerEnd } = props;
-  if (!data) return null;
-  const s = { x: sourceX, y: sourceY };
-  const t = { x: targetX, y: targetY };
+/**
+ * A link's path between its ends `s` and `t` (leaving `s` towards `from`, reaching `t` from `to`), and where its
+ * label goes: its route while its ends are where the route has them, else a smooth step.
+ */
+export function linkPath(data: LinkEdgeData, s: XYPosition, t: XYPosition, from: Position, to: Position): { path: string; label: XYPosition } {
   // a link to its own block follows the block while it is dragged (its stored route is where the block was)
   const routed = data.route ? snapRoute(data.route.points, s, t)
     : data.self ? selfLoop(s, data.look === 'error', t, { x: t.x, y: t.y - NODE_HEIGHT / 2, width: Math.max(40, s.x - t.x), height: NODE_HEIGHT }).points : null;
-  let path: string;
-  let label: XYPosition;
   if (routed) {
-    path = roundedPath(routed);
-    const l = data.route && routed ? data.route.label : undefined;
-    label = l ? { x: l.x + l.width / 2, y: l.y + l.height / 2 } : midpoint(routed);
-  } else {
-    const [p, lx, ly] = getSmoothStepPath({ sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, borderRadius: 10, offset: 24 });
-    path = p;
-    label = { x: lx, y: ly };
+    const l = data.route ? data.route.label : undefined;
+    return { path: roundedPath(routed), label: l ? { x: l.x + l.width / 2, y: l.y + l.height / 2 } : midpoint(routed) };
   }
+  const [path, x, y] = getSmoothStepPath({ sourceX: s.x, sourceY: s.y, targetX: t.x, targetY: t.y, sourcePosition: from,
+    targetPosition: to, borderRadius: 10, offset: 24 });
+  return { path, label: { x, y } };
+}
+
+/** A link's classes (styles.css): its look, and whether a run took it, a run did not, or it is selected. */
+export function linkClasses(data: LinkEdgeData, selected: boolean): string[] {
   const classes = ['link', `link--${data.look}`];
   if (data.taken) classes.push('is-taken');
   if (data.dimmed) classes.push('is-dimmed');
   if (selected) classes.push('is-selected');
+  return classes;
+}
+
+function LinkEdgeView(props: EdgeProps<LinkEdgeType>) {
+  const { id, sourceX, sourceY, targetX, targetY, sourcePosition, targetPosition, data, selected, markerEnd } = props;
+  if (!data) return null;
+  const { path, label } = linkPath(data, { x: sourceX, y: sourceY }, { x: targetX, y: targetY }, sourcePosition, targetPosition);
+  const classes = linkClasses(data, !!selected);
   const select = () => useStudio.getState().select([], id);
   const chipText = data.label || (selected ? (data.look === 'error' ? 'on error' : data.look === 'port' ? data.kind : 'always') : '');
   return (

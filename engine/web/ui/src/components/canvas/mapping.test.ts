@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Diagram, RunData } from '../../api/types';
 import { linkKeys } from '../../model/format';
 import { format, keys, loopDiagram, orderAgent, palette } from '../../test/fixtures';
+import { handleEnd } from './handles';
 import { createCanvasMapping, draggingOnlyChanged, movedBy, type CanvasInput } from './mapping';
 import type { BlockNodeType, GroupNodeType } from './types';
 
@@ -58,6 +59,35 @@ describe('the canvas mapping: blocks to nodes', () => {
     expect([each.nextKey, each.errorKey, each.ports]).toEqual(['next', 'on_error', ['body']]);
     expect(byId(blocks).get('tag')!.data.ports).toEqual([]);
     expect(byId(blocks).get('start')!.data.isStart).toBe(true);
+  });
+  it('declares where each block\'s handles are, so a link\'s ends never wait for the page to be measured', () => {
+    const { blocks } = createCanvasMapping()(input(loopDiagram()));
+    const handles = (id: string) => byId(blocks).get(id)!.handles!.map((h) => [h.id, h.type, h.position, h.x, +h.y.toFixed(2)]);
+    // a 10-px square centred on the inner edge of the frame (a 4-px border on the left, 1 px elsewhere): next, then
+    // the ports, at 1/(n+1), 2/(n+1)... of the inner height, rounded to a whole per cent as BlockNode places them;
+    // the figures the page measures (a browser test compares the two)
+    expect(handles('each')).toEqual([
+      ['in', 'target', 'left', -1, 33], ['next', 'source', 'right', 214, 20.42],
+      ['body', 'source', 'right', 214, 45.58], ['on_error', 'source', 'bottom', 106.5, 70]]);
+    expect(handles('start').map((h) => h[0])).toEqual(['next', 'on_error']); // a start block has no input
+    // where a link meets them: a handle box's outer edge, as React Flow puts a link's end
+    const each = byId(blocks).get('each')!;
+    expect(handleEnd(each.handles, 'body', { x: 100, y: 200 })).toMatchObject({ x: 324, position: 'right' });
+    expect(handleEnd(each.handles, 'body', { x: 100, y: 200 })!.y).toBeCloseTo(250.58, 6);
+    expect(handleEnd(each.handles, 'in', { x: 100, y: 200 })).toEqual({ x: 99, y: 238, position: 'left' });
+    expect(handleEnd(each.handles, 'on_error', { x: 0, y: 0 })).toEqual({ x: 111.5, y: 80, position: 'bottom' });
+    expect(handleEnd(each.handles, 'nowhere', { x: 0, y: 0 })).toBeNull();
+  });
+  it('draws every block as a tile when zoomed out past reading, keeping its handles for its links', () => {
+    const map = createCanvasMapping();
+    const d = orderAgent();
+    const near = byId(map(input(d)).blocks);
+    const far = byId(map(input(d, { overview: true })).blocks);
+    for (const [id, node] of far) {
+      expect(node.data.overview).toBe(true);
+      expect(near.get(id)!.data.overview).toBe(false);
+      expect(node.handles).toEqual(near.get(id)!.handles);
+    }
   });
   it('marks the selection, the problems of each block and the types the palette does not have', () => {
     const d = orderAgent();
