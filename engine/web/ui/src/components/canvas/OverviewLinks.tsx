@@ -12,6 +12,30 @@ import { handleEnd } from './handles';
 import { linkClasses, linkPath } from './LinkEdge';
 import type { BlockNodeType, LinkEdgeType } from './types';
 
+/**
+ * The SVG's box: the blocks' extent widened to whole steps of BOX_STEP, with a step to spare on each side. A link that
+ * changes inside a fixed box repaints itself alone; an SVG sized by its content (overflow visible) changes its box
+ * whenever a dragged block's link reaches past the others, and the browser then draws every link again, each frame.
+ */
+const BOX_STEP = 4096;
+
+function box(blocks: BlockNodeType[]): { x: number; y: number; width: number; height: number } {
+  let left = 0;
+  let top = 0;
+  let right = 0;
+  let bottom = 0;
+  for (const [i, n] of blocks.entries()) {
+    const { x, y } = n.position;
+    if (i === 0 || x < left) left = x;
+    if (i === 0 || y < top) top = y;
+    if (i === 0 || x > right) right = x;
+    if (i === 0 || y > bottom) bottom = y;
+  }
+  const x = (Math.floor(left / BOX_STEP) - 1) * BOX_STEP;
+  const y = (Math.floor(top / BOX_STEP) - 1) * BOX_STEP;
+  return { x, y, width: (Math.ceil(right / BOX_STEP) + 1) * BOX_STEP - x, height: (Math.ceil(bottom / BOX_STEP) + 1) * BOX_STEP - y };
+}
+
 interface Drawn {
   edge: LinkEdgeType;
   source: BlockNodeType;
@@ -40,9 +64,13 @@ function OverviewLinksView({ blocks, edges }: { blocks: BlockNodeType[]; edges: 
     paths.push(<path key={edge.id} id={edge.id} d={line.d} className={linkClasses(edge.data, !!edge.selected).join(' ')} />);
   }
   drawn.current = next;
+  const { x, y, width, height } = box(blocks);
   return (
     <EdgeLabelRenderer>
-      <svg className="overview-links" data-testid="overview-links" aria-hidden="true">{paths}</svg>
+      <svg className="overview-links" data-testid="overview-links" aria-hidden="true" width={width} height={height}
+        style={{ left: x, top: y }}>
+        <g transform={`translate(${-x} ${-y})`}>{paths}</g>
+      </svg>
     </EdgeLabelRenderer>
   );
 }
