@@ -484,6 +484,11 @@ def test_open_a_200_block_generated_diagram(page: Any, examples: Served, artifac
     assert page.locator(".react-flow__edge").count() == 0
     assert page.locator("[data-testid=overview-links] path").count() == 199 + 7 + 1
     assert page.locator(".react-flow__minimap").count() == 0
+    assert node(page, "b42").get_attribute("title") == "b42 · Set"  # a tile says what it is on hover
+    node(page, "b42").click()  # and is selected, dragged and opened like a block
+    page.wait_for_function("() => document.querySelector('[data-testid=\"field-id\"]')?.value === 'b42'")
+    assert "is-selected" in (node(page, "b42").get_attribute("class") or "")
+    deselect(page)
     shot(page, artifacts, "open-200-blocks")
     # zoomed in again, blocks and links are React Flow's own once more, their ends where the tiles' links had them
     tile_ends = page.evaluate(LINK_ENDS, "[data-testid=overview-links] path")
