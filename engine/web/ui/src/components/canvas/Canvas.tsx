@@ -51,10 +51,8 @@ const dragFrames = {
     if (!this.frame) this.frame = requestAnimationFrame(() => this.flush());
   },
   flush(): void {
-    cancelAnimationFrame(this.frame);
-    this.frame = 0;
     const places = this.pending;
-    this.pending = {};
+    this.drop();
     if (Object.keys(places).length) useStudio.getState().dragTo(places);
   },
   /** the canvas goes (another file): a frame still to come must not carry this drag over */
@@ -148,7 +146,7 @@ function ZoomVariable({ onOverview }: { onOverview: (overview: boolean) => void 
   return null;
 }
 const ZOOM_SETTLE_MS = 160;
-export const OVERVIEW_ZOOM = 0.3;
+const OVERVIEW_ZOOM = 0.3;
 
 export function Canvas() {
   const diagram = useStudio((s) => s.diagram);
