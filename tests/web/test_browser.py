@@ -428,6 +428,27 @@ def field_row(page: Any, test_id: str) -> Any:
     return page.locator(".field").filter(has=page.get_by_test_id(test_id)).last
 
 
+def test_a_new_diagram_is_fitted_at_once_so_a_first_click_keeps_it_in_view(page: Any, studio: Any) -> None:
+    """A diagram's first fit is not animated: a click on the pane as soon as its blocks show (which stops an animated
+    fit where it is) leaves the view where the fit puts it, and the next drop lands clear of Start."""
+    served = studio()
+    page.goto(served.url + "/")
+    page.locator(".files").get_by_role("button", name="+ New").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_label("File name").fill("fresh.yaml")
+    dialog.get_by_role("button", name="Create").click()
+    page.wait_for_selector('[data-testid="node-start"]')
+    deselect(page)  # at once, as a user may
+    first = page.evaluate(STILL_VIEW)
+    page.get_by_role("button", name="Fit to view").click()
+    assert page.evaluate(STILL_VIEW) == first, "the view stopped short of the fit"
+    drag_from_palette(page, "Set", 200, 150)
+    dropped = page.locator(f'{BLOCKS_SELECTOR}:not([data-id="start"])').bounding_box()
+    start = node(page, "start").bounding_box()
+    assert dropped and start
+    assert dropped["y"] + dropped["height"] < start["y"] or dropped["x"] + dropped["width"] < start["x"], (dropped, start)
+
+
 # ---------------------------------------------------------------- 2. a history table edited as a table
 
 

@@ -181,13 +181,17 @@ export function Canvas() {
     mark('studio:nodes-placed');
   }, [shown, path]);
 
-  // fit the view when a diagram opens (after its layout) and on request
-  const fitted = useRef(-1);
+  // fit the view when a diagram opens (after its layout) and on request. A diagram's first fit is instant: animated,
+  // it would fly in from the last file's view (or the corner), and a click on the pane midway stops it there, so a
+  // block dropped next could land on one still in the corner.
+  const fitted = useRef({ request: -1, path: null as string | null });
   useEffect(() => {
-    if (fitted.current === fitRequest || needsLayout || !shown) return;
-    fitted.current = fitRequest;
-    requestAnimationFrame(() => void rf.fitView(fitOptions(useStudio.getState().diagram?.blocks.length ?? 0)));
-  }, [fitRequest, shown, rf, needsLayout]);
+    if (fitted.current.request === fitRequest || needsLayout || !shown) return;
+    const first = fitted.current.path !== path;
+    fitted.current = { request: fitRequest, path };
+    const options = fitOptions(useStudio.getState().diagram?.blocks.length ?? 0, first ? 0 : undefined);
+    requestAnimationFrame(() => void rf.fitView(options));
+  }, [fitRequest, shown, rf, needsLayout, path]);
 
   const onConnect = useCallback((c: Connection) => {
     if (!c.source || !c.target) return;
