@@ -1,5 +1,5 @@
-import { useCallback, useEffect } from 'react';
-import { ReactFlowProvider, useReactFlow } from '@xyflow/react';
+import { useEffect } from 'react';
+import { ReactFlowProvider } from '@xyflow/react';
 import { decodeHash, isDirty, useStudio } from './store';
 import { useShortcuts } from './shortcuts';
 import { Toolbar } from './components/Toolbar';
@@ -9,7 +9,6 @@ import { Canvas } from './components/canvas/Canvas';
 import { SidePanel } from './components/panels/SidePanel';
 import { ConflictBanner, DialogHost, DraftBanner, HelpPanel, MergeView, Toasts } from './components/Overlays';
 import { SourcePanel } from './components/source/SourcePanel';
-import { fitOptions } from './model/sizes';
 import { ContextMenu } from './components/canvas/ContextMenu';
 import { VersionHistory } from './components/VersionHistory';
 
@@ -29,14 +28,14 @@ function useTheme() {
   }, [theme]);
 }
 
+const fitToView = () => useStudio.getState().requestFit();
+
 function Studio() {
   const loadError = useStudio((s) => s.loadError);
   const paneOpen = useStudio((s) => s.paneOpen);
   // a file that cannot be drawn opens in its YAML, to be repaired here
   const broken = useStudio((s) => !!s.path && !s.diagram);
-  const rf = useReactFlow();
-  const fit = useCallback(() => void rf.fitView(fitOptions(useStudio.getState().diagram?.blocks.length ?? 0)), [rf]);
-  useShortcuts(fit);
+  useShortcuts(fitToView);
   useTheme();
 
   useEffect(() => {

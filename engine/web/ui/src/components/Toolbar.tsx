@@ -1,7 +1,5 @@
 /** Top bar: file name and state, undo/redo, layout, fit, save, help. */
-import { useReactFlow } from '@xyflow/react';
 import { counts } from '../model/problems';
-import { fitOptions } from '../model/sizes';
 import { isDirty, useStudio } from '../store';
 import { Icon } from './Icon';
 
@@ -20,7 +18,6 @@ export function Toolbar() {
   const paneOpen = useStudio((s) => s.paneOpen);
   const theme = useStudio((s) => s.theme);
   const hasText = useStudio((s) => s.sourceText !== null);
-  const rf = useReactFlow();
   const { undo, redo, save, apply, setHelp } = useStudio.getState();
   const c = counts(problems);
 
@@ -66,7 +63,7 @@ export function Toolbar() {
         <button type="button" className="tool-btn" onClick={autoLayout} disabled={!diagram || readOnly} title="Clear written positions and lay out automatically">
           <Icon name="layout" /><span>Auto-layout</span>
         </button>
-        <button type="button" className="tool-btn" onClick={() => void rf.fitView(fitOptions(diagram?.blocks.length ?? 0))} disabled={!diagram} aria-label="Fit to view" title="Fit to view (F)">
+        <button type="button" className="tool-btn" onClick={() => useStudio.getState().requestFit()} disabled={!diagram} aria-label="Fit to view" title="Fit to view (F)">
           <Icon name="fit" />
         </button>
         <button type="button" className={`tool-btn${paneOpen ? ' is-on' : ''}`} onClick={() => useStudio.getState().setPaneOpen(!paneOpen)}

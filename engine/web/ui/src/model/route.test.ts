@@ -39,6 +39,19 @@ describe('links routed around blocks (issue 29, item 7)', () => {
     back.points.slice(1).forEach((q, i) => expect(q.x === back.points[i].x || q.y === back.points[i].y).toBe(true));
   });
 
+  it('routes a link back to the block just before it round both blocks, not through them', () => {
+    const d = orderAgent();
+    // ask and dispatch side by side, nothing between: the way back is not a straight line through both
+    const at: Record<string, [number, number]> = { start: [-400, 0], ask: [0, 0], dispatch: [300, 0], done: [600, 200], apologise: [0, 300] };
+    d.blocks = d.blocks.map((b) => ({ ...b, position: at[b.id] }));
+    const back = linkRoutes(d, keys, null).get('next:dispatch:0')!;
+    for (const id of ['ask', 'dispatch']) {
+      const r = rect({ x: at[id][0], y: at[id][1] });
+      back.points.slice(1).forEach((q, i) => expect(through(back.points[i], q, r), `crosses ${id}: ${JSON.stringify(back.points)}`).toBe(false));
+    }
+    back.points.slice(1).forEach((q, i) => expect(q.x === back.points[i].x || q.y === back.points[i].y).toBe(true));
+  });
+
   it('draws a link to its own block over the block, never as a stub (issue 29, item 6)', () => {
     const d: Diagram = { diagram: 'd', blocks: [{ id: 'start', type: 'Start', next: 'done', position: [0, 0] },
       { id: 'done', type: 'Set', next: [{ to: 'done', when: '{{ n < 3 }}' }], position: [400, 0] }] };

@@ -110,12 +110,14 @@ export function routeAround(s: Point, down: boolean, t: Point, from: Rect, to: R
     return true;
   });
   // the shortest clear route with room for its label beside no block; else the shortest clear one. Tried in order of
-  // length and stopped at the first that does: on a large diagram there are thousands of candidates, most never tried
-  const ranked = candidates.map((c) => { const points = simplify(c); return { points, length: length(points) }; })
+  // length and stopped at the first that does: on a large diagram there are thousands of candidates, most never tried.
+  // A route is checked as built, stubs apart: simplified, a link back to the block before ran its port's stub and the
+  // lane into one straight part, which may cross both its blocks ("only the first part may touch where it leaves").
+  const ranked = candidates.map((c) => { const points = simplify(c); return { built: c, points, length: length(points) }; })
     .sort((a, b) => a.length - b.length);
   let shortest: Point[] | undefined;
-  for (const { points } of ranked) {
-    if (!clear(points)) continue;
+  for (const { built, points } of ranked) {
+    if (!clear(built)) continue;
     shortest ??= points;
     if (!labelWidth) return { points, label: undefined };
     const label = placeLabel(points, labelWidth, blocks);

@@ -6,11 +6,11 @@ export const LABEL_HEIGHT = 20;
 export const LABEL_CHAR_WIDTH = 6.6;
 export const LABEL_MAX_CHARS = 42;
 /**
- * React Flow's fitView options for a diagram of `blocks` blocks: never zoomed in past 1.1 (a small diagram is not
- * blown up). Text stays readable when the view zooms out to fit: the canvas's text grows as the zoom shrinks (its
+ * How Fit to view fits (components/canvas/fit.ts): never zoomed in past 1.1 (a small diagram is not blown up), a
+ * margin of 15 % of the pane, animated over `duration` ms. Text stays readable when the view zooms out to fit: the canvas's text grows as the zoom shrinks (its
  * CSS reads `--zoom`, see ZoomVariable), to 11 px on screen down to a zoom of about 0.5.
  */
-export function fitOptions(_blocks: number, duration = 200) {
+export function fitOptions(duration = 200) {
   return { padding: 0.15, maxZoom: 1.1, duration };
 }
 

@@ -4,16 +4,18 @@
  */
 import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent, type MouseEvent as ReactMouseEvent } from 'react';
 import {
-  Background, BackgroundVariant, Controls, MiniMap, ReactFlow, useReactFlow, useStore,
+  Background, BackgroundVariant, ControlButton, Controls, MiniMap, ReactFlow, useReactFlow, useStore, useStoreApi,
   type Connection, type EdgeChange, type Node, type NodeChange,
 } from '@xyflow/react';
 import { kindOfKey } from '../../model/format';
 import { addBlock, addLink } from '../../model/ops';
-import { fitOptions, NODE_HEIGHT, NODE_WIDTH } from '../../model/sizes';
+import { NODE_HEIGHT, NODE_WIDTH } from '../../model/sizes';
 import { useStudio, type XY } from '../../store';
 import { mark } from '../../timing';
+import { Icon } from '../Icon';
 import { typeColour } from '../TypeIcon';
 import { BlockNode, LoopGroupNode } from './BlockNode';
+import { fitDiagram } from './fit';
 import { LinkEdge } from './LinkEdge';
 import { createCanvasMapping } from './mapping';
 import { OverviewLinks } from './OverviewLinks';
@@ -98,6 +100,11 @@ function toProperties(): void {
   if (useStudio.getState().panelTab !== 'properties') useStudio.getState().setPanelTab('properties');
 }
 
+/** Fit to view: the canvas fits the blocks and their links once they are drawn (Canvas, fitDiagram). */
+function requestFit(): void {
+  useStudio.getState().requestFit();
+}
+
 function onPaneClick(): void {
   useStudio.getState().select([], null);
   useStudio.getState().setContextMenu(null);
@@ -165,6 +172,7 @@ export function Canvas() {
   const apply = useStudio((s) => s.apply);
   const colorMode = useStudio((s) => (s.dark ? 'dark' : 'light'));
   const rf = useReactFlow();
+  const storeApi = useStoreApi();
   const needsLayout = useAutoLayout();
   const [overview, setOverview] = useState(false);
 
@@ -172,6 +180,9 @@ export function Canvas() {
   useEffect(() => () => dragFrames.drop(), [path]);
   const picture = mapping({ diagram, compiled, layout, palette, links, problems, selection, selectedEdge, run, dragging, overview });
   const shown = picture.blocks.length > 0 && picture.placed;
+  // the links a fit takes in, read when it runs (a frame after it is asked for)
+  const fitEdges = useRef(picture.edges);
+  fitEdges.current = picture.edges;
 
   // the first time every block of the open diagram is placed (a timing mark for benchmarks/studio_open)
   const placedFor = useRef<string | null>(null);
@@ -189,9 +200,8 @@ export function Canvas() {
     if (fitted.current.request === fitRequest || needsLayout || !shown) return;
     const first = fitted.current.path !== path;
     fitted.current = { request: fitRequest, path };
-    const options = fitOptions(useStudio.getState().diagram?.blocks.length ?? 0, first ? 0 : undefined);
-    requestAnimationFrame(() => void rf.fitView(options));
-  }, [fitRequest, shown, rf, needsLayout, path]);
+    requestAnimationFrame(() => fitDiagram(rf, storeApi.getState(), fitEdges.current, first ? 0 : undefined));
+  }, [fitRequest, shown, rf, storeApi, needsLayout, path]);
 
   const onConnect = useCallback((c: Connection) => {
     if (!c.source || !c.target) return;
@@ -255,7 +265,11 @@ export function Canvas() {
         {/* zoomed out past reading, the view is its own overview: a minimap would draw it again, a second time each
             frame of a drag */}
         {!overview && <MiniMap pannable zoomable ariaLabel="Overview" nodeColor={miniMapColour} nodeStrokeColor={miniMapStroke} />}
-        <Controls showInteractive={false} />
+        <Controls showInteractive={false} showFitView={false}>
+          <ControlButton className="react-flow__controls-fitview" onClick={requestFit} title="Fit to view (F)" aria-label="Fit the diagram to the view">
+            <Icon name="fit" size={12} />
+          </ControlButton>
+        </Controls>
         <ZoomVariable onOverview={setOverview} />
         {overview && <OverviewLinks blocks={picture.blocks} edges={picture.edges} />}
       </ReactFlow>
