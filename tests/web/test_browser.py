@@ -306,6 +306,12 @@ def test_build_the_order_agent_from_an_empty_folder(page: Any, studio: Any, arti
     fill_template(page, "field-when-dispatch", "{{ called_tools | length > 0 }}")
     settle(page)
     shot(page, artifacts, "build-4-linked")
+    # the two conditions' chips on ask's links, which leave it the same way, are drawn apart
+    chips = page.locator(".edge-label__chip").evaluate_all(
+        "cs => cs.map(c => { const b = c.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; })")
+    assert len(chips) == 2
+    (l1, t1, r1, b1), (l2, t2, r2, b2) = chips
+    assert r1 <= l2 or r2 <= l1 or b1 <= t2 or b2 <= t1, f"link labels overlap: {chips}"
     # No drawn link ever vanished meanwhile: a node rebuilt without its measured size loses its handles for a frame
     # or more, its links go undrawn and a drag started on it is lost (connect() waited 15 s for an edge, issue 25).
     assert page.evaluate("window.__linksLost") == []

@@ -52,6 +52,17 @@ describe('links routed around blocks (issue 29, item 7)', () => {
     back.points.slice(1).forEach((q, i) => expect(q.x === back.points[i].x || q.y === back.points[i].y).toBe(true));
   });
 
+  it('keeps the labels of two links that share their way apart, and off every block', () => {
+    const d = orderAgent();
+    // as built on the canvas in the browser test: dispatch up and done down to the right of ask, start below them
+    const at: Record<string, [number, number]> = { ask: [0, 0], dispatch: [330, -40], done: [330, 150], start: [170, 250], apologise: [0, 500] };
+    d.blocks = d.blocks.map((b) => ({ ...b, position: at[b.id] }));
+    const labels = [...linkRoutes(d, keys, null).values()].flatMap((r) => (r.label ? [r.label] : []));
+    expect(labels.length).toBe(2);
+    expect(overlaps(labels[0], labels[1]), JSON.stringify(labels)).toBe(false);
+    for (const l of labels) for (const p of Object.values(at)) expect(overlaps(l, rect({ x: p[0], y: p[1] }))).toBe(false);
+  });
+
   it('draws a link to its own block over the block, never as a stub (issue 29, item 6)', () => {
     const d: Diagram = { diagram: 'd', blocks: [{ id: 'start', type: 'Start', next: 'done', position: [0, 0] },
       { id: 'done', type: 'Set', next: [{ to: 'done', when: '{{ n < 3 }}' }], position: [400, 0] }] };

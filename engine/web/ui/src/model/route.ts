@@ -61,7 +61,8 @@ function simplify(points: Point[]): Point[] {
  * crosses none of `blocks` except where it leaves `from` and enters `to`; the label (width × LABEL_HEIGHT), if
  * any, on a part of it clear of every block.
  */
-export function routeAround(s: Point, down: boolean, t: Point, from: Rect, to: Rect, blocks: Rect[], labelWidth = 0): Route {
+export function routeAround(s: Point, down: boolean, t: Point, from: Rect, to: Rect, blocks: Rect[], labelWidth = 0,
+  labels: Rect[] = []): Route {
   const out = down ? { x: s.x, y: s.y + STUB } : { x: s.x + STUB, y: s.y };
   const into = { x: t.x - STUB, y: t.y };
   const others = blocks.filter((b) => b !== from && b !== to);
@@ -120,26 +121,29 @@ export function routeAround(s: Point, down: boolean, t: Point, from: Rect, to: R
     if (!clear(built)) continue;
     shortest ??= points;
     if (!labelWidth) return { points, label: undefined };
-    const label = placeLabel(points, labelWidth, blocks);
+    const label = placeLabel(points, labelWidth, blocks, labels);
     if (!blocks.some((b) => overlaps(label, b))) return { points, label };
   }
   const points = shortest ?? simplify(candidates[0] ?? [s, t]);
-  return { points, label: labelWidth ? placeLabel(points, labelWidth, blocks) : undefined };
+  return { points, label: labelWidth ? placeLabel(points, labelWidth, blocks, labels) : undefined };
 }
 
 /** A link from a block back to itself: out of its port, over its top, into its input. */
-export function selfLoop(s: Point, down: boolean, t: Point, block: Rect, labelWidth = 0, blocks: Rect[] = []): Route {
+export function selfLoop(s: Point, down: boolean, t: Point, block: Rect, labelWidth = 0, blocks: Rect[] = [], labels: Rect[] = []): Route {
   const lane = block.y - 28;
   const right = block.x + block.width + STUB;
   const left = block.x - STUB;
   const points = down
     ? [s, { x: s.x, y: block.y + block.height + STUB }, { x: left, y: block.y + block.height + STUB }, { x: left, y: t.y }, t]
     : [s, { x: right, y: s.y }, { x: right, y: lane }, { x: left, y: lane }, { x: left, y: t.y }, t];
-  return { points, label: labelWidth ? placeLabel(points, labelWidth, blocks) : undefined };
+  return { points, label: labelWidth ? placeLabel(points, labelWidth, blocks, labels) : undefined };
 }
 
-/** The label's box on the longest horizontal part of a route clear of blocks (else the longest part). */
-export function placeLabel(points: Point[], width: number, blocks: Rect[]): Rect {
+/**
+ * The label's box on the longest horizontal part of a route clear of blocks and of the `labels` already placed; else
+ * clear of blocks only (two links that share their way may have to share a place); else on the longest part.
+ */
+export function placeLabel(points: Point[], width: number, blocks: Rect[], labels: Rect[] = []): Rect {
   const parts: Array<{ box: Rect; length: number }> = [];
   for (let i = 1; i < points.length; i++) {
     const a = points[i - 1];
@@ -153,5 +157,6 @@ export function placeLabel(points: Point[], width: number, blocks: Rect[]): Rect
     }
   }
   parts.sort((p, q) => q.length - p.length);
-  return (parts.find((p) => !blocks.some((b) => overlaps(p.box, b))) ?? parts[0]).box;
+  const clearOfBlocks = parts.filter((p) => !blocks.some((b) => overlaps(p.box, b)));
+  return (clearOfBlocks.find((p) => !labels.some((l) => overlaps(p.box, l))) ?? clearOfBlocks[0] ?? parts[0]).box;
 }

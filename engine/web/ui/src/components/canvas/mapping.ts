@@ -198,10 +198,16 @@ export function linkRoutes(diagram: Diagram | null, links: LinkKeys | null, layo
     if (p) rects.set(b.id, { x: p.x, y: p.y, width: NODE_WIDTH, height: NODE_HEIGHT });
   }
   const all = [...rects.values()];
+  // the labels placed so far: a later link's label keeps clear of them where its route allows
+  const labels: Rect[] = [];
   const byId = new Map(diagram.blocks.map((b) => [b.id, b]));
   for (const e of diagramEdges(diagram, links)) {
     const elk = auto.has(e.source) && auto.has(e.target) && e.source !== e.target ? layout?.edges[e.id] : undefined;
-    if (elk) { routes.set(e.id, elk); continue; }
+    if (elk) {
+      routes.set(e.id, elk);
+      if (elk.label) labels.push(elk.label);
+      continue;
+    }
     const from = rects.get(e.source);
     const to = rects.get(e.target);
     const block = byId.get(e.source);
@@ -212,7 +218,9 @@ export function linkRoutes(diagram: Diagram | null, links: LinkKeys | null, layo
     const t = handlePoint(to, 'in');
     const text = e.kind === NEXT ? edgeLabelText(e.when, e.index, e.count) : '';
     const width = text ? labelWidth(text) : 0;
-    routes.set(e.id, e.source === e.target ? selfLoop(s, down, t, from, width, all) : routeAround(s, down, t, from, to, all, width));
+    const route = e.source === e.target ? selfLoop(s, down, t, from, width, all, labels) : routeAround(s, down, t, from, to, all, width, labels);
+    if (route.label) labels.push(route.label);
+    routes.set(e.id, route);
   }
   return routes;
 }
