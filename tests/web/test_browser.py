@@ -115,6 +115,14 @@ DROP = """([source, canvas, x, y]) => {
 }"""
 
 
+def create_diagram(page: Any, name: str) -> None:
+    """Creates a diagram with the files list's "+ New" (the studio opens it, a Start block in it)."""
+    page.locator(".files").get_by_role("button", name="+ New").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_label("File name").fill(name)
+    dialog.get_by_role("button", name="Create").click()
+
+
 def drag_from_palette(page: Any, block_type: str, x: float, y: float) -> None:
     """Drags a palette item onto the canvas at (x, y) of the canvas, as HTML5 drag and drop events (see DROP)."""
     before = page.locator(BLOCKS_SELECTOR).count()
@@ -236,10 +244,7 @@ def test_build_the_order_agent_from_an_empty_folder(page: Any, studio: Any, arti
 
     page.goto(served.url + "/")
     page.evaluate(WATCH_LINKS)
-    page.locator(".files").get_by_role("button", name="+ New").click()
-    dialog = page.get_by_role("dialog")
-    dialog.get_by_label("File name").fill("order_agent.yaml")
-    dialog.get_by_role("button", name="Create").click()
+    create_diagram(page, ORDER_AGENT)
     page.wait_for_selector('[data-testid="node-start"]')
     file = served.root / ORDER_AGENT
     assert file.is_file()
@@ -379,10 +384,7 @@ def test_build_the_order_agent_from_an_empty_folder(page: Any, studio: Any, arti
     # the same agent typed in the YAML pane, in a new file: it validates and runs as the drawn one does
     from tests.web.test_browser_source import PANE_TEXT, TYPED_AGENT, open_pane, replace_text
 
-    page.locator(".files").get_by_role("button", name="+ New").click()
-    dialog = page.get_by_role("dialog")
-    dialog.get_by_label("File name").fill("typed_agent.yaml")
-    dialog.get_by_role("button", name="Create").click()
+    create_diagram(page, "typed_agent.yaml")
     page.wait_for_function("() => window.__diagramaStudio.getState().path === 'typed_agent.yaml'")
     open_pane(page)
     page.wait_for_function(PANE_TEXT + " !== null")
@@ -449,10 +451,7 @@ def test_a_new_diagram_is_fitted_at_once_so_a_first_click_keeps_it_in_view(page:
     fit where it is) leaves the view where the fit puts it, and the next drop lands clear of Start."""
     served = studio()
     page.goto(served.url + "/")
-    page.locator(".files").get_by_role("button", name="+ New").click()
-    dialog = page.get_by_role("dialog")
-    dialog.get_by_label("File name").fill("fresh.yaml")
-    dialog.get_by_role("button", name="Create").click()
+    create_diagram(page, "fresh.yaml")
     page.wait_for_selector('[data-testid="node-start"]')
     deselect(page)  # at once, as a user may
     first = page.evaluate(STILL_VIEW)

@@ -100,11 +100,6 @@ function toProperties(): void {
   if (useStudio.getState().panelTab !== 'properties') useStudio.getState().setPanelTab('properties');
 }
 
-/** Fit to view: the canvas fits the blocks and their links once they are drawn (Canvas, fitDiagram). */
-function requestFit(): void {
-  useStudio.getState().requestFit();
-}
-
 function onPaneClick(): void {
   useStudio.getState().select([], null);
   useStudio.getState().setContextMenu(null);
@@ -266,7 +261,7 @@ export function Canvas() {
             frame of a drag */}
         {!overview && <MiniMap pannable zoomable ariaLabel="Overview" nodeColor={miniMapColour} nodeStrokeColor={miniMapStroke} />}
         <Controls showInteractive={false} showFitView={false}>
-          <ControlButton className="react-flow__controls-fitview" onClick={requestFit} title="Fit to view (F)" aria-label="Fit the diagram to the view">
+          <ControlButton className="react-flow__controls-fitview" onClick={() => useStudio.getState().requestFit()} title="Fit to view (F)" aria-label="Fit the diagram to the view">
             <Icon name="fit" size={12} />
           </ControlButton>
         </Controls>
