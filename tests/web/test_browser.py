@@ -446,6 +446,34 @@ def field_row(page: Any, test_id: str) -> Any:
     return page.locator(".field").filter(has=page.get_by_test_id(test_id)).last
 
 
+FIRST_DIALOG_VALUE = """() => new Promise((resolve) => {
+    // The dialog's input as React first puts it in the page, before any effect or frame: a value set later (by an
+    // effect) moves the caret behind a name already being typed, which then lands after the suggestion.
+    const observer = new MutationObserver(() => {
+        const input = document.querySelector('[role="dialog"] input');
+        if (input) { observer.disconnect(); resolve([input.value, document.activeElement === input]); }
+    });
+    observer.observe(document.body, {childList: true, subtree: true});
+    [...document.querySelectorAll('.files button')].find((b) => b.textContent === '+ New').click();
+})"""
+
+
+def test_the_new_file_dialog_holds_its_suggested_name_from_the_first_frame(page: Any, studio: Any) -> None:
+    """The "+ New" dialog's name field has its suggestion (focused) the moment it shows, so a name typed at once
+    replaces it: CI's create_diagram once filled a field still empty and got `new_diagram.yamltyped_agent.yaml`."""
+    served = studio()
+    (served.root / "new_diagram.yaml").write_text("diagram: taken\nblocks:\n  - id: start\n    type: Start\n",
+                                                  encoding="utf-8")
+    page.goto(served.url + "/")
+    page.locator(".files").get_by_role("button", name="+ New").wait_for()
+    assert page.evaluate(FIRST_DIALOG_VALUE) == ["new_diagram_2.yaml", True]
+    name = page.get_by_role("dialog").get_by_label("File name")
+    name.fill("typed.yaml")
+    page.get_by_role("dialog").get_by_role("button", name="Create").click()
+    page.wait_for_function("() => window.__diagramaStudio.getState().path === 'typed.yaml'")
+    assert (served.root / "typed.yaml").is_file()
+
+
 def test_a_new_diagram_is_fitted_at_once_so_a_first_click_keeps_it_in_view(page: Any, studio: Any) -> None:
     """A diagram's first fit is not animated: a click on the pane as soon as its blocks show (which stops an animated
     fit where it is) leaves the view where the fit puts it, and the next drop lands clear of Start."""

@@ -7,14 +7,21 @@ import { useStudio } from '../store';
 export function DialogHost() {
   const dialog = useStudio((s) => s.dialog);
   const setDialog = useStudio((s) => s.setDialog);
-  const [value, setValue] = useState('');
+  // A new dialog's value is set while it renders, not in an effect: an effect runs after the input is in the page, and
+  // a name typed in that moment (a quick user, a test) was kept, then the suggestion put before it with the caret at
+  // its end, so the typed name landed after the suggestion.
+  const [shown, setShown] = useState(dialog);
+  const [value, setValue] = useState(dialog?.input?.value ?? '');
   const [busy, setBusy] = useState(false);
+  if (dialog !== shown) {
+    setShown(dialog);
+    setValue(dialog?.input?.value ?? '');
+    setBusy(false);
+  }
   const titleId = useId();
   const inputId = useId();
   const confirmRef = useRef<HTMLButtonElement>(null);
   useEffect(() => {
-    setValue(dialog?.input?.value ?? '');
-    setBusy(false);
     if (dialog && !dialog.input) requestAnimationFrame(() => confirmRef.current?.focus());
   }, [dialog]);
   if (!dialog) return null;
@@ -107,8 +114,13 @@ export function DraftBanner() {
 /** The three-way merge of a conflict: yours, the base, theirs, and the merged text to settle and use. */
 export function MergeView() {
   const merge = useStudio((s) => s.merge);
-  const [text, setText] = useState('');
-  useEffect(() => setText(merge?.result ?? ''), [merge]);
+  // set while rendering, as DialogHost's value is: the merged text is in the editor the moment it shows
+  const [shown, setShown] = useState(merge);
+  const [text, setText] = useState(merge?.result ?? '');
+  if (merge !== shown) {
+    setShown(merge);
+    setText(merge?.result ?? '');
+  }
   if (!merge) return null;
   const unsettled = hasConflictMarkers(text);
   return (
