@@ -112,6 +112,10 @@ class DurableSteps:
             self._end(CheckpointFailed(f"the run's state after '{at}' cannot be checkpointed: {exc} (a durable run "
                                        "keeps only such values; or set `durable: false` on Start)", block=at),
                       announce=True)
+        if self.trace.pending:
+            # The trace on disk covers every checkpoint: a run killed just after one (SIGKILL) still shows the steps
+            # it holds, and a resume's trace reads on from them. One write beside a commit costs nothing more.
+            self.trace.flush()
         try:
             self.checkpoints.save(self.ctx.run_id, self.seq + 1, state)
         except OSError as exc:
@@ -125,6 +129,8 @@ class DurableSteps:
         reach any block the run ran. The run has ended: a scope that cannot be written only limits replays."""
         if self.checkpoints is None:
             return
+        if self.trace.pending:
+            self.trace.flush()  # as in _checkpoint
         with contextlib.suppress(SnapshotError, OSError):
             self.checkpoints.save(self.ctx.run_id, self.seq + 1, self._state(None, self.ctx.current))
             self.seq += 1

@@ -95,6 +95,37 @@ def test_durable_false_on_start_writes_no_checkpoint(tmp_path: Path, blocks: Blo
     assert result.succeeded and store.run(result.run_id) is None and store.states(result.run_id) == []
 
 
+class TraceReadingStore(SqliteCheckpoints):
+    """The SQLite store, reading the run's trace file as each checkpoint is saved: how many steps the checkpoints
+    cover so far, and how many of them the trace on disk shows finished."""
+
+    def __init__(self, path: Path, runs: Path) -> None:
+        super().__init__(path)
+        self.runs = runs
+        self.covered = 0
+        self.seen: list[tuple[int, int]] = []
+
+    def save(self, run_id: str, seq: int, state: bytes) -> None:
+        self.covered += len(decode_state(state)[0]["segment"])
+        lines = (self.runs / run_id / "trace.jsonl").read_bytes().splitlines()
+        finished = sum(orjson.loads(line)["event"] in ("block_finished", "block_failed") for line in lines)
+        self.seen.append((self.covered, finished))
+        super().save(run_id, seq, state)
+
+
+def test_the_trace_on_disk_covers_every_checkpoint(tmp_path: Path, blocks: BlockRegistry) -> None:
+    """A run killed (SIGKILL) right after a checkpoint shows in its trace every step the checkpoint holds: the trace's
+    pending lines are written before the checkpoint is. Before, a batch resumed a row at its tool call whose trace
+    had no step at all before the kill."""
+    store = TraceReadingStore(tmp_path / "runs" / "diagrama.db", tmp_path / "runs")
+    try:
+        result = _run(load_diagram(_write(tmp_path, COUNTER), blocks), store, tmp_path)
+    finally:
+        store.close()
+    assert result.succeeded and len(store.seen) == 6
+    assert all(finished >= covered for covered, finished in store.seen), store.seen
+
+
 @pytest.mark.parametrize("seq", [1, 2, 3, 4, 5])
 def test_an_interrupted_run_resumes_from_its_last_checkpoint_to_the_same_end(
         tmp_path: Path, blocks: BlockRegistry, store: CheckpointStore, seq: int) -> None:

@@ -656,6 +656,23 @@ def test_run_offline_and_see_the_path_lit(page: Any, examples: Served, artifacts
     shot(page, artifacts, "run-step-details")
 
 
+def test_a_typed_run_input_is_kept_while_the_diagram_is_edited(page: Any, examples: Served) -> None:
+    """The run form keeps what was typed while another tab shows and the diagram is edited (the run takes the saved
+    file, whose Start inputs did not change): it was the component's own state, lost when a click on a block showed
+    its properties."""
+    open_diagram(page, examples, "undo.yaml", blocks=5)
+    page.get_by_role("button", name="Open the run panel").click()
+    question = page.locator(".run-panel").get_by_test_id("run-input-question")
+    question.fill("Dov'è il mio ordine 7?")
+    node(page, "apologise").click()  # its properties show
+    page.get_by_test_id("field-id").wait_for()
+    page.keyboard.press("Delete")
+    page.locator(".pill--dirty").wait_for()
+    assert node(page, "apologise").count() == 0
+    page.get_by_role("button", name="Open the run panel").click()
+    assert question.input_value() == "Dov'è il mio ordine 7?"
+
+
 # ---------------------------------------------------------------- 5. problems show on blocks and fields
 
 

@@ -1,6 +1,6 @@
 /** Run the diagram: inputs from Start, offline switch, live status, steps, runs waiting for an answer (a Wait's form),
  * past runs, scenarios. */
-import { useEffect, useMemo, useState } from 'react';
+import { useMemo } from 'react';
 import type { Block, BlockType, RunData } from '../../api/types';
 import { formatScalar, parseScalar } from '../../model/scalars';
 import { isDirty, useStudio } from '../../store';
@@ -32,9 +32,14 @@ export function RunPanel() {
     const inputs = start?.inputs;
     return inputs && typeof inputs === 'object' ? (inputs as Record<string, unknown>) : {};
   }, [saved, diagram, palette]);
-  // filled from the first render (not only after an effect), so the form never shows empty fields
-  const [values, setValues] = useState<Record<string, string>>(() => asTexts(defaults));
-  useEffect(() => setValues(asTexts(defaults)), [defaults]);
+  // What was typed is kept in the store, per file: another tab shown meanwhile, or an edit of the diagram (the run
+  // takes the saved file), leaves it. A change of the saved Start's inputs fills the form with them anew.
+  const from = useMemo(() => JSON.stringify(defaults), [defaults]);
+  const typed = useStudio((s) => (path ? s.runInputs[path] : undefined));
+  const values = useMemo(() => (typed && typed.from === from ? typed.values : asTexts(defaults)), [typed, from, defaults]);
+  const setValue = (k: string, text: string) => {
+    if (path) useStudio.getState().setRunInputs(path, from, { ...values, [k]: text });
+  };
   const allowOnline = !!session?.allow_online;
   const offline = useStudio((s) => s.offline);
   const setOffline = useStudio.getState().setOffline;
@@ -109,7 +114,7 @@ export function RunPanel() {
             <div className="field" key={k}>
               <label className="field__label" htmlFor={`run-input-${k}`}>{k}</label>
               <textarea id={`run-input-${k}`} data-testid={`run-input-${k}`} rows={Math.min(4, Math.max(1, Math.ceil((values[k] ?? '').length / 40)))}
-                value={values[k] ?? ''} onChange={(e) => setValues((v) => ({ ...v, [k]: e.target.value }))} />
+                value={values[k] ?? ''} onChange={(e) => setValue(k, e.target.value)} />
             </div>
           ))}
           <div className="run-panel__actions">
