@@ -88,7 +88,9 @@ def prepare_resume(store: CheckpointStore, run_id: str, *, registry: BlockRegist
                          "(its child continues from its own last checkpoint)")
     states = store.states(run_id)
     if not states:
-        raise UsageError(f"run '{run_id}' has no checkpoint to resume from")
+        # Its record is written just before checkpoint 0 (the scope Start made): killed in between, before any block ran.
+        raise UsageError(f"run '{run_id}' has no checkpoint to resume from: it was stopped before its first, before "
+                         f"any block ran; run the diagram again (diagrama run {row['diagram']})")
     inputs = dict(row.get("inputs") or {})
     diagram = _load(row, registry)
     if from_block is not None:

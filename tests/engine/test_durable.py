@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,16 @@ def test_an_interrupted_run_resumes_from_its_last_checkpoint_to_the_same_end(
     assert resumed.variables == whole.variables and type(resumed.variables["huge"]) is int
     assert resumed.path == whole.path and resumed.steps == whole.steps
     assert Tick.log == list(range(max(0, seq - 1), 4))  # only the Ticks after the checkpoint run again
+
+
+def test_a_run_stopped_before_its_first_checkpoint_says_how_to_run_it_again(
+        tmp_path: Path, blocks: BlockRegistry, store: CheckpointStore) -> None:
+    path = _write(tmp_path, COUNTER)
+    whole = _run(load_diagram(path, blocks), store, tmp_path)
+    interrupt_after(store, whole.run_id, 0)  # its record, and no checkpoint: killed between the two
+    with pytest.raises(UsageError, match=rf"no checkpoint to resume from: it was stopped before its first, before any "
+                                         rf"block ran; run the diagram again \(diagrama run {re.escape(str(path))}\)"):
+        prepare_resume(store, whole.run_id, registry=blocks)
 
 
 def test_only_an_interrupted_or_waiting_run_resumes(tmp_path: Path, blocks: BlockRegistry,

@@ -153,6 +153,14 @@ def test_killed_runs_resume_to_the_same_end_with_no_effect_run_more_than_twice(
         assert row["status"] == "interrupted", row
         assert found is not None
         states = _all_states(found, row["run_id"], len(orders))
+        if not states:  # killed between its record and checkpoint 0: no block ran, and resume says to run it again
+            found.close()
+            refused = _diagrama(place, log, store, "resume", row["run_id"])
+            _, err = refused.communicate(timeout=300)
+            assert refused.returncode != 0 and "stopped before its first, before any block ran" in err, err
+            assert not log.exists() or not log.read_text().split()  # no effect ran
+            counts["killed before its first checkpoint"] += 1
+            continue
         for state in states:
             decode_state(state)  # a torn checkpoint would not decode
         counts["checkpoints read back"] += len(states)
@@ -167,4 +175,5 @@ def test_killed_runs_resume_to_the_same_end_with_no_effect_run_more_than_twice(
         most_runs = max(most_runs, max(calls.values()))
         counts["tool calls run twice"] += sum(1 for n in calls.values() if n == 2)
     print(f"\n{kills} kills: {dict(counts)}; an effect ran at most {most_runs} times")
-    assert counts["resumed"] + counts["finished before the kill"] + counts["killed before the run began"] == kills
+    assert counts["resumed"] + counts["finished before the kill"] + counts["killed before the run began"] + \
+        counts["killed before its first checkpoint"] == kills
