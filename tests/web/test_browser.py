@@ -536,7 +536,8 @@ def test_open_a_200_block_generated_diagram(page: Any, examples: Served, artifac
             return performance.now();
         }""", polling="raf", timeout=60_000).json_value()
     assert page.locator(BLOCKS_SELECTOR).count() == 200
-    assert page.locator(".react-flow__edge").count() == 199 + 7 + 1  # the chain, 7 branches, the loop back
+    # (the links are counted below, once the view is still: React Flow draws them until the canvas, fitted, turns to
+    # its overview, a moment later on a busy machine, and the overview draws them as one SVG)
     ids = set(page.locator(BLOCKS_SELECTOR).evaluate_all("ns => ns.map(n => n.dataset.id)"))
     assert ids == {"start", *(f"b{i}" for i in range(1, 200))}
     valid(page)
@@ -546,7 +547,7 @@ def test_open_a_200_block_generated_diagram(page: Any, examples: Served, artifac
     assert page.locator(".block-node--tile").count() == 200
     assert page.locator(".react-flow__handle").count() == 0 and page.locator(".block-node__title").count() == 0
     assert page.locator(".react-flow__edge").count() == 0
-    assert page.locator("[data-testid=overview-links] path").count() == 199 + 7 + 1
+    assert page.locator("[data-testid=overview-links] path").count() == 199 + 7 + 1  # the chain, 7 branches, the loop
     # the fit takes in the links as well as the blocks: the back-links routed round the rows stay in the pane
     assert page.evaluate(OUTSIDE_PANE, "[data-testid=overview-links] path") == []
     assert page.locator(".react-flow__minimap").count() == 0

@@ -94,7 +94,14 @@ def test_a_conversation_in_the_chat_tab_remembers_until_a_new_session(page: Any,
         panel.get_by_test_id("chat-reply").nth(turn - 1).filter(has_text="You said").wait_for(timeout=30_000)
         memory.locator("caption").filter(has_text=re.compile(f"^after turn {turn}$")).wait_for()
 
+    # a message half typed is kept while another tab shows
+    box.fill("Hi, I'm")
+    page.get_by_role("button", name="Open the run panel").click()
+    assert box.count() == 0
+    page.get_by_role("tab", name="Chat").click()
+    assert box.input_value() == "Hi, I'm"
     say("Hi, I'm Alice", 1)
+    assert box.input_value() == ""  # sent: the box is empty for the next one
     assert panel.get_by_test_id("chat-reply").first.inner_text() == "(simulated claude-sonnet-4-5) You said: Hi, I'm Alice"
     say("What is my name?", 2)
     kept = memory.inner_text()

@@ -24,9 +24,6 @@ export interface RunsSlice {
   offline: boolean;
   /** what the server found wrong with the answer last sent to the shown run's Wait; null once one is taken */
   answerProblems: string[] | null;
-  /** the run form's inputs as typed, per file: kept while another tab shows or the diagram is edited, and valid
-   * while the saved Start's inputs are the ones `from` (their JSON) says; a change there fills the form anew */
-  runInputs: Record<string, { from: string; values: Record<string, string> }>;
 
   startRun: (inputs: Record<string, unknown>, offline: boolean) => Promise<void>;
   openRun: (runId: string) => Promise<void>;
@@ -37,7 +34,6 @@ export interface RunsSlice {
   saveScenario: (path: string) => Promise<void>;
   runScenarios: (folder?: string, file?: string) => Promise<void>;
   setOffline: (offline: boolean) => void;
-  setRunInputs: (path: string, from: string, values: Record<string, string>) => void;
   /** answers the shown waiting run's Wait, or (no answer) resumes the shown interrupted run; then follows it */
   answerWait: (answer?: unknown) => Promise<void>;
   /** a new run from `block` with the scope the shown past run had there; the panel follows it */
@@ -94,7 +90,6 @@ export const createRunsSlice: StateCreator<StudioState, [], [], RunsSlice> = (se
     scenariosRunning: false,
     offline: true,
     answerProblems: null,
-    runInputs: {},
 
     async startRun(inputs, offline) {
       const { path, session } = get();
@@ -138,10 +133,6 @@ export const createRunsSlice: StateCreator<StudioState, [], [], RunsSlice> = (se
 
     setOffline(offline) {
       set({ offline });
-    },
-
-    setRunInputs(path, from, values) {
-      set({ runInputs: { ...get().runInputs, [path]: { from, values } } });
     },
 
     async answerWait(answer) {

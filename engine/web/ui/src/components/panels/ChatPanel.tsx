@@ -1,9 +1,10 @@
 /** Talk to a diagram whose Start keeps `memory`: a message is one turn (a run of the saved file in this page's
  * session, offline unless the server allows online and the Run tab's switch says so), its answer shown below it,
  * and the session's memory after the turn; "New session" starts from Start's own values again. */
-import { useMemo, useState } from 'react';
+import { useMemo } from 'react';
 import { isDirty, useStudio } from '../../store';
 import { memoryNames, messageInput } from '../../store/chat';
+import { useKeptState } from '../keptState';
 
 export function ChatPanel() {
   const saved = useStudio((s) => s.saved);
@@ -17,7 +18,8 @@ export function ChatPanel() {
   const blocks = (saved ?? diagram)?.blocks ?? [];
   const names = useMemo(() => memoryNames(blocks, palette), [blocks, palette]);
   const input = useMemo(() => messageInput(blocks, palette), [blocks, palette]);
-  const [text, setText] = useState('');
+  const path = useStudio((s) => s.path);
+  const [text, setText] = useKeptState(`chat-message:${path}`, () => '');
 
   const send = () => {
     if (!text.trim() || chatting) return;

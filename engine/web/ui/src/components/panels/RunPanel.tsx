@@ -5,6 +5,7 @@ import type { Block, BlockType, RunData } from '../../api/types';
 import { formatScalar, parseScalar } from '../../model/scalars';
 import { isDirty, useStudio } from '../../store';
 import { msText, startedText, tokensText } from '../../model/run';
+import { useKeptState } from '../keptState';
 import { WaitForm } from './WaitForm';
 
 /** The diagram's start block (its type says it is one), whose inputs the run form offers. */
@@ -32,14 +33,11 @@ export function RunPanel() {
     const inputs = start?.inputs;
     return inputs && typeof inputs === 'object' ? (inputs as Record<string, unknown>) : {};
   }, [saved, diagram, palette]);
-  // What was typed is kept in the store, per file: another tab shown meanwhile, or an edit of the diagram (the run
-  // takes the saved file), leaves it. A change of the saved Start's inputs fills the form with them anew.
+  // What was typed is kept per file while another tab shows, or the diagram is edited (the run takes the saved
+  // file); a change of the saved Start's inputs (part of the key) fills the form with them anew.
   const from = useMemo(() => JSON.stringify(defaults), [defaults]);
-  const typed = useStudio((s) => (path ? s.runInputs[path] : undefined));
-  const values = useMemo(() => (typed && typed.from === from ? typed.values : asTexts(defaults)), [typed, from, defaults]);
-  const setValue = (k: string, text: string) => {
-    if (path) useStudio.getState().setRunInputs(path, from, { ...values, [k]: text });
-  };
+  const [values, setValues] = useKeptState(`run-inputs:${path}:${from}`, () => asTexts(defaults));
+  const setValue = (k: string, text: string) => setValues((v) => ({ ...v, [k]: text }));
   const allowOnline = !!session?.allow_online;
   const offline = useStudio((s) => s.offline);
   const setOffline = useStudio.getState().setOffline;
@@ -64,7 +62,7 @@ export function RunPanel() {
             <span className="field__spacer" />
             <button type="button" className="btn-link" onClick={closeRun}>clear</button>
           </div>
-          {data && data.status === 'waiting' && data.waiting && <WaitForm key={`${run.runId}:${data.count}`} waiting={data.waiting} />}
+          {data && data.status === 'waiting' && data.waiting && <WaitForm key={`${run.runId}:${data.count}`} keptAs={`${run.runId}:${data.count}`} waiting={data.waiting} />}
           {data && data.status === 'interrupted' && data.checkpointed && (
             <div className="note note--warning">
               Its process is gone. Resuming continues from its last checkpoint: the block that was in flight runs again.{' '}

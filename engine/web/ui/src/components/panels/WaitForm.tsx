@@ -4,10 +4,12 @@ import { useId, useMemo, useState } from 'react';
 import type { Waiting } from '../../api/types';
 import { answerFrom, initialTyped, waitFields, type Typed } from '../../model/waitAnswer';
 import { useStudio } from '../../store';
+import { useKeptState } from '../keptState';
 
-export function WaitForm({ waiting }: { waiting: Waiting }) {
+/** `keptAs` names the run and its request: the answer typed so far is kept while another tab shows. */
+export function WaitForm({ waiting, keptAs }: { waiting: Waiting; keptAs: string }) {
   const fields = useMemo(() => waitFields(waiting.form), [waiting.form]);
-  const [typed, setTyped] = useState<Typed>(() => (fields.length ? initialTyped(fields) : { '': '' }));
+  const [typed, setTyped] = useKeptState<Typed>(`wait-answer:${keptAs}`, () => (fields.length ? initialTyped(fields) : { '': '' }));
   const [local, setLocal] = useState<string[]>([]);
   const [sending, setSending] = useState(false);
   const problems = useStudio((s) => s.answerProblems);

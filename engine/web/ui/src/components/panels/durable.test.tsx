@@ -5,10 +5,12 @@ import { format, keys, palette } from '../../test/fixtures';
 import { answer, fakeServer, placedOrderAgent, session } from '../../test/server';
 import { useStudio } from '../../store';
 import { ContextMenu } from '../canvas/ContextMenu';
+import { forgetKeptState } from '../keptState';
 import { WaitForm } from './WaitForm';
 
 afterEach(() => {
   cleanup();
+  forgetKeptState();
   vi.unstubAllGlobals();
   useStudio.setState({ run: null, answerProblems: null, contextMenu: null });
 });
@@ -27,7 +29,7 @@ describe('WaitForm', () => {
     const server = fakeServer({ 'POST /api/runs/r1/resume': () => answer(422, { error: 'no', problems: ['note: too short'] }) });
     const waiting = { block: 'approve', prompt: 'Send it?', form, timeout: null, asked_at: 1 };
     useStudio.setState({ session, run: { runId: 'r1', data: shown('waiting', { waiting }), events: [] } });
-    render(<WaitForm waiting={waiting} />);
+    render(<WaitForm waiting={waiting} keptAs="r1:3" />);
     expect(screen.getByTestId('wait-prompt').textContent).toBe('approve asks: Send it?');
     fireEvent.click(screen.getByTestId('wait-field-approved'));
     fireEvent.change(screen.getByTestId('wait-field-note'), { target: { value: 'ok' } });
@@ -35,9 +37,24 @@ describe('WaitForm', () => {
     await waitFor(() => expect(screen.getByRole('alert').textContent).toBe('note: too short'));
     expect(server.requests[0].body).toEqual({ answer: { approved: true, note: 'ok' }, offline: true });
   });
+  it('keeps the answer typed so far while it is not shown (another tab), for that run and request only', () => {
+    fakeServer({});
+    const waiting = { block: 'approve', prompt: 'Send it?', form, timeout: null, asked_at: 1 };
+    const first = render(<WaitForm waiting={waiting} keptAs="r1:3" />);
+    fireEvent.click(screen.getByTestId('wait-field-approved'));
+    fireEvent.change(screen.getByTestId('wait-field-note'), { target: { value: 'looks right' } });
+    first.unmount();
+    const again = render(<WaitForm waiting={waiting} keptAs="r1:3" />);
+    expect((screen.getByTestId('wait-field-approved') as HTMLInputElement).checked).toBe(true);
+    expect((screen.getByTestId('wait-field-note') as HTMLTextAreaElement).value).toBe('looks right');
+    again.unmount();
+    render(<WaitForm waiting={waiting} keptAs="r2:3" />);
+    expect((screen.getByTestId('wait-field-approved') as HTMLInputElement).checked).toBe(false);
+    expect((screen.getByTestId('wait-field-note') as HTMLTextAreaElement).value).toBe('');
+  });
   it('takes JSON when the form is no object, and says so when the text is none', () => {
     const server = fakeServer({});
-    render(<WaitForm waiting={{ block: 'w', prompt: 'Which?', form: null, timeout: 5, asked_at: 1 }} />);
+    render(<WaitForm waiting={{ block: 'w', prompt: 'Which?', form: null, timeout: 5, asked_at: 1 }} keptAs="r1:4" />);
     expect(screen.getByText(/Past its timeout/)).toBeTruthy();
     fireEvent.change(screen.getByTestId('wait-answer'), { target: { value: '{oops' } });
     fireEvent.click(screen.getByRole('button', { name: 'Send answer' }));
