@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Diagram } from '../api/types';
+import { blockHandles, handleEnd } from '../components/canvas/handles';
 import { linkRoutes } from '../components/canvas/mapping';
+import { IN_PORT } from './layout';
 import { keys, orderAgent } from '../test/fixtures';
 import type { Point, Rect } from './route';
 import { NODE_HEIGHT, NODE_WIDTH } from './sizes';
@@ -61,6 +63,26 @@ describe('links routed around blocks (issue 29, item 7)', () => {
     expect(labels.length).toBe(2);
     expect(overlaps(labels[0], labels[1]), JSON.stringify(labels)).toBe(false);
     for (const l of labels) for (const p of Object.values(at)) expect(overlaps(l, rect({ x: p[0], y: p[1] }))).toBe(false);
+  });
+
+  it('starts and ends each route exactly where the canvas declares the handles (one geometry, model/handles)', () => {
+    const d = orderAgent();
+    const at: Record<string, [number, number]> = { start: [-400, 0], ask: [0, 0], dispatch: [300, -40], done: [300, 150], apologise: [0, 300] };
+    d.blocks = d.blocks.map((b) => ({ ...b, position: at[b.id] }));
+    const routes = linkRoutes(d, keys, null);
+    const handlesOf = (id: string) => blockHandles(id === 'start', keys.next, [], keys.error);
+    const place = (id: string) => ({ x: at[id][0], y: at[id][1] });
+    const checked = [
+      ['next:start:0', 'start', keys.next, 'ask'], ['next:ask:0', 'ask', keys.next, 'dispatch'], ['next:ask:1', 'ask', keys.next, 'done'],
+      ['next:dispatch:0', 'dispatch', keys.next, 'ask'], ['error:ask', 'ask', keys.error, 'apologise'],
+    ] as const;
+    for (const [id, from, handle, to] of checked) {
+      const points = routes.get(id)!.points;
+      const start = handleEnd(handlesOf(from), handle, place(from))!;
+      const end = handleEnd(handlesOf(to), IN_PORT, place(to))!;
+      expect(points[0], id).toEqual({ x: start.x, y: start.y });
+      expect(points[points.length - 1], id).toEqual({ x: end.x, y: end.y });
+    }
   });
 
   it('draws a link to its own block over the block, never as a stub (issue 29, item 6)', () => {

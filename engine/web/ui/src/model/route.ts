@@ -5,7 +5,8 @@
  * is. Pure geometry over the blocks' rectangles; the canvas mapping calls it when the diagram or the layout changes
  * (never during a drag).
  */
-import { LABEL_HEIGHT, NODE_HEIGHT, NODE_WIDTH } from './sizes';
+import { errorEnd, inEnd, rightEnd } from './handles';
+import { LABEL_HEIGHT } from './sizes';
 
 export interface Point { x: number; y: number }
 export interface Rect { x: number; y: number; width: number; height: number }
@@ -15,11 +16,12 @@ export interface Route { points: Point[]; label?: Rect }
 export const STUB = 18;
 const CLEARANCE = 8;
 
-/** Where a block's handles are: the input on the left, next then the type's ports on the right, error at the bottom. */
+/** Where a link meets a block's handle (model/handles): the input on the left, next then the type's ports on the
+ * right (`index` of `rightCount` places), error at the bottom. */
 export function handlePoint(block: Point, side: 'in' | 'right' | 'bottom', index = 0, rightCount = 1): Point {
-  if (side === 'in') return { x: block.x, y: block.y + NODE_HEIGHT / 2 };
-  if (side === 'bottom') return { x: block.x + NODE_WIDTH / 2, y: block.y + NODE_HEIGHT };
-  return { x: block.x + NODE_WIDTH, y: block.y + Math.round((NODE_HEIGHT * (index + 1)) / (rightCount + 1)) };
+  if (side === 'in') return inEnd(block);
+  if (side === 'bottom') return errorEnd(block);
+  return rightEnd(block, index, rightCount);
 }
 
 function crosses(a: Point, b: Point, r: Rect): boolean {
