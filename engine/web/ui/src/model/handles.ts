@@ -32,20 +32,23 @@ export function rightHandle(at: number, count: number): HandleBox {
 /** The error handle, on the bottom edge at the middle of the frame's inside. */
 export const ERROR_HANDLE = box(BORDER_LEFT + (NODE_WIDTH - BORDER_LEFT - BORDER) / 2 - HANDLE / 2, NODE_HEIGHT - BORDER - HANDLE / 2);
 
+/** A side of a block, as React Flow's `Position` spells it. */
+export type Side = 'left' | 'right' | 'top' | 'bottom';
+
 /**
- * Where a link meets a handle of a block placed at `block`: the box's outer edge, where React Flow puts a link's
- * end (its getHandlePosition): the input's left edge and a right handle's right edge at mid-height, the error
- * handle's bottom edge at mid-width.
+ * Where a link meets the handle `box` on the `side` of a block placed at `block`: the box's outer edge, where React
+ * Flow puts a link's end (its getHandlePosition): the left and right edges at mid-height, the bottom and top edges
+ * at mid-width.
  */
-export function inEnd(block: Point): Point {
-  return { x: block.x + IN_HANDLE.x, y: block.y + IN_HANDLE.y + HANDLE / 2 };
+export function boxEnd(block: Point, box: HandleBox, side: Side): Point {
+  const x = block.x + box.x;
+  const y = block.y + box.y;
+  if (side === 'right') return { x: x + box.width, y: y + box.height / 2 };
+  if (side === 'bottom') return { x: x + box.width / 2, y: y + box.height };
+  if (side === 'top') return { x: x + box.width / 2, y };
+  return { x, y: y + box.height / 2 };
 }
 
-export function rightEnd(block: Point, at: number, count: number): Point {
-  const h = rightHandle(at, count);
-  return { x: block.x + h.x + HANDLE, y: block.y + h.y + HANDLE / 2 };
-}
-
-export function errorEnd(block: Point): Point {
-  return { x: block.x + ERROR_HANDLE.x + HANDLE / 2, y: block.y + ERROR_HANDLE.y + HANDLE };
-}
+export const inEnd = (block: Point): Point => boxEnd(block, IN_HANDLE, 'left');
+export const rightEnd = (block: Point, at: number, count: number): Point => boxEnd(block, rightHandle(at, count), 'right');
+export const errorEnd = (block: Point): Point => boxEnd(block, ERROR_HANDLE, 'bottom');

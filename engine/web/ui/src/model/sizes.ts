@@ -7,8 +7,9 @@ export const LABEL_CHAR_WIDTH = 6.6;
 export const LABEL_MAX_CHARS = 42;
 /**
  * How Fit to view fits (components/canvas/fit.ts): never zoomed in past 1.1 (a small diagram is not blown up), a
- * margin of 15 % of the pane, animated over `duration` ms. Text stays readable when the view zooms out to fit: the canvas's text grows as the zoom shrinks (its
- * CSS reads `--zoom`, see ZoomVariable), to 11 px on screen down to a zoom of about 0.5.
+ * margin of 15 % of the pane, animated over `duration` ms. Text stays readable when the view zooms out to fit: the
+ * canvas's text grows as the zoom shrinks (its CSS reads `--zoom`, see ZoomVariable), to 11 px on screen down to a
+ * zoom of about 0.5.
  */
 export function fitOptions(duration = 200) {
   return { padding: 0.15, maxZoom: 1.1, duration };

@@ -5,7 +5,7 @@
  * The geometry is model/handles.ts's, which the routes start and end at too.
  */
 import { Position, type NodeHandle } from '@xyflow/react';
-import { ERROR_HANDLE, HANDLE, IN_HANDLE, rightHandle } from '../../model/handles';
+import { boxEnd, ERROR_HANDLE, HANDLE, IN_HANDLE, rightHandle, type Side } from '../../model/handles';
 import { IN_PORT } from '../../model/layout';
 
 export { rightHandlePercent } from '../../model/handles';
@@ -25,20 +25,11 @@ export function blockHandles(isStart: boolean, nextKey: string | undefined, port
   return handles;
 }
 
-/**
- * Where a link meets the handle `id` of a block placed at `at`: the handle box's outer edge, where React Flow puts
- * a link's end (its getHandlePosition): right and left edges at mid-height, the bottom edge at mid-width.
- */
+/** Where a link meets the handle `id` of a block placed at `at` (model/handles' boxEnd), and its side. */
 export function handleEnd(handles: readonly NodeHandle[] | undefined, id: string | null | undefined,
   at: { x: number; y: number }): { x: number; y: number; position: Position } | null {
   const h = handles?.find((c) => c.id === id);
   if (!h) return null;
-  const width = h.width ?? HANDLE;
-  const height = h.height ?? HANDLE;
-  const x = at.x + h.x;
-  const y = at.y + h.y;
-  if (h.position === Position.Right) return { x: x + width, y: y + height / 2, position: h.position };
-  if (h.position === Position.Bottom) return { x: x + width / 2, y: y + height, position: h.position };
-  if (h.position === Position.Top) return { x: x + width / 2, y, position: h.position };
-  return { x, y: y + height / 2, position: h.position };
+  const box = { x: h.x, y: h.y, width: h.width ?? HANDLE, height: h.height ?? HANDLE };
+  return { ...boxEnd(at, box, h.position as Side), position: h.position };
 }

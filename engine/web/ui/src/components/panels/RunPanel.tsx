@@ -62,7 +62,7 @@ export function RunPanel() {
             <span className="field__spacer" />
             <button type="button" className="btn-link" onClick={closeRun}>clear</button>
           </div>
-          {data && data.status === 'waiting' && data.waiting && <WaitForm key={`${run.runId}:${data.count}`} keptAs={`${run.runId}:${data.count}`} waiting={data.waiting} />}
+          {data && data.status === 'waiting' && data.waiting && <WaitForm key={waitingAt(run.runId, data)} keptAs={waitingAt(run.runId, data)} waiting={data.waiting} />}
           {data && data.status === 'interrupted' && data.checkpointed && (
             <div className="note note--warning">
               Its process is gone. Resuming continues from its last checkpoint: the block that was in flight runs again.{' '}
@@ -226,6 +226,11 @@ function errorField(type: string): string | null {
 function valueText(v: unknown): string {
   const text = typeof v === 'string' ? v : JSON.stringify(v, null, 1);
   return text.length > 600 ? `${text.slice(0, 599)}…` : text;
+}
+
+/** A run's request for an answer: the run and how far its events had got when it asked (a new request, a new form). */
+function waitingAt(runId: string, data: RunData): string {
+  return `${runId}:${data.count}`;
 }
 
 function asTexts(inputs: Record<string, unknown>): Record<string, string> {
