@@ -22,7 +22,7 @@ from engine.compile.templating import Scope
 from engine.errors import TemplateError
 from engine.format.levels import MessageLevel
 from engine.format.values import full_value, short_value
-from engine.runtime.trace import EVENT_LEVELS, Trace
+from engine.runtime.trace import EVENT_LEVELS, RunTrace
 
 if TYPE_CHECKING:
     import httpx  # annotations only: `import engine` must not load httpx
@@ -162,7 +162,7 @@ class RunContext:
         run_id: str,
         diagram: Diagram,
         scope: Scope,
-        trace: Trace,
+        trace: RunTrace,
         services: Services,
         message_levels: Mapping[CompiledBlock, MessageLevel] | None = None,
         *,

@@ -1,19 +1,19 @@
 """Runs inside a step: a Subdiagram's child diagram, and the passes of a concurrent Loop.
 
-Each is a run of its own (engine.runtime.execute's `_Run`: its context, scope, path and errors) nested
-in the step that started it. All of them share the top run's step budget (`max_steps` counts their
-steps), its deadline (its cancellation reaches them) and its trace file (a TraceLane marks their
-events with their lane, and a child's blocks with their address, `sub/ask`). A child runs another
-diagram, with its caller's levels unless its own Start sets them; a pass runs the body of the same
-diagram from its head until it links back to the Loop, in a copy of the scope. What they did joins the
-caller's run as they end: a child's errors (addressed from the top), each pass's path and errors in
-input order. Whether a failure is the caller's block's error is the caller's block's to say.
+Each is a run of its own (engine.runtime.run's `Run`: its context, scope, path and errors) nested in
+the step that started it, and stepped by the one step loop (engine.runtime.advance) as a top run is.
+All of them share the top run's step budget (`max_steps` counts their steps), its deadline (its
+cancellation reaches them) and its trace file (a TraceLane marks their events with their lane, and a
+child's blocks with their address, `sub/ask`). A child runs another diagram, with its caller's levels
+unless its own Start sets them; a pass runs the body of the same diagram from its head until it links
+back to the Loop, in a copy of the scope. What they did joins the caller's run as they end: a child's
+errors (addressed from the top), each pass's path and errors in input order. Whether a failure is the
+caller's block's error is the caller's block's to say.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -29,25 +29,25 @@ from engine.errors import (
     LoopPassFailed,
     RunFailed,
     RunSuspended,
-    RunTimeout,
-    StepLimitReached,
     SubdiagramFailed,
-    TraceWriteFailed,
 )
 from engine.format.names import suggest
 from engine.format.paths import PathRefused
 from engine.format.values import short_value
+from engine.runtime.advance import advance
+from engine.runtime.checkpointing import Checkpointer
 from engine.runtime.context import RunContext
 from engine.runtime.durable import Answer, Resumed, resumed_from, run_record
+from engine.runtime.error_levels import record_bug
 from engine.runtime.failures import bug
 from engine.runtime.result import SubdiagramRun
+from engine.runtime.run import Run
 from engine.runtime.step_events import since
-from engine.runtime.trace import SLOW_STEP_S, Event
+from engine.runtime.trace import Event
 from engine.runtime.trace_lane import lane_of
 
 if TYPE_CHECKING:
     from engine.compile.diagram import CompiledBlock, Diagram
-    from engine.runtime.execute import _Run
 
 __all__ = ["MAX_DEPTH", "run_child", "run_passes"]
 
@@ -58,7 +58,7 @@ MAX_DEPTH = 8
 # -- a Subdiagram's child ------------------------------------------------------------------------
 
 
-async def run_child(run: _Run, context: RunContext, written: str, inputs: Mapping[str, Any]) -> SubdiagramRun:
+async def run_child(run: Run, context: RunContext, written: str, inputs: Mapping[str, Any]) -> SubdiagramRun:
     """Run the diagram `written` names as one step of `run` (the current block's); its whole run, failed or not."""
     block = context.current
     address = context.address
@@ -75,14 +75,14 @@ async def run_child(run: _Run, context: RunContext, written: str, inputs: Mappin
     inherited = context.error_levels
     levels = child.inherited_levels(block.error_level if inherited is None else inherited[block], context.message_level)
     # A child's block may trace at a level its caller's run never reaches (its own Detailed): the chain must serve it.
-    run.trace.reach(levels.highest)
+    run.trace.file.reach(levels.highest)
     prefix = f"{address}/"
     trace = lane_of(run.trace, lane, prefix=prefix, depth=depth)
     services = context.services
     scope = child.env.new_scope({}, run_environ(services.environ, offline=services.offline))  # read by `secret()`
     ctx = RunContext(run_id, child, scope, trace, services, levels.messages, error_levels=levels.errors, prefix=prefix)
     ctx.started = root.ctx.started  # offsets from the top run's start, as its own steps have
-    nested = type(run)(child, ctx, trace, root=root, depth=depth, lane=lane)
+    nested = Run(child, ctx, trace, root=root, depth=depth, lane=lane, own_limit=child.settings.max_steps)
     if context.message_level:
         fields: dict[str, Any] = {"diagram": child.name, "file": str(child.path), "sub_run_id": run_id}
         fields["inputs"] = {name: short_value(value) for name, value in values.items()}
@@ -90,14 +90,14 @@ async def run_child(run: _Run, context: RunContext, written: str, inputs: Mappin
     began = time.perf_counter()
     if child.tools is not None and child.tools.unlisted:
         await asyncio.to_thread(child.tools.start_servers)  # as a top run starts its own: off the loop
-    resumed = _durable_child(run, nested, context) if run.checkpoints is not None and child.settings.durable else None
+    resumed = _durable_child(run, nested, context) if run.durable is not None and child.settings.durable else None
     if child.tools is not None and child.tools.mcp_servers:
         from engine.tools.mcp import run_sessions
 
         async with run_sessions(context.services.mcp_sessions):
-            status = await _whole(nested, values, resumed)
+            status = await nested.whole(values, resumed)
     else:
-        status = await _whole(nested, values, resumed)
+        status = await nested.whole(values, resumed)
     errors = []
     for record in nested.errors:  # the caller's run lists them too, each block addressed from the top
         addressed = dict(record)
@@ -124,7 +124,7 @@ def _addressed(prefix: str, block: Any) -> str | None:
     return str(block) if "/" in str(block) else prefix + str(block)
 
 
-async def _load(run: _Run, written: str) -> Diagram:
+async def _load(run: Run, written: str) -> Diagram:
     """The diagram a rendered path names: inside the caller's folder or a data root, loaded once a run."""
     diagram = run.diagram
     try:
@@ -166,18 +166,18 @@ def _child_inputs(child: Diagram, inputs: Mapping[str, Any]) -> dict[str, Any]:
     return dict(inputs)
 
 
-def _durable_child(run: _Run, nested: _Run, context: RunContext) -> Resumed | None:
+def _durable_child(run: Run, nested: Run, context: RunContext) -> Resumed | None:
     """Make a durable run's child durable too: its record in the store (its parent, the calling run) and its own
     checkpoints, so that a resume with the child in flight continues the child from its last checkpoint instead of
     running it whole again. Its id counts the calls (`RUN-sub-2`), and the count is checkpointed with the runs: the
     same call has the same id after a resume. What the child had done when its caller was interrupted (None: it had
     not started)."""
-    store = run.checkpoints
-    assert store is not None
+    assert run.durable is not None
+    store = run.durable.store
     child, run_id = nested.diagram, nested.ctx.run_id
-    nested.checkpoints = store
+    nested.durable = Checkpointer(nested, store)
     resumed: Resumed | None = None
-    if run.root.resume is not None:  # a resumed run: the child may have started before the interruption
+    if run.root.durable is not None and run.root.durable.resumed:  # the child may have started before the interruption
         states = store.states(run_id)
         if states:
             resumed = resumed_from([state for _, state in states], seq=states[-1][0])
@@ -187,113 +187,10 @@ def _durable_child(run: _Run, nested: _Run, context: RunContext) -> Resumed | No
                 context.answer = None
                 resumed.steps_counted = True  # the run stopped waiting inside it: its caller counted its steps
     try:
-        store.begin(run_id, run_record(child, run.root.trace.path, parent=run.ctx.run_id))
+        nested.durable.begin(run_record(child, run.root.trace.path, parent=run.ctx.run_id))
     except OSError as exc:
         raise CheckpointFailed(f"the subdiagram's run {run_id} could not be recorded: {exc}") from None
     return resumed
-
-
-async def _whole(nested: _Run, values: Mapping[str, Any], resumed: Resumed | None = None) -> str:
-    """A child's run from its Start (or from `resumed`, its last checkpoint), within its own Start `timeout` when it
-    has one; its status. A durable child (`nested.checkpoints`) checkpoints as a top run does and is recorded as it
-    ends; a Wait in it stops it waiting, and its caller with it (RunSuspended goes on up)."""
-    store = nested.checkpoints
-    status = "failed"
-    try:
-        status = await _from_start(nested, values, resumed)
-        return status
-    except RunSuspended:
-        if store is None:
-            _wait_refused(nested)
-            return "failed"
-        status = "waiting"
-        raise
-    finally:
-        if store is not None:
-            if status == "succeeded":
-                nested._last_checkpoint()  # next: none. A resume of its caller takes the child's result from it
-            with contextlib.suppress(OSError):
-                store.end(nested.ctx.run_id, status, nested.waiting)
-
-
-async def _from_start(nested: _Run, values: Mapping[str, Any], resumed: Resumed | None) -> str:
-    block: CompiledBlock | None = nested.diagram.start
-    try:
-        if resumed is None:
-            # No checkpoint 0 (a top run's, for replays): a child interrupted before its first checkpoint starts
-            # again from its Start, as it would from there.
-            nested._prepare_scope(values)
-        else:
-            nested._restore(resumed)
-            if not resumed.steps_counted:  # its caller's checkpoint came before them: they count again
-                nested.root.steps += resumed.steps
-            block = nested.diagram.blocks[resumed.next] if resumed.next is not None else None
-            if block is None:  # it had ended, succeeded: its result stands, nothing runs again
-                return "succeeded"
-        timeout = nested.diagram.settings.timeout
-        if not timeout:
-            await _steps(nested, block, None, nested.diagram.settings.max_steps)
-            return "succeeded"
-        try:
-            async with asyncio.timeout(timeout) as deadline:
-                await _steps(nested, block, None, nested.diagram.settings.max_steps)
-        except TimeoutError:
-            if not deadline.expired():
-                raise
-            current = nested.ctx.current
-            error = RunTimeout(f"the subdiagram took longer than its timeout of {timeout:g} s (its Start 'timeout'); "
-                               f"block '{current.id}' was cancelled", block=current.id)
-            nested.errors.append(error.as_dict())
-            nested.trace.emit(Event.BLOCK_FAILED, block=current.id, block_type=current.type_name,
-                              error_type=error.type, message=error.message, duration_ms=since(nested.step_began))
-            return "failed"
-        return "succeeded"
-    except RunFailed:
-        return "failed"  # recorded where it happened
-    except RunSuspended:
-        raise  # a Wait: `_whole`'s to handle
-    except Exception as exc:  # a bug outside any block's step
-        nested._record_bug(nested.ctx.current, bug(nested.ctx.current, exc), exc)
-        return "failed"
-
-
-async def _steps(run: _Run, block: CompiledBlock | None, stop: CompiledBlock | None,
-                 own_limit: int | None) -> CompiledBlock | None:
-    """Step `run` from `block` until its chain ends or reaches `stop`; where it stopped. The top run's step loop
-    (engine.runtime.execute), with the budget read from the top run and a nested child's own limit beside it."""
-    root = run.root
-    limit = root.diagram.settings.max_steps
-    trace = run.trace
-    came_from: CompiledBlock | None = None
-    clock = time.perf_counter
-    while block is not None and block is not stop:
-        now = clock()
-        if trace.pending and (now >= trace.flush_due_at or now - run.step_began >= SLOW_STEP_S):
-            trace.flush()
-        run.step_began = now
-        if trace.failure is not None:
-            run._end(TraceWriteFailed(trace.failure_message(), block=block.id), announce=False)
-        if root.steps >= limit:
-            run._end(StepLimitReached(
-                f"the run reached max_steps ({limit}) at block '{run.ctx.prefix}{block.id}'; a cycle may never end "
-                "(raise max_steps on the top diagram's Start block if the run is meant to be this long)",
-                block=block.id), announce=True)
-        if own_limit is not None and run.steps >= own_limit:
-            run._end(StepLimitReached(f"the subdiagram reached its own max_steps ({own_limit}) at block '{block.id}'",
-                                      block=block.id), announce=True)
-        root.steps += 1
-        try:
-            if block.awaits:
-                came_from, block = block, await run.step(block, came_from)
-            else:
-                came_from, block = block, run.step_now(block, came_from)
-        except RunSuspended as request:  # a Wait (or a Subdiagram whose child waits): a durable child stops here
-            if run.checkpoints is not None:
-                run._suspend(run.ctx.current, came_from, request)
-            raise
-        if run.checkpoints is not None and came_from.effects:  # a durable child's checkpoint, as a top run's
-            run._checkpoint(block, came_from)
-    return block
 
 
 # -- the passes of a concurrent Loop -------------------------------------------------------------
@@ -307,7 +204,7 @@ class _PassFailed(Exception):
         self.index = index
 
 
-async def run_passes(run: _Run, context: RunContext, bindings: Sequence[Mapping[str, Any]],
+async def run_passes(run: Run, context: RunContext, bindings: Sequence[Mapping[str, Any]],
                      concurrency: int) -> list[Scope]:
     """Run the current block's body once per binding, `concurrency` at a time; the final scopes in input order.
 
@@ -318,7 +215,7 @@ async def run_passes(run: _Run, context: RunContext, bindings: Sequence[Mapping[
     port = type(loop.impl).body_port
     assert port is not None, f"{loop.type_name} has no body to run passes of"
     head = loop.ports[port]
-    passes: list[_Run | None] = [None] * len(bindings)
+    passes: list[Run | None] = [None] * len(bindings)
     returned = [False] * len(bindings)
     todo = iter(range(len(bindings)))
 
@@ -343,7 +240,7 @@ async def run_passes(run: _Run, context: RunContext, bindings: Sequence[Mapping[
     return [nested.ctx.scope for nested in passes if nested is not None]
 
 
-def _pass(run: _Run, context: RunContext, loop: CompiledBlock, index: int, binding: Mapping[str, Any]) -> _Run:
+def _pass(run: Run, context: RunContext, loop: CompiledBlock, index: int, binding: Mapping[str, Any]) -> Run:
     values = dict(context.scope.values)  # the pass's own copy: its `set` stays in it
     values.update(binding)
     lane = f"{run.lane}/{loop.id}[{index}]" if run.lane else f"{loop.id}[{index}]"
@@ -351,16 +248,16 @@ def _pass(run: _Run, context: RunContext, loop: CompiledBlock, index: int, bindi
     ctx = RunContext(context.run_id, run.diagram, Scope(run.diagram.env, values), trace, context.services,
                      context.message_levels, error_levels=context.error_levels, prefix=context.prefix)
     ctx.started = context.started
-    nested = type(run)(run.diagram, ctx, trace, root=run.root, depth=run.depth, lane=lane)
+    nested = Run(run.diagram, ctx, trace, root=run.root, depth=run.depth, lane=lane)
     if context.message_level:
         trace.record(Event.LOOP_PASS_STARTED, {"block": loop.id, "block_type": loop.type_name, "index": index})
     return nested
 
 
-async def _segment(nested: _Run, head: CompiledBlock, loop: CompiledBlock) -> bool:
+async def _segment(nested: Run, head: CompiledBlock, loop: CompiledBlock) -> bool:
     """One pass from the body's head; whether it linked back to the loop (else its error ends it, recorded)."""
     try:
-        if await _steps(nested, head, loop, None) is loop:
+        if await advance(nested, head, stop=loop) is loop:
             return True
         # Its chain ended (an ignored error with no link that holds): the pass cannot come back.
         error = LoopPassFailed(f"the pass ended at '{nested.ctx.current.id}' without linking back to '{loop.id}'",
@@ -369,25 +266,17 @@ async def _segment(nested: _Run, head: CompiledBlock, loop: CompiledBlock) -> bo
     except RunFailed:
         pass  # recorded where it happened
     except RunSuspended:
-        _wait_refused(nested, in_pass=True)
+        # The passes run at once, and a resume would run the whole loop step again: a pass cannot stop.
+        nested.errors.append(BlockError(
+            "a Wait cannot stop a run inside a concurrent loop's pass (the passes run at once, and a resume would run "
+            "the whole loop step again); move the Wait out of the loop's body, or drop `concurrency`",
+            type="wait_not_durable", block=nested.ctx.current.id).as_dict())
     except Exception as exc:  # a bug outside any block's step
-        nested._record_bug(nested.ctx.current, bug(nested.ctx.current, exc), exc)
+        record_bug(nested, nested.ctx.current, bug(nested.ctx.current, exc), exc)
     return False
 
 
-def _wait_refused(nested: _Run, *, in_pass: bool = False) -> None:
-    """A Wait reached where the run cannot stop: a concurrent loop's pass, or a child of a run that is not durable."""
-    if in_pass:
-        message = ("a Wait cannot stop a run inside a concurrent loop's pass (the passes run at once, and a resume "
-                   "would run the whole loop step again); move the Wait out of the loop's body, or drop `concurrency`")
-    else:
-        message = ("a Wait needs a durable run: run it with `diagrama run` (a run store), or give execute a "
-                   "checkpoint store (Services.checkpoints); the subdiagram and its caller must not say "
-                   "`durable: false`")
-    nested.errors.append(BlockError(message, type="wait_not_durable", block=nested.ctx.current.id).as_dict())
-
-
-def _join(run: _Run, loop: CompiledBlock, passes: list[_Run | None], returned: list[bool]) -> None:
+def _join(run: Run, loop: CompiledBlock, passes: list[Run | None], returned: list[bool]) -> None:
     """Each pass's path and errors into `run`'s, in input order: the path as passes one at a time make it (the
     loop after each pass that linked back to it, a step as it is then)."""
     for nested, back in zip(passes, returned, strict=True):
@@ -401,7 +290,7 @@ def _join(run: _Run, loop: CompiledBlock, passes: list[_Run | None], returned: l
             run.root.steps += 1
 
 
-def _raise_pass_failure(index: int, nested: _Run | None, binding: Mapping[str, Any]) -> None:
+def _raise_pass_failure(index: int, nested: Run | None, binding: Mapping[str, Any]) -> None:
     assert nested is not None
     ended = next((e for e in reversed(nested.errors) if not e.get("ignored") and not e.get("handled_by")),
                  nested.errors[-1] if nested.errors else {"block": None, "type": "?", "message": "?"})

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.format.levels import MessageLevel
 from engine.format.values import full_value, short_value
-from engine.runtime.trace import Event, Trace
+from engine.runtime.trace import Event, RunTrace
 
 if TYPE_CHECKING:
     from engine.compile.diagram import CompiledBlock
@@ -57,7 +57,7 @@ def finished_fields(
     outputs: Mapping[str, Any],
     level: MessageLevel,
     values: Mapping[str, Any],
-    trace: Trace,
+    trace: RunTrace,
 ) -> dict[str, Any]:
     """`block_finished` of a block that succeeded: its duration, the link taken, and short (Debug) or whole
     (Detailed) values: the inputs as rendered, the outputs, and what `set` assigned (read from the run's `values`)."""
@@ -81,7 +81,7 @@ def finished_fields(
 
 
 def failed_fields(block: CompiledBlock, began: float, status: str, inputs: Mapping[str, Any] | None,
-                  level: MessageLevel, trace: Trace) -> dict[str, Any]:
+                  level: MessageLevel, trace: RunTrace) -> dict[str, Any]:
     """`block_finished` of a block that failed (`status` "failed", or "ignored" under its error level): no link
     taken, no outputs; the inputs as rendered, when they were."""
     now = time.perf_counter()

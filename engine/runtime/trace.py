@@ -36,6 +36,7 @@ __all__ = [
     "SLOW_STEP_S",
     "Console",
     "Event",
+    "RunTrace",
     "Trace",
     "new_run_id",
     "read_events",
@@ -105,6 +106,27 @@ class Console(Protocol):
     def shows(self, event: str, redact: Callable[[str], str]) -> Callable[[dict[str, Any]], object] | None: ...
 
     def flush(self) -> None: ...
+
+
+class RunTrace(Protocol):
+    """Where a run writes its events: its own Trace, or, for a run nested in a step, a lane of its top run's
+    (engine.runtime.trace_lane). `file` is the Trace that owns the file: the step loop reads its batch there."""
+
+    run_id: str
+    path: Path | None
+    redactor: Redactor
+    wall_at_zero: float
+
+    @property
+    def file(self) -> Trace: ...
+
+    def emit(self, event: str, **fields: Any) -> None: ...
+
+    def record(self, event: str, fields: dict[str, Any]) -> None: ...
+
+    def record_stamped(self, event: str, fields: dict[str, Any]) -> None: ...
+
+    def redact(self, text: str) -> str: ...
 
 
 _BATCH_BYTES = 16 * 1024
@@ -262,6 +284,11 @@ class Trace:
         self._observers: list[Callable[[dict[str, Any]], object]] = []
         self._chains: dict[str, tuple[Callable[[dict[str, Any]], object], ...]] = {}
         """Event name → what runs on its fields before they are rendered; made on the event's first use."""
+
+    @property
+    def file(self) -> Trace:
+        """The Trace that writes the file: this one (a lane of it names it too)."""
+        return self
 
     def _chain(self, event: str) -> tuple[Callable[[dict[str, Any]], object], ...]:
         """The steps an event's fields go through before rendering: decided once per event name, so that

@@ -1,55 +1,46 @@
-"""The trace of a run nested in a step (engine.runtime.nested): the top run's, each event marked with its lane.
+"""The trace of a run nested in a step (engine.runtime.nested): the top run's trace, bound to a lane.
 
 A Subdiagram's child and a concurrent Loop's passes write into the file of the run they are nested in;
 `diagrama trace`, `graph --run`, the studio and the OpenTelemetry export tell their steps apart by the
-marks added here.
+marks added here. A lane holds its file's Trace and adds fields to each event it records, as structlog's
+`bind()` returns a logger with more context over the same processors: it is not a second Trace.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engine.format.levels import MessageLevel
-from engine.runtime.trace import Trace
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from engine.format.redact import Redactor
+    from engine.runtime.trace import RunTrace, Trace
 
 __all__ = ["TraceLane", "lane_of"]
 
 
-def lane_of(trace: Trace, lane: str, *, prefix: str = "", depth: int = 0) -> TraceLane:
+def lane_of(trace: RunTrace, lane: str, *, prefix: str = "", depth: int = 0) -> TraceLane:
     """`trace` (a top run's, or a lane of it) as a run nested in it writes it."""
-    return TraceLane(trace.root if isinstance(trace, TraceLane) else trace, lane, prefix, depth)
+    return TraceLane(trace.file, lane, prefix, depth)
 
 
-class TraceLane(Trace):
-    """The trace of a run nested in another (a Subdiagram's child, a pass of a concurrent Loop): the same file,
-    chain, redactor and batch as the run it is nested in, each event it records marked with its `lane` (the
+class TraceLane:
+    """Where a run nested in another (a Subdiagram's child, a pass of a concurrent Loop) writes its events: the
+    same file, chain, redactor and batch as its top run's trace (`file`), each event marked with its `lane` (the
     sequence of steps it belongs to: `sub`, `each[3]`, `each[3]/sub`), the subdiagram `depth` and, in a child,
     the block ids as addressed from the top run (`sub/ask`). `diagrama trace` groups and indents by them."""
 
-    def __init__(self, root: Trace, lane: str, prefix: str, depth: int) -> None:  # no Trace.__init__
-        # Not Trace.__init__: nothing is opened; the state that matters is the root's, read through it.
-        self.root = root
+    __slots__ = ("depth", "file", "lane_name", "path", "prefix", "redactor", "run_id", "wall_at_zero")
+
+    def __init__(self, file: Trace, lane: str, prefix: str, depth: int) -> None:
+        self.file = file
         self.lane_name = lane
         self.prefix = prefix
         self.depth = depth
-        self.run_id = root.run_id
-        self.path = root.path
-        self.redactor = root.redactor
-        self.wall_at_zero = root.wall_at_zero
-
-    # The step loop reads these of its trace: the root's, always current.
-    @property
-    def pending(self) -> bytearray:  # type: ignore[override]  # read through to the root, whose attribute it is
-        return self.root.pending
-
-    @property
-    def flush_due_at(self) -> float:  # type: ignore[override]  # likewise
-        return self.root.flush_due_at
-
-    @property
-    def failure(self) -> OSError | None:  # type: ignore[override]  # likewise
-        return self.root.failure
+        self.run_id: str = file.run_id
+        self.path: Path | None = file.path
+        self.redactor: Redactor = file.redactor
+        self.wall_at_zero: float = file.wall_at_zero
 
     def _mark(self, fields: dict[str, Any]) -> dict[str, Any]:
         fields["run_id"] = self.run_id  # the file's run: a child's own id is in its subdiagram_started
@@ -66,26 +57,14 @@ class TraceLane(Trace):
                 fields["next"] = prefix + str(following)
         return fields
 
-    def reach(self, level: MessageLevel) -> None:
-        self.root.reach(level)
-
-    def observe(self, observer: Callable[[dict[str, Any]], object]) -> None:
-        self.root.observe(observer)
-
-    def redact(self, text: str) -> str:
-        return self.root.redact(text)
+    def emit(self, event: str, **fields: Any) -> None:
+        self.file.record(event, self._mark(fields))
 
     def record(self, event: str, fields: dict[str, Any]) -> None:
-        self.root.record(event, self._mark(fields))
+        self.file.record(event, self._mark(fields))
 
     def record_stamped(self, event: str, fields: dict[str, Any]) -> None:
-        self.root.record_stamped(event, self._mark(fields))
+        self.file.record_stamped(event, self._mark(fields))
 
-    def flush(self) -> None:
-        self.root.flush()
-
-    def failure_message(self) -> str:
-        return self.root.failure_message()
-
-    def close(self) -> None:
-        """The root's to close, when the top run ends."""
+    def redact(self, text: str) -> str:
+        return self.file.redact(text)

@@ -1,4 +1,4 @@
-"""The executor's two ways to step a block (engine.runtime.execute): `step_now` for a plain `run`, `step` for
+"""The executor's two ways to step a block (engine.runtime.step): `step_now` for a plain `run`, `step` for
 a coroutine. They are written out twice for speed; these tests hold them to being the same step."""
 
 from __future__ import annotations
@@ -12,22 +12,22 @@ from pydantic import BaseModel
 from blocks.set import Set
 from blocks.start import Start
 from engine import Block, BlockRegistry, RunContext
-from engine.runtime.execute import _Run
+from engine.runtime import step as stepping
 from tests.conftest import Runner
 
 
 def test_the_two_steps_differ_only_in_their_await() -> None:
-    now = inspect.getsource(_Run.step_now).splitlines()
-    later = inspect.getsource(_Run.step).splitlines()
+    now = inspect.getsource(stepping.step_now).splitlines()
+    later = inspect.getsource(stepping.step).splitlines()
     changed = [line for line in difflib.unified_diff(now, later, lineterm="", n=0)
                if line[:1] in "+-" and not line.startswith(("+++", "---"))]
     assert changed == [
-        "-    def step_now(self, block: CompiledBlock, came_from: CompiledBlock | None) -> CompiledBlock | None:",
-        '-        """Run one block whose `run` does not wait; the block to run next (None ends the run)."""',
-        "+    async def step(self, block: CompiledBlock, came_from: CompiledBlock | None) -> CompiledBlock | None:",
-        '+        """Run one block whose `run` is a coroutine: `step_now`\'s twin, with an `await`."""',
-        "-                outputs: dict[str, Any] = block.impl.run(inputs, ctx)  # type: ignore[assignment]  # `awaits` is False",
-        "+                outputs: dict[str, Any] = await block.impl.run(inputs, ctx)  # type: ignore[misc]  # `awaits` is True",
+        "-def step_now(run: Run, block: CompiledBlock, came_from: CompiledBlock | None) -> CompiledBlock | None:",
+        '-    """Run one block whose `run` does not wait; the block to run next (None ends the run)."""',
+        "+async def step(run: Run, block: CompiledBlock, came_from: CompiledBlock | None) -> CompiledBlock | None:",
+        '+    """Run one block whose `run` is a coroutine: `step_now`\'s twin, with an `await`."""',
+        "-            outputs: dict[str, Any] = block.impl.run(inputs, ctx)  # type: ignore[assignment]  # `awaits` is False",
+        "+            outputs: dict[str, Any] = await block.impl.run(inputs, ctx)  # type: ignore[misc]  # `awaits` is True",
     ]
 
 

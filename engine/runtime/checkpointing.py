@@ -1,0 +1,138 @@
+"""A durable run's checkpoints: its state after blocks with effects, a Wait's stop, a checkpoint's state taken back.
+
+A run is durable when it has a Checkpointer (`Run.durable`): the step loop (engine.runtime.advance) saves the
+run's state after each step of a block with effects, committed before the next block starts, and a Wait's
+request (RunSuspended) is saved as where the run stopped, to run that Wait again when the answer comes. A run
+that resumes takes a checkpoint's state back (`restore`) and the step loop starts at its block. What a
+checkpoint holds and how it is encoded is engine.runtime.durable's; the store is the caller's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import CheckpointFailed, RunSuspended
+from engine.runtime.durable import Checkpoints, Resumed, SnapshotError, encode_state
+from engine.runtime.trace import Event
+
+if TYPE_CHECKING:
+    from engine.compile.diagram import CompiledBlock
+    from engine.runtime.run import Run
+
+__all__ = ["Checkpointer"]
+
+
+class Checkpointer:
+    """Where one durable run writes its checkpoints (`store`), and how far it has written them."""
+
+    __slots__ = ("marked", "resumed", "run", "seq", "store")
+
+    def __init__(self, run: Run, store: Checkpoints) -> None:
+        self.run = run
+        self.store = store
+        self.seq = 0
+        """The number of the last checkpoint written."""
+        self.marked = 0
+        """How much of the run's path the checkpoints so far cover (each holds the blocks run since the one before)."""
+        self.resumed = False
+        """Whether the run continues from a checkpoint: a top run's children may then have begun before it stopped."""
+
+    def begin(self, fields: dict[str, Any]) -> None:
+        """The run's record in the store: `running`, with its diagram, process, parent and session (OSError when the
+        store cannot be written: before any block runs)."""
+        self.store.begin(self.run.ctx.run_id, fields)
+
+    def state(self, following: CompiledBlock | None, came_from: CompiledBlock | None) -> bytes:
+        """The run's state as a checkpoint holds it, scrubbed of its secrets; SnapshotError for a value it cannot hold."""
+        run = self.run
+        header = {"next": following.id if following is not None else None,
+                  "from": came_from.id if came_from is not None else None, "steps": run.steps,
+                  "tokens": run.tokens, "errors": run.errors, "segment": run.path[self.marked:],
+                  "calls": run.root.calls}
+        functions = run.diagram.env.functions
+        values = {name: value for name, value in run.ctx.scope.values.items() if name not in functions}
+        blocks = run.diagram.blocks
+        loops = {block: blocks[block].impl.save_state(state) for block, state in run.ctx.loop_states.items()}
+        return bytes(run.trace.redactor.encoded(encode_state(header, values, loops)))
+
+    def save(self, following: CompiledBlock | None, came_from: CompiledBlock | None) -> None:
+        """Write the run's state, to continue at `following` (None: the run's end); committed before it returns."""
+        run = self.run
+        at = came_from.id if came_from is not None else run.diagram.start.id
+        try:
+            state = self.state(following, came_from)
+        except SnapshotError as exc:
+            run.end(CheckpointFailed(f"the run's state after '{at}' cannot be checkpointed: {exc} (a durable run "
+                                     "keeps only such values; or set `durable: false` on Start)", block=at),
+                    announce=True)
+        # The trace on disk covers every checkpoint: a run killed just after one (SIGKILL) still shows the steps
+        # it holds, and a resume's trace reads on from them. One write beside a commit costs nothing more.
+        file = run.trace.file
+        if file.pending:
+            file.flush()
+        try:
+            self.store.save(run.ctx.run_id, self.seq + 1, state)
+        except OSError as exc:
+            run.end(CheckpointFailed(f"the checkpoint after '{at}' could not be written: {exc}", block=at),
+                    announce=True)
+        self.seq += 1
+        self.marked = len(run.path)
+
+    def last(self) -> None:
+        """At the run's end: the blocks run since the last checkpoint, and the scope as it ended, so that a replay can
+        reach any block the run ran (and a resumed caller reads a child's result). The run has ended: a scope that
+        cannot be written only limits replays."""
+        run = self.run
+        file = run.trace.file
+        if file.pending:
+            file.flush()  # as in `save`
+        with contextlib.suppress(SnapshotError, OSError):
+            self.store.save(run.ctx.run_id, self.seq + 1, self.state(None, run.ctx.current))
+            self.seq += 1
+            self.marked = len(run.path)
+
+    def end(self, status: str) -> None:
+        """The run's record as it stopped. A store that fails here leaves the run `running`: it shows as interrupted
+        once its process is gone."""
+        with contextlib.suppress(OSError):
+            self.store.end(self.run.ctx.run_id, status, self.run.waiting)
+
+    def suspend(self, block: CompiledBlock, came_from: CompiledBlock | None, request: RunSuspended) -> None:
+        """A Wait asked for an answer: checkpoint the run to run the Wait again when one comes; the step is undone.
+        In a Subdiagram's child, `block` is the Wait, then its caller's Subdiagram block: the run waits at the
+        Wait's address from the top run (`review/approve`), and each run on the way is checkpointed at it."""
+        run = self.run
+        run.steps -= 1
+        if run.nested:  # a child's step counts in the top run's budget too
+            run.root.steps -= 1
+        run.path.pop()
+        if request.address:  # the step is a Subdiagram's, undone: its call is made again, with the same child id
+            run.root.calls[run.ctx.address] -= 1
+        self.save(block, came_from)
+        address = request.address = f"{block.id}/{request.address}" if request.address else block.id
+        redact = run.trace.redactor.value
+        run.waiting = {"block": address, "prompt": redact(request.prompt), "form": request.form,
+                       "timeout": request.timeout, "asked_at": request.asked_at}
+        if not run.nested:  # once, for the run as a whole
+            run.trace.emit(Event.RUN_WAITING, block=address, prompt=run.waiting["prompt"], form=request.form,
+                           timeout=request.timeout)
+
+    def restore(self, resumed: Resumed) -> None:
+        """Take a checkpoint's state as the run's: the scope, the loops' positions, the counts so far."""
+        run = self.run
+        self.resumed = True
+        run.ctx.scope.values.update(resumed.values)
+        blocks = run.diagram.blocks
+        run.ctx.loop_states.update({block: blocks[block].impl.load_state(data) for block, data in resumed.loops.items()})
+        run.steps, run.tokens = resumed.steps, resumed.tokens
+        if run.nested and not resumed.steps_counted:  # its caller's checkpoint came before them: they count again
+            run.root.steps += resumed.steps
+        run.errors.extend(resumed.errors)
+        run.path.extend(resumed.path)
+        self.marked = len(run.path)
+        self.seq = resumed.seq
+        run.ctx.answer = resumed.answer
+        calls = run.root.calls  # as many Subdiagram calls as the run had made: the next child's id is new
+        for address, count in resumed.calls.items():
+            calls[address] = max(calls.get(address, 0), count)
