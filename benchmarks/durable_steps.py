@@ -15,7 +15,7 @@ database instead (engine.runs.checkpoints_sql), and the resume figure is given f
 Then `--process`: `diagrama run` as a process on the same Function counter, `--steps` steps against 1 step,
 per step.
 Last, a 1,000-step durable run is interrupted in the store and its checkpoint read back for resume
-(`prepare_resume`: the run's row, its checkpoints, the last one decoded, the diagram loaded), timed.
+(`resume_turn`: the run's row, its checkpoints, the last one decoded, the diagram loaded), timed.
 
     python -m benchmarks.durable_steps [--steps 2000] [--rounds 7] [--process] [--store URL]
 """
@@ -208,7 +208,7 @@ assert app.invoke({"i": 0}, {"recursion_limit": steps + 10, "configurable": {"th
 
 
 def _resume_figure(root: Path, blocks: BlockRegistry, store: CheckpointStore) -> None:
-    from engine.runs.resume import prepare_resume
+    from engine.runs.turn import resume_turn
 
     path = root / "thousand.yaml"
     path.write_text(counter_yaml(1000, durable=True))
@@ -227,9 +227,9 @@ def _resume_figure(root: Path, blocks: BlockRegistry, store: CheckpointStore) ->
     walls = []
     for _ in range(7):
         began = time.perf_counter()
-        resumption = prepare_resume(store, result.run_id, registry=blocks)
+        resumption = resume_turn(store, result.run_id, registry=blocks, take=False)
         walls.append((time.perf_counter() - began) * 1000)
-    assert resumption.resumed.steps == len(resumption.resumed.path) > 1000
+    assert resumption.resumed is not None and resumption.resumed.steps == len(resumption.resumed.path) > 1000
     print(f"  resume of a 1,000-step run's checkpoint ({store.url.split(':', 1)[0]}): {statistics.median(walls):.1f} ms "
           f"(1,001 checkpoints; the last decoded; the diagram loaded) (target < 50 ms)")
 

@@ -78,6 +78,7 @@ class Loop(Block):
     body_names: ClassVar[tuple[str, ...]] = ("item", "index")
     body_exit: ClassVar[str | None] = "break_when"
     deferred_inputs: ClassVar[tuple[str, ...]] = ("for_each", "while", "count", "break_when", "collect")
+    condition_inputs: ClassVar[tuple[str, ...]] = ("while", "break_when")
 
     def __init__(self, spec: BlockSpec, settings: BaseModel | None = None) -> None:
         super().__init__(spec, settings)

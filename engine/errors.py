@@ -5,6 +5,7 @@
     │   ├── DiagramInvalid          one or more Problems, each with file, line, block, field
     │   └── TemplateSyntax          a template does not parse (the compiler makes it a Problem)
     ├── UsageError                  bad command-line or API use, e.g. an unknown input (exit 2)
+    │   └── TurnRefused             a run cannot start or go on now: why (`reason`), each problem
     └── RunError                    something failed during a run (exit 1 unless handled)
         ├── TemplateError           a template failed: undefined name, sandbox, type error
         ├── InputError              a block's rendered inputs do not fit its Inputs model
@@ -80,6 +81,7 @@ __all__ = [
     "TemplateSyntax",
     "ToolError",
     "TraceWriteFailed",
+    "TurnRefused",
     "UsageError",
     "WaitTimeout",
     "WireError",
@@ -153,6 +155,22 @@ class TemplateSyntax(DiagramError):
 
 class UsageError(DiagramaError):
     """The command line or the Python API was used wrongly (exit 2)."""
+
+
+class TurnRefused(UsageError):
+    """A run cannot start or go on as asked (engine.runs.turn): `reason` says why, as each door answers it.
+
+    `not_found` (no such run), `not_resumable` (finished, running, a subdiagram's, nothing to resume from, its diagram
+    changed), `taken` (another resume has it), `answer` (missing, or one its Wait's form refuses: each problem in
+    `problems`), `session_busy` (another turn of the session runs, or is unfinished), `input` (an input a durable run
+    cannot keep).
+    """
+
+    def __init__(self, message: str, *, reason: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason
+        self.problems = problems or []
 
 
 class RunError(DiagramaError):

@@ -1,15 +1,12 @@
 """`diagrama resume` and `diagrama sessions`, and what `diagrama run` does around a durable run or a session.
 
-Resuming, answering, replaying and keeping sessions are engine.runs.resume's and engine.runs.sessions';
+Starting, resuming, answering, replaying, cancelling and holding sessions are the one turn's (engine.runs.turn);
 this module reads argv and prints.
 """
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -19,73 +16,36 @@ from engine.cli import blocks_registry, console, fail, runs_folder
 
 if TYPE_CHECKING:
     from engine.compile.diagram import Diagram
-    from engine.runs.checkpoints import CheckpointStore
-    from engine.runtime.context import Services
-    from engine.runtime.execute import RunResult
+    from engine.runs.turn import Turn
 
 
-@dataclass
-class Turn:
-    """One `diagrama run`'s durable part: its run id, its session's memory, what its store record adds."""
+def open_turn(diagram: Diagram, folder: Path, session: str | None, inputs: dict[str, Any]) -> Turn:
+    """`diagrama run`'s turn (engine.runs.turn): with the checkpoint store for a durable diagram or a session, exit 2
+    when it cannot be opened (`durable: false` on Start runs without it) or the turn is refused. The caller closes
+    its store."""
+    from engine.errors import DiagramaError
+    from engine.runs.turn import new_turn
 
-    run_id: str
-    store: CheckpointStore | None = None
-    session: str | None = None
-    memory: tuple[str, ...] = ()
-    remembered: dict[str, Any] | None = None
-    record: dict[str, Any] = field(default_factory=dict)
+    store = None
+    if diagram.settings.durable or session is not None:
+        from engine.runs.checkpoints import open_checkpoints
 
-    def ended(self, result: RunResult) -> None:
-        """Store the session's memory when the turn succeeded; let go of it in any case."""
-        if self.store is None or self.session is None:
-            return
-        from engine.runs.sessions import release_session
-
-        values = ({name: result.variables.get(name) for name in self.memory}
-                  if result.succeeded else None)
-        release_session(self.store, self.session, self.run_id, values)
-
-
-@contextlib.contextmanager
-def durable_turn(diagram: Diagram, folder: Path, services: Services, session: str | None,
-                 inputs: dict[str, Any]) -> Iterator[Turn]:
-    """Open the checkpoint store for a durable diagram (or a session), and take the session for this run: exit 2
-    when the store cannot be opened (`durable: false` on Start runs without it)."""
-    from engine.runtime.trace import new_run_id
-
-    turn = Turn(new_run_id())
-    settings = diagram.settings
-    if not settings.durable and session is None:
-        yield turn
-        return
-    from engine.runs.checkpoints import open_checkpoints
-
+        try:
+            store = open_checkpoints(None, folder)
+        except OSError as exc:
+            if session is not None:
+                raise typer.Exit(_usage(f"--session needs the checkpoint store: {exc}")) from None
+            raise typer.Exit(_usage(f"{exc} (a diagram with `durable: false` on Start runs without checkpoints)")) \
+                from None
     try:
-        store = open_checkpoints(None, folder)
-    except OSError as exc:
-        if session is not None:
-            raise typer.Exit(_usage(f"--session needs the checkpoint store: {exc}")) from None
-        raise typer.Exit(_usage(f"{exc} (a diagram with `durable: false` on Start runs without checkpoints)")) \
-            from None
-    turn.store = store
-    if settings.durable:
-        services.checkpoints = store
-    turn.record["inputs"] = inputs
-    try:
-        if session is not None:
-            from engine.runs.sessions import claim_session
-
-            turn.session, turn.memory = session, tuple(settings.memory)
-            turn.record["session"] = session
-            if not settings.memory:
-                console(stderr=True).print("warning: the diagram keeps no memory (Start's `memory`); the session "
-                                           "stores nothing")
-            stored = claim_session(store, session, str(diagram.path.resolve()), turn.run_id)
-            if stored is not None:
-                turn.remembered = {name: stored[name] for name in turn.memory if name in stored}
-        yield turn
-    finally:
-        store.close()
+        turn = new_turn(diagram, inputs, store=store, session=session)
+    except DiagramaError as exc:
+        if store is not None:
+            store.close()
+        raise fail(exc) from None
+    if session is not None and not diagram.settings.memory:
+        console(stderr=True).print("warning: the diagram keeps no memory (Start's `memory`); the session stores nothing")
+    return turn
 
 
 def _usage(message: str) -> int:
@@ -104,6 +64,8 @@ def resume(
     runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
     output: Annotated[str, typer.Option("--output", help="text, or one JSON object on stdout")] = "text",
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no per-block lines on stderr")] = False,
+    cancel: Annotated[bool, typer.Option(
+        "--cancel", help="give up a waiting or interrupted run instead; its session goes on without it")] = False,
 ) -> None:
     """Continue an interrupted run from its last checkpoint, answer a waiting one, or replay one from a block.
 
@@ -116,7 +78,8 @@ def resume(
     from engine.errors import DiagramaError
     from engine.format.jsonout import dumps_plain
     from engine.runs.checkpoints import open_checkpoints
-    from engine.runs.resume import parse_answer_pairs, prepare_resume, run_resumption
+    from engine.runs.resume import parse_answer_pairs
+    from engine.runs.turn import cancel_turn, resume_turn, run_turn
     from engine.runtime.context import Services
 
     folder = runs_folder(runs_dir)
@@ -124,39 +87,26 @@ def resume(
         store = open_checkpoints(None, folder)
     except OSError as exc:
         raise typer.Exit(_usage(str(exc))) from None
+
+    def answer_to(form: Any) -> Any:
+        """The answer --inputs and --input give, each value typed by the Wait's form (None: none given)."""
+        if not (input or inputs):
+            return None
+        given = _read_answer(inputs) if inputs else {}
+        given.update(parse_answer_pairs(form, input or []))
+        return given
+
     try:
-        row = store.run(run_id)
-        answer: Any = None
-        if input or inputs:
-            form = ((row or {}).get("waiting") or {}).get("form")  # None once the run goes on (another resume)
-            answer = _read_answer(inputs) if inputs else {}
-            answer.update(parse_answer_pairs(form, input or []))
-        resumption = prepare_resume(store, run_id, registry=blocks_registry(), answer=answer, from_block=from_block)
-        if from_block is None:
-            from engine.runs.api_durable import take_over
-
-            # Of two resumes of one run (two terminals, the studio, the API), one takes it; the other is refused
-            # here, before any block runs again.
-            if not take_over(store, run_id):
-                raise typer.Exit(_usage(f"run '{run_id}' is already being resumed elsewhere"))
-        session = resumption.record.get("session") if from_block is None else None
-        if session:
-            from engine.runs.sessions import claim_session
-
-            claim_session(store, session, str(resumption.diagram.path.resolve()), run_id)
-        result: RunResult | None = None
-        try:
-            result = asyncio.run(run_resumption(store, resumption, services=Services(offline=offline),
-                                                runs_dir=folder, console=None if quiet else console_printer(sys.stderr)))
-        finally:
-            if session:
-                from engine.runs.sessions import release_session
-
-                memory = resumption.diagram.settings.memory
-                kept = ({name: result.variables.get(name) for name in memory}
-                        if result is not None and result.succeeded else None)
-                release_session(store, session, run_id, kept)
-        _store_run(resumption.diagram, resumption.inputs, result, folder)
+        if cancel:
+            cancel_turn(store, run_id)
+            console().print(f"cancelled run {run_id}", markup=False)
+            return
+        # Of two resumes of one run (two terminals, the studio, the API), one takes it; the other is refused here,
+        # before any block runs again.
+        turn = resume_turn(store, run_id, registry=blocks_registry(), read_answer=answer_to, from_block=from_block)
+        result = asyncio.run(run_turn(turn, services=Services(offline=offline), runs_dir=folder,
+                                      console=None if quiet else console_printer(sys.stderr)))
+        _store_run(turn.diagram, turn.inputs, result, folder)
     except DiagramaError as exc:
         raise fail(exc) from None
     finally:

@@ -188,7 +188,6 @@ def run(
     from engine.compile.loader import load_diagram
     from engine.errors import DiagramaError, UsageError
     from engine.format.levels import MESSAGE_LEVELS
-    from engine.runtime.api import run_async
     from engine.runtime.context import Services
 
     export = otel_export(otel, "run")
@@ -218,17 +217,17 @@ def run(
     recorded: list[dict[str, Any]] = []
     if record is not None:
         services.reply_observers.append(lambda block, reply: recorded.append({"block": block, **reply}))
-    from engine.cli.durable import durable_turn
+    from engine.cli.durable import open_turn
+    from engine.runs.turn import run_turn
 
+    turn = open_turn(loaded, folder, session, values)
     try:
-        with durable_turn(loaded, folder, services, session, values) as turn:
-            result = asyncio.run(run_async(loaded, values, runs_dir=folder, message_level=level, services=services,
-                                           console=printer, run_id=turn.run_id, remembered=turn.remembered,
-                                           record=turn.record))
-            turn.ended(result)
+        result = asyncio.run(run_turn(turn, services=services, runs_dir=folder, console=printer, message_level=level))
     except DiagramaError as exc:
         raise fail(exc) from None
     finally:
+        if turn.store is not None:
+            turn.store.close()
         if streamed is not None:
             streamed.end_line()
         if export is not None:

@@ -66,6 +66,9 @@ class Block:
     """The input that ends this block's body early (Loop's `break_when`), named in the hints for leaving it."""
     deferred_inputs: ClassVar[tuple[str, ...]] = ()
     """Inputs the block evaluates itself, when it needs them (`context.evaluate_input`)."""
+    condition_inputs: ClassVar[tuple[str, ...]] = ()
+    """Inputs the block reads as a condition (`truthy`, as a link's `when`): Loop's `while` and `break_when`.
+    `validate` warns where one can only be free text."""
     is_start: ClassVar[bool] = False
     """The block a run begins at; its Settings must be RunSettings."""
     effects: ClassVar[bool] = False

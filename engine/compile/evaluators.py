@@ -8,6 +8,7 @@ TemplateError, translated in one place (`template_error`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -22,14 +23,43 @@ from engine.errors import DiagramaError, TemplateError
 if TYPE_CHECKING:
     from engine.compile.templating import TemplateEnv
 
-__all__ = ["Compiled", "Constant", "Container", "Evaluator", "Inline", "Name", "Scope", "template_error", "truthy"]
+__all__ = ["FALSE_TEXT", "Compiled", "Constant", "Container", "Evaluator", "Inline", "Name", "Scope", "template_error",
+           "text_condition", "truthy"]
+
+
+FALSE_TEXT = frozenset({"", "false", "no", "off", "0", "null", "none"})
+"""Texts a condition reads as false (trimmed, any case): a boolean's spelling, a zero, nothing. README, "Conditions"."""
 
 
 def truthy(value: Any) -> bool:
-    """A condition's verdict: text conditions ("{{ x }} > 1" renders text) read "true"/"yes"/"1"."""
+    """A condition's verdict (a link's `when`, a Loop's `while` and `break_when`): a value's own truth, as Python and
+    jinja2's `{% if %}` read it; text is true unless it is empty or spells false (`FALSE_TEXT`: "False", " no ")."""
     if isinstance(value, str):
-        return value.strip().lower() in ("true", "yes", "1")
+        return value.strip().lower() not in FALSE_TEXT
     return bool(value)
+
+
+_BOOLEAN_TEXT = FALSE_TEXT | {"true", "yes", "on", "1"}
+
+
+def text_condition(evaluator: Evaluator) -> str | None:
+    """Why a condition can only be free text, which `truthy` reads as true whatever it says, or None: a template with
+    text of its own around its `{{ }}` (`"{{ x }} > 3"` renders "5 > 3"), or text with no template at all (`"x > 3"`).
+    Text a template chooses between (`{% if x %}yes{% endif %}`, a boolean's spelling or nothing) is a condition."""
+    if isinstance(evaluator, Compiled) and not evaluator.native:
+        literal = [value.strip() for _, kind, value in _lexer().lex(evaluator.source) if kind == "data"]
+        if any(text and text.lower() not in _BOOLEAN_TEXT for text in literal):
+            return "renders text"
+    elif isinstance(evaluator, Constant) and isinstance(evaluator.value, str) \
+            and evaluator.value.strip().lower() not in _BOOLEAN_TEXT:
+        return "is text"
+    return None
+
+
+@functools.cache
+def _lexer() -> jinja2.Environment:
+    """An environment only to split a template into its literal text and its tags (the delimiters are jinja2's)."""
+    return jinja2.Environment()
 
 
 def _joined(pieces: Any) -> str:

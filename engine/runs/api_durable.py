@@ -1,6 +1,6 @@
-"""Durable runs as `diagrama api` runs them, in its own process or on a Celery worker: the checkpoint store for a run
-store's URL, taking over a waiting or interrupted run so that only one resume goes on, a session held around a run,
-and the worker's two tasks' bodies (a robot's run, a run's resume) with their events on the run's Redis stream.
+"""`diagrama api`'s runs on a Celery worker: the checkpoint store for a run store's URL, and the worker's two tasks'
+bodies (a robot's run, a run's resume), each one turn (engine.runs.turn), with their events on the run's Redis
+stream.
 
 What both sides share lives here, below the web layer: the API checks and answers (engine.web.service.durable), the
 worker (engine.runs.celery_backend's tasks) calls `run_on_worker` and `resume_on_worker`.
@@ -20,12 +20,13 @@ from engine.runs.traces import INTERRUPTED
 if TYPE_CHECKING:
     from engine.compile.block import BlockRegistry
     from engine.compile.diagram import Diagram
+    from engine.format.levels import MessageLevel
     from engine.runs.event_relay import RedisEventWriter
     from engine.runs.store import RunStore
+    from engine.runs.turn import Turn
     from engine.runtime.result import RunResult
 
-__all__ = ["RESUME_TASK", "memory_of", "resume_key", "resume_on_worker", "run_on_worker",
-           "take_over", "trace_lines"]
+__all__ = ["RESUME_TASK", "resume_key", "resume_on_worker", "run_on_worker", "trace_lines"]
 
 RESUME_TASK = "diagrama.resume_api"
 """A `POST /v1/runs/{id}/resume` on the Celery backend: the worker continues the run."""
@@ -43,16 +44,6 @@ def _worker_checkpoints(store_url: str, runs_dir: Path) -> CheckpointStore:
     return open_checkpoints(store_url, runs_dir)
 
 
-def take_over(store: CheckpointStore, run_id: str) -> bool:
-    """Mark a waiting or interrupted run as running in this process, if it still is what it was: of two resumes of
-    one run, one takes it (True), the other finds it taken (False). A compare-and-set on the row's status and pid."""
-    row = store.run(run_id)
-    if row is None or row["status"] not in ("waiting", INTERRUPTED):
-        return False
-    stored = "running" if row["status"] == INTERRUPTED else "waiting"  # live_status reads a dead `running` so
-    return store.take_over(run_id, stored, row.get("pid"))
-
-
 def trace_lines(trace: Path) -> int:
     """Complete lines in a run's trace: a resumed run's first event is the next line (events are numbered by line)."""
     try:
@@ -62,91 +53,71 @@ def trace_lines(trace: Path) -> int:
         return 0
 
 
-def memory_of(diagram: Diagram, result: RunResult) -> dict[str, Any] | None:
-    """What a turn stores in its session: Start's `memory` values when it succeeded; None (nothing) otherwise."""
-    if not result.succeeded:
-        return None
-    return {name: result.variables.get(name) for name in diagram.settings.memory}
-
-
 # -- the worker's side (engine.runs.celery_backend's tasks call these) ------------------------------------------
 
 
 def run_on_worker(*, run_id: str, diagram: Diagram, inputs: dict[str, Any], store: RunStore, redis: Any,
-                  runs_dir: Path, offline: bool, message_level: str | None, session: str | None) -> str:
-    """One API run on a worker: durable (its checkpoints beside the run store), in its session's turn when it has
-    one."""
+                  runs_dir: Path, offline: bool, message_level: str | None, session: str | None,
+                  lost: bool = False) -> str:
+    """One API run on a worker, as a turn (engine.runs.turn): durable (its checkpoints beside the run store), in its
+    session's turn when it has one. A task delivered again (`lost`: the worker that had it was lost) whose run had
+    begun continues from its last checkpoint under its id; one still going on another worker is left to it."""
+    from engine.errors import TurnRefused
     from engine.format.levels import MessageLevel
-    from engine.runs.sessions import claim_session, release_session
+    from engine.runs.turn import carry_on, new_turn
 
     checkpoints = _worker_checkpoints(store.url, runs_dir)
-    remembered = None
-    if session is not None:
-        stored = claim_session(checkpoints, session, str(diagram.path.resolve()), run_id)
-        if stored is not None:
-            remembered = {name: stored[name] for name in diagram.settings.memory if name in stored}
-    ran = None
+    began = checkpoints.run(run_id)
+    turn = carry_on(checkpoints, diagram, began, lost=lost) if began is not None else None
+    if turn is None:
+        if began is not None and began["status"] in ("running", "waiting"):
+            return "already_running"  # its worker is still on it, or it waits for a person: not this task's
+        turn = new_turn(diagram, inputs, store=checkpoints, session=session, run_id=run_id)
+    level = MessageLevel[message_level.upper()] if message_level else None
     try:
-        level = MessageLevel[message_level.upper()] if message_level else None
-        ran = _execute(run_id, diagram, redis, runs_dir, offline, checkpoints, {
-            "inputs": inputs, "message_level": level, "remembered": remembered,
-            "record": {"inputs": inputs, **({"session": session} if session else {})}})
-    finally:
-        if session is not None:
-            release_session(checkpoints, session, run_id, memory_of(diagram, ran[0]) if ran else None)
-    return _recorded(*ran, diagram, inputs, store, redis)
+        result, writer = _execute(turn, redis, runs_dir, offline, level)
+    except TurnRefused as refused:  # its session's last turn stopped unfinished while this one waited for it
+        from engine.runs.event_relay import RedisEventWriter
+
+        RedisEventWriter(redis, run_id).end({"run_id": run_id, "status": "failed", "errors": [
+            {"block": None, "type": refused.reason, "message": refused.message}]})
+        return "refused"
+    return _recorded(result, writer, diagram, inputs, store, redis)
 
 
 def resume_on_worker(*, run_id: str, answer: Mapping[str, Any] | None, store: RunStore, redis: Any, runs_dir: Path,
                      offline: bool, registry: BlockRegistry) -> str:
-    """A resume the API checked and queued: the run goes on here, unless another took it first."""
-    from engine.errors import UsageError
-    from engine.runs.resume import prepare_resume
-    from engine.runs.sessions import claim_session, release_session
+    """A resume the API checked and queued: the run goes on here (its turn taken over here), unless another took it
+    first or it changed since."""
+    from engine.errors import TurnRefused
+    from engine.runs.turn import resume_turn
 
     checkpoints = _worker_checkpoints(store.url, runs_dir)
     row = checkpoints.run(run_id)
     if row is not None and row["status"] == INTERRUPTED:
         answer = None  # delivered again after its worker died: the answer is in the checkpoint after the Wait
     try:
-        resumption = prepare_resume(checkpoints, run_id, registry=registry, answer=answer)
-    except UsageError:
+        turn = resume_turn(checkpoints, run_id, registry=registry, answer=answer)
+    except TurnRefused as refused:
         redis.delete(resume_key(run_id))  # changed since the API checked it: the API answers it as it now is
-        return "not_resumable"
-    if not take_over(checkpoints, run_id):
-        return "already_resumed"
-    session = resumption.record.get("session")
-    diagram = resumption.diagram
-    if session:
-        claim_session(checkpoints, session, str(diagram.path.resolve()), run_id)
-    ran = None
-    try:
-        ran = _execute(run_id, diagram, redis, runs_dir, offline, checkpoints,
-                       {"resume": resumption.resumed, "record": resumption.record})
-    finally:
-        if session:
-            release_session(checkpoints, session, run_id, memory_of(diagram, ran[0]) if ran else None)
-    return _recorded(*ran, diagram, resumption.inputs, store, redis)
+        return "already_resumed" if refused.reason == "taken" else "not_resumable"
+    result, writer = _execute(turn, redis, runs_dir, offline, None)
+    return _recorded(result, writer, turn.diagram, turn.inputs, store, redis)
 
 
-def _execute(run_id: str, diagram: Diagram, redis: Any, runs_dir: Path, offline: bool,
-             checkpoints: CheckpointStore, options: dict[str, Any]) -> tuple[RunResult, RedisEventWriter]:
-    from engine.format.redact import Redactor
+def _execute(turn: Turn, redis: Any, runs_dir: Path, offline: bool,
+             level: MessageLevel | None) -> tuple[RunResult, RedisEventWriter]:
     from engine.runs.event_relay import RedisEventWriter, relay_observer
+    from engine.runs.turn import run_turn
     from engine.runtime.context import Services
-    from engine.runtime.execute import execute
 
-    writer = RedisEventWriter(redis, run_id)
+    writer = RedisEventWriter(redis, turn.run_id)
     # Numbered as the trace's lines: a resumed run's events follow the lines its first part wrote.
-    writer.last = max(writer.last, trace_lines(runs_dir / run_id / "trace.jsonl"))
+    writer.last = max(writer.last, trace_lines(runs_dir / turn.run_id / "trace.jsonl"))
     writer.first = writer.last + 1
     services = Services(offline=offline)
-    services.checkpoints = checkpoints
-    record = options.get("record")
-    if record is not None and "inputs" in record:  # kept in the checkpoint store: scrubbed as the trace is
-        options = {**options, "record": {**record, "inputs": Redactor(services.secrets()).value(record["inputs"])}}
     services.run_observers.append(relay_observer(writer.sink, writer.first))  # last: it sees the written fields
-    result = asyncio.run(execute(diagram, runs_dir=runs_dir, services=services, run_id=run_id, **options))
+    result = asyncio.run(run_turn(turn, services=services, runs_dir=runs_dir, message_level=level))
     return result, writer
 
 

@@ -9,7 +9,7 @@ attempt ran without checkpoints. A row whose last attempt waits at a Wait is lef
 RUN_ID --input ...`): resuming the batch does not run it again.
 
 A `session` column (when the diagram has no input of that name) makes the row a turn of that conversation
-(engine.runs.sessions): the row holds the session for its run, starts from its memory, and stores the memory when
+(engine.runs.turn): the row holds the session for its run, starts from its memory, and stores the memory when
 it succeeds. In one batch process, rows of one session run one at a time, in row order; across Celery workers, one
 at a time, in the order they take the session.
 """
@@ -18,21 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from engine.compile.diagram import Diagram
-from engine.errors import UsageError
+from engine.errors import TurnRefused
 from engine.runs.batch_ids import batch_run_id, claim_attempt
 from engine.runs.checkpoints import CheckpointStore
-from engine.runs.sessions import claim_session_async, release_session
 from engine.runs.traces import INTERRUPTED
+from engine.runs.turn import Turn, cancel_turn, carry_on, new_turn, run_turn
 from engine.runtime.context import Services
-from engine.runtime.durable import Resumed, SnapshotError, resumed_from
-from engine.runtime.execute import RunResult, execute
+from engine.runtime.execute import RunResult
 
 __all__ = ["SESSION_COLUMN", "RowRun", "has_session_column", "last_attempt", "row_session", "run_row"]
 
@@ -78,39 +76,15 @@ def last_attempt(checkpoints: CheckpointStore, batch_id: str, row: int) -> dict[
     return last
 
 
-def _in_flight(last: Mapping[str, Any], taken_over: bool) -> bool:
-    """Whether the attempt was left in flight: its process is gone, or (`taken_over`: Celery delivered the row's task
-    again, so the worker that had it is lost) it still says `running` on another host, where no one can look."""
-    status = last["status"]
-    return status == INTERRUPTED or (taken_over and status == "running" and last.get("host") != socket.gethostname())
-
-
-def _resume_point(checkpoints: CheckpointStore, diagram: Diagram, last: Mapping[str, Any]) -> Resumed | None:
-    """Where the attempt continues: its last checkpoint, when the diagram is the one it ran and still has the block."""
-    if last.get("content_hash") != diagram.content_hash:
-        return None
-    states = checkpoints.states(str(last["run_id"]))
-    if not states:
-        return None
-    try:
-        resumed = resumed_from([state for _, state in states], seq=states[-1][0])
-    except (SnapshotError, ValueError, KeyError):
-        return None  # written by a version that encoded differently: the row starts again
-    if resumed.next is not None and resumed.next not in diagram.blocks:
-        return None
-    return resumed
-
-
-# The row, its store, its session and its resume point are one attempt's state: kept together on purpose.
 async def run_row(diagram: Diagram, row: Mapping[str, Any], number: int, *, batch_id: str, previous: int,
                   services: Services, runs_dir: Path | None, checkpoints: CheckpointStore | None,
                   taken_over: bool = False, turns: dict[str, asyncio.Lock] | None = None) -> RowRun | None:
-    """Run row `number` of batch `batch_id`, or continue its attempt left in flight; None when its last attempt waits
-    for a person's answer. `previous` is the last attempt the run store recorded; `turns` orders a session's rows in
-    one process (a lock per session, taken in row order)."""
+    """Run row `number` of batch `batch_id` as one turn (engine.runs.turn), or carry on its attempt left in flight;
+    None when its last attempt waits for a person's answer. `previous` is the last attempt the run store recorded;
+    `taken_over`: Celery delivered the row's task again (its worker was lost); `turns` orders a session's rows in one
+    process (a lock per session, taken in row order)."""
     inputs, session = row_session(diagram, row)
-    resume: Resumed | None = None
-    run_id: str | None = None
+    turn: Turn | None = None
     attempt = previous
     if checkpoints is not None:
         last = last_attempt(checkpoints, batch_id, number)
@@ -118,34 +92,20 @@ async def run_row(diagram: Diagram, row: Mapping[str, Any], number: int, *, batc
             if last["status"] == "waiting":
                 return None
             attempt = max(attempt, int(last["attempt"]))
-            if diagram.settings.durable and _in_flight(last, taken_over):
-                resume = _resume_point(checkpoints, diagram, last)
-                if resume is not None:
-                    run_id, attempt = str(last["run_id"]), int(last["attempt"])
-    if run_id is None:
+            turn = carry_on(checkpoints, diagram, last, lost=taken_over)
+            if turn is not None:
+                attempt = int(last["attempt"])
+            elif last["status"] == INTERRUPTED:
+                # It cannot go on (its diagram changed, nothing to resume from): given up, so that its session, if it
+                # held one, goes to the attempt that starts again.
+                with contextlib.suppress(TurnRefused):
+                    cancel_turn(checkpoints, str(last["run_id"]))
+    if turn is None:
         run_id, attempt = claim_attempt(runs_dir, batch_id, number, attempt)
-    if session is not None and checkpoints is None:
-        raise UsageError(f"row {number} names session '{session}': sessions are kept in the checkpoint store, "
-                         "which this batch has not")
-    record: dict[str, Any] = {"inputs": inputs}
-    turn: contextlib.AbstractAsyncContextManager[Any] = contextlib.nullcontext()
-    if session is not None:
-        record["session"] = session
-        if turns is not None:
-            turn = turns.setdefault(session, asyncio.Lock())  # FIFO: the session's rows take turns in row order
-    async with turn:
-        remembered = None
-        if session is not None and checkpoints is not None:
-            stored = await claim_session_async(checkpoints, session, str(diagram.path.resolve()), run_id)
-            if stored is not None and resume is None:  # a resumed run's scope holds its memory already
-                remembered = {name: stored[name] for name in diagram.settings.memory if name in stored}
-        result: RunResult | None = None
-        try:
-            result = await execute(diagram, inputs, runs_dir=runs_dir, services=services, run_id=run_id, resume=resume,
-                                   remembered=remembered, record=record)
-        finally:
-            if session is not None and checkpoints is not None:
-                kept = ({name: result.variables.get(name) for name in diagram.settings.memory}
-                        if result is not None and result.succeeded else None)
-                release_session(checkpoints, session, run_id, kept)
-    return RowRun(result, attempt, resume is not None)
+        turn = new_turn(diagram, inputs, store=checkpoints, session=session, run_id=run_id)
+    lock: contextlib.AbstractAsyncContextManager[Any] = contextlib.nullcontext()
+    if session is not None and turns is not None:
+        lock = turns.setdefault(session, asyncio.Lock())  # FIFO: the session's rows take turns in row order
+    async with lock:
+        result = await run_turn(turn, services=services, runs_dir=runs_dir)
+    return RowRun(result, attempt, turn.resumed is not None)

@@ -116,8 +116,8 @@ def make_app(broker: str | None = None) -> Celery:
         store.record(ran.result, diagram, inputs, batch_id=batch_id, row=row, attempt=ran.attempt)
         return ran.result.status
 
-    @app.task(name=API_TASK, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
-    def run_api(run_id: str, diagram_path: str, inputs: dict[str, Any], store_url: str, runs_dir: str, offline: bool,
+    @app.task(name=API_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+    def run_api(task: Any, run_id: str, diagram_path: str, inputs: dict[str, Any], store_url: str, runs_dir: str, offline: bool,
                 message_level: str | None = None, key_id: str | None = None, session: str | None = None) -> str:
         import structlog
 
@@ -129,10 +129,12 @@ def make_app(broker: str | None = None) -> Celery:
         if store.run(run_id) is not None:
             return "already_recorded"  # delivered again after it was recorded (its worker died before the ack)
         diagram = _cached_diagram(diagram_path, Path(diagram_path).stat().st_mtime_ns, load_diagram, registry)
+        # Delivered again: the worker that had it was lost, so its run may be taken over from its checkpoint.
+        lost = bool((task.request.delivery_info or {}).get("redelivered"))
         with structlog.contextvars.bound_contextvars(key_id=key_id):  # in the worker's `run` line (never the key)
             return run_on_worker(run_id=run_id, diagram=diagram, inputs=inputs, store=store,
                                  redis=_cached_redis(broker), runs_dir=Path(runs_dir), offline=offline,
-                                 message_level=message_level, session=session)
+                                 message_level=message_level, session=session, lost=lost)
 
     @app.task(name=RESUME_TASK, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
     def resume_api(run_id: str, answer: dict[str, Any] | None, store_url: str, runs_dir: str, offline: bool,

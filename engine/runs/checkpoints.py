@@ -23,15 +23,17 @@ import socket
 import sqlite3
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
 
+from engine.format.snapshot import decode, encode_value
 from engine.runs.traces import INTERRUPTED, process_gone
 
-__all__ = ["RUN_FIELDS", "CheckpointStore", "SqliteCheckpoints", "live_status", "open_checkpoints", "run_row",
-           "session_free"]
+__all__ = ["RUN_FIELDS", "CheckpointStore", "SessionClaim", "SqliteCheckpoints", "live_status", "open_checkpoints",
+           "run_row", "session_holder", "stored_json"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS run_states (
@@ -55,11 +57,32 @@ def live_status(row: Mapping[str, Any]) -> str:
     return status
 
 
-def session_free(row: Mapping[str, Any] | None, run_id: str) -> bool:
-    """Whether run `run_id` may take a session whose row is `row`: nobody holds it, the run held it before (a
-    resumed run), or its holder's process is gone."""
-    return (row is None or row["holder"] is None or row["holder"] == run_id
-            or process_gone(row["holder_pid"], row["holder_host"], float(row["held_since"] or 0)))
+def session_holder(row: Mapping[str, Any] | None, run_id: str, holder_run: Mapping[str, Any] | None) -> str | None:
+    """Who keeps run `run_id` from a session whose row is `row`: None when the run may take it (nobody holds it, the
+    run held it before: a resumed turn), else the holding turn's status. A turn holds its session until it ends and
+    lets go: one `running` (wait for it), or one that stopped unfinished, `waiting` at a Wait or `interrupted` (the new
+    turn is refused until it is answered, resumed or cancelled). A turn that ended lets go as soon as its memory is
+    stored, in the same process: its session is waited for while that process lives, free once it is gone."""
+    if row is None or row["holder"] is None or row["holder"] == run_id:
+        return None
+    if holder_run is not None:
+        status = live_status(holder_run)
+        if status in ("running", "waiting", INTERRUPTED):
+            return status
+    if process_gone(row["holder_pid"], row["holder_host"], float(row["held_since"] or 0)):
+        return None
+    return "running"
+
+
+@dataclass(frozen=True)
+class SessionClaim:
+    """One attempt at a session: `held` with its stored memory (`state`), or not, naming the turn that holds it and
+    that turn's status (`running`: wait for it; `waiting` or `interrupted`: an unfinished turn)."""
+
+    held: bool
+    state: bytes | None = None
+    holder: str | None = None
+    holder_status: str | None = None
 
 
 class CheckpointStore(Protocol):
@@ -85,9 +108,9 @@ class CheckpointStore(Protocol):
     def take_over(self, run_id: str, status: str, pid: Any) -> bool:
         """Mark the run `running` in this process if its row still has `status` and `pid` (a compare-and-set)."""
 
-    def try_claim_session(self, session: str, diagram: str, run_id: str) -> tuple[bool, bytes | None, Any]:
-        """One attempt at holding `session` for `run_id`: (True, its stored state, run_id) or (False, None, the
-        run that holds it). Two runs never both get True while neither let go."""
+    def try_claim_session(self, session: str, diagram: str, run_id: str) -> SessionClaim:
+        """One attempt at holding `session` for `run_id`: its stored state once held, else the turn that holds it
+        and that turn's status (`session_holder`). Two runs never both hold it while neither let go."""
 
     def release_session(self, session: str, run_id: str, state: bytes | None) -> None:
         """Let go of `session` if `run_id` holds it; with `state`, store it and count a turn."""
@@ -126,7 +149,7 @@ class SqliteCheckpoints:
     # -- what the executor writes (engine.runtime.durable.Checkpoints) ---------------------------------
     def begin(self, run_id: str, fields: Mapping[str, Any]) -> None:
         now = time.time()
-        values = [orjson.dumps(fields[k]).decode() if k == "inputs" and fields.get(k) is not None else fields.get(k)
+        values = [stored_json(fields[k], k) if k == "inputs" and fields.get(k) is not None else fields.get(k)
                   for k in RUN_FIELDS]
         try:
             self._db.execute(
@@ -148,7 +171,7 @@ class SqliteCheckpoints:
     def end(self, run_id: str, status: str, waiting: Mapping[str, Any] | None) -> None:
         try:
             self._db.execute("UPDATE run_states SET status = ?, waiting = ?, updated = ? WHERE run_id = ?",
-                             (status, orjson.dumps(waiting).decode() if waiting else None, time.time(), run_id))
+                             (status, stored_json(waiting, "waiting") if waiting else None, time.time(), run_id))
         except sqlite3.Error as exc:
             raise OSError(str(exc)) from exc
 
@@ -197,14 +220,19 @@ class SqliteCheckpoints:
         return found.rowcount == 1
 
     # -- sessions (engine.runs.sessions) -----------------------------------------------------------------
-    def try_claim_session(self, session: str, diagram: str, run_id: str) -> tuple[bool, bytes | None, Any]:
+    def try_claim_session(self, session: str, diagram: str, run_id: str) -> SessionClaim:
         db = self._db
         db.execute("BEGIN IMMEDIATE")  # one writer decides: no two runs take the session at once
         try:
             row = db.execute("SELECT state, holder, holder_pid, holder_host, held_since FROM sessions "
                              "WHERE session = ?", (session,)).fetchone()
-            free = session_free(row, run_id)
-            if free:
+            holder_run = None
+            if row is not None and row["holder"] is not None and row["holder"] != run_id:
+                found = db.execute("SELECT status, pid, host, started FROM run_states WHERE run_id = ?",
+                                   (row["holder"],)).fetchone()
+                holder_run = dict(found) if found is not None else None
+            kept_by = session_holder(row, run_id, holder_run)
+            if kept_by is None:
                 now = time.time()
                 db.execute("INSERT INTO sessions (session, diagram, holder, holder_pid, holder_host, held_since, "
                            "updated) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session) DO UPDATE SET "
@@ -215,9 +243,9 @@ class SqliteCheckpoints:
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        if not free:
-            return False, None, row["holder"]
-        return True, (bytes(row["state"]) if row is not None and row["state"] else None), run_id
+        if kept_by is not None:
+            return SessionClaim(False, holder=row["holder"], holder_status=kept_by)
+        return SessionClaim(True, bytes(row["state"]) if row is not None and row["state"] else None, run_id)
 
     def release_session(self, session: str, run_id: str, state: bytes | None) -> None:
         if state is None:
@@ -249,12 +277,18 @@ class SqliteCheckpoints:
         self._db.close()
 
 
+def stored_json(value: Any, where: str) -> str:
+    """A record's JSON field (a run's inputs, what its Wait asks) as the checkpoints write values, exactly: integers
+    past 64 bits, NaN and the infinities come back as they were (SnapshotError for a value no checkpoint holds)."""
+    return orjson.dumps(encode_value(value, where)).decode()
+
+
 def run_row(row: Mapping[str, Any]) -> dict[str, Any]:
     """A `run_states` row as callers read it: its JSON fields decoded, its live status."""
     found = dict(row)
     for name in ("inputs", "waiting"):
         if found.get(name):
-            found[name] = orjson.loads(found[name])
+            found[name] = decode(found[name].encode() if isinstance(found[name], str) else found[name])
     found["status"] = live_status(found)
     return found
 

@@ -22,7 +22,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
 from sqlalchemy import (
     Column,
     Float,
@@ -41,7 +40,14 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError, OperationalError, ProgrammingError
 
-from engine.runs.checkpoints import RUN_FIELDS, CheckpointStore, run_row, session_free
+from engine.runs.checkpoints import (
+    RUN_FIELDS,
+    CheckpointStore,
+    SessionClaim,
+    run_row,
+    session_holder,
+    stored_json,
+)
 from engine.runs.traces import INTERRUPTED
 
 __all__ = ["SqlCheckpoints", "shown_url"]
@@ -212,7 +218,7 @@ class SqlCheckpoints:
     # -- what the executor writes -----------------------------------------------------------------------
     def begin(self, run_id: str, fields: Mapping[str, Any]) -> None:
         now = time.time()
-        values = {name: orjson.dumps(fields[name]).decode() if name == "inputs" and fields.get(name) is not None
+        values = {name: stored_json(fields[name], name) if name == "inputs" and fields.get(name) is not None
                   else fields.get(name) for name in RUN_FIELDS}
         self._write(lambda connection: self._upsert(
             connection, run_states, {"run_id": run_id},
@@ -242,7 +248,7 @@ class SqlCheckpoints:
 
     def end(self, run_id: str, status: str, waiting: Mapping[str, Any] | None) -> None:
         self._run(update(run_states).where(run_states.c.run_id == run_id).values(
-            status=status, waiting=orjson.dumps(waiting).decode() if waiting else None, updated=time.time()))
+            status=status, waiting=stored_json(waiting, "waiting") if waiting else None, updated=time.time()))
 
     # -- what resume, replay and `diagrama runs` read -------------------------------------------------
     def _rows(self, query: Any) -> list[dict[str, Any]]:
@@ -287,11 +293,13 @@ class SqlCheckpoints:
         return self._run(statement) == 1
 
     # -- sessions (engine.runs.sessions) -----------------------------------------------------------------
-    def try_claim_session(self, session: str, diagram: str, run_id: str) -> tuple[bool, bytes | None, Any]:
+    def try_claim_session(self, session: str, diagram: str, run_id: str) -> SessionClaim:
         for _ in range(8):  # another run changed the row between our read and our write: read it again
             row = self.session(session)
-            if not session_free(row, run_id):
-                return False, None, row["holder"] if row else None
+            holder_run = self.run(row["holder"]) if row and row["holder"] not in (None, run_id) else None
+            kept_by = session_holder(row, run_id, holder_run)
+            if kept_by is not None:
+                return SessionClaim(False, holder=row["holder"] if row else None, holder_status=kept_by)
             holder = {"holder": run_id, "holder_pid": os.getpid(), "holder_host": socket.gethostname(),
                       "held_since": time.time()}
             if row is None:
@@ -300,16 +308,16 @@ class SqlCheckpoints:
                                                       updated=holder["held_since"], **holder))
                 except IntegrityError:
                     continue  # made by another run's claim just now
-                return True, None, run_id
+                return SessionClaim(True, None, run_id)
             # The turn counts stored turns, so an unchanged (holder, held_since, turn) means an unchanged state.
             unchanged = update(sessions).where(
                 sessions.c.session == session, sessions.c.holder.is_not_distinct_from(row["holder"]),
                 sessions.c.held_since.is_not_distinct_from(row["held_since"]), sessions.c.turn == row["turn"],
             ).values(**holder)
             if self._run(unchanged) == 1:
-                return True, (bytes(row["state"]) if row["state"] else None), run_id
+                return SessionClaim(True, bytes(row["state"]) if row["state"] else None, run_id)
         row = self.session(session)
-        return False, None, row["holder"] if row else None
+        return SessionClaim(False, holder=row["holder"] if row else None, holder_status="running")
 
     def release_session(self, session: str, run_id: str, state: bytes | None) -> None:
         values: dict[str, Any] = {"holder": None, "holder_pid": None}

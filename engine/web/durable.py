@@ -2,17 +2,18 @@
 a block, and talk to a diagram with `memory` turn by turn (a session), reading the memory after each turn.
 
 Each is a run, started as the page's runs are (offline unless the server allows online, allowed under
---read-only as every run is) through RunRoutes.launch, so the page follows it the same way. The work
-itself is engine.runs.resume's and engine.runs.sessions': an answer is checked against the Wait's form
-first (422 with the problems; the run stays waiting); a session is held for its whole turn, so turns of
-one session never overlap, whoever starts them. The inputs a run's store row keeps are scrubbed of keys, as its
-checkpoints are.
+--read-only as every run is) through RunRoutes.launch, so the page follows it the same way. Each is one turn
+(engine.runs.turn), prepared here so that what the page asks is refused before it answers: an answer its Wait's
+form refuses (422 with the problems; the run stays waiting), a run another resume took or that cannot go on
+(409), a chat turn while the session's last turn is unfinished (409, naming the run). A chat turn holds its
+session from the request on, so turns of one session never overlap, whoever starts them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,13 @@ from starlette.responses import Response
 
 from engine.compile.inputs import check_inputs
 from engine.compile.loader import load_diagram
-from engine.errors import UsageError
+from engine.errors import TurnRefused
 from engine.format.redact import redact_value
 from engine.runs.checkpoints import CheckpointStore
-from engine.runs.resume import Resumption, answer_problems, prepare_resume, run_resumption
-from engine.runs.sessions import claim_session, read_session, release_session
+from engine.runs.sessions import read_session
+from engine.runs.turn import Turn, hold_session, new_turn, resume_turn, run_turn
 from engine.runtime.context import Services
-from engine.runtime.execute import RunResult, execute
-from engine.runtime.trace import new_run_id
+from engine.runtime.execute import RunResult
 from engine.web.files import FolderError
 from engine.web.http import JSON, answer, dumped, json_body
 from engine.web.models import AnswerRefused, ChatSession, RunStarted
@@ -41,11 +41,18 @@ _TURN_WAIT_S = 120.0
 """How long a turn waits for its session while another run holds it (a turn from the command line)."""
 
 
+def _off_loop(store: CheckpointStore) -> Callable[[Callable[[CheckpointStore], Any]], Awaitable[Any]]:
+    """The turn's session statements on the run's own store connection, off the event loop, one at a time."""
+
+    async def access(work: Callable[[CheckpointStore], Any]) -> Any:
+        return await asyncio.to_thread(work, store)
+
+    return access
+
+
 class DurableRoutes:
     def __init__(self, runs: RunRoutes) -> None:
         self.runs = runs
-        self.resuming: set[str] = set()
-        """Runs being resumed from this page: a second answer to the same Wait is refused, not run twice."""
 
     def _store(self) -> CheckpointStore:
         return self.runs.checkpoint_store()
@@ -57,27 +64,15 @@ class DurableRoutes:
         self.runs.trace_of(run_id)  # only runs of this folder's diagrams
         payload = await json_body(request)
         offline = self.runs.check_offline(payload.get("offline", True))
-        given = "answer" in payload
-        if run_id in self.resuming or run_id in self.runs.active:
+        if run_id in self.runs.active:
             raise FolderError(409, f"run '{run_id}' is running already")
-        self.resuming.add(run_id)
         try:
-            store = self._store()
-            try:
-                row = store.run(run_id)
-                waiting = (row or {}).get("waiting") if (row or {}).get("status") == "waiting" else None
-                if waiting is not None and given:
-                    problems = answer_problems(waiting.get("form"), payload["answer"])
-                    if problems:
-                        return JSON(dumped(AnswerRefused(
-                            error=f"the answer does not fit the form of '{waiting.get('block')}'; the run is still "
-                                  "waiting", problems=problems)), status_code=422)
-                resumption = await asyncio.to_thread(self._prepare, store, run_id, payload.get("answer"), None)
-            finally:
-                store.close()
-            self._launch(resumption, offline)
-        finally:
-            self.resuming.discard(run_id)
+            turn, store = await self._prepare(run_id, payload.get("answer"), None)
+        except TurnRefused as refused:
+            if refused.reason != "answer":
+                raise
+            return JSON(dumped(AnswerRefused(error=refused.message, problems=refused.problems)), status_code=422)
+        self._launch(turn, store, offline)
         return answer(RunStarted(run_id=run_id), 202)
 
     async def replay(self, request: Request) -> Response:
@@ -90,49 +85,46 @@ class DurableRoutes:
         if not isinstance(block, str) or not block:
             raise FolderError(422, "send {\"block\": the id of a block the run reached, \"offline\": true|false}")
         offline = self.runs.check_offline(payload.get("offline", True))
+        turn, store = await self._prepare(run_id, None, block)
+        self._launch(turn, store, offline)
+        return answer(RunStarted(run_id=turn.run_id), 202)
+
+    async def _prepare(self, run_id: str, given: Any, block: str | None) -> tuple[Turn, CheckpointStore]:
+        """The run's turn, taken over (a replay: a new run), with the store connection it will run on; FolderError 409
+        for a refusal other than the answer's (TurnRefused `answer`, for the caller to answer). The run is one of
+        this folder's (its trace was found): one the store does not know kept no checkpoints."""
         store = self._store()
+        root = self.runs.folder.root
+
+        def prepare() -> Turn:
+            return resume_turn(store, run_id, registry=self.runs.registry, answer=given, from_block=block,
+                               ours=lambda diagram: diagram.resolve().is_relative_to(root))
+
         try:
-            resumption = await asyncio.to_thread(self._prepare, store, run_id, None, block)
-        finally:
+            return await asyncio.to_thread(prepare), store
+        except TurnRefused as refused:
             store.close()
-        self._launch(resumption, offline)
-        return answer(RunStarted(run_id=resumption.run_id), 202)
+            if refused.reason == "answer":
+                raise
+            raise FolderError(409, refused.message) from None
+        except BaseException:
+            store.close()
+            raise
 
-    def _prepare(self, store: CheckpointStore, run_id: str, given: Any, block: str | None) -> Resumption:
-        try:
-            resumption = prepare_resume(store, run_id, registry=self.runs.registry, answer=given, from_block=block)
-        except UsageError as exc:
-            raise FolderError(409, str(exc)) from None
-        if not resumption.diagram.path.resolve().is_relative_to(self.runs.folder.root):
-            raise FolderError(404, "not found")  # the run's diagram has left the folder
-        return resumption
-
-    def _launch(self, resumption: Resumption, offline: bool) -> None:
-        session = resumption.record.get("session") if "replay_of" not in resumption.record else None
-        memory = resumption.diagram.settings.memory
-        run_id = resumption.run_id
-
+    def _launch(self, turn: Turn, store: CheckpointStore, offline: bool, *, continued: bool = True) -> None:
         async def work(services: Services) -> RunResult:
-            store = self._store()
             try:
-                if session:  # a turn of a conversation that stopped at a Wait: it stores its memory when it ends
-                    await asyncio.to_thread(claim_session, store, session, str(resumption.diagram.path.resolve()),
-                                            run_id, wait_s=_TURN_WAIT_S)
-                result: RunResult | None = None
-                try:
-                    result = await run_resumption(store, resumption, services=services, runs_dir=self.runs.runs_dir)
-                finally:
-                    if session:
-                        release_session(store, session, run_id, _memory(result, memory))
-                return result
+                return await run_turn(turn, services=services, runs_dir=self.runs.runs_dir, access=_off_loop(store),
+                                      session_wait_s=_TURN_WAIT_S)
             finally:
                 store.close()
 
-        self.runs.launch(run_id, resumption.diagram.path, resumption.inputs, offline, work, continued=True)
+        self.runs.launch(turn.run_id, turn.diagram.path, turn.inputs, offline, work, continued=continued)
 
     async def chat(self, request: Request) -> Response:
         """`POST /api/diagrams/{path}/chat` {session, inputs, offline}: one turn of a conversation: the run starts
-        with the session's memory (Start's defaults the first time) and stores it when it succeeds."""
+        with the session's memory (Start's defaults the first time) and stores it when it succeeds; 409 while the
+        session's last turn is unfinished (waiting, interrupted)."""
         path = self.runs.folder.diagram(request.path_params["path"])
         payload = await json_body(request)
         session, inputs = payload.get("session"), payload.get("inputs") or {}
@@ -142,36 +134,24 @@ class DurableRoutes:
         offline = self.runs.check_offline(payload.get("offline", True))
         loaded = await asyncio.to_thread(load_diagram, path, self.runs.registry, data_roots=self.runs.folder.data_roots,
                                          start_servers=True)
-        memory = tuple(loaded.settings.memory)
-        if not memory:
+        if not loaded.settings.memory:
             raise FolderError(422, f"{path.name} keeps no memory: name the variables a conversation keeps in its "
                                    "Start's `memory`")
         values = check_inputs(loaded, inputs)
-        self._store().close()  # refused now, not in the task, when the store cannot be opened
-        run_id = new_run_id()
-
-        async def work(services: Services) -> RunResult:
-            store = self._store()
-            try:
-                stored = await asyncio.to_thread(claim_session, store, session, str(path.resolve()), run_id,
-                                                 wait_s=_TURN_WAIT_S)
-                remembered = {name: stored[name] for name in memory if name in stored} if stored else None
-                if loaded.settings.durable:
-                    services.checkpoints = store
-                result: RunResult | None = None
-                try:
-                    result = await execute(loaded, values, runs_dir=self.runs.runs_dir, services=services,
-                                           run_id=run_id, remembered=remembered,
-                                           record={"inputs": redact_value(values, services.secrets()),
-                                                   "session": session})
-                finally:
-                    release_session(store, session, run_id, _memory(result, memory))
-                return result
-            finally:
-                store.close()
-
-        self.runs.launch(run_id, path, inputs, offline, work)
-        return answer(RunStarted(run_id=run_id), 202)
+        store = self._store()  # refused now (503), not in the task, when the store cannot be opened
+        try:
+            turn = new_turn(loaded, values, store=store, session=session)
+            # Held from here when it is free, so that turns go in the order the page sent them; one that another
+            # turn still runs waits for it in the task.
+            await hold_session(turn, _off_loop(store), wait_s=0)
+        except TurnRefused as refused:
+            store.close()
+            raise FolderError(409 if refused.reason == "session_busy" else 422, refused.message) from None
+        except BaseException:
+            store.close()
+            raise
+        self._launch(turn, store, offline, continued=False)
+        return answer(RunStarted(run_id=turn.run_id), 202)
 
     async def session(self, request: Request) -> Response:
         """`GET /api/sessions/{session}`: a conversation of one of this folder's diagrams: its memory and turns."""
@@ -194,10 +174,3 @@ class DurableRoutes:
         return answer(ChatSession(session=session, diagram=self.runs.folder.relative(diagram), turns=found["turns"],
                                   memory=redact_value(dict(found["memory"]), secrets), updated=found.get("updated"),
                                   held_by=found.get("held_by")))
-
-
-def _memory(result: RunResult | None, names: tuple[str, ...] | list[str]) -> dict[str, Any] | None:
-    """The memory a turn stores: its `memory` variables when it succeeded; None (store nothing) otherwise."""
-    if result is None or not result.succeeded:
-        return None
-    return {name: result.variables.get(name) for name in names}

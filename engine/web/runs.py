@@ -30,9 +30,10 @@ from engine.compile.loader import load_diagram
 from engine.errors import DiagramaError
 from engine.format.redact import redact_value
 from engine.runs.traces import INTERRUPTED, Step, latest_start, list_runs, resolved_path, run_path, run_status, steps
+from engine.runs.turn import new_turn, run_turn
 from engine.runtime.context import Services
-from engine.runtime.execute import RunResult, execute
-from engine.runtime.trace import new_run_id, read_events
+from engine.runtime.execute import RunResult
+from engine.runtime.trace import read_events
 from engine.web.files import Folder, FolderError
 from engine.web.http import JSON, answer, dumped, json_body
 from engine.web.models import (
@@ -230,23 +231,25 @@ class RunRoutes:
         loaded = await asyncio.to_thread(load_diagram, path, self.registry, data_roots=self.folder.data_roots,
                                          start_servers=True)
         values = check_inputs(loaded, inputs)
-        if loaded.settings.durable:
-            self.checkpoint_store().close()  # refused now (503), not in the task, when the store cannot be opened
-        run_id = new_run_id()
+        # Durable as `diagrama run` is: a Wait can stop it, and a past run can be replayed from a block. The store is
+        # opened now, so that one that cannot be is refused (503) here rather than in the task.
+        store = self.checkpoint_store() if loaded.settings.durable else None
+        try:
+            turn = new_turn(loaded, values, store=store)
+        except DiagramaError:
+            if store is not None:
+                store.close()
+            raise
 
         async def work(services: Services) -> RunResult:
-            # Durable as `diagrama run` is: a Wait can stop it, and a past run can be replayed from a block.
-            store = self.checkpoint_store() if loaded.settings.durable else None
-            services.checkpoints = store
             try:
-                return await execute(loaded, values, runs_dir=self.runs_dir, services=services, run_id=run_id,
-                                     record={"inputs": redact_value(values, services.secrets())} if store else None)
+                return await run_turn(turn, services=services, runs_dir=self.runs_dir)
             finally:
                 if store is not None:
                     store.close()
 
-        self.launch(run_id, path, inputs, offline, work)
-        return answer(RunStarted(run_id=run_id), 202)
+        self.launch(turn.run_id, path, inputs, offline, work)
+        return answer(RunStarted(run_id=turn.run_id), 202)
 
     async def get(self, request: Request) -> Response:
 

@@ -344,3 +344,36 @@ def test_a_callers_key_in_an_input_never_reaches_the_checkpoint_store(
     assert waiting.json()["status"] == "waiting" and KEY not in waiting.text
     stored = b"".join(path.read_bytes() for path in (tmp_path / "runs").glob("diagrama.db*"))
     assert b"[REDACTED]" in stored and KEY.encode() not in stored and KEY[6:-6].encode() not in stored
+
+
+WIDE = """
+diagram: wide
+blocks:
+  - id: start
+    type: Start
+    inputs: {n: 0, f: 0.5, items: []}
+    next: ask
+  - id: ask
+    type: Wait
+    with: {prompt: "n is {{ n }}", form: {type: object}}
+    set: {doubled: "{{ n * 2 }}"}
+"""
+
+
+def test_inputs_past_64_bits_and_nan_are_kept_and_resumed(stored_app: Callable[..., Any], robots_dir: Path,
+                                                          client: Callable[..., httpx.AsyncClient]) -> None:
+    (robots_dir / "wide.yaml").write_text(WIDE.lstrip(), encoding="utf-8")
+    huge = 2**65
+
+    async def go() -> tuple[httpx.Response, httpx.Response]:
+        async with client(stored_app()) as caller:
+            body = b'{"inputs": {"n": %d, "f": NaN, "items": [%d, Infinity]}}' % (huge, -huge)
+            first = await caller.post("/v1/robots/wide/runs", content=body, headers={"content-type": "application/json"})
+            done = await caller.post(f"/v1/runs/{first.json()['run_id']}/resume", json={"answer": {}})
+            return first, done
+
+    first, done = asyncio.run(go())
+    assert first.status_code == 200 and first.json()["status"] == "waiting", first.text
+    assert first.json()["waiting"]["prompt"] == f"n is {huge}"
+    assert done.status_code == 200 and done.json()["status"] == "succeeded", done.text
+    assert done.json()["variables"]["n"] == huge and done.json()["variables"]["doubled"] == 2 * huge

@@ -11,9 +11,9 @@ from engine import BlockRegistry, Services, UsageError
 from engine.compile.loader import load_diagram
 from engine.runs.batch import read_rows, run_batch, write_results
 from engine.runs.checkpoints import open_checkpoints
-from engine.runs.resume import resume_run
 from engine.runs.sessions import read_session
 from engine.runs.store import RunStore
+from engine.runs.turn import resume_run
 from tests.postgres import sql
 
 CHAT = """

@@ -71,3 +71,36 @@ def test_a_session_carries_memory_between_runs_and_is_listed_and_forgotten(tmp_p
     forgot = CliRunner().invoke(app, ["sessions", "--runs-dir", str(runs), "--forget", "s-1"])
     assert forgot.exit_code == 0 and "forgot session s-1" in forgot.stdout
     assert CliRunner().invoke(app, ["sessions", "--runs-dir", str(runs), "--output", "json"]).stdout == ""
+
+
+def test_an_input_past_64_bits_runs_durably_and_resumes(tmp_path: Path) -> None:
+    import json
+    import os
+
+    path = tmp_path / "wide.yaml"
+    path.write_text("""
+diagram: wide
+blocks:
+  - id: start
+    type: Start
+    inputs: {n: 0}
+    next: ask
+  - id: ask
+    type: Wait
+    with: {prompt: "n is {{ n }}", form: {type: object}}
+    set: {doubled: "{{ n * 2 }}"}
+""".lstrip(), encoding="utf-8")
+    runs = tmp_path / "runs"
+    env = {**os.environ, "DIAGRAMA_STORE": ""}
+    huge = 2**65
+    first = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(path), "--input", f"n={huge}", "--runs-dir",
+                            str(runs), "--output", "json", "-q"], capture_output=True, text=True, env=env, check=False)
+    assert first.returncode == 3 and "Traceback" not in first.stderr, first.stderr
+    run_id = json.loads(first.stdout)["run_id"]
+    listed = subprocess.run([sys.executable, "-m", "engine.cli", "runs", "--runs-dir", str(runs)], capture_output=True,
+                            text=True, env=env, check=False)
+    assert listed.returncode == 0 and run_id in listed.stdout
+    done = subprocess.run([sys.executable, "-m", "engine.cli", "resume", run_id, "--input", "ok=1", "--runs-dir",
+                           str(runs), "--output", "json", "-q"], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["variables"] == {"n": huge, "doubled": 2 * huge}

@@ -25,6 +25,6 @@ def test_every_cited_document_is_in_the_repository() -> None:
 
 def test_the_architecture_is_written_down() -> None:
     text = (ROOT / "docs/ARCHITECTURE.md").read_text(encoding="utf-8")
-    for section in ("## The layers", "## From a file to a compiled diagram", "## One step of a run",
+    for section in ("## The layers", "## From a file to a compiled diagram", "## One run, one loop", "## One turn: every door",
                     "## The studio: file ↔ API ↔ store ↔ canvas", "## Adding a block type", "```mermaid"):
         assert section in text

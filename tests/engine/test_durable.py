@@ -17,8 +17,9 @@ from engine.compile.loader import load_diagram
 from engine.compile.templating import last_turns
 from engine.format.snapshot import SnapshotError, decode, encode
 from engine.runs.checkpoints import CheckpointStore, SqliteCheckpoints, open_checkpoints
-from engine.runs.resume import prepare_resume, resume_run, run_resumption
-from engine.runs.sessions import claim_session, forget_session, read_session, release_session
+from engine.runs.sessions import forget_session, read_session
+from engine.runs.turn import new_turn, resume_run, run_turn
+from engine.runs.turn import resume_turn as prepare_resume
 from engine.runtime.durable import decode_state
 from tests.engine.durable_support import Tick, interrupt_after
 from tests.postgres import sql
@@ -246,9 +247,9 @@ def test_replay_from_a_block_starts_a_linked_run_with_the_scope_the_old_run_had_
     path = _write(tmp_path, COUNTER)
     whole = _run(load_diagram(path, blocks), store, tmp_path)
     Tick.log.clear()
-    resumption = prepare_resume(store, whole.run_id, registry=blocks, from_block="tick")
-    assert resumption.run_id != whole.run_id and resumption.record["replay_of"] == whole.run_id
-    again = asyncio.run(run_resumption(store, resumption, runs_dir=tmp_path / "runs"))
+    replay = prepare_resume(store, whole.run_id, registry=blocks, from_block="tick")
+    assert replay.run_id != whole.run_id and replay.record["replay_of"] == whole.run_id
+    again = asyncio.run(run_turn(replay, services=Services(), runs_dir=tmp_path / "runs"))
     assert again.variables == whole.variables and Tick.log == [0, 1, 2, 3]
     assert store.run(again.run_id)["replay_of"] == whole.run_id  # type: ignore[index]
     # A fixed diagram: the replay runs the new version of the second half.
@@ -260,22 +261,35 @@ def test_replay_from_a_block_starts_a_linked_run_with_the_scope_the_old_run_had_
 
 
 # -- sessions -------------------------------------------------------------------------------------------------------
-def test_a_session_keeps_its_memory_between_turns_and_forgets_it(store: CheckpointStore) -> None:
-    assert claim_session(store, "s1", "chat.yaml", "run-1") is None
-    release_session(store, "s1", "run-1", {"history": [{"role": "user", "content": "hi"}]})
-    assert claim_session(store, "s1", "chat.yaml", "run-2") == {"history": [{"role": "user", "content": "hi"}]}
-    release_session(store, "s1", "run-2", None)  # a failed turn stores nothing
-    assert read_session(store, "s1")["turns"] == 1  # type: ignore[index]
+def _turn(diagram: Any, store: CheckpointStore, session: str, message: str, tmp_path: Path) -> RunResult:
+    turn = new_turn(diagram, {"message": message}, store=store, session=session)
+    return asyncio.run(run_turn(turn, services=Services(), runs_dir=tmp_path / "runs"))
+
+
+def test_a_session_keeps_its_memory_between_turns_and_forgets_it(tmp_path: Path, blocks: BlockRegistry,
+                                                                  store: CheckpointStore) -> None:
+    chat = load_diagram(_write(tmp_path, CHAT), blocks)
+    assert _turn(chat, store, "s1", "hi", tmp_path).succeeded
+    second = _turn(chat, store, "s1", "again", tmp_path)
+    assert [row["content"] for row in second.variables["history"]] == ["hi", "again"]
+    failing = load_diagram(_write(tmp_path, CHAT + "    next: broken\n  - {id: broken, type: Set, set: "
+                                  "{history: \"{{ 1 / 0 }}\"}}\n", name="failing.yaml"), blocks)
+    sql(store, "UPDATE sessions SET diagram = :path WHERE session = 's1'", path=str(failing.path.resolve()))
+    assert _turn(failing, store, "s1", "lost", tmp_path).status == "failed"  # a failed turn stores nothing
+    found = read_session(store, "s1")
+    assert found is not None and found["turns"] == 2 and found["held_by"] is None
+    assert [row["content"] for row in found["memory"]["history"]] == ["hi", "again"]
     assert forget_session(store, "s1") and read_session(store, "s1") is None
 
 
-def test_concurrent_turns_of_one_session_take_it_in_turn_and_lose_nothing(store_url: str, tmp_path: Path) -> None:
+def test_concurrent_turns_of_one_session_take_it_in_turn_and_lose_nothing(store_url: str, tmp_path: Path,
+                                                                           blocks: BlockRegistry) -> None:
     open_checkpoints(store_url, tmp_path / "runs").close()
+    chat = load_diagram(_write(tmp_path, CHAT), blocks)
 
-    def turn(run_id: str) -> None:
+    def turn(message: str) -> None:
         own = open_checkpoints(store_url, tmp_path / "runs")  # a run's own store, as a process of its own has
-        memory = claim_session(own, "shared", "chat.yaml", run_id) or {"turns": []}
-        release_session(own, "shared", run_id, {"turns": [*memory["turns"], run_id]})
+        assert _turn(chat, own, "shared", message, tmp_path).succeeded
         own.close()
 
     threads = [threading.Thread(target=turn, args=(f"run-{n}",)) for n in range(8)]
@@ -285,7 +299,7 @@ def test_concurrent_turns_of_one_session_take_it_in_turn_and_lose_nothing(store_
         thread.join()
     found = read_session(open_checkpoints(store_url, tmp_path / "runs"), "shared")
     assert found is not None and found["turns"] == 8
-    assert sorted(found["memory"]["turns"]) == [f"run-{n}" for n in range(8)]
+    assert sorted(row["content"] for row in found["memory"]["history"]) == [f"run-{n}" for n in range(8)]
 
 
 CHAT = """

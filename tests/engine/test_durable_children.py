@@ -12,7 +12,8 @@ import pytest
 from engine import BlockRegistry, RunResult, Services, UsageError, execute
 from engine.compile.loader import load_diagram
 from engine.runs.checkpoints import CheckpointStore
-from engine.runs.resume import prepare_resume, resume_run
+from engine.runs.turn import resume_run
+from engine.runs.turn import resume_turn as prepare_resume
 from engine.runtime.durable import decode_state
 from tests.engine.durable_support import Tick, interrupt_after
 from tests.postgres import sql

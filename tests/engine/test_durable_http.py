@@ -12,7 +12,7 @@ from blocks.registry import registry
 from engine import Services, execute
 from engine.compile.loader import load_diagram
 from engine.runs.checkpoints import SqliteCheckpoints
-from engine.runs.resume import resume_run
+from engine.runs.turn import resume_run
 from engine.runtime.durable import decode_state
 from tests.engine.durable_support import interrupt_after
 

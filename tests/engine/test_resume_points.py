@@ -11,7 +11,7 @@ import pytest
 from engine import BlockRegistry, RunResult, Services, execute
 from engine.compile.loader import load_diagram
 from engine.runs.checkpoints import CheckpointStore
-from engine.runs.resume import resume_run
+from engine.runs.turn import resume_run
 from engine.runtime.durable import decode_state
 from tests.engine.durable_support import Tick, interrupt_after
 

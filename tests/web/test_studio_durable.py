@@ -177,13 +177,13 @@ def test_a_turn_waits_for_its_session_held_elsewhere_and_is_shown_running_meanwh
     import httpx
 
     from blocks.registry import registry
+    from engine.format.snapshot import encode
     from engine.runs.checkpoints import open_checkpoints
-    from engine.runs.sessions import claim_session, release_session
     from engine.web.app import create_app
 
     runs = tmp_path / "runs"
     store = open_checkpoints(None, runs)
-    assert claim_session(store, "held", str((folder / "chat_memory.yaml").resolve()), "terminal-run") is None
+    assert store.try_claim_session("held", str((folder / "chat_memory.yaml").resolve()), "terminal-run").held
     app = create_app(folder, runs, registry(), token=TOKEN)
 
     async def go() -> dict[str, Any]:
@@ -196,8 +196,8 @@ def test_a_turn_waits_for_its_session_held_elsewhere_and_is_shown_running_meanwh
                 shown = (await client.get(f"/api/runs/{run_id}")).json()
                 assert (shown["status"], shown["count"]) == ("running", 0), shown
             # the terminal's turn ends, storing its memory: the studio's turn starts from it
-            release_session(store, "held", "terminal-run", {"history": [{"role": "user", "content": "first"}],
-                                                            "turns": 7})
+            store.release_session("held", "terminal-run", encode({"history": [{"role": "user", "content": "first"}],
+                                                                  "turns": 7}))
             for _ in range(200):
                 await asyncio.sleep(0.05)
                 shown = (await client.get(f"/api/runs/{run_id}")).json()

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from engine.compile.block import RunSettings
 from engine.compile.diagram import CompiledBlock
+from engine.compile.evaluators import text_condition
 from engine.compile.graph import LinkMap
 from engine.compile.templating import Evaluator, has_template
 from engine.compile.validate.compilation import Compilation, check_csv_path, compile_template
@@ -107,6 +108,21 @@ def _compile_set_and_when(c: Compilation, compiled: CompiledBlock, after: set[st
         if link.when is not None:
             _check_names(c, link.when, after, (*where, "next", link.index, "when"), compiled.id,
                          f"next[{link.index}].when")
+            _check_condition(c, link.when, (*where, "next", link.index, "when"), compiled.id,
+                             f"next[{link.index}].when")
+
+
+def _check_condition(c: Compilation, evaluator: Evaluator, path: Where, block: str, field: str) -> None:
+    """A warning where a condition can only be free text: true whatever it says (README, "Conditions")."""
+    why = text_condition(evaluator)
+    if why is None:
+        return
+    source = str(evaluator.source)
+    shown_source = source if len(source) <= 60 else source[:59] + "…"
+    c.problems.add(path, f"this condition {why} ({shown_source!r}), and any text but an empty one or a false "
+                   "spelling (false, no, off, 0, null, none) is true: it holds whatever the values", block=block,
+                   field=field, hint="write the whole condition inside one {{ }}: \"{{ x > 3 }}\", not \"{{ x }} > 3\"",
+                   code="condition_is_text", severity="warning")
 
 
 def _written_fields(model: type[BaseModel]) -> dict[str, str]:
@@ -133,6 +149,8 @@ def _compile_inputs(c: Compilation, compiled: CompiledBlock, in_scope: set[str])
         if evaluator is None:
             continue
         _check_names(c, evaluator, in_scope, (*where, name), compiled.id, f"with.{name}")
+        if name in type(compiled.impl).condition_inputs:
+            _check_condition(c, evaluator, (*where, name), compiled.id, f"with.{name}")
         if name in type(compiled.impl).deferred_inputs:
             compiled.deferred[name] = evaluator
             continue

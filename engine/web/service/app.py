@@ -26,7 +26,7 @@ from engine.errors import DiagramaError, DiagramInvalid
 from engine.format.levels import MessageLevel
 from engine.format.redact import Redactor
 from engine.format.validation import dotted, validation_message
-from engine.runs.resume import Resumption
+from engine.runs.turn import Turn
 from engine.web.files import FolderError
 from engine.web.http import JSON, answer, read_body
 from engine.web.service.durable import Durable, Refused
@@ -62,7 +62,7 @@ class Backend(Protocol):
     async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
                     key_id: str | None, secrets: list[str], session: str | None = None) -> str: ...
 
-    async def resume(self, robot: str, resumption: Resumption, key_id: str | None, secrets: list[str]) -> str: ...
+    async def resume(self, robot: str, turn: Turn, key_id: str | None, secrets: list[str]) -> str: ...
 
     async def result(self, run_id: str) -> RunAnswer: ...
 
@@ -113,7 +113,9 @@ OPERATIONS: tuple[Operation, ...] = (
               {200: Answer("the run ended (succeeded or failed)", RunAnswer),
                202: Answer("the run is started (`wait: false`)", RunAccepted, headers={"Location": "the run's URL"}),
                400: _BAD, 404: _NOT_FOUND, 413: Answer("the body is larger than 8 MB", ErrorAnswer),
-               409: Answer("the session is a conversation with another robot", ErrorAnswer),
+               409: Answer("the session is a conversation with another robot, or its last run is unfinished (waiting "
+                           "at a Wait, or interrupted): the error names that run, to resume or cancel first",
+                           ErrorAnswer),
                422: Answer("the robot's diagram has problems (it cannot run)", ErrorAnswer)},
               body=RunRequest),
     Operation("GET", "/v1/runs/{run_id}", "getRun", "A run: its status, and its result once it ended",
@@ -213,11 +215,9 @@ class RobotsApi:
         return await self._answer_run(request, run_id, wait=asked.wait)
 
     async def _check_session(self, session: str, diagram: Diagram, name: str) -> None:
-        durable = self.backend.durable
         if not diagram.settings.memory:
             raise ApiError(400, f"robot '{name}' keeps no memory (Start's `memory`): it has no sessions",
                            ["session: the robot keeps no memory"])
-        await durable.check_session(session, diagram, name)
 
     async def _answer_run(self, request: Request, run_id: str, *, wait: bool) -> Response:
         """A started (or resumed) run's answer: its result when it ends (`wait`), else 202 with its URLs."""
@@ -248,8 +248,7 @@ class RobotsApi:
         if not run_id_shape(run_id):
             raise ApiError(404, f"no durable run '{run_id}'")
         try:
-            resumption = await durable.check_resume(run_id, asked.answer, self.robots.registry,
-                                                    take=self.backend.takes_over)
+            turn = await durable.resume(run_id, asked.answer, self.robots.registry, take=self.backend.takes_over)
         except Refused as exc:
             found = await self.backend.get(run_id) if exc.status == 404 else None
             if found is not None:  # a run of ours that kept no checkpoints (Start `durable: false`)
@@ -257,7 +256,7 @@ class RobotsApi:
                     from None
             raise
         key = state.get("key")
-        await self.backend.resume(resumption.diagram.path.stem, resumption, state.get("key_id"),
+        await self.backend.resume(turn.diagram.path.stem, turn, state.get("key_id"),
                                   [*self.secrets, *([key] if key else [])])
         return await self._answer_run(request, run_id, wait=asked.wait)
 

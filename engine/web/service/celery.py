@@ -38,10 +38,10 @@ from engine.runs.event_relay import (
     run_key,
     stream_key,
 )
-from engine.runs.resume import Resumption
 from engine.runs.service_logs import log
 from engine.runs.store import RunStore
-from engine.runtime.trace import Event, new_run_id
+from engine.runs.turn import Turn, new_turn
+from engine.runtime.trace import Event
 from engine.web.service.durable import Durable, Refused, live_answer
 from engine.web.service.models import RunAnswer
 from engine.web.service.runs import RunEvent, recorded_answer, trace_events
@@ -98,7 +98,10 @@ class CeleryBackend:
                     key_id: str | None, secrets: list[str], session: str | None = None) -> str:
         # `secrets` (the caller's key) stay here: sent with the task, they would sit in the broker. The workers scrub
         # their own environment's keys.
-        run_id = new_run_id()
+        turn = new_turn(diagram, inputs, store=self.durable.store, session=session)
+        if session is not None:
+            await self.durable.hold(turn)  # held under the run's id from now: its worker's turn finds it its own
+        run_id = turn.run_id
         client = self.reader.client
         await client.hset(run_key(run_id), mapping={"robot": robot, "key_id": key_id or "", "created": time.time()})
         await client.expire(run_key(run_id), 24 * 3600)  # a run left queued that long is forgotten
@@ -108,8 +111,8 @@ class CeleryBackend:
         self._log.info("run_queued", run_id=run_id, robot=robot, key_id=key_id, backend="celery")
         return run_id
 
-    async def resume(self, robot: str, resumption: Resumption, key_id: str | None, secrets: list[str]) -> str:
-        run_id = resumption.run_id
+    async def resume(self, robot: str, turn: Turn, key_id: str | None, secrets: list[str]) -> str:
+        run_id = turn.run_id
         client = self.reader.client
         if not await client.set(resume_key(run_id), "queued", nx=True, ex=24 * 3600):
             raise Refused(409, f"run '{run_id}' is already being resumed")
@@ -118,7 +121,7 @@ class CeleryBackend:
         await client.delete(stream_key(run_id))
         await client.hset(run_key(run_id), mapping={"robot": robot, "key_id": key_id or "", "created": time.time()})
         await client.expire(run_key(run_id), 24 * 3600)
-        given = resumption.resumed.answer
+        given = turn.resumed.answer if turn.resumed is not None else None
         await asyncio.to_thread(self.app.send_task, RESUME_TASK, args=[
             run_id, plain(given.value) if given is not None else None, self.store.url, str(self.runs_dir),
             self.offline], kwargs={"key_id": key_id})

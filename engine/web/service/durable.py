@@ -1,7 +1,7 @@
 """Durable runs in the robots API: its checkpoint store (beside the run store: its SQLite file, the runs folder's by
-default, or the same database at another SQLAlchemy URL),
-a run's live status and the question of one that waits, a resume checked before it goes (404, 409, or 400 with the
-problems, the run still waiting), and sessions: read, forgotten, and held around each run of theirs.
+default, or the same database at another SQLAlchemy URL), a run's live status and the question of one that waits,
+a resume's turn prepared before it is answered (404, 409, or 400 with the problems, the run still waiting), a new
+run's session held from its request on, and sessions read and forgotten. Turns are engine.runs.turn's.
 
 The executor writes checkpoints through `store` on the event loop's thread (a statement each, microseconds); what
 this module does off the loop (a resume's checks load the diagram; a session's claim may wait) goes through a
@@ -17,21 +17,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from engine.compile.block import BlockRegistry
-from engine.compile.diagram import Diagram
-from engine.errors import UsageError
+from engine.errors import TurnRefused
 from engine.format.jsonout import plain
-from engine.runs.api_durable import take_over
 from engine.runs.checkpoints import CheckpointStore, open_checkpoints
-from engine.runs.resume import Resumption, answer_problems, prepare_resume
-from engine.runs.sessions import claim_session, forget_session, read_session, release_session
+from engine.runs.sessions import forget_session, read_session
 from engine.runs.traces import INTERRUPTED
+from engine.runs.turn import Turn, hold_session, resume_turn
 from engine.web.service.models import RunAnswer, SessionAnswer, WaitingFor
 
-__all__ = ["Durable", "Refused", "live_answer"]
+__all__ = ["Durable", "Refused", "live_answer", "refusal"]
 
-_CLAIM_POLL_S = 0.02
-_CLAIM_WAIT_S = 600.0
-"""How long a run waits for its session's previous turn to end (as `diagrama run --session` waits)."""
 _T = TypeVar("_T")
 
 
@@ -67,76 +62,43 @@ class Durable:
         return await asyncio.to_thread(locked)
 
     def _ours(self, diagram: object) -> bool:
-        return Path(str(diagram)).parent == self.folder
+        return Path(str(diagram)).resolve().parent == self.folder
 
     async def row(self, run_id: str) -> dict[str, Any] | None:
         """The run's durable record (live status, what it waits for), if it is a run of this folder's robots."""
         found = await self._off_loop(lambda store: store.run(run_id))
         return found if found is not None and self._ours(found["diagram"]) else None
 
-    async def check_resume(self, run_id: str, answer: Mapping[str, Any] | None, registry: BlockRegistry, *,
-                           take: bool) -> Resumption:
-        """The run's resume worked out, or Refused: 404 not a durable run of ours, 409 not waiting or interrupted,
-        400 a missing answer or one the Wait's form refuses (every problem; the run stays waiting). `take`: mark it
-        running in this process too (the local backend), so that a second resume finds it taken (409)."""
+    async def access(self, work: Callable[[CheckpointStore], _T]) -> _T:
+        """A turn's own statements (its session's) off the loop: engine.runs.turn's StoreAccess."""
+        return await self._off_loop(work)
 
-        def check(store: CheckpointStore) -> Resumption:
-            row = store.run(run_id)
-            if row is None or not self._ours(row["diagram"]):
-                raise Refused(404, f"no durable run '{run_id}'")
-            status = row["status"]
-            waiting = row.get("waiting") or {}
-            if status == "waiting":
-                if answer is None:
-                    raise Refused(400, f"run '{run_id}' waits at '{waiting.get('block')}' for an answer: "
-                                       f"{waiting.get('prompt')}", ["answer: required (the Wait's form)"])
-                problems = answer_problems(waiting.get("form"), dict(answer))
-                if problems:
-                    raise Refused(400, f"the answer does not fit the form of '{waiting.get('block')}'; the run is "
-                                       "still waiting", problems)
-            elif status == INTERRUPTED:
-                if answer is not None:
-                    raise Refused(400, f"run '{run_id}' was interrupted, not stopped at a Wait: resume it without "
-                                       "an answer", ["answer: not taken by an interrupted run"])
-            else:
-                raise Refused(409, f"run '{run_id}' is {status}: only a waiting or an interrupted run resumes")
-            try:
-                resumption = prepare_resume(store, run_id, registry=registry,
-                                            answer=dict(answer) if answer is not None else None)
-            except UsageError as exc:
-                raise Refused(409, str(exc)) from None
-            if take and not take_over(store, run_id):
-                raise Refused(409, f"run '{run_id}' is already being resumed")
-            return resumption
+    async def resume(self, run_id: str, answer: Mapping[str, Any] | None, registry: BlockRegistry, *,
+                     take: bool) -> Turn:
+        """The run's turn (engine.runs.turn.resume_turn), or Refused: 404 not a durable run of ours, 409 not waiting
+        or interrupted (or taken), 400 a missing answer or one the Wait's form refuses (every problem; the run stays
+        waiting). `take`: mark it running in this process too (the local backend), so that a second resume finds
+        it taken (409); a Celery worker takes it when it starts."""
 
-        return await self._off_loop(check)
+        def prepare(store: CheckpointStore) -> Turn:
+            return resume_turn(store, run_id, registry=registry, answer=dict(answer) if answer is not None else None,
+                               take=take, ours=self._ours)
 
-    async def check_session(self, session: str, diagram: Diagram, robot: str) -> None:
-        """Refused (409) when the session is another robot's: its memory is of that robot's variables."""
-        found = await self._off_loop(lambda store: read_session(store, session))
-        if found is not None and found.get("diagram") and Path(str(found["diagram"])) != diagram.path.resolve():
-            raise Refused(409, f"session '{session}' is a conversation with robot '{Path(str(found['diagram'])).stem}'"
-                               f", not '{robot}'")
+        try:
+            turn = await self._off_loop(prepare)
+        except TurnRefused as refused:
+            raise refusal(refused) from None
+        turn.store = self.store  # its checkpoints on the loop's connection, as every run's here
+        return turn
 
-    async def claim(self, session: str, diagram: Diagram, run_id: str) -> dict[str, Any] | None:
-        """Hold `session` for this run: the memory values to start with (None for a new session). Waits, off the
-        loop's threads, while another run of the session has its turn."""
-        waited = 0.0
-        while True:
-            try:
-                stored = await self._off_loop(
-                    lambda store: claim_session(store, session, str(diagram.path.resolve()), run_id, wait_s=0))
-            except UsageError:  # held by a run still going
-                if waited >= _CLAIM_WAIT_S:
-                    raise
-                await asyncio.sleep(_CLAIM_POLL_S)
-                waited += _CLAIM_POLL_S
-                continue
-            memory = diagram.settings.memory
-            return {name: stored[name] for name in memory if name in stored} if stored is not None else None
-
-    async def release(self, session: str, run_id: str, values: Mapping[str, Any] | None) -> None:
-        await self._off_loop(lambda store: release_session(store, session, run_id, values))
+    async def hold(self, turn: Turn) -> None:
+        """A new run's session, held from the request on when it is free (turns go in the order they came; one that
+        another turn still runs waits for it when the run starts); Refused 409 while the session's last turn is
+        unfinished or the session is another robot's."""
+        try:
+            await hold_session(turn, self.access, wait_s=0)
+        except TurnRefused as refused:
+            raise refusal(refused) from None
 
     async def session(self, session: str) -> SessionAnswer | None:
         found = await self._off_loop(lambda store: read_session(store, session))
@@ -156,10 +118,20 @@ class Durable:
         self.store.close()
 
 
+_STATUS = {"not_found": 404, "answer": 400, "input": 400}
+"""A TurnRefused's HTTP status by its reason; any other reason is a conflict with the run's or session's state (409)."""
+
+
+def refusal(refused: TurnRefused) -> Refused:
+    """A turn's refusal as the API answers it."""
+    return Refused(_STATUS.get(refused.reason, 409), refused.message, refused.problems)
+
+
 def live_answer(found: RunAnswer | None, row: Mapping[str, Any] | None) -> RunAnswer | None:
     """A run as the API answers it, its status from its durable record where it has one: `running`, `waiting`
-    (with its question) and `interrupted` are what the run is now; a finished one's result is the run store's."""
-    if row is None or row["status"] not in ("running", "waiting", INTERRUPTED):
+    (with its question), `interrupted` and `cancelled` are what the run is now; a finished one's result is the run
+    store's."""
+    if row is None or row["status"] not in ("running", "waiting", INTERRUPTED, "cancelled"):
         return found
     status = row["status"]
     answer = found or RunAnswer(run_id=str(row["run_id"]), robot=Path(str(row["diagram"])).stem, status=status)

@@ -11,10 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = ["SESSION_PATTERN", "ErrorAnswer", "ResumeRequest", "RobotInfo", "RobotList", "RunAccepted", "RunAnswer",
            "RunRequest", "RunStatus", "SessionAnswer", "WaitingFor"]
 
-RunStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "interrupted"]
+RunStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "interrupted", "cancelled"]
 """`queued`: waiting for a worker (the Celery backend); `waiting`: stopped at a `Wait` for a person's answer
 (`POST /v1/runs/{id}/resume` goes on); `interrupted`: its process died before the run finished (resume goes on from
-its last checkpoint)."""
+its last checkpoint); `cancelled`: given up while waiting or interrupted (`diagrama resume RUN --cancel`)."""
 
 SESSION_PATTERN = r"^[A-Za-z0-9_.:@-]{1,100}$"
 """A session's id: a caller's own (a chat's id, a user's), kept to characters that need no escaping in a URL."""
@@ -111,4 +111,6 @@ class SessionAnswer(_Model):
     turns: int = Field(description="runs of the session that succeeded (each stored its memory)")
     memory: dict[str, Any] = Field(description="memory variable → its value after the session's last good run")
     updated: float | None = Field(default=None, description="when a run last stored it, seconds since the epoch")
-    running: str | None = Field(default=None, description="the run holding the session now (its turn), if any")
+    running: str | None = Field(default=None, description="the run holding the session now (its turn), if any: one "
+                                                          "running, or one waiting or interrupted, which the session's "
+                                                          "next run waits for (409 until it goes on or is cancelled)")

@@ -23,15 +23,16 @@ from typing import Any
 import orjson
 
 from engine.compile.diagram import Diagram
+from engine.errors import TurnRefused
 from engine.format.levels import MessageLevel
 from engine.format.redact import Redactor
-from engine.runs.api_durable import memory_of, trace_lines
+from engine.runs.api_durable import trace_lines
 from engine.runs.event_relay import event_name, render_event, result_fields
-from engine.runs.resume import Resumption
 from engine.runs.service_logs import log
+from engine.runs.turn import Turn, new_turn, run_turn
 from engine.runtime.context import RunObserver, Services
-from engine.runtime.execute import RunResult, execute
-from engine.runtime.trace import Event, new_run_id
+from engine.runtime.execute import RunResult
+from engine.runtime.trace import Event
 from engine.web.service.durable import Durable, live_answer
 from engine.web.service.models import RunAnswer, RunStatus
 
@@ -199,39 +200,35 @@ class LocalBackend:
 
     async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
                     key_id: str | None, secrets: list[str], session: str | None = None) -> str:
-        run_id = new_run_id()
-        # The inputs the checkpoint store keeps (a resume's record) are scrubbed as the trace's are.
-        kept = Redactor([*self.services.secrets(), *secrets]).value(inputs)
-        record_fields = {"inputs": kept, **({"session": session} if session is not None else {})}
+        turn = new_turn(diagram, inputs, store=self.durable.store, session=session)
+        if session is not None:
+            await self.durable.hold(turn)
 
-        async def run(remembered: dict[str, Any] | None) -> RunResult:
-            return await execute(diagram, inputs, runs_dir=self.runs_dir, message_level=level, services=self.services,
-                                 run_id=run_id, secrets=secrets, remembered=remembered, record=record_fields)
+        async def run() -> RunResult:
+            return await run_turn(turn, services=self.services, runs_dir=self.runs_dir, message_level=level,
+                                  secrets=secrets, access=self.durable.access)
 
-        self._launch(RunRecord(run_id, robot, self.runs_dir / run_id / "trace.jsonl"), diagram, inputs, run, key_id,
-                     session)
-        return run_id
+        self._launch(RunRecord(turn.run_id, robot, self.runs_dir / turn.run_id / "trace.jsonl"), diagram, inputs, run,
+                     key_id, session)
+        return turn.run_id
 
-    async def resume(self, robot: str, resumption: Resumption, key_id: str | None, secrets: list[str]) -> str:
-        """Go on with a run checked and taken (engine.web.service.durable): under its own id, its events after its
-        trace's lines."""
-        run_id = resumption.run_id
+    async def resume(self, robot: str, turn: Turn, key_id: str | None, secrets: list[str]) -> str:
+        """Go on with a run's turn, checked and taken (engine.web.service.durable): under its own id, its events after
+        its trace's lines."""
+        run_id = turn.run_id
         trace = self.runs_dir / run_id / "trace.jsonl"
         first = await asyncio.to_thread(trace_lines, trace) + 1
-        session = resumption.record.get("session")
 
-        async def run(_remembered: dict[str, Any] | None) -> RunResult:  # the session's memory is in the checkpoint
-            return await execute(resumption.diagram, runs_dir=self.runs_dir, services=self.services, run_id=run_id,
-                                 secrets=secrets, resume=resumption.resumed, record=resumption.record)
+        async def run() -> RunResult:
+            return await run_turn(turn, services=self.services, runs_dir=self.runs_dir, secrets=secrets,
+                                  access=self.durable.access)
 
         self.runs.pop(run_id, None)  # its first part's record: the new one follows on from its trace
-        self._launch(RunRecord(run_id, robot, trace, first), resumption.diagram, resumption.inputs, run, key_id,
-                     str(session) if session else None)
+        self._launch(RunRecord(run_id, robot, trace, first), turn.diagram, turn.inputs, run, key_id, turn.session)
         return run_id
 
     def _launch(self, record: RunRecord, diagram: Diagram, inputs: dict[str, Any],
-                run: Callable[[dict[str, Any] | None], Awaitable[RunResult]], key_id: str | None,
-                session: str | None) -> None:
+                run: Callable[[], Awaitable[RunResult]], key_id: str | None, session: str | None) -> None:
         run_id = record.run_id
         self.runs[run_id] = record
         self._forget_old()
@@ -239,23 +236,20 @@ class LocalBackend:
 
         async def go() -> None:
             status: RunStatus = "interrupted"
-            result: RunResult | None = None
-            durable = self.durable
             try:
-                remembered = None
-                if session is not None:
-                    remembered = await durable.claim(session, diagram, run_id)  # its turn: the last one's memory
-                result = await run(remembered)
+                result = await run()
                 status = "succeeded" if result.succeeded else "waiting" if result.status == "waiting" else "failed"
                 record.finish(result_fields(result), status)
                 if self.store is not None:
                     self._to_record.append((result, diagram, inputs))
                     if len(self._to_record) == 1:  # the first of a batch: the rest join it for one commit
                         asyncio.get_running_loop().call_later(_RECORD_AFTER_S, self._record_now)
+            except TurnRefused as refused:  # its session's last turn stopped unfinished while this one waited
+                status = "failed"
+                record.finish({"run_id": run_id, "status": "failed",
+                               "errors": [{"block": None, "type": refused.reason, "message": refused.message}]},
+                              status)
             finally:
-                if session is not None:
-                    values = memory_of(diagram, result) if result is not None else None
-                    await asyncio.shield(durable.release(session, run_id, values))  # let go even when cancelled
                 if not record.done.done():
                     record.finish(None, status)  # cancelled (the server stops): the trace says interrupted
                 self._log.info("run", run_id=run_id, robot=record.robot, key_id=key_id, status=status,
