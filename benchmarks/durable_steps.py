@@ -151,21 +151,24 @@ def main() -> None:
                                                                 strict=True))
                 print(f"  LangGraph SqliteSaver / {ours_name}: {ratio:.1f}× (target ≥ 20×)")
         if args.process:
-            _process(root, max(steps, 20_000))
+            _process(root, max(steps, 20_000), sync=args.sync)
         _resume_figure(root, blocks, store)
         if other is not None:
             _resume_figure(root, blocks, other)
 
 
-def _process(root: Path, steps: int) -> None:
+def _process(root: Path, steps: int, *, sync: bool = False) -> None:
     """`diagrama run` as a process: `steps` durable Function steps against 1, per step (wall time), at Debug (the
-    default) and Release; then LangGraph's counter as a process, the same way, and the ratios (the issue's target)."""
+    default) and Release, with `sync` also a plain `def` at Debug; then LangGraph's counter as a process, the same
+    way, and the ratios (the issue's targets)."""
     per_step: dict[str, float] = {}
-    for level in ("Default", "Release"):
+    shapes = [("Default", "add_one"), ("Release", "add_one")] + ([("Default", "add_one_sync")] if sync else [])
+    for level, function in shapes:
+        name = level if function == "add_one" else f"{level}, sync def"
         times = {}
         for count in (1, steps):
-            path = root / f"process{count}{level}.yaml"
-            path.write_text(counter_yaml(count, durable=True, level=level))
+            path = root / f"process{count}{level}{function}.yaml"
+            path.write_text(counter_yaml(count, durable=True, level=level, function=function))
             walls = []
             for _ in range(5):
                 began = time.perf_counter()
@@ -173,10 +176,13 @@ def _process(root: Path, steps: int) -> None:
                                 str(root / "p")], check=True, capture_output=True)
                 walls.append(time.perf_counter() - began)
             times[count] = statistics.median(walls)
-        per_step[level] = (times[steps] - times[1]) / (steps - 1) * 1e6
-        print(f"  `diagrama run` as a process, Function counter, {level}: "
-              f"{per_step[level]:.1f} µs a durable step (wall, median of 5, "
+        per_step[name] = (times[steps] - times[1]) / (steps - 1) * 1e6
+        print(f"  `diagrama run` as a process, Function counter, {name}: "
+              f"{per_step[name]:.1f} µs a durable step (wall, median of 5, "
               f"{steps:,} steps against 1: the process's start-up taken out)")
+    if sync:
+        print(f"  a plain def / an async def, as processes: {per_step['Default, sync def'] / per_step['Default']:.2f}× "
+              "(target ≤ 1.5×)")
     times = {}
     for count in (1, steps):  # LangGraph's counter on SqliteSaver, as a process too: the same measure
         walls = []

@@ -159,3 +159,14 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return f"sqlite:///{tmp_path / 'runs' / 'diagrama.db'}"
     url: str = request.getfixturevalue("postgres_url")
     return url
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Slow as well: every test on PostgreSQL (a database of its own, on the session's cluster: `store_url`'s second
+    value, `postgres_url`) and every browser test. `-m "not slow"` is then the core: SQLite, in-process."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        on_postgres = "postgres_url" in fixtures or "postgres_cluster" in fixtures or "[postgresql" in item.name \
+            or "-postgresql" in item.name
+        if on_postgres or item.get_closest_marker("browser") is not None:
+            item.add_marker(pytest.mark.slow)

@@ -1,22 +1,21 @@
-"""The `diagrama` command: the typer app, exit codes, consoles, and the helpers its command groups share.
+"""The `diagrama` command: its command table, exit codes, consoles, and the helpers its command groups share.
 
-Exit status: 0 success, 1 a run failed, 2 a bad diagram or bad usage, 3 a run waiting for an answer (a Wait). Only DiagramaErrors
-become one-line messages; anything else is our bug and shows as such. Each command group is
-a module here that imports the engine when a command runs, so `diagrama --help` loads none of it.
+Exit status: 0 success, 1 a run failed, 2 a bad diagram or bad usage, 3 a run waiting for an answer (a Wait). Only
+DiagramaErrors become one-line messages; anything else is our bug and shows as such. The commands are click's; each
+command group is a module here that is imported only when one of its commands runs (click's documented lazy group),
+and imports the engine only inside the command: `diagrama --help` loads click and this module, nothing else.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import importlib.util
 import os
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
-
-from engine.format.levels import DEFAULT, MESSAGE_LEVELS
+import click
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -26,22 +25,67 @@ if TYPE_CHECKING:
     from engine.errors import DiagramaError
     from engine.format.redact import Redactor
 
-__all__ = ["app", "main"]
+__all__ = ["COMMANDS", "LEVELS", "PATH", "app", "main"]
 
-app = typer.Typer(
-    name="diagrama",
-    help="Run, check and inspect diagrama diagrams (YAML workflows of LLM blocks).",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("engine.cli.run:run", "Run a diagram once."),
+    "resume": ("engine.cli.durable:resume", "Continue an interrupted run from its last checkpoint, answer a "
+               "waiting one, or replay one from a block."),
+    "batch": ("engine.cli.batch:batch", "Run a diagram over many inputs, N at a time, recorded in the run store; "
+              "resumable."),
+    "validate": ("engine.cli.run:validate", "Check diagrams without running them; every problem of each file is "
+                 "listed."),
+    "schema": ("engine.cli.run:schema", "Print the JSON Schema of diagram files (for editors: diagrama schema > "
+               "diagram.schema.json)."),
+    "test": ("engine.cli.testing:test_scenarios", "Run robot scenario files (*.scenario.yaml) against the offline "
+             "simulator."),
+    "graph": ("engine.cli.run:graph", "Draw a diagram as Mermaid or Graphviz DOT text, optionally with a run's path."),
+    "trace": ("engine.cli.traces:trace", "Show a run's steps: block, type, start offset, duration, status, link taken, "
+              "short inputs/outputs."),
+    "runs": ("engine.cli.traces:runs", "List recent runs: id, diagram, status, start, duration, steps, and the batch "
+             "row or `scenario`."),
+    "sessions": ("engine.cli.durable:sessions", "List conversations (sessions) with their turns and memory, or forget "
+                 "one."),
+    "serve": ("engine.cli.serve:serve", "The studio: build, edit, run and debug the folder's diagrams in the "
+              "browser; the YAML files stay the source."),
+    "api": ("engine.cli.api:api", "Serve the folder's robots over HTTP: list them, run them, follow their events "
+            "(SSE); bearer keys required."),
+    "api-key": ("engine.cli.api:api_key", "Make an API key: prints the key (give it to the caller; it is not kept) "
+                "and its keys-file line."),
+    "worker": ("engine.cli.batch:worker", "A Celery worker that runs batch rows (`diagrama batch --backend celery`) "
+               "and `diagrama api`'s runs."),
+}
+"""Command name → (module:attribute of its click command, its one-line help), in the order `--help` lists them. The
+help is written here so that `--help` imports no command; a test holds each to its command's own docstring."""
 
 
-if TYPE_CHECKING:  # an enum made of names at run time is one mypy cannot read: to it, any StrEnum
-    Level = StrEnum
-else:  # --message-level's and --level's choices: the engine's message level names (engine.format.levels, no pydantic)
-    Level = StrEnum("Level", {name: name for name in MESSAGE_LEVELS if name != DEFAULT})
+class LazyCommands(click.Group):
+    """The commands of COMMANDS, each imported when it is asked for (click's "lazily loading subcommands")."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        found = COMMANDS.get(name)
+        if found is None:
+            return None
+        module, _, attribute = found[0].partition(":")
+        command: click.Command = getattr(importlib.import_module(module), attribute)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, short) for name, (_, short) in COMMANDS.items()])
+
+
+app = LazyCommands(name="diagrama", help="Run, check and inspect diagrama diagrams (YAML workflows of LLM blocks).",
+                   no_args_is_help=True, context_settings={"help_option_names": ["--help", "-h"]})
+
+PATH = click.Path(path_type=Path)
+"""A path option or argument, given to the command as a Path (not checked here: the command says what is wrong)."""
+
+LEVELS = ("Release", "Debug", "Detailed")
+"""--message-level's and --level's choices: the message level names (engine.format.levels; a test holds them equal)."""
 
 
 @functools.cache
@@ -69,7 +113,7 @@ def blocks_registry() -> BlockRegistry:
     return registry()
 
 
-def fail(error: DiagramaError) -> typer.Exit:
+def fail(error: DiagramaError) -> click.exceptions.Exit:
     """Print a DiagramaError for a person; the Exit to raise: 2 for a bad diagram or usage, 1 for a failed run."""
     from rich.markup import escape
 
@@ -82,9 +126,9 @@ def fail(error: DiagramaError) -> typer.Exit:
             err.print(escape(scrub(str(problem))))
         count = len(error.problems)
         err.print(f"{count} problem{'s' if count != 1 else ''} found; nothing ran.")
-        return typer.Exit(2)
+        return click.exceptions.Exit(2)
     err.print(f"error: {escape(scrub(str(error)))}")
-    return typer.Exit(1 if isinstance(error, RunError) else 2)
+    return click.exceptions.Exit(1 if isinstance(error, RunError) else 2)
 
 
 def load(path: Path) -> Diagram:
@@ -118,27 +162,8 @@ def require_extra(module: str, extra: str, command: str) -> None:
     if not has_module(module):
         console(stderr=True).print(f"diagrama {command} needs the {extra} extra: pip install 'diagrama[{extra}]'",
                                    markup=False)
-        raise typer.Exit(2)
+        raise click.exceptions.Exit(2)
 
 
 def main() -> None:
     app()
-
-
-# The command groups import the helpers above; the commands are listed here, in the order `--help` shows them.
-from engine.cli import api, batch, durable, run, serve, testing, traces  # noqa: E402  (after the helpers they import)
-
-app.command()(run.run)
-app.command()(durable.resume)
-app.command()(batch.batch)
-app.command()(run.validate)
-app.command()(run.schema)
-app.command("test")(testing.test_scenarios)
-app.command()(run.graph)
-app.command()(traces.trace)
-app.command()(traces.runs)
-app.command()(durable.sessions)
-app.command()(serve.serve)
-app.command()(api.api)
-app.command("api-key")(api.api_key)
-app.command()(batch.worker)

@@ -4,16 +4,25 @@
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Any
 
-import typer
+import click
 
-from engine.cli import blocks_registry, console, fail, require_extra, runs_folder
+from engine.cli import PATH, blocks_registry, console, fail, require_extra, runs_folder
 
-LogFormatOption = Annotated[str | None, typer.Option(
-    "--log-format", help="console or json (default: json when stderr is not a terminal)")]
-LogLevelOption = Annotated[str, typer.Option("--log-level", help="debug, info, warning or error")]
+
+def log_options(level: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--log-format and --log-level, which every service command takes (`level`: its default)."""
+
+    def add(command: Callable[..., Any]) -> Callable[..., Any]:
+        command = click.option("--log-level", default=level, show_default=True,
+                               help="debug, info, warning or error")(command)
+        return click.option("--log-format", default=None,
+                            help="console or json (default: json when stderr is not a terminal)")(command)
+
+    return add
 
 
 def start_logs(log_format: str | None, log_level: str, secrets: list[str] | None = None) -> None:
@@ -37,27 +46,27 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def api(
-    folder: Annotated[Path, typer.Argument(help="folder of diagrams: each is a robot named by its file's stem")] = Path(
-        "diagrams"),
-    port: Annotated[int, typer.Option("--port", help="port on the host")] = 8080,
-    host: Annotated[str, typer.Option("--host", help="127.0.0.1 keeps it local; 0.0.0.0 serves the network")] = "127.0.0.1",
-    keys_file: Annotated[Path | None, typer.Option(
-        "--keys-file", help="keys' digests, `ID sha256:HEX [rpm=N]` a line (`diagrama api-key ID`)")] = None,
-    no_auth: Annotated[bool, typer.Option("--no-auth", help="serve without keys: loopback addresses only")] = False,
-    rpm: Annotated[float, typer.Option("--rpm", min=0, help="requests a minute per key (0: no limit)")] = 600,
-    offline: Annotated[bool, typer.Option("--offline", help="answer request blocks with the simulator")] = False,
-    backend: Annotated[str, typer.Option("--backend", help="local (runs in this process) or celery (on workers)")] = "local",
-    broker: Annotated[str | None, typer.Option("--broker", help="Celery broker URL (default redis://127.0.0.1:6379/0)")] = None,
-    store_url: Annotated[str | None, typer.Option(
-        "--store", help="SQLAlchemy URL of the run store, which also keeps the checkpoints (waits, resumes, "
-                        "sessions)")] = None,
-    runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
-    data_root: Annotated[list[Path] | None, typer.Option(
-        "--data-root", help="a folder besides the diagrams' own that they may read files from (repeatable)")] = None,
-    log_format: LogFormatOption = None,
-    log_level: LogLevelOption = "info",
-) -> None:
+@click.command()
+@click.argument("folder", type=PATH, default=Path("diagrams"), required=False)
+@click.option("--port", type=int, default=8080, show_default=True, help="port on the host")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="127.0.0.1 keeps it local; 0.0.0.0 serves the network")
+@click.option("--keys-file", type=PATH, help="keys' digests, `ID sha256:HEX [rpm=N]` a line (`diagrama api-key ID`)")
+@click.option("--no-auth", is_flag=True, help="serve without keys: loopback addresses only")
+@click.option("--rpm", type=click.FloatRange(min=0), default=600, show_default=True,
+              help="requests a minute per key (0: no limit)")
+@click.option("--offline", is_flag=True, help="answer request blocks with the simulator")
+@click.option("--backend", default="local", show_default=True, help="local (runs in this process) or celery (on workers)")
+@click.option("--broker", help="Celery broker URL (default redis://127.0.0.1:6379/0)")
+@click.option("--store", "store_url", help="SQLAlchemy URL of the run store, which also keeps the checkpoints (waits, "
+              "resumes, sessions)")
+@click.option("--runs-dir", type=PATH)
+@click.option("--data-root", type=PATH, multiple=True,
+              help="a folder besides the diagrams' own that they may read files from (repeatable)")
+@log_options("info")
+def api(folder: Path, port: int, host: str, keys_file: Path | None, no_auth: bool, rpm: float, offline: bool,
+        backend: str, broker: str | None, store_url: str | None, runs_dir: Path | None, data_root: tuple[Path, ...],
+        log_format: str | None, log_level: str) -> None:
     """Serve the folder's robots over HTTP: list them, run them, follow their events (SSE); bearer keys required."""
     for module in ("starlette", "uvicorn", "sse_starlette"):
         require_extra(module, "web", "api")
@@ -90,7 +99,9 @@ def api(
     uvicorn.run(app, host=host, port=port, log_config=None, access_log=False)
 
 
-def api_key(key_id: Annotated[str, typer.Argument(help="the key's id, shown in logs (never the key)")]) -> None:
+@click.command("api-key")
+@click.argument("key_id")
+def api_key(key_id: str) -> None:
     """Make an API key: prints the key (give it to the caller; it is not kept) and its keys-file line."""
     from engine.errors import UsageError
     from engine.web.service.keys import new_key

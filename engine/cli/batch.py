@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
-from engine.cli import blocks_registry, console, fail, require_extra, runs_folder
-from engine.cli.api import LogFormatOption, LogLevelOption, start_logs
+from engine.cli import PATH, blocks_registry, console, fail, require_extra, runs_folder
+from engine.cli.api import log_options, start_logs
 from engine.cli.run import OTEL_HELP, otel_export
 
 if TYPE_CHECKING:
@@ -25,27 +25,30 @@ if TYPE_CHECKING:
     from engine.runs.store import RunStore
 
 
-# Long by its options (one line each, as typer reads them); the body is short.
-def batch(
-    diagram: Annotated[Path, typer.Argument(help="the diagram file")],
-    inputs: Annotated[Path, typer.Option("--inputs", help="CSV, JSON Lines, or a YAML/JSON list: one run per row")],
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="runs at once")] = 8,
-    output: Annotated[Path | None, typer.Option("--output", help="results file, .jsonl or .csv")] = None,
-    collect: Annotated[str, typer.Option("--collect", help="variables to put in the results, a,b")] = "",
-    resume: Annotated[str | None, typer.Option("--resume", help="a batch id: run only its unfinished rows")] = None,
-    force: Annotated[bool, typer.Option("--force", help="resume even if the diagram changed")] = False,
-    store_url: Annotated[str | None, typer.Option("--store", help="SQLAlchemy URL of the run store")] = None,
-    backend: Annotated[str, typer.Option("--backend", help="local, or celery")] = "local",
-    broker: Annotated[str | None, typer.Option("--broker", help="Celery broker URL (default redis://127.0.0.1:6379/0)")] = None,
-    offline: Annotated[bool, typer.Option("--offline", help="answer request blocks with the simulator")] = False,
-    rpm: Annotated[list[str] | None, typer.Option("--rpm", help="requests per minute per vendor, claude=50")] = None,
-    max_concurrent: Annotated[list[str] | None, typer.Option("--max-concurrent", help="calls in flight, groq=4")] = None,
-    grace: Annotated[float, typer.Option("--grace", help="seconds running runs get after Ctrl-C")] = 10.0,
-    runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
-    data_root: Annotated[list[Path] | None, typer.Option(
-        "--data-root", help="a folder besides the diagram's own that it may read files from (repeatable)")] = None,
-    otel: Annotated[bool, typer.Option("--otel", help=OTEL_HELP + "; with Celery, start the workers with --otel")] = False,
-) -> None:
+@click.command()
+@click.argument("diagram", type=PATH)
+@click.option("--inputs", type=PATH, required=True, help="CSV, JSON Lines, or a YAML/JSON list: one run per row")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="runs at once")
+@click.option("--output", type=PATH, help="results file, .jsonl or .csv")
+@click.option("--collect", default="", help="variables to put in the results, a,b")
+@click.option("--resume", help="a batch id: run only its unfinished rows")
+@click.option("--force", is_flag=True, help="resume even if the diagram changed")
+@click.option("--store", "store_url", help="SQLAlchemy URL of the run store")
+@click.option("--backend", default="local", show_default=True, help="local, or celery")
+@click.option("--broker", help="Celery broker URL (default redis://127.0.0.1:6379/0)")
+@click.option("--offline", is_flag=True, help="answer request blocks with the simulator")
+@click.option("--rpm", multiple=True, help="requests per minute per vendor, claude=50")
+@click.option("--max-concurrent", multiple=True, help="calls in flight, groq=4")
+@click.option("--grace", type=float, default=10.0, show_default=True, help="seconds running runs get after Ctrl-C")
+@click.option("--runs-dir", type=PATH)
+@click.option("--data-root", type=PATH, multiple=True,
+              help="a folder besides the diagram's own that it may read files from (repeatable)")
+@click.option("--otel", is_flag=True, help=OTEL_HELP + "; with Celery, start the workers with --otel")
+# Long by its options (one parameter each); the body is short.
+def batch(diagram: Path, inputs: Path, concurrency: int, output: Path | None, collect: str, resume: str | None,
+          force: bool, store_url: str | None, backend: str, broker: str | None, offline: bool, rpm: tuple[str, ...],
+          max_concurrent: tuple[str, ...], grace: float, runs_dir: Path | None, data_root: tuple[Path, ...],
+          otel: bool) -> None:
     """Run a diagram over many inputs, N at a time, recorded in the run store; resumable."""
     require_extra("sqlalchemy", "batch", "batch")
     if backend == "celery":
@@ -67,8 +70,8 @@ def batch(
     folder = runs_folder(runs_dir)
     try:
         rows = read_rows(inputs, loaded)
-        rpm_limits = parse_limits(rpm or [], "--rpm")
-        concurrent_limits = parse_limits(max_concurrent or [], "--max-concurrent")
+        rpm_limits = parse_limits(list(rpm), "--rpm")
+        concurrent_limits = parse_limits(list(max_concurrent), "--max-concurrent")
     except (DiagramaError, ValueError) as exc:
         raise fail(exc if isinstance(exc, DiagramaError) else UsageError(str(exc))) from None
     names = [name.strip() for name in collect.split(",") if name.strip()]
@@ -111,7 +114,7 @@ def batch(
         ("--grace", grace if grace != 10.0 else None), *(("--data-root", root) for root in data_root or []),
         ("--offline", offline), ("--force", force), ("--otel", otel)]
     _report(outcome, resume_command(diagram, inputs, options))
-    raise typer.Exit(0 if outcome.failed == 0 and outcome.not_run == 0 else 1)
+    raise click.exceptions.Exit(0 if outcome.failed == 0 and outcome.not_run == 0 else 1)
 
 
 def resume_command(diagram: Path, inputs: Path, options: list[tuple[str, Any]]) -> str:
@@ -221,13 +224,13 @@ def _checkpoint_store(store: RunStore, folder: Path) -> CheckpointStore:
         raise fail(UsageError(str(exc))) from None
 
 
-def worker(
-    broker: Annotated[str | None, typer.Option("--broker", help="Celery broker URL (default redis://127.0.0.1:6379/0)")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="runs at once in this worker")] = 2,
-    otel: Annotated[bool, typer.Option("--otel", help=OTEL_HELP)] = False,
-    log_format: LogFormatOption = None,
-    log_level: LogLevelOption = "info",
-) -> None:
+@click.command()
+@click.option("--broker", help="Celery broker URL (default redis://127.0.0.1:6379/0)")
+@click.option("--concurrency", type=click.IntRange(min=1), default=2, show_default=True,
+              help="runs at once in this worker")
+@click.option("--otel", is_flag=True, help=OTEL_HELP)
+@log_options("info")
+def worker(broker: str | None, concurrency: int, otel: bool, log_format: str | None, log_level: str) -> None:
     """A Celery worker that runs batch rows (`diagrama batch --backend celery`) and `diagrama api`'s runs."""
     require_extra("celery", "celery", "worker")
     require_extra("sqlalchemy", "celery", "worker")

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
-from engine.cli import blocks_registry, console, fail, runs_folder
+from engine.cli import PATH, blocks_registry, console, fail, runs_folder
 
 if TYPE_CHECKING:
     from engine.compile.diagram import Diagram
@@ -34,8 +34,8 @@ def open_turn(diagram: Diagram, folder: Path, session: str | None, inputs: dict[
             store = open_checkpoints(None, folder)
         except OSError as exc:
             if session is not None:
-                raise typer.Exit(_usage(f"--session needs the checkpoint store: {exc}")) from None
-            raise typer.Exit(_usage(f"{exc} (a diagram with `durable: false` on Start runs without checkpoints)")) \
+                raise click.exceptions.Exit(_usage(f"--session needs the checkpoint store: {exc}")) from None
+            raise click.exceptions.Exit(_usage(f"{exc} (a diagram with `durable: false` on Start runs without checkpoints)")) \
                 from None
     try:
         turn = new_turn(diagram, inputs, store=store, session=session)
@@ -53,20 +53,18 @@ def _usage(message: str) -> int:
     return 2
 
 
-# Long by its options (one line each, as typer reads them); the body is short.
-def resume(
-    run_id: Annotated[str, typer.Argument(help="the run to continue (`diagrama runs` lists them)")],
-    input: Annotated[list[str] | None, typer.Option("--input", "-i", help="the answer to a Wait, as name=value")] = None,
-    inputs: Annotated[Path | None, typer.Option("--inputs", help="the answer to a Wait, a YAML or JSON file")] = None,
-    from_block: Annotated[str | None, typer.Option(
-        "--from", help="replay: a new run from this block, with the scope the old run had there")] = None,
-    offline: Annotated[bool, typer.Option("--offline", help="answer request blocks with the built-in simulator")] = False,
-    runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
-    output: Annotated[str, typer.Option("--output", help="text, or one JSON object on stdout")] = "text",
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no per-block lines on stderr")] = False,
-    cancel: Annotated[bool, typer.Option(
-        "--cancel", help="give up a waiting or interrupted run instead; its session goes on without it")] = False,
-) -> None:
+@click.command()
+@click.argument("run_id")
+@click.option("--input", "-i", "input", multiple=True, help="the answer to a Wait, as name=value")
+@click.option("--inputs", type=PATH, help="the answer to a Wait, a YAML or JSON file")
+@click.option("--from", "from_block", help="replay: a new run from this block, with the scope the old run had there")
+@click.option("--offline", is_flag=True, help="answer request blocks with the built-in simulator")
+@click.option("--runs-dir", type=PATH)
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", help="text, or one JSON object on stdout")
+@click.option("--quiet", "-q", is_flag=True, help="no per-block lines on stderr")
+@click.option("--cancel", is_flag=True, help="give up a waiting or interrupted run instead; its session goes on without it")
+def resume(run_id: str, input: tuple[str, ...], inputs: Path | None, from_block: str | None, offline: bool,
+           runs_dir: Path | None, output: str, quiet: bool, cancel: bool) -> None:
     """Continue an interrupted run from its last checkpoint, answer a waiting one, or replay one from a block.
 
     The block that was in flight when the run stopped runs again (README, "Durable runs"). Exit status as
@@ -86,14 +84,14 @@ def resume(
     try:
         store = open_checkpoints(None, folder)
     except OSError as exc:
-        raise typer.Exit(_usage(str(exc))) from None
+        raise click.exceptions.Exit(_usage(str(exc))) from None
 
     def answer_to(form: Any) -> Any:
         """The answer --inputs and --input give, each value typed by the Wait's form (None: none given)."""
         if not (input or inputs):
             return None
         given = _read_answer(inputs) if inputs else {}
-        given.update(parse_answer_pairs(form, input or []))
+        given.update(parse_answer_pairs(form, list(input)))
         return given
 
     try:
@@ -115,7 +113,7 @@ def resume(
         sys.stdout.write(dumps_plain(result.as_json()) + "\n")
     else:
         _print_result(result)
-    raise typer.Exit(exit_code(result))
+    raise click.exceptions.Exit(exit_code(result))
 
 
 def _read_answer(path: Path) -> dict[str, Any]:
@@ -134,11 +132,11 @@ def _read_answer(path: Path) -> dict[str, Any]:
     return data
 
 
-def sessions(
-    forget: Annotated[str | None, typer.Option("--forget", help="delete this session and its memory")] = None,
-    runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
-    output: Annotated[str, typer.Option("--output", help="text, or JSON lines")] = "text",
-) -> None:
+@click.command()
+@click.option("--forget", help="delete this session and its memory")
+@click.option("--runs-dir", type=PATH)
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", help="text, or JSON lines")
+def sessions(forget: str | None, runs_dir: Path | None, output: str) -> None:
     """List conversations (sessions) with their turns and memory, or forget one."""
     from engine.format.jsonout import dumps_plain
     from engine.runs.checkpoints import open_checkpoints
@@ -147,11 +145,11 @@ def sessions(
     try:
         store = open_checkpoints(None, runs_folder(runs_dir))
     except OSError as exc:
-        raise typer.Exit(_usage(str(exc))) from None
+        raise click.exceptions.Exit(_usage(str(exc))) from None
     try:
         if forget is not None:
             if not forget_session(store, forget):
-                raise typer.Exit(_usage(f"no session '{forget}'"))
+                raise click.exceptions.Exit(_usage(f"no session '{forget}'"))
             console().print(f"forgot session {forget}", markup=False)
             return
         found = list_sessions(store)

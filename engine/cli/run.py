@@ -8,13 +8,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
-from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import typer
+import click
 
-from engine.cli import Level, blocks_registry, console, fail, has_module, load, redactor, require_extra, runs_folder
+from engine.cli import LEVELS, PATH, blocks_registry, console, fail, has_module, load, redactor, require_extra, runs_folder
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -37,21 +36,6 @@ def otel_export(flag: bool, command: str) -> OtelExport | None:
     from engine.runs.otel import otlp_export
 
     return otlp_export()
-
-
-class OutputFormat(StrEnum):
-    text = "text"
-    json = "json"
-
-
-class GraphFormat(StrEnum):
-    mermaid = "mermaid"
-    dot = "dot"
-
-
-class SchemaKind(StrEnum):
-    diagram = "diagram"
-    scenario = "scenario"
 
 
 class ConsoleLines:
@@ -155,26 +139,26 @@ def console_printer(stream: TextIO | None = None) -> ConsoleLines:
     return ConsoleLines(stream if stream is not None else sys.stderr)
 
 
-# Long by its options (one line each, as typer reads them); the body is short.
-def run(
-    diagram: Annotated[Path, typer.Argument(help="the diagram file")],
-    input: Annotated[list[str] | None, typer.Option("--input", "-i", help="an input as name=value")] = None,
-    inputs: Annotated[Path | None, typer.Option("--inputs", help="a YAML or JSON file of inputs")] = None,
-    offline: Annotated[bool, typer.Option("--offline", help="answer request blocks with the built-in simulator")] = False,
-    message_level: Annotated[Level | None, typer.Option("--message-level", help="overrides the Start block's level")] = None,
-    runs_dir: Annotated[Path | None, typer.Option("--runs-dir", help="where run traces go (default ./runs)")] = None,
-    output: Annotated[OutputFormat, typer.Option("--output", help="text, or one JSON object on stdout")] = OutputFormat.text,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no per-block lines on stderr")] = False,
-    record: Annotated[Path | None, typer.Option("--record", help="write the run as a scenario file")] = None,
-    data_root: Annotated[list[Path] | None, typer.Option(
-        "--data-root", help="a folder besides the diagram's own that it may read files from (repeatable)")] = None,
-    otel: Annotated[bool, typer.Option("--otel", help=OTEL_HELP)] = False,
-    session: Annotated[str | None, typer.Option(
-        "--session", help="a conversation: start with the memory its last run left, store it at the end")] = None,
-    stream: Annotated[bool, typer.Option("--stream", help="request blocks stream (unless one says stream: false); the "
-                                                          "model's text is printed as it comes: on stdout, on stderr "
-                                                          "with --output json")] = False,
-) -> None:
+@click.command()
+@click.argument("diagram", type=PATH)
+@click.option("--input", "-i", "input", multiple=True, help="an input as name=value")
+@click.option("--inputs", type=PATH, help="a YAML or JSON file of inputs")
+@click.option("--offline", is_flag=True, help="answer request blocks with the built-in simulator")
+@click.option("--message-level", type=click.Choice(LEVELS), help="overrides the Start block's level")
+@click.option("--runs-dir", type=PATH, help="where run traces go (default ./runs)")
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", help="text, or one JSON object on stdout")
+@click.option("--quiet", "-q", is_flag=True, help="no per-block lines on stderr")
+@click.option("--record", type=PATH, help="write the run as a scenario file")
+@click.option("--data-root", type=PATH, multiple=True,
+              help="a folder besides the diagram's own that it may read files from (repeatable)")
+@click.option("--otel", is_flag=True, help=OTEL_HELP)
+@click.option("--session", help="a conversation: start with the memory its last run left, store it at the end")
+@click.option("--stream", is_flag=True, help="request blocks stream (unless one says stream: false); the model's text "
+              "is printed as it comes: on stdout, on stderr with --output json")
+# Long: one command from its options to its exit code, each step a call; splitting it passes a dozen options on.
+def run(diagram: Path, input: tuple[str, ...], inputs: Path | None, offline: bool, message_level: str | None,
+        runs_dir: Path | None, output: str, quiet: bool, record: Path | None, data_root: tuple[Path, ...], otel: bool,
+        session: str | None, stream: bool) -> None:
     """Run a diagram once.
 
     Exit status: 0 succeeded, 1 failed, 2 a bad diagram or usage, 3 waiting for an answer (a Wait block;
@@ -199,10 +183,10 @@ def run(
         raise fail(exc) from None
     try:
         values = inputs_from_file(loaded, inputs) if inputs else {}
-        values.update(parse_input_pairs(loaded, input or []))
+        values.update(parse_input_pairs(loaded, list(input)))
     except UsageError as exc:
         raise fail(exc) from None
-    level = MESSAGE_LEVELS[message_level.value] if message_level else None
+    level = MESSAGE_LEVELS[message_level] if message_level else None
     err = console(stderr=True)
     if not quiet:
         for warning in loaded.warnings:  # the run goes on: these blocks simply never run
@@ -211,7 +195,7 @@ def run(
     printer = None if quiet else console_printer(sys.stderr)
     folder = runs_folder(runs_dir)
     services = Services(offline=offline, stream=stream)
-    streamed = _stream_printer(services, printer, to_stderr=output is OutputFormat.json) if stream else None
+    streamed = _stream_printer(services, printer, to_stderr=output == "json") if stream else None
     if export is not None:
         services.run_observers.append(export)
     recorded: list[dict[str, Any]] = []
@@ -240,7 +224,7 @@ def run(
 
         record_scenario(record, diagram, values, result, recorded)
         err.print(f"recorded scenario {escape(str(record))}; review it before committing")
-    if output is OutputFormat.json:
+    if output == "json":
         from engine.format.jsonout import dumps_plain
 
         try:
@@ -250,7 +234,7 @@ def run(
             _discard_output(sys.stdout)
     else:
         _print_result(result)
-    raise typer.Exit(exit_code(result))  # the run's status: output lost to a closed pipe changes nothing
+    raise click.exceptions.Exit(exit_code(result))  # the run's status: output lost to a closed pipe changes nothing
 
 
 EXIT_WAITING = 3
@@ -347,16 +331,14 @@ def _store_run(diagram: Diagram, inputs: dict[str, Any], result: RunResult, fold
             f"warning: the run was not recorded in the run store ({escape(type(exc).__name__)})")
 
 
-def validate(
-    diagrams: Annotated[list[Path], typer.Argument(help="diagram files")],
-    data_root: Annotated[list[Path] | None, typer.Option(
-        "--data-root", help="a folder besides each diagram's own that it may read files from (repeatable)")] = None,
-    check_tools: Annotated[bool, typer.Option(
-        "--check-tools", help="start each MCP server (run its command, or connect to its URL) and list the tools it "
-                              "offers; without it, no server is started")] = False,
-    strict: Annotated[bool, typer.Option(
-        "--strict", help="fail on warnings too (an unreachable block), as on errors")] = False,
-) -> None:
+@click.command()
+@click.argument("diagrams", type=PATH, nargs=-1, required=True)
+@click.option("--data-root", type=PATH, multiple=True,
+              help="a folder besides each diagram's own that it may read files from (repeatable)")
+@click.option("--check-tools", is_flag=True, help="start each MCP server (run its command, or connect to its URL) and "
+              "list the tools it offers; without it, no server is started")
+@click.option("--strict", is_flag=True, help="fail on warnings too (an unreachable block), as on errors")
+def validate(diagrams: tuple[Path, ...], data_root: tuple[Path, ...], check_tools: bool, strict: bool) -> None:
     """Check diagrams without running them; every problem of each file is listed.
 
     Warnings (an unreachable block) are listed but leave a diagram valid, unless --strict.
@@ -392,7 +374,7 @@ def validate(
             bad += 1
     if bad:
         sys.stderr.write(f"{bad} of {len(diagrams)} diagram{'s' if len(diagrams) != 1 else ''} invalid\n")
-        raise typer.Exit(2)
+        raise click.exceptions.Exit(2)
 
 
 def _check_tools(loaded: Diagram, scrub: Callable[[str], str]) -> bool:
@@ -428,13 +410,14 @@ def _check_tools(loaded: Diagram, scrub: Callable[[str], str]) -> bool:
     return answered
 
 
-def schema(
-    kind: Annotated[SchemaKind, typer.Option("--kind", help="diagram files, or scenario files")] = SchemaKind.diagram,
-) -> None:
+@click.command()
+@click.option("--kind", type=click.Choice(["diagram", "scenario"]), default="diagram",
+              help="diagram files, or scenario files")
+def schema(kind: str) -> None:
     """Print the JSON Schema of diagram files (for editors: diagrama schema > diagram.schema.json)."""
     from engine.format.jsonout import dumps_plain
 
-    if kind is SchemaKind.scenario:
+    if kind == "scenario":
         from engine.testing.scenarios import scenario_schema
 
         sys.stdout.write(dumps_plain(scenario_schema(), indent=True) + "\n")
@@ -458,15 +441,14 @@ def _child_of(diagram: Diagram, address: str) -> Diagram:
     return found
 
 
-def graph(
-    diagram: Annotated[Path, typer.Argument(help="the diagram file")],
-    format: Annotated[GraphFormat, typer.Option("--format", help="mermaid or dot")] = GraphFormat.mermaid,
-    run: Annotated[str | None, typer.Option("--run", help="a run id, run folder or trace file to highlight")] = None,
-    subdiagram: Annotated[str | None, typer.Option(
-        "--subdiagram", help="draw the child of this Subdiagram block instead (its id, or sub/inner for one deeper), "
-                             "with --run the path its calls took")] = None,
-    runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
-) -> None:
+@click.command()
+@click.argument("diagram", type=PATH)
+@click.option("--format", "format", type=click.Choice(["mermaid", "dot"]), default="mermaid", help="mermaid or dot")
+@click.option("--run", help="a run id, run folder or trace file to highlight")
+@click.option("--subdiagram", help="draw the child of this Subdiagram block instead (its id, or sub/inner for one "
+              "deeper), with --run the path its calls took")
+@click.option("--runs-dir", type=PATH)
+def graph(diagram: Path, format: str, run: str | None, subdiagram: str | None, runs_dir: Path | None) -> None:
     """Draw a diagram as Mermaid or Graphviz DOT text, optionally with a run's path."""
     from engine.compile.graph import to_dot, to_mermaid
     from engine.errors import DiagramaError
@@ -482,5 +464,5 @@ def graph(
             path = run_path(find_trace(run, runs_folder(runs_dir)), subdiagram)
         except DiagramaError as exc:
             raise fail(exc) from None
-    drawn = to_dot(loaded.graph, path) if format is GraphFormat.dot else to_mermaid(loaded.graph, path)
+    drawn = to_dot(loaded.graph, path) if format == "dot" else to_mermaid(loaded.graph, path)
     sys.stdout.write(drawn)

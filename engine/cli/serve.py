@@ -3,29 +3,27 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
-from engine.cli import blocks_registry, console, fail, require_extra, runs_folder
-from engine.cli.api import LogFormatOption, LogLevelOption, start_logs
+from engine.cli import PATH, blocks_registry, console, fail, require_extra, runs_folder
+from engine.cli.api import log_options, start_logs
 
 
-def serve(
-    folder: Annotated[Path, typer.Argument(help="folder of diagrams")] = Path("diagrams"),
-    port: Annotated[int, typer.Option("--port", help="port on the host")] = 8765,
-    host: Annotated[str, typer.Option("--host", help="127.0.0.1 keeps it local; 0.0.0.0 shares it")] = "127.0.0.1",
-    runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
-    read_only: Annotated[bool, typer.Option("--read-only", help="view and run only; no edit is written")] = False,
-    allow_online: Annotated[bool, typer.Option(
-        "--allow-online", help="let the page start runs against the real vendors with this machine's keys")] = False,
-    allowed_host: Annotated[list[str] | None, typer.Option(
-        "--allowed-host", help="another Host name the studio answers for (with --host 0.0.0.0)")] = None,
-    data_root: Annotated[list[Path] | None, typer.Option(
-        "--data-root", help="a folder besides the diagrams' own that they may read files from (repeatable)")] = None,
-    log_format: LogFormatOption = None,
-    log_level: LogLevelOption = "warning",
-) -> None:
+@click.command()
+@click.argument("folder", type=PATH, default=Path("diagrams"), required=False)
+@click.option("--port", type=int, default=8765, show_default=True, help="port on the host")
+@click.option("--host", default="127.0.0.1", show_default=True, help="127.0.0.1 keeps it local; 0.0.0.0 shares it")
+@click.option("--runs-dir", type=PATH)
+@click.option("--read-only", is_flag=True, help="view and run only; no edit is written")
+@click.option("--allow-online", is_flag=True,
+              help="let the page start runs against the real vendors with this machine's keys")
+@click.option("--allowed-host", multiple=True, help="another Host name the studio answers for (with --host 0.0.0.0)")
+@click.option("--data-root", type=PATH, multiple=True,
+              help="a folder besides the diagrams' own that they may read files from (repeatable)")
+@log_options("warning")
+def serve(folder: Path, port: int, host: str, runs_dir: Path | None, read_only: bool, allow_online: bool,
+          allowed_host: tuple[str, ...], data_root: tuple[Path, ...], log_format: str | None, log_level: str) -> None:
     """The studio: build, edit, run and debug the folder's diagrams in the browser; the YAML files stay the source."""
     for module in ("starlette", "uvicorn", "ruamel.yaml"):
         require_extra(module, "web", "serve")

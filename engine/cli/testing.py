@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
 
-import typer
+import click
 
-from engine.cli import blocks_registry, console, runs_folder
+from engine.cli import PATH, blocks_registry, console, runs_folder
 
 
-def test_scenarios(
-    paths: Annotated[list[Path] | None, typer.Argument(help="scenario files or folders (default tests/scenarios)")] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", help="only scenarios with this tag")] = None,
-    keyword: Annotated[str | None, typer.Option("-k", help="only scenarios whose name contains this text")] = None,
-    runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
-    data_root: Annotated[list[Path] | None, typer.Option(
-        "--data-root", help="a folder besides each diagram's own that it may read files from (repeatable)")] = None,
-) -> None:
+@click.command("test")
+@click.argument("paths", type=PATH, nargs=-1)
+@click.option("--tag", multiple=True, help="only scenarios with this tag")
+@click.option("-k", "keyword", help="only scenarios whose name contains this text")
+@click.option("--runs-dir", type=PATH)
+@click.option("--data-root", type=PATH, multiple=True,
+              help="a folder besides each diagram's own that it may read files from (repeatable)")
+def test_scenarios(paths: tuple[Path, ...], tag: tuple[str, ...], keyword: str | None, runs_dir: Path | None,
+                   data_root: tuple[Path, ...]) -> None:
     """Run robot scenario files (*.scenario.yaml) against the offline simulator."""
     from rich.markup import escape
 
@@ -28,7 +28,7 @@ def test_scenarios(
     registry = blocks_registry()
     err, out = console(stderr=True), console()
     passed = failed = 0
-    for file in scenario_files(paths or [Path("tests/scenarios")]):
+    for file in scenario_files(list(paths) or [Path("tests/scenarios")]):
         try:
             scenarios = load_scenarios(file)
         except DiagramaError as exc:
@@ -48,4 +48,4 @@ def test_scenarios(
                 failed += 1
                 out.print(f"[red]FAIL[/red]  {escape(verdict.report())}")
     sys.stdout.write(f"{passed} passed, {failed} failed\n")
-    raise typer.Exit(1 if failed else 0)
+    raise click.exceptions.Exit(1 if failed else 0)

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+import click
 
-from engine.cli import Level, console, fail, has_module, redactor, runs_folder
+from engine.cli import LEVELS, PATH, console, fail, has_module, redactor, runs_folder
 
 if TYPE_CHECKING:
     from engine.runs.traces import Step
@@ -100,16 +100,17 @@ def _table_lines(chosen: list[dict[str, Any]], errors: bool, show_payloads: bool
     return summary, lines
 
 
-def trace(
-    run: Annotated[str, typer.Argument(help="run id, run folder, trace file, or 'last'")] = "last",
-    block: Annotated[str | None, typer.Option("--block", help="only this block's steps")] = None,
-    level: Annotated[Level | None, typer.Option("--level", help="only events kept at this message level")] = None,
-    errors: Annotated[bool, typer.Option("--errors", help="only failed or ignored steps, and failed tool calls")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="the raw events, one JSON object per line")] = False,
-    follow: Annotated[bool, typer.Option("--follow", "-f", help="keep reading until the run finishes")] = False,
-    show_payloads: Annotated[bool, typer.Option("--show-payloads", help="print the (redacted) HTTP bodies")] = False,
-    runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
-) -> None:
+@click.command()
+@click.argument("run", default="last", required=False)
+@click.option("--block", help="only this block's steps")
+@click.option("--level", type=click.Choice(LEVELS), help="only events kept at this message level")
+@click.option("--errors", is_flag=True, help="only failed or ignored steps, and failed tool calls")
+@click.option("--json", "as_json", is_flag=True, help="the raw events, one JSON object per line")
+@click.option("--follow", "-f", is_flag=True, help="keep reading until the run finishes")
+@click.option("--show-payloads", is_flag=True, help="print the (redacted) HTTP bodies")
+@click.option("--runs-dir", type=PATH)
+def trace(run: str, block: str | None, level: str | None, errors: bool, as_json: bool, follow: bool,
+          show_payloads: bool, runs_dir: Path | None) -> None:
     """Show a run's steps: block, type, start offset, duration, status, link taken, short inputs/outputs."""
     import time
 
@@ -123,7 +124,7 @@ def trace(
         path = find_trace(run, runs_folder(runs_dir))
     except DiagramaError as exc:
         raise fail(exc) from None
-    limit = MESSAGE_LEVELS[level.value] if level else None
+    limit = MESSAGE_LEVELS[level] if level else None
     scrub = redactor().text
     seen = 0
     header_done = as_json
@@ -151,14 +152,14 @@ def trace(
         if events and run_status(latest_start(events), events[-1]) == INTERRUPTED:
             # Its process is gone: no run_finished will ever come.
             console(stderr=True).print("the run was interrupted: its process is gone without finishing it", markup=False)
-            raise typer.Exit(1)
+            raise click.exceptions.Exit(1)
         time.sleep(0.2)
 
 
-def runs(
-    runs_dir: Annotated[Path | None, typer.Option("--runs-dir")] = None,
-    limit: Annotated[int, typer.Option("--limit", help="how many, newest first")] = 20,
-) -> None:
+@click.command()
+@click.option("--runs-dir", type=PATH)
+@click.option("--limit", type=int, default=20, show_default=True, help="how many, newest first")
+def runs(runs_dir: Path | None, limit: int) -> None:
     """List recent runs: id, diagram, status, start, duration, steps, and the batch row or `scenario`.
 
     A run that has not finished is `running` while its process lives and `interrupted` once it is gone; a

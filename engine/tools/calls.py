@@ -1,7 +1,8 @@
 """Calling a tool's handler under its timeout, without ever waiting on a stuck one.
 
-A sync handler runs on a daemon thread of its own; an async one is awaited in the caller's task,
-its first step at once (`start_call`). The caller waits for the result, the timeout or its own
+A sync handler runs on a daemon thread of its own, its result taken at once when it comes within
+half a millisecond (most do: no turn of the event loop for it); an async one is awaited in the
+caller's task, its first step at once (`start_call`). The caller waits for the result, the timeout or its own
 cancellation (the run's deadline), whichever comes first; a handler still running then is
 abandoned (a thread) or closed (a coroutine), never joined. A thread
 stuck in C code cannot be killed, but neither the run nor the process's exit waits for it.
@@ -49,8 +50,77 @@ def _handler_exited() -> None:
         _running -= 1
 
 
-def _start_thread(handler: Callable[..., Any], arguments: Mapping[str, Any], name: str) -> asyncio.Future[Any]:
-    """Run a sync handler on a daemon thread; a future on this loop gets its outcome.
+QUICK_WAIT_S = 0.0005
+"""How long a sync handler's caller waits on its thread's result at once, holding the event loop: most functions
+return in microseconds, and a result taken so costs no turn of the loop (a wake-up through its self-pipe, a timer, a
+future), which was most of a Function step. One that takes longer is awaited as before; `_slow` remembers it."""
+_slow: dict[Callable[..., Any], bool] = {}
+"""Sync handlers whose last call took longer than QUICK_WAIT_S: their next call is awaited at once."""
+
+
+class _ThreadCall:
+    """One sync handler call on a handler thread: its outcome, and whether its caller still waits for it at once
+    (`done`) or awaits it (`future`, set under `guard` once the quick wait is over)."""
+
+    __slots__ = ("arguments", "context", "done", "error", "finished", "future", "guard", "handler", "loop", "value")
+
+    def __init__(self, handler: Callable[..., Any], arguments: Mapping[str, Any],
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self.handler, self.arguments, self.loop = handler, arguments, loop
+        self.context = contextvars.copy_context()  # as asyncio.to_thread does
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.finished = False
+        self.future: asyncio.Future[Any] | None = None
+        self.done = threading.Lock()
+        self.done.acquire()  # released by the thread when the outcome is in
+        self.guard = threading.Lock()
+
+    def run(self, thread_name: str) -> Callable[[], None]:
+        """The handler's call, on the thread; what then announces its outcome (`_serve` counts the thread idle
+        first, so that the caller's next call finds it waiting)."""
+        threading.current_thread().name = thread_name  # what a stack dump of a stuck handler shows
+        try:
+            self.value = self.context.run(self.handler, **self.arguments)
+        except BaseException as exc:  # the handler's failure goes to the caller, as to_thread's would
+            self.error = exc
+        return self._announce
+
+    def _announce(self) -> None:
+        """The outcome is in: for a caller waiting at once, or handed to the loop for one that awaits it."""
+        with self.guard:
+            self.finished = True
+            future = self.future
+        self.done.release()
+        if future is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: the run ended without this result
+                self.loop.call_soon_threadsafe(_deliver, future, self.value, self.error)
+
+    def awaited(self) -> asyncio.Future[Any] | None:
+        """A future of the outcome, for a caller that stops waiting at once; None when the outcome is in already."""
+        with self.guard:
+            if self.finished:
+                return None
+            self.future = self.loop.create_future()
+            return self.future
+
+    def outcome(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+def _deliver(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
+    if future.done():  # abandoned: nobody waits for this outcome any more
+        return
+    if error is None:
+        future.set_result(value)
+    else:
+        future.set_exception(error)
+
+
+def _start_thread(handler: Callable[..., Any], arguments: Mapping[str, Any], name: str) -> _ThreadCall:
+    """Run a sync handler on a daemon thread; the call, whose outcome its caller takes (`_thread_outcome`).
 
     A thread that finished a call waits a while for the next one (`_serve`), which saves starting one per
     call (about 0.1 ms); a call that finds no thread waiting gets a new one. So a stuck handler holds only its
@@ -58,32 +128,11 @@ def _start_thread(handler: Callable[..., Any], arguments: Mapping[str, Any], nam
     `ThreadPoolExecutor`'s are, and its fixed size lets stuck calls queue the others).
     """
     global _running, _idle
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-    context = contextvars.copy_context()  # as asyncio.to_thread does
+    call = _ThreadCall(handler, arguments, asyncio.get_running_loop())
     thread_name = f"diagrama-tool:{name}"
 
-    def deliver(value: Any, error: BaseException | None) -> None:
-        if future.done():  # abandoned: nobody waits for this outcome any more
-            return
-        if error is None:
-            future.set_result(value)
-        else:
-            future.set_exception(error)
-
-    def call() -> Callable[[], None]:
-        """The handler's call, on the thread; what hands its outcome to the loop."""
-        threading.current_thread().name = thread_name  # what a stack dump of a stuck handler shows
-        try:
-            value, error = context.run(handler, **arguments), None
-        except BaseException as exc:  # the handler's failure goes to the caller, as to_thread's would
-            value, error = None, exc
-
-        def hand_over() -> None:
-            with contextlib.suppress(RuntimeError):  # the loop has closed: the run ended without this result
-                loop.call_soon_threadsafe(deliver, value, error)
-
-        return hand_over
+    def work() -> Callable[[], None]:
+        return call.run(thread_name)
 
     with _lock:
         if _running >= MAX_THREADS:
@@ -92,14 +141,14 @@ def _start_thread(handler: Callable[..., Any], arguments: Mapping[str, Any], nam
         _running += 1
         if _idle:  # a waiting thread takes it (given under the lock: `_serve` counts on it)
             _idle -= 1
-            _calls.put(call)
-            return future
+            _calls.put(work)
+            return call
     try:
-        threading.Thread(target=_serve, args=(call,), name=thread_name, daemon=True).start()
+        threading.Thread(target=_serve, args=(work,), name=thread_name, daemon=True).start()
     except BaseException:
         _handler_exited()
         raise
-    return future
+    return call
 
 
 def _serve(call: Callable[[], Callable[[], None]]) -> None:
@@ -172,7 +221,15 @@ def start_call(handler: Callable[..., Any], arguments: Mapping[str, Any], *, tim
     waited for (`_Drive`). `is_async`: whether the handler is a coroutine function, when the caller knows it already.
     """
     if not (inspect.iscoroutinefunction(handler) if is_async is None else is_async):
-        return False, _outcome_of_thread(_start_thread(handler, arguments, name), timeout)
+        call = _start_thread(handler, arguments, name)
+        if not _slow.get(handler) and call.done.acquire(timeout=QUICK_WAIT_S):
+            return _returned(call.outcome(), timeout)
+        _slow[handler] = True
+        future = call.awaited()
+        if future is None:  # it finished as the quick wait ended
+            _slow[handler] = False
+            return _returned(call.outcome(), timeout)
+        return False, _outcome_of_thread(future, handler, timeout)
     coroutine = handler(**arguments)
     context = contextvars.copy_context()
     try:
@@ -189,12 +246,21 @@ _NEVER_AWAITABLE = frozenset({dict, list, str, int, float, bool, type(None)})
 """What most handlers return: known not awaitable without asking the `Awaitable` ABC."""
 
 
-async def _outcome_of_thread(work: asyncio.Future[Any], timeout: float) -> Any:  # noqa: ASYNC109 -- enforced here
+def _returned(result: Any, timeout: float) -> tuple[bool, Any]:
+    """What a sync handler returned at once: the result, or an awaitable it returned, awaited in the time it has."""
+    if type(result) in _NEVER_AWAITABLE or not inspect.isawaitable(result):
+        return True, result
+    return False, _awaited(result, contextvars.copy_context(), timeout)
+
+
+async def _outcome_of_thread(work: asyncio.Future[Any], handler: Callable[..., Any],
+                             timeout: float) -> Any:  # noqa: ASYNC109 -- enforced here
     """A sync handler's result from its thread, within `timeout`; one that returned an awaitable has it awaited."""
     loop = asyncio.get_running_loop()
     began = loop.time()
     if not await _wait(work, began + timeout):
         raise HandlerTimeout(timeout, left_running=True)
+    _slow[handler] = loop.time() - began > QUICK_WAIT_S  # a quick one again: its next call is waited for at once
     result = work.result()
     if inspect.isawaitable(result):  # a sync callable that returned a coroutine: awaited in what time is left
         return await _awaited(result, contextvars.copy_context(), max(0.0, began + timeout - loop.time()))

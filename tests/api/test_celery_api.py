@@ -18,8 +18,9 @@ from engine.runtime.trace import read_events as read_trace
 from tests.api.conftest import AUTH, Served, read_events
 from tests.batch.test_celery import broker, start_worker, stop
 
-pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None,
-                                reason="redis-server is absent (apt-get install redis-server)")
+pytestmark = [pytest.mark.skipif(shutil.which("redis-server") is None,
+                                 reason="redis-server is absent (apt-get install redis-server)"),
+              pytest.mark.slow]  # real Celery workers and a Redis server
 __all__ = ["broker"]  # the fixture, imported for this module's tests
 
 QA = """

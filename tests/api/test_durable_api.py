@@ -298,6 +298,7 @@ blocks:
 """
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_goes_on_from_its_last_checkpoint(durable_app: Callable[..., Any], robots_dir: Path,
                                                              client: Callable[..., httpx.AsyncClient],
                                                              tmp_path: Path) -> None:

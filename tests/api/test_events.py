@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import orjson
+import pytest
 
 from engine.runtime.trace import read_events as read_trace
 from tests.api.conftest import AUTH, GATES, KEY, Served, inner, read_events
@@ -64,6 +65,7 @@ def test_a_reconnect_with_last_event_id_goes_on_without_gaps(serve: Callable[...
     assert rest[-1].event == "run_finished"
 
 
+@pytest.mark.slow
 def test_a_finished_runs_events_are_replayed_from_its_trace_by_a_later_server(
         serve: Callable[..., Served], make_app: Callable[..., Any]) -> None:
     first = serve()

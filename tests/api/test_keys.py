@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from engine.cli import app as cli
 from engine.errors import UsageError

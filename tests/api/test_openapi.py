@@ -73,6 +73,7 @@ def test_the_durable_routes_are_served_and_documented(make_app: Callable[..., An
     assert {"200", "202", "400", "404", "409"} <= statuses
 
 
+@pytest.mark.slow
 def test_every_operation_answers_as_documented(make_app: Callable[..., Any], serve: Callable[..., Any],
                                                robots_dir: Path) -> None:
     add_durable_robots(robots_dir)

@@ -21,8 +21,9 @@ from engine.compile.loader import load_diagram
 from engine.runs.batch import read_rows, run_batch, write_results
 from engine.runs.store import RunStore
 
-pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None,
-                                reason="redis-server is absent (apt-get install redis-server)")
+pytestmark = [pytest.mark.skipif(shutil.which("redis-server") is None,
+                                 reason="redis-server is absent (apt-get install redis-server)"),
+              pytest.mark.slow]  # real Celery workers and a Redis server
 
 SLOW_TOOLS = '''
 import time

@@ -272,6 +272,7 @@ def test_truncated_json_is_a_provider_error(runner, write, vendor_name: str) -> 
     assert result.errors[0]["type"] == "provider_malformed_response"
 
 
+@pytest.mark.slow
 def test_slow_server_on_a_loopback_socket_hits_the_timeout(runner, write) -> None:
     async def scenario():
         async with loopback_server(5.0, orjson.dumps(ANTHROPIC_REPLY)) as base:

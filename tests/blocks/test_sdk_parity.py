@@ -50,6 +50,7 @@ def _ours(runner, write, vendor_name: str, text: str, reply: dict) -> httpx.Requ
     return vendor.seen[0]
 
 
+@pytest.mark.slow
 def test_anthropic_sdk_sends_the_same_body_path_and_version(runner, write) -> None:
     anthropic = pytest.importorskip("anthropic")
     seen, http_client = _recorder(ANTHROPIC_REPLY, _sdk_http(anthropic))
@@ -102,6 +103,7 @@ def test_groq_sdk_sends_the_same_body_and_path(runner, write) -> None:
     assert orjson.loads(ours.content) == json.loads(seen[0].content)
 
 
+@pytest.mark.slow
 def test_gemini_sdk_sends_the_same_body_and_path(runner, write) -> None:
     genai = pytest.importorskip("google.genai")
     from google.genai import types

@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from engine.cli import app
 
@@ -97,6 +97,7 @@ def test_graph_draws_mermaid_and_dot(write) -> None:
     assert dot.startswith("digraph") and '"start" -> "b" [label="on_error", style=dashed];' in dot
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("diagrama") is None, reason="the console script is not installed")
 def test_console_script_runs_as_a_subprocess(tmp_path: Path) -> None:
     done = subprocess.run(["diagrama", "run", str(ROOT / "diagrams/greeting_counter.yaml"), "--runs-dir",
@@ -137,6 +138,7 @@ def test_a_command_whose_extra_is_missing_names_the_extra_to_install(tmp_path: P
         assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_the_core_commands_need_no_extra(tmp_path: Path) -> None:
     extras = ["sqlalchemy", "celery", "starlette", "uvicorn", "ruamel"]
     done = _diagrama_without(extras, "run", str(ROOT / "diagrams/greeting_counter.yaml"), "--runs-dir", str(tmp_path),
@@ -162,3 +164,31 @@ def test_help_imports_no_engine_layer() -> None:
              "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
     assert done.stdout.strip() == "[]"
+
+
+def test_help_lists_every_command_and_imports_none_of_them() -> None:
+    probe = ("import sys\nsys.argv = ['diagrama', '--help']\nfrom engine.cli import main\n"
+             "try:\n    main()\nexcept SystemExit:\n    pass\n"
+             "print('LOADED', sorted(m for m in sys.modules if m.startswith(('engine.cli.', 'engine.compile', "
+             "'engine.runtime', 'engine.runs', 'engine.web', 'blocks', 'typer', 'rich'))))\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
+    listed, loaded = done.stdout.split("LOADED")
+    assert loaded.strip() == "[]"  # not one command group, not rich, not typer
+    from engine.cli import COMMANDS
+
+    for name in COMMANDS:
+        assert f"  {name} " in listed
+
+
+def test_the_command_table_says_what_each_command_says_of_itself() -> None:
+    import importlib
+
+    from engine.cli import COMMANDS, LEVELS
+    from engine.format.levels import DEFAULT, MESSAGE_LEVELS
+
+    for name, (target, short) in COMMANDS.items():
+        module, _, attribute = target.partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        assert command.name == name
+        assert (command.help or "").split("\n\n")[0].replace("\n", " ").strip() == short, name
+    assert list(LEVELS) == [name for name in MESSAGE_LEVELS if name != DEFAULT]

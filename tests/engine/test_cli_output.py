@@ -21,6 +21,7 @@ def _status(runs: Path) -> str:
     return str(finished["status"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("closed", ["stdout", "stderr"])
 def test_a_closed_output_pipe_does_not_change_the_runs_status(tmp_path: Path, closed: str) -> None:
     # `diagrama run … | head -1`: the reader goes away before the run prints (stderr during it, stdout after).
@@ -37,7 +38,7 @@ def test_a_closed_output_pipe_does_not_change_the_runs_status(tmp_path: Path, cl
 
 
 def _invoke(*args: str):
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from engine.cli import app
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from engine.cli import app
 
@@ -46,6 +46,7 @@ def test_a_wrong_answer_keeps_the_run_waiting_and_a_good_one_finishes_it(tmp_pat
     assert orjson.loads(done.stdout)["path"][-2:] == ["approve", "send"]
 
 
+@pytest.mark.slow
 def test_of_two_resumes_at_once_exactly_one_continues_the_run(tmp_path: Path) -> None:
     runs, run_id = _waiting_run(tmp_path)
     command = [sys.executable, "-m", "engine.cli", "resume", run_id, "--runs-dir", str(runs), "--offline", "--input",
@@ -73,6 +74,7 @@ def test_a_session_carries_memory_between_runs_and_is_listed_and_forgotten(tmp_p
     assert CliRunner().invoke(app, ["sessions", "--runs-dir", str(runs), "--output", "json"]).stdout == ""
 
 
+@pytest.mark.slow
 def test_an_input_past_64_bits_runs_durably_and_resumes(tmp_path: Path) -> None:
     import json
     import os

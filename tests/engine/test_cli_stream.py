@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from engine.cli import app
 

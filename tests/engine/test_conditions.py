@@ -65,6 +65,7 @@ def test_a_loop_reads_its_text_conditions_the_same_way(write: Callable[..., Path
     assert result.succeeded and result.variables["said"] == ["a", "b"]
 
 
+@pytest.mark.slow
 def test_validate_warns_where_a_condition_can_only_be_free_text(write: Callable[..., Path], runner: Runner) -> None:
     path = write("""
         diagram: texts

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from engine.cli import app
 from engine.format.dialect import ambiguity, plain_value, reads_as_text

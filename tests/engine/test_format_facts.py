@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from blocks.registry import BUILTIN_BLOCKS
 from engine import BlockRegistry, DiagramInvalid
-from engine.cli import Level
+from engine.cli import LEVELS
 from engine.compile.loader import load_diagram, load_diagram_text
 from engine.format.levels import DEFAULT, ERROR_LEVELS, MESSAGE_LEVELS, ErrorLevel, MessageLevel
 from engine.format.links import WrittenLink, written_ids, written_links
@@ -46,7 +46,7 @@ def test_level_names_come_from_the_enums_and_reach_the_schema_and_the_command_li
     for block in published:  # one schema per block type, each with the common keys
         assert block["properties"]["error_level"]["enum"] == list(ERROR_LEVELS)
         assert block["properties"]["message_level"]["enum"] == list(MESSAGE_LEVELS)
-    assert [level.value for level in Level] == [name for name in MESSAGE_LEVELS if name != DEFAULT]
+    assert list(LEVELS) == [name for name in MESSAGE_LEVELS if name != DEFAULT]
 
 
 @pytest.mark.parametrize("data", [
@@ -93,6 +93,7 @@ _values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @given(blocks=_values, wrap=st.booleans())
 @budget(max_examples=300)
 def test_any_data_at_all_is_read_without_an_exception(blocks: Any, wrap: bool) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
+import pytest
+from click.testing import CliRunner
 
 from engine import read_events
 from engine.compile.graph import to_dot, to_mermaid
@@ -24,9 +25,9 @@ FAILING = """
 
 
 def app():
-    from engine.cli import app as typer_app
+    from engine.cli import app as cli_app
 
-    return typer_app
+    return cli_app
 
 
 def test_trace_table_shows_each_step_and_the_error(runner, write, monkeypatch) -> None:
@@ -128,6 +129,7 @@ def _wait_for_trace(runs_dir: Path, count: int, timeout: float = 30.0) -> list[P
     raise AssertionError(f"no trace appeared in {runs_dir}")
 
 
+@pytest.mark.slow
 def test_a_run_killed_with_sigkill_shows_as_interrupted(write, tmp_path: Path) -> None:
     import signal
     import subprocess

@@ -119,6 +119,7 @@ def test_an_input_given_for_a_memory_variable_is_used(chat: Diagram, store: Chec
     assert _turn(chat, store, tmp_path, message="d").variables["history"] == ["X", "c", "d"]
 
 
+@pytest.mark.slow
 def test_the_command_line_refuses_a_turn_while_one_waits_and_cancels_it(chat: Diagram, tmp_path: Path) -> None:
     runs = tmp_path / "cli-runs"
 

@@ -302,6 +302,7 @@ def test_a_tools_parameters_must_be_a_json_schema_of_an_object(tmp_path: Path, p
     assert message in caught.value.problems[0].message
 
 
+@pytest.mark.slow
 def test_a_schemas_own_schema_uri_is_never_fetched(tmp_path: Path) -> None:
     hits: list[str] = []
 

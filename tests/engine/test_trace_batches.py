@@ -200,6 +200,7 @@ def test_a_block_line_shows_its_duration_as_one_decimal(duration: float) -> None
     assert shown.getvalue().splitlines() == [f"  ✓ b (Set) {duration:.1f} ms → c", f"  ~ c (Set) {duration:.1f} ms"]
 
 
+@pytest.mark.slow
 def test_debug_lines_reach_stderr_when_it_is_a_pipe(write, tmp_path: Path) -> None:
     path = write(chain(30))
     done = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(path), "--output", "json",

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from engine import BlockRegistry, DiagramInvalid, Problem
 from engine.cli import app

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from blocks.registry import registry as block_registry
 from engine import DiagramInvalid, validate
@@ -22,6 +22,8 @@ from engine.cli import app as cli_app
 from engine.compile.loader import load_diagram
 from engine.tools.mcp import McpServerEntry, list_server_tools, resolve_server
 from engine.web.app import create_app
+
+pytestmark = pytest.mark.slow  # real MCP servers as processes
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
 

@@ -15,6 +15,8 @@ from engine.compile.loader import load_diagram
 from engine.tools.mcp import McpSessions
 from tests.mcp.conftest import AGENT, DISPATCH, SECRET, SERVER, http_registry, stdio_registry, write
 
+pytestmark = pytest.mark.slow  # real MCP servers as processes
+
 VENDORS = [("ClaudeRequest", "claude-sonnet-5-5"), ("GroqChatRequest", "llama-3.3-70b-versatile"),
            ("GeminiRequest", "gemini-3.5-flash")]
 
@@ -177,7 +179,7 @@ def test_without_the_mcp_extra_a_registry_says_which_extra(tmp_path: Path, monke
 
 
 def test_validate_check_tools_lists_what_each_server_offers(tmp_path: Path) -> None:
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from engine.cli import app
 

@@ -22,6 +22,8 @@ from engine import MessageLevel, Services, execute, read_events
 from engine.compile.loader import load_diagram
 from engine.runs.otel import OtelExport
 
+pytestmark = pytest.mark.slow  # a collector that is down or hangs, waited for
+
 DIAGRAMS = Path(__file__).resolve().parents[2] / "diagrams"
 KEY = "sk-ant-k9x7q"  # short: the simulator picks tools by the words of the question, and a key is one more
 
@@ -190,8 +192,8 @@ def collector() -> Iterator[str]:
 
 def test_run_otel_sends_otlp_http_to_the_configured_endpoint(tmp_path: Path, collector: str,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-    from typer.testing import CliRunner
 
     from engine.cli import app
 
@@ -221,7 +223,7 @@ def test_run_otel_sends_otlp_http_to_the_configured_endpoint(tmp_path: Path, col
 
 
 def test_otel_without_the_extra_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from engine.cli import app
 

@@ -188,6 +188,7 @@ def _mutate_data(data: Any, rnd: random.Random, hostile: Any) -> Any:
 @budget(max_examples=100)
 @given(name=st.sampled_from(sorted(EXAMPLES)), rnd=st.randoms(use_true_random=False),
        hostile=st.lists(HOSTILE_VALUES, min_size=1, max_size=3))
+@pytest.mark.slow
 def test_data_mutations_load_or_raise_diagram_invalid(name: str, rnd: random.Random, hostile: list[Any]) -> None:
     import yaml
 

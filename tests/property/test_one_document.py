@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 import orjson
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -29,6 +30,8 @@ from engine.format.values import dumps
 from engine.format.yamlfile import read_yaml_text
 from engine.web.app import create_app
 from engine.web.yaml_edit import apply_edit, kept_where_unrepresentable
+
+pytestmark = pytest.mark.slow  # property searches
 
 TOKEN = "t"
 HEADERS = {"x-diagrama-token": TOKEN, "origin": "http://127.0.0.1:8765"}

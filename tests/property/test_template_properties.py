@@ -20,6 +20,8 @@ from engine import DataTable, DiagramaError
 from engine.compile.templating import TemplateEnv
 from tests.property import budget
 
+pytestmark = pytest.mark.slow  # property searches
+
 SCOPE: dict[str, Any] = {
     "n": 7,
     "big": 10**6,

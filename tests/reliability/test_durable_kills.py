@@ -32,6 +32,8 @@ import pytest
 from engine.runs.checkpoints import CheckpointStore, open_checkpoints
 from engine.runtime.durable import decode_state
 
+pytestmark = pytest.mark.slow  # runs killed with SIGKILL at random moments
+
 ROBOT = Path(__file__).parent / "durable_robot"
 KILLS = int(os.environ.get("DIAGRAMA_FAULT_KILLS", "6"))
 KILLS_PG = int(os.environ.get("DIAGRAMA_FAULT_KILLS_PG", "3"))

@@ -30,6 +30,8 @@ from tests.reliability.conftest import (
 from tests.reliability.fakevendor import ANSWER, vendor_error_type
 from tests.reliability.faults import BODY, FAULTS, RETRY, TRANSPORT, VENDORS, Fault
 
+pytestmark = pytest.mark.slow  # every fault against a real loopback server
+
 
 def _levels(vendor: str, fault: Fault) -> tuple[str, ...]:
     if fault.error is None:

@@ -46,6 +46,7 @@ def test_redirect_loop_on_the_same_host_ends_with_a_provider_error(run_fault: Ru
     assert outcome.attempts == 1, outcome.explain()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level", LEVELS)
 def test_nothing_listening_is_retried_then_times_out(run_fault: Run, level: str) -> None:
     # Connection refused is a dropped connection: retried with backoff, never past the timeout.

@@ -13,6 +13,8 @@ import pytest
 
 from benchmarks.soak import MiB, studio_soak, worker_soak
 
+pytestmark = pytest.mark.slow  # soaks: thousands of runs against one process
+
 
 def test_a_studio_keeps_its_size_over_validations_and_runs() -> None:
     figures = studio_soak(validations=300, runs=60, warm=(60, 15))

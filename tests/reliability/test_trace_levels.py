@@ -32,6 +32,7 @@ def test_debug_trace_counts_the_retries_without_http_bodies(run_fault: Run) -> N
     assert next(e["event"] for e in outcome.events if e.get("block") == "ask") == "block_started"
 
 
+@pytest.mark.slow
 def test_release_trace_of_a_timed_out_call(run_fault: Run) -> None:
     outcome = run_fault("gemini", "fail", [Stall()], timeout=1.0, message_level="Release")
     assert_error(outcome, "block_timeout")

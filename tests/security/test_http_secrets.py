@@ -112,6 +112,7 @@ def diagrama(folder: Path, env: dict[str, str], *args: str) -> str:
     return f"exit {done.returncode}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
 
 
+@pytest.mark.slow
 def test_no_secret_reaches_any_output(tmp_path: Path, echo_server: str) -> None:
     (tmp_path / "credential.yaml").write_text(DIAGRAM, encoding="utf-8")
     (tmp_path / "credential.scenario.yaml").write_text(SCENARIO, encoding="utf-8")

@@ -248,6 +248,7 @@ def _diagrama(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           check=False, timeout=120)
 
 
+@pytest.mark.slow
 def test_cli_refuses_then_data_root_allows(diagram_at, tmp_path) -> None:
     data = tmp_path / "shared-data"
     data.mkdir()

@@ -142,6 +142,7 @@ def run_side_by_side(project: Project, commands: dict[str, tuple[str, ...]]) -> 
         return {name: future.result() for name, future in done.items()}
 
 
+@pytest.mark.slow
 def test_no_key_reaches_any_output(project: Project, vendor: FakeVendorServer) -> None:
     runs = str(project.runs)
     inputs = ["-i", f"key={ANTHROPIC}", "-i", f"token={TOKEN}"]

@@ -22,6 +22,8 @@ import pytest
 
 from engine import execute
 
+pytestmark = pytest.mark.slow  # handlers that block for their timeouts
+
 HANDLERS = """
 import threading
 import time

@@ -170,6 +170,7 @@ RECEIPT = {"type": "object", "properties": {"merchant": {"type": "string"}, "tot
            "required": ["merchant", "total"], "additionalProperties": False}
 
 
+@pytest.mark.slow
 def test_each_sdk_sends_an_image_with_a_schema_and_reads_a_matching_answer(serve) -> None:
     """Images and a response schema as each official client sends them: the made-up answer, then a scripted one."""
     anthropic, groq, genai = (pytest.importorskip(name) for name in ("anthropic", "groq", "google.genai"))

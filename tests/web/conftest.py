@@ -1,4 +1,5 @@
-"""Fixtures for the studio's browser tests: a real server on a loopback port, one headless Chromium per module.
+"""Fixtures for the studio's tests: a copy of the examples (`folder`) and a client over the studio app in process
+(`client`); for the browser tests, a real server on a loopback port, one headless Chromium per module.
 
 The server is `engine.web.app.create_app` under uvicorn in a background thread (`lifespan="off"`), bound to a
 free 127.0.0.1 port that is also passed to `create_app`, so the Host guard sees its own address. Chromium is
@@ -24,6 +25,22 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 UI_BUILD = ROOT / "engine" / "web" / "ui" / "dist"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """A copy of the examples (diagrams/), each test's own to edit."""
+    target = tmp_path / "diagrams"
+    shutil.copytree(ROOT / "diagrams", target, ignore=shutil.ignore_patterns("*.embeddings.json", "__pycache__"))
+    return target
+
+
+@pytest.fixture
+def client(folder: Path, tmp_path: Path) -> Callable[..., Any]:
+    """The studio over `folder` (tests/web/studio_client.make_client), its runs under tmp_path/runs."""
+    from tests.web.studio_client import make_client
+
+    return make_client(folder, tmp_path / "runs")
 
 
 def chromium_path() -> str | None:

@@ -16,7 +16,7 @@ from blocks.registry import registry
 from engine.format.spec import COMMON_BLOCK_KEYS, ERROR_LEVELS, MESSAGE_LEVELS
 from engine.web.app import create_app
 from engine.web.models import ANSWERS, API_SCHEMA, schema_text
-from tests.web.test_studio_api import HEADERS, ROOT, make_client
+from tests.web.studio_client import HEADERS, ROOT, make_client
 
 SCHEMA = json.loads(API_SCHEMA.read_text(encoding="utf-8"))
 UI_FORMAT_FIXTURE = ROOT / "engine" / "web" / "ui" / "src" / "test" / "format.json"
@@ -46,16 +46,13 @@ def test_every_api_route_has_its_answer_model_and_every_model_its_route(tmp_path
 
 
 @pytest.fixture
-def client(tmp_path: Path):
-    import shutil
-
-    folder = tmp_path / "diagrams"
-    shutil.copytree(ROOT / "diagrams", folder, ignore=shutil.ignore_patterns("*.embeddings.json"))
+def client(folder: Path, tmp_path: Path):
     (folder / "broken.yaml").write_text("diagram: broken\nblocks: [\n", encoding="utf-8")
     (folder / "scenarios").mkdir()
     return make_client(folder, tmp_path / "runs")
 
 
+@pytest.mark.slow
 def test_reading_answers_match_the_schema(client) -> None:
     conforms("GET /api/session", client("GET", "/api/session"))
     conforms("GET /api/format", client("GET", "/api/format"))

@@ -26,6 +26,8 @@ import yaml
 
 from tests.web.conftest import ROOT, Served, free_port
 
+pytestmark = pytest.mark.browser  # Debian's Chromium through Playwright (slow too)
+
 DIAGRAMS = ROOT / "diagrams"
 ORDER_AGENT = "order_agent.yaml"
 BLOCKS_SELECTOR = ".react-flow__node-block"

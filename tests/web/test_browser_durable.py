@@ -14,6 +14,8 @@ import pytest
 from tests.web.conftest import Served
 from tests.web.test_browser import DIAGRAMS, node, open_diagram, shot
 
+pytestmark = pytest.mark.browser  # Debian's Chromium through Playwright (slow too)
+
 APPROVE = "approve_reply.yaml"
 CHAT = "chat_memory.yaml"
 

@@ -18,7 +18,6 @@ import yaml
 from tests.web.conftest import Served
 from tests.web.test_browser import (
     BLOCKS_SELECTOR,
-    DIAGRAMS,
     ORDER_AGENT,
     cli,
     node,
@@ -30,6 +29,8 @@ from tests.web.test_browser import (
     still_view,
     valid,
 )
+
+pytestmark = pytest.mark.browser  # Debian's Chromium through Playwright (slow too)
 
 PANE_TEXT = "() => window.__diagramaStudio.getState().sourceText"
 
@@ -63,10 +64,9 @@ def no_page_errors(page: Any) -> list[str]:
 
 
 @pytest.fixture
-def folder(studio: Any, tmp_path: Path) -> Served:
-    root = tmp_path / "diagrams"
-    shutil.copytree(DIAGRAMS, root, ignore=shutil.ignore_patterns("*.embeddings.json", "__pycache__"))
-    return studio(root)
+def served(studio: Any, folder: Path) -> Served:
+    """The studio over a copy of the examples."""
+    return studio(folder)
 
 
 # ---------------------------------------------------------------- item 1, 2: a broken file opens
@@ -82,12 +82,12 @@ BROKEN = {
 }
 
 
-def test_a_broken_file_opens_in_its_yaml_and_is_repaired_there(page: Any, folder: Served, artifacts: Path) -> None:
+def test_a_broken_file_opens_in_its_yaml_and_is_repaired_there(page: Any, served: Served, artifacts: Path) -> None:
     for name, text in BROKEN.items():
-        (folder.root / name).write_text(text, encoding="utf-8")
+        (served.root / name).write_text(text, encoding="utf-8")
     errors = no_page_errors(page)
     # the broken file sorts first: the root address opens it, and the page shows it instead of a blank
-    page.goto(folder.url + "/")
+    page.goto(served.url + "/")
     editor = page.get_by_test_id("yaml-editor")
     editor.wait_for()
     page.wait_for_function("() => window.__diagramaStudio.getState().path === 'aaa_unclosed.yaml'")
@@ -108,14 +108,14 @@ def test_a_broken_file_opens_in_its_yaml_and_is_repaired_there(page: Any, folder
     page.wait_for_function(f"document.querySelectorAll('{BLOCKS_SELECTOR}').length === 3")
     settle(page)
     save(page)
-    written = (folder.root / "aaa_unclosed.yaml").read_text(encoding="utf-8")
+    written = (served.root / "aaa_unclosed.yaml").read_text(encoding="utf-8")
     assert "# typed in the pane" in written
-    checked = cli("validate", str(folder.root / "aaa_unclosed.yaml"), cwd=folder.root)
+    checked = cli("validate", str(served.root / "aaa_unclosed.yaml"), cwd=served.root)
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
     # every other kind of broken file opens too, in its YAML, with its problems
     for name in ("empty.yaml", "tabbed.yaml", "five.yaml", "ones.yaml"):
-        page.goto(f"{folder.url}/#{name}")
+        page.goto(f"{served.url}/#{name}")
         page.wait_for_function("name => window.__diagramaStudio.getState().path === name "
                                "&& window.__diagramaStudio.getState().sourceText !== null", arg=name)
         page.get_by_test_id("yaml-editor").wait_for()
@@ -127,13 +127,13 @@ def test_a_broken_file_opens_in_its_yaml_and_is_repaired_there(page: Any, folder
 # ---------------------------------------------------------------- the YAML beside the canvas
 
 
-def test_the_yaml_pane_follows_the_canvas_and_drives_it(page: Any, folder: Served, artifacts: Path,
+def test_the_yaml_pane_follows_the_canvas_and_drives_it(page: Any, served: Served, artifacts: Path,
                                                         record_property: Any) -> None:
     errors = no_page_errors(page)
-    open_diagram(page, folder, ORDER_AGENT, blocks=5)
+    open_diagram(page, served, ORDER_AGENT, blocks=5)
     open_pane(page)
     page.wait_for_function(PANE_TEXT + " !== null")
-    assert pane_text(page) == (folder.root / ORDER_AGENT).read_text(encoding="utf-8")
+    assert pane_text(page) == (served.root / ORDER_AGENT).read_text(encoding="utf-8")
 
     # selecting a block selects its lines
     select_block(page, "dispatch")
@@ -150,7 +150,7 @@ def test_the_yaml_pane_follows_the_canvas_and_drives_it(page: Any, folder: Serve
     assert len(changed) == 1 and "Call the tools" in changed[0][1], changed
     preview = pane_text(page)
     save(page)
-    assert (folder.root / ORDER_AGENT).read_text(encoding="utf-8") == preview
+    assert (served.root / ORDER_AGENT).read_text(encoding="utf-8") == preview
 
     # typing in the pane: the canvas and the form follow once the text reads
     text = pane_text(page).replace("label: Call the tools", "label: Tools, typed")
@@ -205,8 +205,8 @@ def test_the_yaml_pane_follows_the_canvas_and_drives_it(page: Any, folder: Serve
 # ---------------------------------------------------------------- item 8: a problem leads to its field; item 10
 
 
-def test_a_problem_and_a_run_error_lead_to_their_field_and_the_run_shows_its_result(page: Any, folder: Served) -> None:
-    open_diagram(page, folder, ORDER_AGENT, blocks=5)
+def test_a_problem_and_a_run_error_lead_to_their_field_and_the_run_shows_its_result(page: Any, served: Served) -> None:
+    open_diagram(page, served, ORDER_AGENT, blocks=5)
     select_block(page, "ask")
     page.get_by_test_id("field-max_tokens").fill("-3")
     settle(page)
@@ -243,11 +243,11 @@ def test_a_problem_and_a_run_error_lead_to_their_field_and_the_run_shows_its_res
     assert inside
 
 
-def test_a_failed_run_error_selects_its_block(page: Any, folder: Served) -> None:
-    (folder.root / "fails.yaml").write_text(
+def test_a_failed_run_error_selects_its_block(page: Any, served: Served) -> None:
+    (served.root / "fails.yaml").write_text(
         "diagram: fails\nblocks:\n  - id: start\n    type: Start\n    next: broken\n"
         "  - id: broken\n    type: Set\n    set:\n      x: \"{{ 1 / 0 }}\"\n", encoding="utf-8")
-    open_diagram(page, folder, "fails.yaml", blocks=2)
+    open_diagram(page, served, "fails.yaml", blocks=2)
     page.get_by_role("button", name="Open the run panel").click()
     page.locator(".run-panel").get_by_role("button", name="Run", exact=True).click()
     error = page.get_by_test_id("run-result").locator(".run-result__error").first
@@ -259,9 +259,9 @@ def test_a_failed_run_error_selects_its_block(page: Any, folder: Served) -> None
 # ---------------------------------------------------------------- item 9: drafts survive; two tabs merge
 
 
-def test_unsaved_edits_survive_a_reload_and_two_tabs_merge(page: Any, folder: Served) -> None:
+def test_unsaved_edits_survive_a_reload_and_two_tabs_merge(page: Any, served: Served) -> None:
     page.on("dialog", lambda dialog: dialog.accept())  # the browser's "leave the page?" accepted
-    open_diagram(page, folder, ORDER_AGENT, blocks=5)
+    open_diagram(page, served, ORDER_AGENT, blocks=5)
     select_block(page, "done")
     page.get_by_test_id("field-label").fill("Finished")
     page.locator(".pill--dirty").wait_for()
@@ -275,7 +275,7 @@ def test_unsaved_edits_survive_a_reload_and_two_tabs_merge(page: Any, folder: Se
 
     # another tab saves a change to another block meanwhile; this tab's save is refused, and merging keeps both
     other = page.context.new_page()
-    open_diagram(other, folder, ORDER_AGENT, blocks=5)
+    open_diagram(other, served, ORDER_AGENT, blocks=5)
     select_block(other, "apologise")
     other.get_by_test_id("field-label").fill("Sorry path")
     save(other)
@@ -290,7 +290,7 @@ def test_unsaved_edits_survive_a_reload_and_two_tabs_merge(page: Any, folder: Se
     merge.get_by_role("button", name="Use the result").click()
     page.wait_for_function("() => !window.__diagramaStudio.getState().parsing")
     save(page)
-    saved = {b["id"]: b for b in yaml.safe_load((folder.root / ORDER_AGENT).read_text(encoding="utf-8"))["blocks"]}
+    saved = {b["id"]: b for b in yaml.safe_load((served.root / ORDER_AGENT).read_text(encoding="utf-8"))["blocks"]}
     assert saved["done"].get("label") == "Finished"
     assert saved["apologise"].get("label") == "Sorry path"
     assert not page.evaluate("() => Object.keys(localStorage).some((k) => k.startsWith('diagrama:draft:'))")
@@ -299,16 +299,16 @@ def test_unsaved_edits_survive_a_reload_and_two_tabs_merge(page: Any, folder: Se
 # ---------------------------------------------------------------- finding things
 
 
-def test_palette_context_menu_dark_mode_files_and_the_address(page: Any, folder: Served, artifacts: Path) -> None:
-    (folder.root / "team").mkdir()
-    shutil.copy(folder.root / "greeting_counter.yaml", folder.root / "team" / "inner.yaml")
-    (folder.root / "team" / "one.yaml").write_text("diagram: one\nblocks:\n  - id: start\n    type: Start\n",
+def test_palette_context_menu_dark_mode_files_and_the_address(page: Any, served: Served, artifacts: Path) -> None:
+    (served.root / "team").mkdir()
+    shutil.copy(served.root / "greeting_counter.yaml", served.root / "team" / "inner.yaml")
+    (served.root / "team" / "one.yaml").write_text("diagram: one\nblocks:\n  - id: start\n    type: Start\n",
                                                    encoding="utf-8")
-    (folder.root / "tests").mkdir()
-    (folder.root / "tests" / "greeting.scenario.yaml").write_text(
+    (served.root / "tests").mkdir()
+    (served.root / "tests" / "greeting.scenario.yaml").write_text(
         "- scenario: counts twice\n  diagram: ../greeting_counter.yaml\n  inputs: {name: Giulia, times: 2}\n"
         "  expect:\n    status: succeeded\n    path: [start, count, count, greet]\n", encoding="utf-8")
-    open_diagram(page, folder, ORDER_AGENT, blocks=5)
+    open_diagram(page, served, ORDER_AGENT, blocks=5)
 
     # palette: a click adds a block; typing filters, Enter adds the first match
     page.get_by_test_id("palette-Set").click()
@@ -375,9 +375,9 @@ EDGE_POINT = """id => {
 }"""
 
 
-def test_a_link_s_context_menu_and_the_theme_toggle(page: Any, folder: Served) -> None:
+def test_a_link_s_context_menu_and_the_theme_toggle(page: Any, served: Served) -> None:
     page.emulate_media(color_scheme="light")
-    open_diagram(page, folder, ORDER_AGENT, blocks=5)
+    open_diagram(page, served, ORDER_AGENT, blocks=5)
     edges = page.locator(".react-flow__edge").count()
     x, y = page.evaluate(EDGE_POINT, "next:start:0")
     page.mouse.click(x, y, button="right")
@@ -401,8 +401,8 @@ def test_a_link_s_context_menu_and_the_theme_toggle(page: Any, folder: Served) -
     page.get_by_role("button", name=re.compile("^Theme: system")).wait_for()
 
 
-def test_the_registry_is_picked_from_the_folder_and_its_groups_stay_while_building(page: Any, folder: Served) -> None:
-    open_diagram(page, folder, ORDER_AGENT, blocks=5)
+def test_the_registry_is_picked_from_the_folder_and_its_groups_stay_while_building(page: Any, served: Served) -> None:
+    open_diagram(page, served, ORDER_AGENT, blocks=5)
     select_block(page, "ask")
     page.get_by_test_id("field-max_tokens").fill("-3")  # a problem: the groups used to vanish until a valid save
     page.locator(".toolbar__file .pill--error").wait_for()
@@ -416,9 +416,9 @@ def test_the_registry_is_picked_from_the_folder_and_its_groups_stay_while_buildi
 # ---------------------------------------------------------------- version history
 
 
-def test_version_history_lists_the_saves_and_restores_an_older_text(page: Any, folder: Served) -> None:
-    original = (folder.root / ORDER_AGENT).read_text(encoding="utf-8")
-    open_diagram(page, folder, ORDER_AGENT, blocks=5)
+def test_version_history_lists_the_saves_and_restores_an_older_text(page: Any, served: Served) -> None:
+    original = (served.root / ORDER_AGENT).read_text(encoding="utf-8")
+    open_diagram(page, served, ORDER_AGENT, blocks=5)
     select_block(page, "done")
     page.get_by_test_id("field-label").fill("Finished")
     save(page)
@@ -442,11 +442,11 @@ def test_version_history_lists_the_saves_and_restores_an_older_text(page: Any, f
     page.locator(".pill--dirty").wait_for()
     page.wait_for_function("() => !window.__diagramaStudio.getState().parsing")
     save(page)
-    assert (folder.root / ORDER_AGENT).read_text(encoding="utf-8") == original
+    assert (served.root / ORDER_AGENT).read_text(encoding="utf-8") == original
 
 
-def test_text_on_the_canvas_is_readable_at_fit_zoom(page: Any, folder: Served) -> None:
-    open_diagram(page, folder, ORDER_AGENT, blocks=5)
+def test_text_on_the_canvas_is_readable_at_fit_zoom(page: Any, served: Served) -> None:
+    open_diagram(page, served, ORDER_AGENT, blocks=5)
     page.get_by_role("button", name="Fit to view").click()
     still_view(page)
     smallest = page.evaluate("""() => {
@@ -542,11 +542,11 @@ BLOCK_GEOMETRY = """(block) => {
 }"""
 
 
-def test_a_long_label_ends_in_an_ellipsis_inside_its_block_and_handles_sit_on_its_edges(page: Any, folder: Served) -> None:
+def test_a_long_label_ends_in_an_ellipsis_inside_its_block_and_handles_sit_on_its_edges(page: Any, served: Served) -> None:
     # a line that surely fits is drawn unclipped and a handle is centred by margins (each clip or transform on every
     # block costs a drag on a large diagram a regrouping of them all, each frame): the look is the same
-    (folder.root / "labels.yaml").write_text(LABELS, encoding="utf-8")
-    open_diagram(page, folder, "labels.yaml", blocks=3)
+    (served.root / "labels.yaml").write_text(LABELS, encoding="utf-8")
+    open_diagram(page, served, "labels.yaml", blocks=3)
     long = page.evaluate(BLOCK_GEOMETRY, "long")
     assert (long["overflow"], long["ellipsis"], long["clipped"]) == ("hidden", "ellipsis", True)
     assert long["titleRight"] <= long["edges"]["right"]

@@ -3,30 +3,16 @@ secret's value never on the page, even from an online run whose server echoes it
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
-
 import httpx
-import pytest
 
 from engine import Services
-from tests.web.test_studio_api import HEADERS, ROOT, loaded, make_client, put
+from tests.web.studio_client import HEADERS, loaded, make_client, put
 
 TOKEN_VALUE = "studio-token-value-91b7"
 
 
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    target = tmp_path / "diagrams"
-    shutil.copytree(ROOT / "diagrams", target, ignore=shutil.ignore_patterns("*.embeddings.json"))
-    return target
 
 
-@pytest.fixture
-def client(folder: Path, tmp_path: Path) -> Callable[..., Any]:
-    return make_client(folder, tmp_path / "runs")
 
 
 def test_the_palette_offers_http_request_with_its_inputs_and_outputs(client) -> None:

@@ -6,26 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests.web.studio_client import HEADERS, TOKEN, make_client
 from tests.web.test_api_models import conforms
-from tests.web.test_studio_api import HEADERS, TOKEN, make_client
-
-
-@pytest.fixture
-def client(folder: Path, tmp_path: Path):
-    return make_client(folder, tmp_path / "runs")
-
-
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    import shutil
-
-    from tests.web.test_studio_api import ROOT
-
-    target = tmp_path / "diagrams"
-    shutil.copytree(ROOT / "diagrams", target, ignore=shutil.ignore_patterns("*.embeddings.json"))
-    return target
 
 
 def waiting_run(client) -> dict[str, Any]:

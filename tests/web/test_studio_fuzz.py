@@ -16,11 +16,14 @@ import shutil
 from pathlib import Path
 
 import httpx
+import pytest
 
 from benchmarks.safety import mutated, random_value
 from blocks.registry import registry
 from engine.web.app import create_app
-from tests.web.test_studio_api import HEADERS, ROOT, TOKEN
+from tests.web.studio_client import HEADERS, ROOT, TOKEN
+
+pytestmark = pytest.mark.slow  # 5,000 random request bodies
 
 BODIES = 5000
 

@@ -25,17 +25,12 @@ from pydantic import BaseModel, field_validator
 from blocks.registry import BUILTIN_BLOCKS, registry
 from engine import Block, BlockRegistry
 from engine.web.app import create_app
-from tests.web.test_studio_api import HEADERS, ROOT, TOKEN
+from tests.web.studio_client import HEADERS, ROOT, TOKEN
 
 BASE = "http://127.0.0.1:8765"
 JSON_HEADERS = HEADERS | {"content-type": "application/json"}
 
 
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    target = tmp_path / "diagrams"
-    shutil.copytree(ROOT / "diagrams", target, ignore=shutil.ignore_patterns("*.embeddings.json", "__pycache__"))
-    return target
 
 
 def app_for(folder: Path, runs: Path, blocks: BlockRegistry | None = None, **options: Any) -> Any:

@@ -6,32 +6,23 @@ version history of saved files."""
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from blocks.registry import registry
 from engine.cli import app as cli_app
 from engine.compile.loader import load_diagram_text
 from engine.errors import DiagramInvalid
-from tests.web.test_studio_api import HEADERS, ROOT, loaded, make_client
+from tests.web.studio_client import HEADERS, loaded
 
 ORDER = "order_agent.yaml"
 
 
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    target = tmp_path / "diagrams"
-    shutil.copytree(ROOT / "diagrams", target, ignore=shutil.ignore_patterns("*.embeddings.json"))
-    return target
 
 
-@pytest.fixture
-def client(folder: Path, tmp_path: Path):
-    return make_client(folder, tmp_path / "runs")
 
 
 BROKEN = {

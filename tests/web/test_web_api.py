@@ -112,7 +112,7 @@ def test_runs_started_from_the_command_line_with_a_relative_path_are_listed_and_
     import json
     import shutil
 
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from engine.cli import app as cli_app
 
@@ -149,7 +149,7 @@ def test_runs_of_the_folders_diagrams_run_from_elsewhere_are_found_through_the_r
     import json
     import shutil
 
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from engine.cli import app as cli_app
 

@@ -680,6 +680,7 @@ def _nested(depth: int) -> Any:
     return value
 
 
+@pytest.mark.slow
 def test_rule12_too_deep_values_are_refused_not_crashed() -> None:
     new = to_json(GREETING)
     new["blocks"][0]["with"] = _nested(96)  # the root, the blocks list and the block: 100 levels to the leaf
@@ -710,6 +711,7 @@ def test_rule12_keys_must_be_strings() -> None:
         apply_edit(GREETING, {"blocks": [{"id": "a", "with": {1: "x"}}]})
 
 
+@pytest.mark.slow
 def test_rule12_more_than_8_mb_is_refused() -> None:
     with pytest.raises(EditError, match="larger than"):
         apply_edit("x: " + "a" * (8 * 1024 * 1024), {"blocks": []})
@@ -1008,6 +1010,7 @@ def test_the_tree_holds_what_the_reader_reads_in_any_text(text: str) -> None:
     _tree_agrees(text)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.dictionaries(KEYS, VALUES, min_size=1, max_size=4), st.randoms(use_true_random=False))
 def test_the_tree_holds_what_the_reader_reads_in_dumped_yaml(value: dict[str, Any], rnd: random.Random) -> None:
