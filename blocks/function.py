@@ -92,12 +92,17 @@ class Function(Block):
                 try:
                     # Most functions return without waiting (finished): then nothing is awaited here.
                     finished, value = _start_call()(self._code, inputs.arguments, timeout=inputs.timeout, name=name,
-                                                    is_async=self._is_async)
+                                                    is_async=self._is_async, inline_for=_inline_for(inputs, context))
                     if not finished:
                         value = await value
                 except RunError:
                     raise  # raised on purpose (an engine.BlockError with a type of its own), or too many calls stuck
                 except Exception as exc:
+                    if isinstance(exc, _tools().HandlerTimeout) and exc.timeout < inputs.timeout:
+                        # Cut at the run's deadline on the run's own thread: the deadline's own cancellation ends the
+                        # step as it would have ended the awaited call (run_timeout), once the loop runs again.
+                        for _ in range(3):
+                            await asyncio.sleep(0)
                     raise _call_failed(exc, inputs, context) from None
             try:
                 result = json_result(value, notes)
@@ -124,6 +129,19 @@ class Function(Block):
         return {"result": result}
 
 
+def _inline_for(inputs: FunctionInputs, context: RunContext) -> float | None:
+    """How long a plain `def` may run on the run's own thread (Services.inline_calls: a one-run process, outside a
+    concurrent Loop's passes): its timeout, or what is left of the run's deadline when that comes first (the
+    deadline cannot cancel a call that holds the event loop); None: on a handler thread."""
+    if not context.services.inline_calls or context.concurrent:
+        return None
+    if context.deadline is None:
+        return inputs.timeout
+    import asyncio
+
+    return max(0.001, min(inputs.timeout, context.deadline - asyncio.get_running_loop().time()))
+
+
 def _called(context: RunContext, inputs: FunctionInputs, reply: Any, began: float, outcome: dict[str, Any]) -> None:
     """The `function_called` event (Debug and up): the function, its arguments as the level shows them, whether a
     scenario answered, the duration, and `outcome` (ok, error, notes, the whole result at Detailed)."""
@@ -141,6 +159,9 @@ def _call_failed(exc: Exception, inputs: FunctionInputs, context: RunContext) ->
     """A call's failure as the block's error: past its timeout a BlockTimeout, else `function_error`."""
     name = inputs.function
     if isinstance(exc, _tools().HandlerTimeout):
+        if exc.timeout < inputs.timeout:  # on the run's own thread, cut at the run's deadline (`_inline_for`)
+            return BlockTimeout(f"function '{name}' was stopped when the run's time ran out (Start 'timeout'), "
+                                f"after {exc.timeout:g} s")
         still = ", still running" if exc.left_running else ""
         return BlockTimeout(f"function '{name}' took longer than its timeout of {inputs.timeout:g} s; "
                             f"it was abandoned{still}")

@@ -102,7 +102,7 @@ def resume(run_id: str, input: tuple[str, ...], inputs: Path | None, from_block:
         # Of two resumes of one run (two terminals, the studio, the API), one takes it; the other is refused here,
         # before any block runs again.
         turn = resume_turn(store, run_id, registry=blocks_registry(), read_answer=answer_to, from_block=from_block)
-        result = asyncio.run(run_turn(turn, services=Services(offline=offline), runs_dir=folder,
+        result = asyncio.run(run_turn(turn, services=Services(offline=offline, inline_calls=True), runs_dir=folder,
                                       console=None if quiet else console_printer(sys.stderr)))
         _store_run(turn.diagram, turn.inputs, result, folder)
     except DiagramaError as exc:

@@ -194,7 +194,8 @@ def run(diagram: Path, input: tuple[str, ...], inputs: Path | None, offline: boo
     _go_quiet_on_broken_pipe(err, console())
     printer = None if quiet else console_printer(sys.stderr)
     folder = runs_folder(runs_dir)
-    services = Services(offline=offline, stream=stream)
+    # One run in this process's main thread: a plain def Function runs on it, held to its timeout by a timer signal.
+    services = Services(offline=offline, stream=stream, inline_calls=True)
     streamed = _stream_printer(services, printer, to_stderr=output == "json") if stream else None
     if export is not None:
         services.run_observers.append(export)

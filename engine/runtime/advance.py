@@ -7,8 +7,8 @@ entry) and, already in the run's context, the Loops' positions. So a child or a 
 where it was by construction, as a top run does.
 
 Each turn of the loop checks first, as LangGraph's loop does (`out_of_steps`), so a step that may not
-run never starts: the trace file still writable, the top run's step budget (every nested step counts
-there), a child's own limit. Then it steps the block (engine.runtime.step) and, for a durable run after
+run never starts: the top run's step budget (every nested step counts there), a child's own limit, the
+trace file still writable. Then it steps the block (engine.runtime.step) and, for a durable run after
 a block with effects, checkpoints: checkpointing is a property of this loop (`Run.durable`), not a
 loop of its own, and costs a run that is not durable one test of a local per step.
 """
@@ -48,21 +48,25 @@ async def advance(run: Run, block: CompiledBlock | None, came_from: CompiledBloc
     file = run.trace.file
     clock, stepped_now, stepped = time.perf_counter, step_now, step  # read once: this loop turns once per step
     try:  # around the loop, not in it: a Wait's request is rare, the steps are not
-        while block is not None and block is not stop:
+        while block is not None:
             now = clock()
             # The last step's lines: written now if it was slow, or a while after the last write (trace.py).
             if file.pending and (now >= file.flush_due_at or now - run.step_began >= SLOW_STEP_S):
                 file.flush()
             run.step_began = now
-            if file.failure is not None:
-                run.end(TraceWriteFailed(file.failure_message(), block=block.id), announce=False)
-            if root.steps >= budget:
-                run.end(_out_of_steps(run, block, budget), announce=True)
-            if nested:  # its steps count in the top run's budget, and a child's against its own Start's too
+            if nested:  # a pass ends back at its Loop; nested steps count in the top run's budget, a child's in its own
+                if block is stop:
+                    break
+                if root.steps >= budget:
+                    run.end(_out_of_steps(run, block, budget), announce=True)
                 if own_limit is not None and run.steps >= own_limit:
                     run.end(StepLimitReached(f"the subdiagram reached its own max_steps ({own_limit}) at block "
                                              f"'{block.id}'", block=block.id), announce=True)
                 root.steps += 1
+            elif run.steps >= budget:
+                run.end(_out_of_steps(run, block, budget), announce=True)
+            if file.failure is not None:
+                run.end(TraceWriteFailed(file.failure_message(), block=block.id), announce=False)
             if block.awaits:
                 came_from, block = block, await stepped(run, block, came_from)
             else:
@@ -91,6 +95,9 @@ async def within_deadline(run: Run, steps: Awaitable[object]) -> None:
     if not timeout:
         await steps
         return
+    ends = asyncio.get_running_loop().time() + timeout
+    ctx = run.ctx
+    ctx.deadline = ends if ctx.deadline is None else min(ctx.deadline, ends)  # a child ends by its caller's too
     try:
         async with asyncio.timeout(timeout) as deadline:
             await steps

@@ -113,6 +113,10 @@ class Services:
     """Called with (block id, piece) for each piece of a streamed answer as it arrives, whatever the message level."""
     scripted: ScriptedBlocks | None = None
     """A scenario's replies for blocks it scripts itself (a Function's), and the calls they make; None outside one."""
+    inline_calls: bool = False
+    """A plain `def` Function runs on the run's own thread, stopped at its timeout by a timer signal, rather than on a
+    handler thread: for a process that runs one run in its main thread (`diagrama run`, `resume`), where holding the
+    event loop holds nothing else. Not inside a concurrent Loop's passes, whose calls must overlap."""
 
     def share(self, source: Services) -> None:
         """Use `source`'s shared state (wire stand-ins, client pool, simulator, limits, observers, stubs, sessions)."""
@@ -126,6 +130,7 @@ class Services:
         self.mcp_sessions = source.mcp_sessions
         self.checkpoints = source.checkpoints
         self.scripted = source.scripted
+        self.inline_calls = source.inline_calls
         self.stream = source.stream
         self.text_observers = source.text_observers
 
@@ -141,7 +146,9 @@ class RunContext:
 
     __slots__ = (
         "answer",
+        "concurrent",
         "current",
+        "deadline",
         "diagram",
         "entered_from_body",
         "error_levels",
@@ -192,6 +199,11 @@ class RunContext:
         self.started = time.perf_counter()
         self.answer: Answer | None = None
         """A person's answer to the Wait this run resumes at (`diagrama resume --input`); the Wait takes it."""
+        self.deadline: float | None = None
+        """When the run (or a Subdiagram's child, by its own Start `timeout`) must end, in its event loop's time; None:
+        no deadline. What a block cannot cancel (a call on the run's own thread) it bounds by this."""
+        self.concurrent = False
+        """Whether this run is a concurrent Loop's pass, or nested in one: its steps run beside others'."""
 
     @property
     def message_level(self) -> MessageLevel:

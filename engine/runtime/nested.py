@@ -82,6 +82,7 @@ async def run_child(run: Run, context: RunContext, written: str, inputs: Mapping
     scope = child.env.new_scope({}, run_environ(services.environ, offline=services.offline))  # read by `secret()`
     ctx = RunContext(run_id, child, scope, trace, services, levels.messages, error_levels=levels.errors, prefix=prefix)
     ctx.started = root.ctx.started  # offsets from the top run's start, as its own steps have
+    ctx.deadline, ctx.concurrent = context.deadline, context.concurrent
     nested = Run(child, ctx, trace, root=root, depth=depth, lane=lane, own_limit=child.settings.max_steps)
     if context.message_level:
         fields: dict[str, Any] = {"diagram": child.name, "file": str(child.path), "sub_run_id": run_id}
@@ -248,6 +249,7 @@ def _pass(run: Run, context: RunContext, loop: CompiledBlock, index: int, bindin
     ctx = RunContext(context.run_id, run.diagram, Scope(run.diagram.env, values), trace, context.services,
                      context.message_levels, error_levels=context.error_levels, prefix=context.prefix)
     ctx.started = context.started
+    ctx.deadline, ctx.concurrent = context.deadline, True
     nested = Run(run.diagram, ctx, trace, root=run.root, depth=run.depth, lane=lane)
     if context.message_level:
         trace.record(Event.LOOP_PASS_STARTED, {"block": loop.id, "block_type": loop.type_name, "index": index})

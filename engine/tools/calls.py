@@ -16,13 +16,14 @@ import contextlib
 import contextvars
 import inspect
 import queue
+import signal
 import threading
 from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
 from engine.errors import ToolError
 
-__all__ = ["HandlerTimeout", "call_handler", "start_call"]
+__all__ = ["HandlerTimeout", "call_handler", "call_inline", "start_call"]
 
 # Threads of abandoned handlers that may pile up before new calls are refused: each stuck
 # one holds a thread until it returns, and a process should not collect them without end.
@@ -41,6 +42,7 @@ class HandlerTimeout(TimeoutError):
 
     def __init__(self, timeout: float, *, left_running: bool) -> None:
         super().__init__(f"no result after {timeout:g} s")
+        self.timeout = timeout
         self.left_running = left_running
 
 
@@ -208,7 +210,7 @@ async def call_handler(handler: Callable[..., Any], arguments: Mapping[str, Any]
 
 
 def start_call(handler: Callable[..., Any], arguments: Mapping[str, Any], *, timeout: float, name: str = "",
-               is_async: bool | None = None) -> tuple[bool, Any]:
+               is_async: bool | None = None, inline_for: float | None = None) -> tuple[bool, Any]:
     """Start calling `handler` with `arguments`: (True, its result) when it finished at once, else (False, an
     awaitable of its result). Raises the handler's own exception where its first step raised it.
 
@@ -219,8 +221,12 @@ def start_call(handler: Callable[..., Any], arguments: Mapping[str, Any], *, tim
     any awaited call: its expiry raises in the handler, never in the run. Past `timeout`, or when the caller is
     cancelled (the run's deadline), the handler is cancelled once; one that does not stop at that is closed, never
     waited for (`_Drive`). `is_async`: whether the handler is a coroutine function, when the caller knows it already.
+    `inline_for`: seconds a sync handler may run on the caller's own thread, stopped then by a timer signal
+    (`call_inline`), where the caller's host allows it and that thread is the main one; None: on a handler thread.
     """
     if not (inspect.iscoroutinefunction(handler) if is_async is None else is_async):
+        if inline_for is not None and threading.current_thread() is threading.main_thread():
+            return _returned(call_inline(handler, arguments, inline_for), timeout)
         call = _start_thread(handler, arguments, name)
         if not _slow.get(handler) and call.done.acquire(timeout=QUICK_WAIT_S):
             return _returned(call.outcome(), timeout)
@@ -243,6 +249,40 @@ def start_call(handler: Callable[..., Any], arguments: Mapping[str, Any], *, tim
 
 
 _NEVER_AWAITABLE = frozenset({dict, list, str, int, float, bool, type(None)})
+
+
+class _Expired(BaseException):
+    """A call on the run's own thread passed its time: raised in it by the timer signal (BaseException: a handler's
+    `except Exception` does not swallow it)."""
+
+
+def call_inline(handler: Callable[..., Any], arguments: Mapping[str, Any], timeout: float) -> Any:
+    """Call a sync handler on this thread, the main one, in a copy of its context: its result, or its own exception;
+    `HandlerTimeout` once it has run `timeout` seconds. A timer signal (SIGALRM) raises in the handler then, which
+    stops a wait in a system call too (a sleep, a socket read), and again every quarter second after, for one that
+    swallows the first (a bare `except:`); a result that comes after the timeout is not taken. What the signal cannot
+    reach (C code that never returns to Python) is the handler's to bound. The previous SIGALRM handler and timer are
+    put back whatever happens."""
+    state = {"calling": True, "expired": False}
+
+    def expire(_signum: int, _frame: object) -> None:
+        state["expired"] = True
+        if state["calling"]:
+            raise _Expired
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, max(timeout, 1e-6), 0.25)
+    try:
+        value = contextvars.copy_context().run(handler, **arguments)
+    except _Expired:
+        raise HandlerTimeout(timeout, left_running=False) from None
+    finally:
+        state["calling"] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    if state["expired"]:
+        raise HandlerTimeout(timeout, left_running=False)
+    return value
 """What most handlers return: known not awaitable without asking the `Awaitable` ABC."""
 
 
