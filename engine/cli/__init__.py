@@ -33,13 +33,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "waiting one, or replay one from a block."),
     "batch": ("engine.cli.batch:batch", "Run a diagram over many inputs, N at a time, recorded in the run store; "
               "resumable."),
-    "validate": ("engine.cli.run:validate", "Check diagrams without running them; every problem of each file is "
+    "validate": ("engine.cli.diagrams:validate", "Check diagrams without running them; every problem of each file is "
                  "listed."),
-    "schema": ("engine.cli.run:schema", "Print the JSON Schema of diagram files (for editors: diagrama schema > "
+    "schema": ("engine.cli.diagrams:schema", "Print the JSON Schema of diagram files (for editors: diagrama schema > "
                "diagram.schema.json)."),
     "test": ("engine.cli.testing:test_scenarios", "Run robot scenario files (*.scenario.yaml) against the offline "
              "simulator."),
-    "graph": ("engine.cli.run:graph", "Draw a diagram as Mermaid or Graphviz DOT text, optionally with a run's path."),
+    "graph": ("engine.cli.diagrams:graph", "Draw a diagram as Mermaid or Graphviz DOT text, optionally with a run's path."),
     "trace": ("engine.cli.traces:trace", "Show a run's steps: block, type, start offset, duration, status, link taken, "
               "short inputs/outputs."),
     "runs": ("engine.cli.traces:runs", "List recent runs: id, diagram, status, start, duration, steps, and the batch "

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 @click.option("--data-root", type=PATH, multiple=True,
               help="a folder besides the diagram's own that it may read files from (repeatable)")
 @click.option("--otel", is_flag=True, help=OTEL_HELP + "; with Celery, start the workers with --otel")
-# Long by its options (one parameter each); the body is short.
+# Long: one command from its options to its exit code, each step a call; split, a dozen options pass on.
 def batch(diagram: Path, inputs: Path, concurrency: int, output: Path | None, collect: str, resume: str | None,
           force: bool, store_url: str | None, backend: str, broker: str | None, offline: bool, rpm: tuple[str, ...],
           max_concurrent: tuple[str, ...], grace: float, runs_dir: Path | None, data_root: tuple[Path, ...],

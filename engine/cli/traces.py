@@ -14,7 +14,7 @@ import click
 from engine.cli import LEVELS, PATH, console, fail, has_module, redactor, runs_folder
 
 if TYPE_CHECKING:
-    from engine.runs.traces import Step
+    from engine.runs.trace_steps import Step
 
 
 def _short(value: Any, width: int = 60) -> str:
@@ -79,7 +79,7 @@ def _table_lines(chosen: list[dict[str, Any]], errors: bool, show_payloads: bool
     """The run's summary (its start, its end and errors) and one line per step (with `errors`, only failed or
     ignored steps and steps with failed tool calls)."""
     from engine.format.jsonout import dumps_plain
-    from engine.runs.traces import steps
+    from engine.runs.trace_steps import steps
 
     summary, lines = [], []
     for event in chosen:
@@ -117,7 +117,8 @@ def trace(run: str, block: str | None, level: str | None, errors: bool, as_json:
     from engine.errors import DiagramaError
     from engine.format.jsonout import dumps_plain
     from engine.format.levels import MESSAGE_LEVELS
-    from engine.runs.traces import INTERRUPTED, find_trace, keep_event, latest_start, run_status
+    from engine.runs.trace_steps import keep_event
+    from engine.runs.traces import INTERRUPTED, find_trace, latest_start, run_status
     from engine.runtime.trace import read_events
 
     try:

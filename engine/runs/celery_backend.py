@@ -77,6 +77,7 @@ class RedisBuckets:
         return _Slot()
 
 
+# Long: the app and its three tasks, each a few lines, registered together as Celery wants them.
 def make_app(broker: str | None = None) -> Celery:
     broker = broker or os.environ.get("DIAGRAMA_BROKER") or DEFAULT_BROKER
     app = Celery("diagrama", broker=broker)

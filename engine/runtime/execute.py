@@ -30,6 +30,7 @@ from engine.runtime.trace import Console, Event, Trace, new_run_id
 __all__ = ["RunResult", "execute"]
 
 
+# Long by its keyword arguments, one a line, and their docstring; the body is short.
 async def execute(
     diagram: Diagram,
     inputs: Mapping[str, Any] | None = None,
@@ -63,12 +64,7 @@ async def execute(
     trace_path = runs_dir / run_id / "trace.jsonl" if runs_dir is not None and trace_file is None else None
     run_level = message_level if message_level is not None else diagram.message_level
     levels = diagram.message_levels(message_level)  # None unless `message_level` changes some block's
-    # The highest level any step can reach: the chain is built for it, once.
-    highest = max(levels.values() if levels is not None else (b.message_level for b in diagram.blocks.values()))
-    trace = Trace(trace_path, run_id, secrets=[*services.secrets(diagram.listed_secrets), *secrets], console=console,
-                  file=trace_file, level=highest)
-    for make_observer in services.run_observers:
-        trace.observe(make_observer(diagram, trace.redactor))
+    trace = _trace(diagram, run_id, trace_path, levels, services, [*secrets], console, trace_file)
     scope = diagram.env.new_scope({}, run_environ(services.environ, offline=services.offline))  # read by `secret()`
     run = Run(diagram, RunContext(run_id, diagram, scope, trace, services, levels), trace)
     if services.checkpoints is not None and diagram.settings.durable:
@@ -99,3 +95,14 @@ async def execute(
     else:
         status = await run.whole(inputs or {}, resume)
     return run.result(status)
+
+
+def _trace(diagram: Diagram, run_id: str, path: Path | None, levels: Mapping[Any, MessageLevel] | None,
+           services: Services, secrets: list[str], console: Console | None, file: IO[bytes] | None) -> Trace:
+    """The run's trace: its chain built for the highest level any step can reach, once; the services' observers."""
+    highest = max(levels.values() if levels is not None else (b.message_level for b in diagram.blocks.values()))
+    trace = Trace(path, run_id, secrets=[*services.secrets(diagram.listed_secrets), *secrets], console=console,
+                  file=file, level=highest)
+    for make_observer in services.run_observers:
+        trace.observe(make_observer(diagram, trace.redactor))
+    return trace

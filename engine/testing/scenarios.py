@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.compile.block import BlockRegistry
@@ -24,7 +23,6 @@ from engine.compile.diagram import CompiledBlock, Diagram
 from engine.compile.inputs import check_inputs
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramaError, DiagramInvalid, Problem
-from engine.format.dialect import reads_as_text
 from engine.format.jsonout import dumps_plain, plain
 from engine.format.names import suggest
 from engine.format.redact import Redactor
@@ -38,7 +36,7 @@ from engine.runtime.trace import new_run_id
 from engine.testing.replies import AnyReply, as_function_reply, block_kind, misfit_replies
 from engine.testing.web_scenarios import ExpectedHttpRequest, http_expectations
 
-__all__ = ["Scenario", "ScenarioFile", "Verdict", "load_scenarios", "record_scenario", "run_scenario", "scenario_files"]
+__all__ = ["Scenario", "ScenarioFile", "Verdict", "load_scenarios", "run_scenario", "scenario_files", "scenario_schema"]
 
 
 class ExpectedFunctionCall(BaseModel):
@@ -383,63 +381,6 @@ def _unknown_stubs(spec: Scenario, diagram: Diagram) -> list[str]:
 def run_scenario(scenario: LoadedScenario, registry: BlockRegistry, runs_dir: Path | None = Path("runs"),
                  data_roots: tuple[Path, ...] = ()) -> Verdict:
     return asyncio.run(run_scenario_async(scenario, registry, runs_dir, data_roots))
-
-
-def record_scenario(path: Path, diagram_path: Path, inputs: Mapping[str, Any], result: RunResult,
-                    recorded: list[dict[str, Any]]) -> None:
-    """Write what a run did as a scenario: its replies, and its path and outputs as expectations.
-
-    Everything written is scrubbed of keys as the run's result is (a reply may echo a key).
-    """
-    import os
-
-    replies: dict[str, list[dict[str, Any]]] = {}
-    calls = []
-    for entry in recorded:
-        reply: dict[str, Any] = {}
-        if "status" in entry or "error" in entry:  # an HttpRequest's answer, as its scenario reply
-            replies.setdefault(entry["block"], []).append({k: v for k, v in entry.items() if k != "block"})
-            continue
-        if entry.get("text"):
-            reply["text"] = entry["text"]
-        if entry.get("calls"):
-            reply["tool_calls"] = [{"name": c["name"], "arguments": c["arguments"]} for c in entry["calls"]]
-            calls += [{"block": entry["block"], "name": c["name"], "arguments": c["arguments"]} for c in entry["calls"]]
-        replies.setdefault(entry["block"], []).append(reply or {"text": ""})
-    variables = {k: v for k, v in result.variables.items() if isinstance(v, (str, int, float, bool)) and k not in inputs}
-    # The README's shape: `setup` names the diagram, `scenarios` lists the cases (here one).
-    recorded_file = {
-        "setup": {"diagram": os.path.relpath(diagram_path.resolve(), path.resolve().parent)},
-        "scenarios": [{
-            "scenario": f"recorded run {result.run_id} of {result.diagram}",
-            "inputs": _plain(dict(inputs)),
-            "replies": replies,
-            "expect": {"status": result.status, "path": result.path, "variables": _plain(variables),
-                       "called_tools": calls,
-                       "errors": [{k: v for k, v in e.items() if k in ("block", "type")} for e in result.errors]},
-        }],
-    }
-    recorded_file = plain(result.redact(recorded_file))  # fresh containers throughout: nothing shared, no anchors
-    path.parent.mkdir(parents=True, exist_ok=True)
-    header = "# Recorded by `diagrama run --record`: review the replies and expectations before committing.\n"
-    text = yaml.dump(recorded_file, Dumper=_PlainDumper, sort_keys=False, allow_unicode=True)
-    path.write_text(header + text, encoding="utf-8")
-
-
-class _PlainDumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML ships no type hints
-    """Safe YAML that writes a value seen twice in full each time, never as an `&anchor` and `*alias`, and quotes
-    text that diagrama's dialect (YAML 1.2) would read otherwise (PyYAML writes `0o17` and `1e3` plain)."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-    def represent_str(self, data: str) -> Any:
-        if data and "\n" not in data and not reads_as_text(data) and data == data.strip():
-            return self.represent_scalar("tag:yaml.org,2002:str", data, style='"')
-        return super().represent_str(data)
-
-
-_PlainDumper.add_representer(str, _PlainDumper.represent_str)
 
 
 def scenario_schema() -> dict[str, Any]:

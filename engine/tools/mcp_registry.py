@@ -24,7 +24,8 @@ from pydantic import ValidationError
 from engine.errors import DiagramInvalid, Problem
 from engine.format.names import valid_tool_name
 from engine.format.validation import dotted, validation_message
-from engine.tools.mcp import McpServer, McpServerEntry, McpUnavailable, environment, list_server_tools, mcp_handler, resolve_server
+from engine.tools.mcp import McpUnavailable, list_server_tools, mcp_handler
+from engine.tools.mcp_servers import McpServer, McpServerEntry, environment, resolve_server
 
 if TYPE_CHECKING:
     from engine.format.yamlfile import LineMap

@@ -38,8 +38,8 @@ from engine.tools.selection import RankedTools
 from engine.tools.tools_table import ToolsTable
 
 if TYPE_CHECKING:
-    from engine.tools.mcp import McpServer
     from engine.tools.mcp_registry import DeclaredServer
+    from engine.tools.mcp_servers import McpServer
 
 __all__ = ["STANDARD_MODULE", "Tool", "ToolRegistry", "ToolsTable", "load_registries"]
 

@@ -42,6 +42,7 @@ def _store(runs_dir: Path, url: str | None) -> Any:
     return open_store(url, runs_dir)
 
 
+# Long: the service's parts (keys, backend, routes, lifespan) wired in the one place they meet.
 def create_app(
     folder: Path | str | None = None,
     *,

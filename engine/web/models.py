@@ -1,30 +1,22 @@
-"""The studio API's answers as pydantic models, and the JSON Schema the front end's types are generated from.
+"""The studio API's answers as pydantic models.
 
-Every route answers through one of these (`ANSWERS` maps each route to its model), so an answer that grows a
-field its model lacks fails in tests instead of drifting from the page's types. `api_schema()` joins them into
-one JSON Schema, committed as `engine/web/api.schema.json` (`python -m engine.web.models` rewrites it); the
-front end's build turns that file into `ui/src/api/types.ts` (ui/scripts/api-types.mjs), and
-tests/web/test_api_models.py fails when the committed file and these models differ.
+Every route answers through one of these (engine.web.api_schema maps each route to its model and joins them into
+the JSON Schema the front end's types are generated from), so an answer that grows a field its model lacks fails in
+tests instead of drifting from the page's types.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, models_json_schema
 
 from engine.format.links import NEXT, ON_ERROR
 from engine.format.spec import COMMON_BLOCK_KEYS, ERROR_LEVELS, MESSAGE_LEVELS, BlockSpec, DiagramSpec, LinkSpec
-from engine.runs.traces import Step
+from engine.runs.trace_steps import Step
 
-__all__ = ["ANSWERS", "API_SCHEMA", "api_schema", "format_facts"]
-
-API_SCHEMA = Path(__file__).with_name("api.schema.json")
+__all__ = ["format_facts"]
 
 
 class Answer(BaseModel):
@@ -450,91 +442,3 @@ class AnswerRefused(ErrorAnswer):
     """422 to an answer: what is wrong with it for the Wait's form, one line per problem; the run stays waiting."""
 
     problems: list[str]
-
-
-ANSWERS: dict[str, type[BaseModel] | None] = {
-    "GET /api/session": Session,
-    "GET /api/format": Format,
-    "GET /api/blocks": BlockType,
-    "GET /api/diagrams": DiagramSummary,
-    "POST /api/diagrams": PathAnswer,
-    "GET /api/scenarios": PathAnswer,
-    "POST /api/validate": Checked,
-    "GET /api/diagrams/{path}/runs": RunListed,
-    "POST /api/diagrams/{path}/runs": RunStarted,
-    "GET /api/diagrams/{path}/hash": Hash,
-    "GET /api/diagrams/{path}/csv": CsvPreview,
-    "POST /api/diagrams/{path}/rename": PathAnswer,
-    "GET /api/diagrams/{path}": DiagramFile,
-    "PUT /api/diagrams/{path}": Saved,
-    "DELETE /api/diagrams/{path}": None,
-    "GET /api/runs/{run_id}": RunData,
-    "POST /api/runs/{run_id}/scenario": PathAnswer,
-    "POST /api/scenarios/run": ScenarioResults,
-    "GET /api/diagrams/{path}/source": SourceText,
-    "PUT /api/diagrams/{path}/source": Saved,
-    "POST /api/diagrams/{path}/preview": Preview,
-    "POST /api/parse": Parsed,
-    "GET /api/registries": RegistryFile,
-    "GET /api/schema": DiagramSchemaAnswer,
-    "GET /api/layouts/{key}": LayoutAnswer,
-    "PUT /api/layouts/{key}": None,
-    "GET /api/diagrams/{path}/versions": Version,
-    "GET /api/diagrams/{path}/versions/{version}": VersionText,
-    "POST /api/runs/{run_id}/resume": RunStarted,
-    "POST /api/runs/{run_id}/replay": RunStarted,
-    "POST /api/diagrams/{path}/chat": RunStarted,
-    "GET /api/sessions/{session}": ChatSession,
-}
-"""Each route's answer when it succeeds (a list of the model for the listings, None for no body); a refusal is
-an ErrorAnswer, a refused save a Conflict, a refused answer to a Wait an AnswerRefused."""
-LISTS = frozenset({"GET /api/blocks", "GET /api/diagrams", "GET /api/scenarios", "GET /api/diagrams/{path}/runs",
-                   "GET /api/registries", "GET /api/diagrams/{path}/versions"})
-
-
-class _Generator(GenerateJsonSchema):
-    def field_title_should_be_set(self, schema: Any) -> bool:
-        return False  # a title on a field would make json-schema-to-typescript name a type after it
-
-    def field_is_required(self, field: Any, total: bool) -> bool:
-        if self.mode == "serialization":
-            return not field.get("serialization_exclude")  # an answer always has every field, defaulted or not
-        return super().field_is_required(field, total)
-
-
-def api_schema() -> dict[str, Any]:
-    """One JSON Schema: an object with a property per route (its answer) and every model under `$defs`."""
-    answers: set[type[BaseModel]] = {m for m in ANSWERS.values() if m is not None} | {ErrorAnswer, Conflict,
-                                                                                      AnswerRefused}
-    models: list[tuple[type[BaseModel], JsonSchemaMode]] = [(model, "serialization") for model in answers]
-    models.append((Diagram, "validation"))  # the document: its keys as a file may write them (mostly optional)
-    _, schema = models_json_schema(sorted(models, key=lambda m: m[0].__name__), schema_generator=_Generator)
-    definitions = schema["$defs"]
-    routes: dict[str, Any] = {}
-    for route, model in ANSWERS.items():
-        answer = {"type": "null"} if model is None else {"$ref": f"#/$defs/{model.__name__}"}
-        routes[route] = {"type": "array", "items": answer} if route in LISTS else answer
-    routes["error"] = {"$ref": "#/$defs/ErrorAnswer"}
-    routes["conflict"] = {"$ref": "#/$defs/Conflict"}
-    routes["answer_refused"] = {"$ref": "#/$defs/AnswerRefused"}
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "StudioApi",
-        "description": "The answers of the studio's HTTP API (engine/web), route by route. Generated by "
-                       "`python -m engine.web.models` from engine/web/models.py; do not edit.",
-        "type": "object",
-        "properties": routes,
-        "required": list(routes),
-        "additionalProperties": False,
-        "$defs": dict(sorted(definitions.items())),
-    }
-
-
-def schema_text() -> str:
-    return json.dumps(api_schema(), indent=2, ensure_ascii=False) + "\n"
-
-
-if __name__ == "__main__":
-    API_SCHEMA.write_text(schema_text(), encoding="utf-8")
-    print(f"wrote {API_SCHEMA.relative_to(Path.cwd()) if API_SCHEMA.is_relative_to(Path.cwd()) else API_SCHEMA}",
-          file=sys.stderr)

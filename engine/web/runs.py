@@ -29,7 +29,8 @@ from engine.compile.inputs import check_inputs
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramaError
 from engine.format.redact import redact_value
-from engine.runs.traces import INTERRUPTED, Step, latest_start, list_runs, resolved_path, run_path, run_status, steps
+from engine.runs.trace_steps import Step, run_path, steps
+from engine.runs.traces import INTERRUPTED, latest_start, list_runs, resolved_path, run_status
 from engine.runs.turn import new_turn, run_turn
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult
@@ -304,7 +305,7 @@ class RunRoutes:
         return (self.services or Services()).secrets()
 
     async def save_scenario(self, request: Request) -> Response:
-        from engine.testing.scenarios import record_scenario
+        from engine.testing.recorded import record_scenario
 
         run_id = request.path_params["run_id"]
         payload = await json_body(request)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from blocks.registry import BUILTIN_BLOCKS
 from engine import Block, BlockRegistry, DiagramInvalid, RunContext
-from engine.runs.traces import run_path, steps
+from engine.runs.trace_steps import run_path, steps
 from tests.conftest import TEST_BLOCKS, Runner
 
 

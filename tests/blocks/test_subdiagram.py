@@ -10,7 +10,7 @@ import pytest
 from engine import DiagramInvalid, MessageLevel, Services, execute
 from engine.compile.loader import load_diagram
 from engine.providers.simulator import Simulator
-from engine.runs.traces import run_path, steps
+from engine.runs.trace_steps import run_path, steps
 from tests.conftest import Runner
 
 CHILD = """

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from engine.cli import app
 from engine.format.dialect import ambiguity, plain_value, reads_as_text
 from engine.format.yamlfile import Ambiguous, read_yaml_text
-from engine.testing.scenarios import _PlainDumper
+from engine.testing.recorded import PlainDumper
 
 cli = CliRunner()
 
@@ -126,6 +126,6 @@ def test_inputs_on_the_command_line_and_in_files_are_read_in_the_same_dialect(tm
 
 def test_recorded_scenarios_quote_the_text_the_dialect_would_read_otherwise() -> None:
     values = ["0o17", "1e3", "08", "yes", "012", "hello", "1_000"]
-    text = yaml.dump({"v": values}, Dumper=_PlainDumper, sort_keys=False)
+    text = yaml.dump({"v": values}, Dumper=PlainDumper, sort_keys=False)
     assert read_yaml_text(text, "s.yaml")[0] == {"v": values}
     assert all(not reads_as_text(v) or f"- {v}\n" in text for v in values)

@@ -111,7 +111,7 @@ def test_a_recorded_run_replays_its_http_answers_offline(runner, tmp_path: Path)
     import yaml
 
     from engine.providers import Simulator
-    from engine.testing.scenarios import record_scenario
+    from engine.testing.recorded import record_scenario
 
     def shop(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, json={"id": 42, "status": "shipped", "token_seen": request.headers["authorization"]})

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from engine import read_events
 from engine.compile.graph import to_dot, to_mermaid
-from engine.runs.traces import find_trace, list_runs, run_path
+from engine.runs.trace_steps import run_path
+from engine.runs.traces import find_trace, list_runs
 
 cli = CliRunner()
 

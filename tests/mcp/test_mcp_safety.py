@@ -20,7 +20,8 @@ from blocks.registry import registry as block_registry
 from engine import DiagramInvalid, validate
 from engine.cli import app as cli_app
 from engine.compile.loader import load_diagram
-from engine.tools.mcp import McpServerEntry, list_server_tools, resolve_server
+from engine.tools.mcp import list_server_tools
+from engine.tools.mcp_servers import McpServerEntry, resolve_server
 from engine.web.app import create_app
 
 pytestmark = pytest.mark.slow  # real MCP servers as processes

@@ -14,8 +14,8 @@ from starlette.routing import Route
 
 from blocks.registry import registry
 from engine.format.spec import COMMON_BLOCK_KEYS, ERROR_LEVELS, MESSAGE_LEVELS
+from engine.web.api_schema import ANSWERS, API_SCHEMA, schema_text
 from engine.web.app import create_app
-from engine.web.models import ANSWERS, API_SCHEMA, schema_text
 from tests.web.studio_client import HEADERS, ROOT, make_client
 
 SCHEMA = json.loads(API_SCHEMA.read_text(encoding="utf-8"))

@@ -1,6 +1,6 @@
 /**
  * Writes src/api/types.ts from the studio API's JSON Schema (engine/web/api.schema.json, itself written from the
- * server's pydantic models by `python -m engine.web.models`), with json-schema-to-typescript. The npm scripts
+ * server's pydantic models by `python -m engine.web.api_schema`), with json-schema-to-typescript. The npm scripts
  * typecheck, test and build run it first (their `pre` scripts), so a fresh clone and the package build always
  * compile against the server's answers as they are; the output is git-ignored.
  */
@@ -28,7 +28,7 @@ function olderTuples(node) {
 const schema = olderTuples(JSON.parse(await readFile(source, 'utf8')));
 const banner = [
   '/* Generated from engine/web/api.schema.json by engine/web/ui/scripts/api-types.mjs (json-schema-to-typescript);',
-  ' * do not edit: change engine/web/models.py and run `python -m engine.web.models`. */',
+  ' * do not edit: change engine/web/models.py and run `python -m engine.web.api_schema`. */',
   "import type { JsonSchema } from '../model/jsonSchema';",
 ].join('\n');
 const text = await compile(schema, 'StudioApi', {
