@@ -150,3 +150,75 @@ def test_durable_runs_on_the_workers_wait_resume_and_keep_sessions(
     assert [t["variables"]["said"] for t in turns] == [["one"], ["one", "two"]]
     assert session["turns"] == 2 and session["memory"]["said"] == ["one", "two"] and session["robot"] == "chat"
     assert forgot.status_code == 204
+
+
+SLOWPOKE = """
+diagram: slowpoke
+description: Records an effect, then takes its time.
+allowed_modules: [slowpoke_steps]
+blocks:
+  - id: start
+    type: Start
+    message_level: Debug
+    next: mark
+  - id: mark
+    type: Function
+    with: {function: "slowpoke_steps:mark"}
+    next: nap
+  - id: nap
+    type: Function
+    with: {function: "slowpoke_steps:nap", arguments: {seconds: 4}}
+    set: {napped: "{{ result }}"}
+"""
+SLOWPOKE_STEPS = '''
+import os
+import time
+
+def mark():
+    with open(os.path.join(os.path.dirname(__file__), "marks.log"), "a") as log:
+        log.write("marked\\n")
+    return "marked"
+
+def nap(seconds: float):
+    time.sleep(seconds)
+    return seconds
+'''
+
+
+def test_a_lost_workers_run_goes_on_from_its_checkpoint_on_another(
+        celery_app: Callable[..., Any], serve: Callable[..., Served], broker: str, robots_dir: Path,
+        tmp_path: Path) -> None:
+    """A worker killed (SIGKILL) in a run's third block: the task comes back to another worker after its visibility
+    timeout, which continues the run from its checkpoint under the same id (its first Function not run again)."""
+    import signal
+    import time
+
+    (robots_dir / "slowpoke.yaml").write_text(SLOWPOKE.lstrip())
+    (robots_dir / "slowpoke_steps.py").write_text(SLOWPOKE_STEPS)
+    served = serve(celery_app())
+    run = httpx.post(f"{served.url}/v1/robots/slowpoke/runs", json={"wait": False}, headers=AUTH).json()["run_id"]
+    trace = tmp_path / "runs" / run / "trace.jsonl"
+    first = start_worker(broker, tmp_path)
+    try:
+        for _ in range(400):  # until the first worker is in the nap
+            if trace.is_file() and b'"block":"nap"' in trace.read_bytes():
+                break
+            time.sleep(0.05)
+        assert trace.is_file() and b'"block":"nap"' in trace.read_bytes(), "the first worker never reached the nap"
+    finally:
+        stop(first, signal.SIGKILL)
+    time.sleep(3.5)  # past the visibility timeout (3 s here): the task is given to the next worker that asks
+    second = start_worker(broker, tmp_path)
+    try:
+        for _ in range(600):
+            found = httpx.get(f"{served.url}/v1/runs/{run}", headers=AUTH).json()
+            if found["status"] in ("succeeded", "failed"):
+                break
+            time.sleep(0.1)
+    finally:
+        stop(second)
+    assert found["status"] == "succeeded", found
+    assert found["path"] == ["start", "mark", "nap"] and found["variables"]["napped"] == 4
+    assert (robots_dir / "marks.log").read_text() == "marked\n"  # the effect before the checkpoint ran once
+    starts = [event for event in read_trace(trace) if event["event"] == "run_started"]
+    assert [event.get("resumed_at") for event in starts] == [None, "nap"]  # the same run, on from its checkpoint
