@@ -28,7 +28,7 @@ from engine.format.snapshot import SnapshotError, decode, encode_value
 from engine.runs.checkpoints import CheckpointStore, SessionClaim
 from engine.runs.resume import answer_problems, replay_point
 from engine.runs.traces import INTERRUPTED
-from engine.runtime.durable import Answer, Resumed, resumed_from
+from engine.runtime.durable import Answer, Resumed, host_name, resumed_from
 from engine.runtime.execute import execute
 from engine.runtime.trace import new_run_id
 
@@ -196,7 +196,7 @@ def carry_on(store: CheckpointStore, diagram: Diagram, run: Mapping[str, Any], *
     Left in flight: its process is gone (`interrupted`), or (`lost`: the broker delivered its task again, so the
     worker that had it was lost) it still says `running` on another host, where no one can look."""
     status = run["status"]
-    if not (status == INTERRUPTED or (lost and status == "running" and run.get("host") != _host())):
+    if not (status == INTERRUPTED or (lost and status == "running" and run.get("host") != host_name())):
         return None
     if not diagram.settings.durable or run.get("content_hash") != diagram.content_hash:
         return None
@@ -231,12 +231,6 @@ def cancel_turn(store: CheckpointStore, run_id: str) -> None:
     store.end(run_id, "cancelled", None)
     if row.get("session"):
         store.release_session(str(row["session"]), run_id, None)
-
-
-def _host() -> str:
-    from engine.runtime.durable import host_name
-
-    return host_name()
 
 
 def _load(row: Mapping[str, Any], registry: BlockRegistry) -> Diagram:
