@@ -261,29 +261,40 @@ def call_inline(handler: Callable[..., Any], arguments: Mapping[str, Any], timeo
     `HandlerTimeout` once it has run `timeout` seconds. A timer signal (SIGALRM) raises in the handler then, which
     stops a wait in a system call too (a sleep, a socket read), and again every quarter second after, for one that
     swallows the first (a bare `except:`); a result that comes after the timeout is not taken. What the signal cannot
-    reach (C code that never returns to Python) is the handler's to bound. The previous SIGALRM handler and timer are
-    put back whatever happens."""
-    state = {"calling": True, "expired": False}
-
-    def expire(_signum: int, _frame: object) -> None:
-        state["expired"] = True
-        if state["calling"]:
-            raise _Expired
-
-    previous = signal.signal(signal.SIGALRM, expire)
+    reach (C code that never returns to Python) is the handler's to bound. The timer is off again when this returns."""
+    global _calling, _expired
+    if signal.getsignal(signal.SIGALRM) is not _on_alarm:  # once a process (or again, if the handler replaced it)
+        _chained.append(signal.signal(signal.SIGALRM, _on_alarm))
+    _calling, _expired = True, False
     signal.setitimer(signal.ITIMER_REAL, max(timeout, 1e-6), 0.25)
     try:
         value = contextvars.copy_context().run(handler, **arguments)
     except _Expired:
         raise HandlerTimeout(timeout, left_running=False) from None
     finally:
-        state["calling"] = False
+        _calling = False
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    if state["expired"]:
+    if _expired:
         raise HandlerTimeout(timeout, left_running=False)
     return value
-"""What most handlers return: known not awaitable without asking the `Awaitable` ABC."""
+
+
+_calling = False
+"""Whether an inline call is under way (`call_inline`): only then does the timer signal raise."""
+_expired = False
+_chained: list[Any] = []
+"""The SIGALRM handlers there were before ours (the last is the one ours replaced): an alarm that comes outside an
+inline call is theirs."""
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    global _expired
+    if _calling:
+        _expired = True
+        raise _Expired
+    previous = _chained[-1] if _chained else None
+    if callable(previous):
+        previous(signum, frame)
 
 
 def _returned(result: Any, timeout: float) -> tuple[bool, Any]:

@@ -123,9 +123,11 @@ def test_a_concurrent_loops_calls_still_overlap_on_handler_threads(write, tmp_pa
     assert all(name.startswith("diagrama-tool:") for name in result["variables"]["threads"])
 
 
-def test_the_previous_alarm_handler_and_timer_are_put_back() -> None:
-    def mine(_signum: int, _frame: object) -> None:
-        raise AssertionError("never called")
+def test_an_alarm_outside_a_call_is_still_the_previous_handlers_and_the_timer_is_off_after_each() -> None:
+    heard: list[int] = []
+
+    def mine(signum: int, _frame: object) -> None:
+        heard.append(signum)
 
     previous = signal.signal(signal.SIGALRM, mine)
     try:
@@ -134,6 +136,12 @@ def test_the_previous_alarm_handler_and_timer_are_put_back() -> None:
             call_inline(lambda: 1 / 0, {}, 5)
         with pytest.raises(HandlerTimeout):
             call_inline(lambda seconds: time.sleep(seconds), {"seconds": 5}, 0.05)
-        assert signal.getsignal(signal.SIGALRM) is mine and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        signal.setitimer(signal.ITIMER_REAL, 0.01)  # someone else's alarm, between calls
+        time.sleep(0.1)
+        assert heard == [signal.SIGALRM]
+        signal.signal(signal.SIGALRM, mine)  # replaced by user code: the next inline call takes it back, and chains it
+        with pytest.raises(HandlerTimeout):
+            call_inline(lambda seconds: time.sleep(seconds), {"seconds": 5}, 0.05)
     finally:
         signal.signal(signal.SIGALRM, previous)
