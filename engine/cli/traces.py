@@ -190,6 +190,7 @@ def runs(runs_dir: Path | None, limit: int) -> None:
         console(stderr=True).print(f"no runs in {escape(str(folder))}")
         return
     entries = sorted(entries, key=lambda entry: entry["started"] or 0, reverse=True)[:limit]
+    _live_statuses(folder, entries)
     for entry in entries:
         entry["note"] = _note(entry, is_scenario_run(str(entry["run_id"])))
     # Columns as wide as their longest value: a batch row's id (`b…-r000007-a2`) stays aligned.
@@ -206,6 +207,29 @@ def runs(runs_dir: Path | None, limit: int) -> None:
             out.print(f"waiting: diagrama resume {entry['run_id']} --input name=value", markup=False)
         elif entry["status"] == "interrupted":
             out.print(f"interrupted: diagrama resume {entry['run_id']}", markup=False)
+
+
+def _live_statuses(folder: Path, entries: list[dict[str, Any]]) -> None:
+    """A durable run not finished when it was recorded (waiting, interrupted) as the checkpoint store has it now: it may
+    have been answered, resumed or cancelled since, elsewhere."""
+    import os
+
+    unfinished = [entry for entry in entries if entry["status"] in ("running", "waiting", "interrupted")]
+    if not unfinished or not (os.environ.get("DIAGRAMA_STORE") or (folder / "diagrama.db").is_file()):
+        return
+    from engine.runs.checkpoints import open_checkpoints
+
+    try:
+        store = open_checkpoints(None, folder)
+    except OSError:
+        return  # the traces and the run store are what there is to show
+    try:
+        for entry in unfinished:
+            row = store.run(str(entry["run_id"]))
+            if row is not None:
+                entry["status"] = row["status"]
+    finally:
+        store.close()
 
 
 def _from_trace(summary: Any) -> dict[str, Any]:

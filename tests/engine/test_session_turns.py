@@ -140,5 +140,8 @@ def test_the_command_line_refuses_a_turn_while_one_waits_and_cancels_it(chat: Di
     assert f"diagrama resume {two} --cancel" in refused.stderr and "Traceback" not in refused.stderr
     cancelled = diagrama("resume", two, "--cancel", "--runs-dir", str(runs))
     assert cancelled.returncode == 0 and f"cancelled run {two}" in cancelled.stdout
+    listed = diagrama("runs", "--runs-dir", str(runs)).stdout
+    assert any(line.startswith(two) and " cancelled " in line for line in listed.splitlines()), listed
+    assert f"diagrama resume {two}" not in listed  # no resume offered for it any more
     done = turn("message=three", 'history=["X"]')
     assert done.returncode == 0 and json.loads(done.stdout)["variables"]["history"] == ["X", "three"]
