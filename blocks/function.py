@@ -166,7 +166,7 @@ def _call_failed(exc: Exception, inputs: FunctionInputs, context: RunContext) ->
         return BlockTimeout(f"function '{name}' took longer than its timeout of {inputs.timeout:g} s; "
                             f"it was abandoned{still}")
     # User code: its failure is the block's error, named by type, without a traceback.
-    return BlockError(context.trace.redactor.text(f"function '{name}' raised {type(exc).__name__}: {exc}"),
+    return BlockError(context.trace.redactor.text(f"function '{name}' raised {_tools().described(exc)}"),
                       type="function_error")
 
 

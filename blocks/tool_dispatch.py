@@ -91,7 +91,7 @@ class ToolDispatch(Block):
                        context: RunContext) -> Any:
         import asyncio  # imported where it runs: loading the block for `validate` needs no event loop
 
-        from engine.tools import HandlerTimeout, call_handler, check_arguments
+        from engine.tools import HandlerTimeout, call_handler, check_arguments, described
 
         name = str(call.get("name"))
         known = registry.tools.get(name) if registry is not None else None
@@ -119,7 +119,7 @@ class ToolDispatch(Block):
         except ToolError:
             raise
         except Exception as exc:  # the handler is user code: its failure is data for the model
-            raise ToolError(f"tool '{name}' failed: {type(exc).__name__}: {exc}", type="tool_failed") from exc
+            raise ToolError(f"tool '{name}' failed: {described(exc)}", type="tool_failed") from exc
 
     async def run(self, inputs: ToolDispatchInputs, context: RunContext) -> dict[str, Any]:
         import asyncio

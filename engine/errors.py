@@ -36,6 +36,7 @@
     SimulatorRejected               the simulator refuses a request: vendor status and error body
     DocumentTooLarge                a YAML document expands past the node limit (yamlfile)
     ScenarioFailed                  a scenario's verdict did not pass (pytest plugin)
+    UserCodeRaised                  user code's SystemExit, KeyboardInterrupt, GeneratorExit, StopIteration, carried
     RunSuspended                    a Wait stops its run until a person answers (executor)
 
 Every RunError has a stable snake_case ``type`` that scenarios match on. Errors are
@@ -83,8 +84,10 @@ __all__ = [
     "TraceWriteFailed",
     "TurnRefused",
     "UsageError",
+    "UserCodeRaised",
     "WaitTimeout",
     "WireError",
+    "described",
 ]
 
 
@@ -409,6 +412,31 @@ class DocumentTooLarge(Exception):
     def __init__(self, line: int) -> None:
         super().__init__(f"the document expands past the node limit at line {line}")
         self.line = line
+
+
+class UserCodeRaised(Exception):
+    """What user code (a Function's, a tool handler's) raised that would otherwise stop more than its step: a
+    SystemExit (argparse and click exit so), its own KeyboardInterrupt, GeneratorExit, a StopIteration (which no
+    coroutine or future may carry). Carried as an ordinary exception, so that it is the block's error."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(described(original))
+        self.original = original
+
+
+def described(exc: BaseException) -> str:
+    """`TypeName: message` of any exception, what user code raised included: a `str()` that raises, or that is empty,
+    is never the describer's own failure (`SystemExit: 3`, `ValueError: <unprintable ValueError>`)."""
+    if isinstance(exc, UserCodeRaised):
+        exc = exc.original
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception:  # a user's __str__ that raises: the type alone is shown
+        text = f"<unprintable {name}>"
+    if isinstance(exc, SystemExit) and exc.code is not None and not text:
+        text = str(exc.code)
+    return f"{name}: {text}" if text else name
 
 
 class ScenarioFailed(Exception):

@@ -18,7 +18,7 @@ from jinja2.runtime import Context, Undefined
 
 from engine.compile.expressions import PythonCode
 from engine.compile.sandbox import MAX_TEXT
-from engine.errors import DiagramaError, TemplateError
+from engine.errors import DiagramaError, TemplateError, described
 
 if TYPE_CHECKING:
     from engine.compile.templating import TemplateEnv
@@ -256,7 +256,7 @@ def template_error(exc: Exception) -> TemplateError:
         return TemplateError(str(exc), type="template_undefined")
     if isinstance(exc, MemoryError):  # what the size checks did not foresee
         return TemplateError("the template ran out of memory", type="template_too_large")
-    return TemplateError(f"{type(exc).__name__}: {exc}")
+    return TemplateError(described(exc))
 
 
 class Container(Evaluator):

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from engine.compile.block import Block, WithFailures
-from engine.errors import BlockError, InternalError, RunError
+from engine.errors import BlockError, InternalError, RunError, described
 from engine.format.levels import ErrorLevel
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def _is_ours(block: Block) -> bool:
 def bug(block: CompiledBlock, exc: BaseException) -> InternalError:
     """The error a user sees for a bug: whose it may be, and what was raised."""
     return InternalError(f"this is a bug in diagrama or in block '{block.id}' ({block.type_name}); please report "
-                         f"it: {type(exc).__name__}: {exc}", block=block.id)
+                         f"it: {described(exc)}", block=block.id)
 
 
 def step_bug(block: CompiledBlock, exc: Exception) -> InternalError:
@@ -41,12 +41,12 @@ def step_bug(block: CompiledBlock, exc: Exception) -> InternalError:
     return error
 
 
-def block_raised(block: CompiledBlock, exc: Exception) -> RunError | InternalError:
+def block_raised(block: CompiledBlock, exc: BaseException) -> RunError | InternalError:
     """A block's `run` raised `exc`, no RunError: a bug, ours or the plug-in author's."""
     if _is_ours(block.impl):
         return bug(block, exc)
     # A plug-in's own bug: recorded like any block error, named after what it raised.
-    return BlockError(f"{type(exc).__name__}: {exc}", type="block_raised", block=block.id)
+    return BlockError(described(exc), type="block_raised", block=block.id)
 
 
 def not_outputs(block: CompiledBlock, value: object) -> TypeError:

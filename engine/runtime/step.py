@@ -64,6 +64,8 @@ def step_now(run: Run, block: CompiledBlock, came_from: CompiledBlock | None) ->
             raise
         except Exception as exc:
             raise block_raised(block, exc) from exc
+        except (SystemExit, GeneratorExit) as exc:  # would end the process (a server's too): the block's failure
+            raise block_raised(block, exc) from exc
         if type(outputs) is not dict and isinstance(outputs, WithFailures):  # a plain dict skips the call
             kept = kept_failure(block, outputs)
             if kept is not None:
@@ -118,6 +120,8 @@ async def step(run: Run, block: CompiledBlock, came_from: CompiledBlock | None) 
         except (RunError, InternalError, RunSuspended):
             raise
         except Exception as exc:
+            raise block_raised(block, exc) from exc
+        except (SystemExit, GeneratorExit) as exc:  # would end the process (a server's too): the block's failure
             raise block_raised(block, exc) from exc
         if type(outputs) is not dict and isinstance(outputs, WithFailures):  # a plain dict skips the call
             kept = kept_failure(block, outputs)

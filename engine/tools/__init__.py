@@ -11,7 +11,7 @@ from engine.format.lazy import lazy_face
 
 if TYPE_CHECKING:
     from engine.tools.arguments import check_arguments
-    from engine.tools.calls import HandlerTimeout, call_handler, start_call
+    from engine.tools.calls import HandlerTimeout, call_handler, described, start_call
     from engine.tools.registry import Tool, ToolRegistry, load_registries
     from engine.tools.tools_table import ToolsTable
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 # event-loop machinery that calls handlers nor the argument checks a run makes.
 _HOMES = {
     "engine.tools.arguments": ["check_arguments"],
-    "engine.tools.calls": ["HandlerTimeout", "call_handler", "start_call"],
+    "engine.tools.calls": ["HandlerTimeout", "call_handler", "described", "start_call"],
     "engine.tools.registry": ["Tool", "ToolRegistry", "load_registries"],
     "engine.tools.tools_table": ["ToolsTable"],
 }
@@ -28,5 +28,5 @@ _HOMES = {
 __getattr__, __dir__ = lazy_face(__name__, _HOMES, globals())
 
 
-__all__ = ["HandlerTimeout", "Tool", "ToolRegistry", "ToolsTable", "call_handler", "check_arguments", "load_registries",
-           "start_call"]
+__all__ = ["HandlerTimeout", "Tool", "ToolRegistry", "ToolsTable", "call_handler", "check_arguments", "described",
+           "load_registries", "start_call"]

@@ -21,9 +21,9 @@ import threading
 from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
-from engine.errors import ToolError
+from engine.errors import ToolError, UserCodeRaised, described
 
-__all__ = ["HandlerTimeout", "call_handler", "call_inline", "start_call"]
+__all__ = ["HandlerTimeout", "call_handler", "call_inline", "described", "start_call"]
 
 # Threads of abandoned handlers that may pile up before new calls are refused: each stuck
 # one holds a thread until it returns, and a process should not collect them without end.
@@ -85,7 +85,7 @@ class _ThreadCall:
         try:
             self.value = self.context.run(self.handler, **self.arguments)
         except BaseException as exc:  # the handler's failure goes to the caller, as to_thread's would
-            self.error = exc
+            self.error = carried(exc)  # no signal reaches this thread: whatever it raised, the handler raised it
         return self._announce
 
     def _announce(self) -> None:
@@ -245,10 +245,22 @@ def start_call(handler: Callable[..., Any], arguments: Mapping[str, Any], *, tim
         if type(value) in _NEVER_AWAITABLE or not inspect.isawaitable(value):
             return True, value
         return False, _awaited(value, context, timeout)  # it returned an awaitable: awaited in the time it has
+    except BaseException as exc:
+        raise carried(exc) from exc
     return False, _Drive(coroutine, context, waits_on, timeout)
 
 
 _NEVER_AWAITABLE = frozenset({dict, list, str, int, float, bool, type(None)})
+
+
+def carried(exc: BaseException) -> BaseException:
+    """What a handler raised, as its caller may carry it up to the block: an ordinary exception as it is; one that
+    would stop more than the step (SystemExit, its own KeyboardInterrupt, GeneratorExit) or that no coroutine or future
+    may carry (StopIteration) as UserCodeRaised. A cancellation stays one: it is how deadlines work."""
+    if isinstance(exc, asyncio.CancelledError) or (isinstance(exc, Exception) and not isinstance(
+            exc, (StopIteration, StopAsyncIteration))):
+        return exc
+    return UserCodeRaised(exc)
 
 
 class _Expired(BaseException):
@@ -271,6 +283,15 @@ def call_inline(handler: Callable[..., Any], arguments: Mapping[str, Any], timeo
         value = contextvars.copy_context().run(handler, **arguments)
     except _Expired:
         raise HandlerTimeout(timeout, left_running=False) from None
+    except KeyboardInterrupt as exc:
+        # Ctrl-C: asyncio's runner cancels the run's task at the first and raises at the second; one the handler
+        # raised itself, with no cancellation pending, is its own failure.
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+        raise UserCodeRaised(exc) from exc
+    except BaseException as exc:
+        raise carried(exc) from exc
     finally:
         _calling = False
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -326,6 +347,8 @@ async def _awaited(awaitable: Any, context: contextvars.Context,
         waits_on = context.run(steps.send, None)
     except StopIteration as returned:
         return returned.value
+    except BaseException as exc:
+        raise carried(exc) from exc
     return await _Drive(steps, context, waits_on, timeout)
 
 
@@ -398,7 +421,7 @@ class _Drive:
         if task.cancelling() > base and not isinstance(raised, asyncio.CancelledError):
             raise asyncio.CancelledError()  # the run's deadline goes on, whatever the handler made of it
         if raised is not None:
-            raise raised
+            raise carried(raised)
         return value
 
 
