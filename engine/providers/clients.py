@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from engine.providers.bodies import ACCEPT_ENCODING
 from engine.providers.simulator import Simulator
 
 if TYPE_CHECKING:
@@ -35,7 +36,9 @@ def client_for(services: Services, vendor: str, transport: httpx.AsyncBaseTransp
     if client is None or client.is_closed:
         for stale in [k for k in pool if k[1] != loop_id]:
             del pool[stale]
-        client = pool[key] = httpx.AsyncClient(transport=transport, limits=_LIMITS, timeout=None, cookies=_no_cookies())
+        # Only the codings engine.providers.bodies decodes under its cap (httpx would offer br and zstd too).
+        client = pool[key] = httpx.AsyncClient(transport=transport, limits=_LIMITS, timeout=None, cookies=_no_cookies(),
+                                               headers={"accept-encoding": ACCEPT_ENCODING})
     return client
 
 

@@ -26,6 +26,7 @@ import httpx
 import orjson
 
 from engine.errors import BlockTimeout, HttpError, ProviderError
+from engine.providers.bodies import BodyRefused, capped_body, capped_lines
 from engine.providers.retries import Retried, Retryable, StopAtDeadline, retryable, retrying, wait_hint
 from engine.providers.streaming import Assembler, StreamBroke, StreamReader, TextSink
 from engine.providers.wire import Adapter, HttpCall, WireError
@@ -192,19 +193,12 @@ class _Attempts(Generic[_T]):
                                   "malformed_response")
 
     async def _read(self, response: httpx.Response) -> bytes:
-        """The body, streamed, refused as soon as it passes the cap (a declared length past it is refused unread)."""
+        """The body, decoded under the cap (engine.providers.bodies); a declared length past it is refused unread."""
         limit = self.hooks.max_body
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
             raise self._too_large()
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > limit:
-                raise self._too_large()
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return await capped_body(response, limit, self._too_large)
 
     async def _exchange(self, remaining: float) -> tuple[httpx.Response, bytes | dict[str, Any]]:
         """The final response and its body: the raw bytes, or a stream's assembled reply."""
@@ -228,7 +222,8 @@ class _Attempts(Generic[_T]):
                         try:
                             if self.assemble is not None and 200 <= response.status_code < 300:
                                 reader = StreamReader(self.assemble(), self.hooks.on_text, self.hooks.max_body)
-                                raw = await reader.read(response.aiter_lines(), self._too_large)
+                                raw = await reader.read(capped_lines(response, self.hooks.max_body, self._too_large),
+                                                        self._too_large)
                             else:
                                 raw = await self._read(response)
                         finally:
@@ -251,9 +246,9 @@ class _Attempts(Generic[_T]):
             raise self._broken(reader, None, "the stream ended before the reply did", True) from None
         except WireError as exc:
             raise reading.error(f"{reading.label} sent a stream we cannot read: {exc}", "malformed_response") from None
-        except httpx.DecodingError as exc:  # a content-encoding (gzip, ...) that does not decode: unreadable
-            raise reading.error(f"{reading.label} sent a body that cannot be decoded ({exc})",
-                                "malformed_response") from None
+        except (httpx.DecodingError, BodyRefused) as exc:  # a content-encoding we do not read, or that does not decode
+            raise reading.error(f"{reading.label} sent a body that cannot be read: {exc}", "malformed_response") \
+                from None
         except httpx.TransportError as exc:
             if reader is not None:
                 raise self._broken(reader, None, f"connection lost ({type(exc).__name__}: {exc})", True) from None
