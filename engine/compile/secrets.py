@@ -3,7 +3,8 @@
 At load, a literal name the diagram does not list is a problem; so is one unset in the environment the caller is
 about to run with online (`load_diagram(environ=...)`: `diagrama run`, `diagrama batch`), while `validate` and the
 studio, which run nothing and may not hold the values, check the listing only. Each run's scope gets the function
-bound to that run's environment (`TemplateEnv.new_scope`, `run_environ`); there an unlisted or unset name is a
+bound to that run's environment (`TemplateEnv.new_scope`, `run_environ`); there an unlisted or unset name, or a
+value shorter than MIN_SECRET_LENGTH (which the redactor could not scrub: it is refused rather than leaked), is a
 RunError, except offline, where a listed secret that is unset reads as a stand-in (`offline-secret-NAME`), as a
 request block sends a stand-in key: nothing offline reaches a server that would need the real one. The function
 is a closure, not an object: a template can read an object's public attributes, and the environment must stay
@@ -17,6 +18,7 @@ from typing import Any
 
 from engine.errors import RunError
 from engine.format.names import suggest
+from engine.format.redact import MIN_SECRET_LENGTH
 
 __all__ = ["SECRET_FUNCTION", "run_environ", "secret_function"]
 
@@ -45,6 +47,8 @@ def secret_function(names: Iterable[str], environ: Mapping[str, str] | None = No
         value = environ.get(name) if environ is not None else None
         if not value:
             raise RunError(f"secret('{name}'): the environment variable {name} is not set", type="secret_unset")
+        if len(value) < MIN_SECRET_LENGTH:
+            raise RunError(_too_short(name, value), type="secret_too_short")
         return value
 
     def check_literal_call(args: list[Any], kwargs: dict[str, Any]) -> Refusal | None:
@@ -58,6 +62,8 @@ def secret_function(names: Iterable[str], environ: Mapping[str, str] | None = No
         if environ is not None and not environ.get(name):
             return (f"secret('{name}'): the environment variable {name} is not set",
                     f"export {name}=... before running, or run it --offline", "secret_unset")
+        if environ is not None and len(environ[name]) < MIN_SECRET_LENGTH:
+            return _too_short(name, environ[name]), None, "secret_too_short"
         return None
 
     def for_run(run_environ: Mapping[str, str]) -> Callable[[str], str]:
@@ -67,6 +73,13 @@ def secret_function(names: Iterable[str], environ: Mapping[str, str] | None = No
     secret.check_literal_call = check_literal_call  # type: ignore[attr-defined]  # read by TemplateEnv at compile
     secret.for_run = for_run  # type: ignore[attr-defined]  # read by TemplateEnv.new_scope
     return secret
+
+
+def _too_short(name: str, value: str) -> str:
+    """A refusal that names the secret, never its value (only how long it is)."""
+    return (f"secret('{name}'): {name} is {len(value)} character{'s' if len(value) != 1 else ''} long; secrets must "
+            f"be at least {MIN_SECRET_LENGTH} characters (a shorter one could not be told apart from ordinary text, "
+            "so it could not be redacted)")
 
 
 class _Offline(Mapping[str, str]):

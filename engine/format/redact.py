@@ -2,9 +2,12 @@
 
 One `Redactor` per run, built once from the run's secrets (environment values that hold
 keys, and those a diagram lists in `secrets:`: `Services.secrets()`), replaces with `[REDACTED]`:
-each secret, also as it reads escaped inside JSON text and percent-encoded in a URL (a password
-with a quote or a slash), the keys of the three vendors that nobody registered, and the masked
-forms vendors print of a key (`sk-ant-...3456`, `gsk_ab****wxyz`). It leaves everything else as it was.
+each secret in every spelling it can take on the wire — escaped inside JSON text; percent-encoded in a URL,
+whole or in part (httpx leaves `!` and `+` as they are in a path), in either case of hex digits; with `+` for
+a space (a form body); base64-encoded, as in a Basic `Authorization` header that a URL's `user:password@`
+becomes — the keys of the three vendors that nobody registered, and the masked forms vendors print of a key
+(`sk-ant-...3456`, `gsk_ab****wxyz`). It leaves everything else as it was. A secret shorter than
+`MIN_SECRET_LENGTH` could not be told from ordinary words: a diagram's are refused where they are read.
 The base64 `data` of an image or document part is scrubbed of the secrets alone: a vendor key's
 shape (`AIza` and ten letters) turns up by chance in a few percent of megabyte-sized images, and
 scrubbing it there would break the file.
@@ -12,6 +15,7 @@ scrubbing it there would break the file.
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import re
@@ -25,11 +29,13 @@ from pydantic import BaseModel
 
 from engine.format.tables import DataTable
 
-__all__ = ["REDACTED", "Redactor", "redact_text", "redact_value"]
+__all__ = ["MIN_SECRET_LENGTH", "REDACTED", "Redactor", "redact_text", "redact_value"]
 
 REDACTED = "[REDACTED]"
 _ELLIPSIS = "…".encode()
-_MIN_SECRET = 4  # shorter values are no keys, and scrubbing them would eat ordinary words
+MIN_SECRET_LENGTH = 4
+"""Shorter values are no keys, and scrubbing them would eat ordinary words: they are not redacted."""
+_MIN_BASE64 = 8  # a secret's base64 is scrubbed where at least this many of its characters are its own alone
 # Keys of the three vendors, caught even where nobody registered them as secrets.
 _KEY = r"sk-ant-[A-Za-z0-9_\-]{6,}|gsk_[A-Za-z0-9]{6,}|AIza[0-9A-Za-z_\-]{10,}"
 # A vendor's key with its middle masked, registered or not ("sk-ant-api03-...AbCd").
@@ -46,16 +52,20 @@ class Redactor:
     The secrets stay inside (no repr shows them); hand a Redactor around, not the keys.
     """
 
-    __slots__ = ("_byte_secrets", "_bytes_to_scrub", "_secrets")
+    __slots__ = ("_byte_secrets", "_bytes_to_scrub", "_originals", "_secrets", "_spelled_bytes", "_spelled_text")
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        unique = {form for s in secrets if s and len(s) >= _MIN_SECRET for form in _forms(s)}
+        originals = {s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}
+        self._originals = tuple(originals)
         # Longest first, so a key that contains another is replaced whole.
-        self._secrets = tuple(sorted(unique, key=len, reverse=True))
+        self._secrets = tuple(sorted({form for s in originals for form in _forms(s)}, key=len, reverse=True))
         self._byte_secrets = tuple(s.encode() for s in self._secrets)
-        # Everything whose presence in a batch means `encoded` may change it: a secret, a vendor key's
-        # prefix, and with secrets, a mask (which may hide one). Found in one pass (Aho-Corasick, in Rust).
-        clues = (*self._byte_secrets, *_BYTE_HINTS, *(_BYTE_MASKS if self._secrets else ()))
+        self._spelled_text, self._spelled_bytes = _spelled(tuple(sorted(originals)))
+        # Everything whose presence in a batch means `encoded` may change it: a secret, a vendor key's prefix, and
+        # with secrets, a mask (which may hide one), a Basic credential and, where one could be spelled so, a percent
+        # sign. Found in one pass (Aho-Corasick, in Rust).
+        clues = (*self._byte_secrets, *_BYTE_HINTS, *(_BYTE_MASKS + _BYTE_BASIC if self._secrets else ()),
+                 *((b"%",) if self._spelled_bytes is not None else ()))
         self._bytes_to_scrub = _finder(clues)
 
     def __repr__(self) -> str:
@@ -64,9 +74,13 @@ class Redactor:
     # -- text ----------------------------------------------------------------------------------
     def text(self, text: str) -> str:
         """`text` with every secret, vendor key and masked key replaced by [REDACTED]."""
+        if self._originals and ("asic" in text or "ASIC" in text):  # first: a secret's base64 may be in one
+            text = _BASIC_TEXT.sub(self._basic_text, text)
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)
+        if self._spelled_text is not None and "%" in text:
+            text = self._spelled_text.sub(REDACTED, text)
         # Each `in` is a pass over the text: a masked form is looked for only where one could be a key's.
         hinted = "sk-ant-" in text or "gsk_" in text or ("z" in text and "AIza" in text)
         if (self._secrets or hinted) and ("**" in text or ".." in text or "…" in text):
@@ -87,9 +101,13 @@ class Redactor:
         if not self._bytes_to_scrub.find_matches_as_indexes(data):
             return data
         data = bytes(data)
+        if self._originals and (b"asic" in data or b"ASIC" in data):
+            data = _BASIC_BYTES.sub(self._basic_bytes, data)
         for secret in self._byte_secrets:
             if secret in data:
                 data = data.replace(secret, _REDACTED_BYTES)
+        if self._spelled_bytes is not None and b"%" in data:
+            data = self._spelled_bytes.sub(_REDACTED_BYTES, data)
         # The masked forms are looked for only where one could be a key's (a secret, a vendor key's prefix).
         hinted = b"sk-ant-" in data or b"gsk_" in data or b"AIza" in data
         if (self._secrets or hinted) and (b"**" in data or b".." in data or _ELLIPSIS in data):
@@ -110,6 +128,22 @@ class Redactor:
             return False  # with no head, only "****3456" (the last characters shown) is a key's form
         return any(len(secret) > len(head) + len(tail) and secret.startswith(head) and secret.endswith(tail)
                    for secret in self._secrets)
+
+    def _holds_secret(self, credential: bytes) -> bool:
+        """Whether a Basic credential's base64 decodes to text that holds a secret (`user:password`)."""
+        padded = credential + b"=" * (-len(credential) % 4)
+        try:
+            decoded = (base64.urlsafe_b64decode if b"-" in padded or b"_" in padded else base64.b64decode)(padded)
+        except ValueError:
+            return False
+        text = decoded.decode("utf-8", "replace")
+        return any(secret in text for secret in self._originals)
+
+    def _basic_text(self, match: re.Match[str]) -> str:
+        return match.group(1) + REDACTED if self._holds_secret(match.group(2).encode()) else match.group(0)
+
+    def _basic_bytes(self, match: re.Match[bytes]) -> bytes:
+        return match.group(1) + _REDACTED_BYTES if self._holds_secret(match.group(2)) else match.group(0)
 
     def _masked_text(self, match: re.Match[str]) -> str:
         head, mask, tail = match.groups()
@@ -192,18 +226,75 @@ def _escaped(text: str) -> set[str]:
 
 
 def _forms(secret: str) -> set[str]:
-    """A secret as it may be written out: itself; percent-encoded in a URL's path or query (httpx encodes a query
-    value as `quote_plus` does); and each of those escaped inside JSON text, up to three times over (a body that
-    quotes the secret in JSON, kept as text in an output, written in a trace line)."""
+    """A secret as it may be written out whole: itself; percent-encoded in a URL's path or query (httpx encodes a
+    query value as `quote_plus` does), with `+` for a space (a form body); each of those escaped inside JSON text, up
+    to three times over (a body that quotes the secret in JSON, kept as text in an output, written in a trace line);
+    and its base64 (`_base64_cores`). Spellings that mix these, character by character, are `_spelled`'s."""
     forms = {secret}
-    if not secret.isascii() or not all(c.isalnum() or c in "-._~" for c in secret):
-        forms |= {quote(secret, safe=""), quote(secret), quote_plus(secret)}
+    if not _unreserved(secret):
+        forms |= {quote(secret, safe=""), quote(secret), quote_plus(secret), _httpx_path(secret)}
+    if " " in secret:
+        forms.add(secret.replace(" ", "+"))
     if any(c in secret for c in '"\\') or not secret.isprintable() or not secret.isascii():
         layer = set(forms)
         for _ in range(3):
             layer = {escaped for form in layer for escaped in _escaped(form)} - forms
             forms |= layer
-    return forms
+    return forms | _base64_cores(secret)
+
+
+def _unreserved(text: str) -> bool:
+    """Whether no URL encoder would change `text` (RFC 3986's unreserved characters alone)."""
+    return text.isascii() and all(c.isalnum() or c in "-._~" for c in text)
+
+
+def _httpx_path(text: str) -> str:
+    """`text` as httpx writes it in a URL's path: sub-delimiters, `:` and `@` stay as they are."""
+    return quote(text, safe="!$&'()*+,;=:@")
+
+
+def _base64_cores(secret: str) -> set[str]:
+    """The characters of `secret`'s base64 that depend on its bytes alone, at each of the three alignments it can
+    take in a longer value (`user:password` in a Basic credential), in both alphabets: a few characters at each end
+    also hold their neighbours' bits. Cores shorter than _MIN_BASE64 are left out: they turn up by chance."""
+    raw = secret.encode()
+    cores = set()
+    for before in range(3):
+        start, end = -(-8 * before // 6), 8 * (before + len(raw)) // 6
+        encoded = base64.b64encode(bytes(before) + raw).decode()[start:end]
+        if len(encoded) >= _MIN_BASE64:
+            cores |= {encoded, encoded.replace("+", "-").replace("/", "_")}
+    return cores
+
+
+def _percent(character: str) -> str:
+    """A pattern for `character` percent-encoded, its hex digits in either case (`%C3%A9`, `%c3%a9`)."""
+    return "".join("%" + "".join(f"[{d}{d.lower()}]" if d.isalpha() else d for d in f"{byte:02X}")
+                   for byte in character.encode())
+
+
+@functools.lru_cache(maxsize=16)
+def _spelled(secrets: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[bytes] | None]:
+    """Patterns for the secrets an encoder would change, spelled character by character as an encoder may (as it
+    is, percent-encoded in either case, `+` for a space, escaped in JSON), looked for where text holds a `%`: an
+    encoder that encodes only some characters (httpx's path) or a value that mixes forms is caught whatever it did.
+    Each character's spellings differ in their first character, so matching takes time linear in the text."""
+    spellings = []
+    for secret in sorted((s for s in secrets if not _unreserved(s)), key=len, reverse=True):
+        pieces = []
+        for character in secret:
+            escaped = {character}
+            for _ in range(3):  # escaped in JSON up to three times over, as `_forms` has it
+                escaped |= {form for one in escaped for form in _escaped(one)}
+            ways = {_percent(character)} | {re.escape(form) for form in escaped}
+            if character == " ":
+                ways.add(re.escape("+"))
+            pieces.append("(?:" + "|".join(sorted(ways, key=len, reverse=True)) + ")")
+        spellings.append("".join(pieces))
+    if not spellings:
+        return None, None
+    pattern = "|".join(spellings)
+    return re.compile(pattern), re.compile(pattern.encode())
 
 
 _REDACTED_BYTES = REDACTED.encode()
@@ -217,6 +308,11 @@ _MASKED_BYTES = re.compile(_MASKED.encode())
 
 _BYTE_HINTS = tuple(hint.encode() for hint in _HINTS)
 _BYTE_MASKS = (b"**", b"..", _ELLIPSIS)
+_BYTE_BASIC = (b"Basic", b"basic", b"BASIC")
+# A Basic credential (`Authorization: Basic dXNlcjpw…`): its base64 is decoded and looked into.
+_BASIC = r"(?i)((?<![A-Za-z0-9])basic\s+)([A-Za-z0-9+/_\-]{4,}={0,2})"
+_BASIC_TEXT = re.compile(_BASIC)
+_BASIC_BYTES = re.compile(_BASIC.encode())
 
 
 @functools.lru_cache(maxsize=16)

@@ -14,9 +14,9 @@ import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from engine.compile.block import BlockRegistry
 from engine.compile.diagram import CompiledBlock, Diagram
@@ -25,7 +25,7 @@ from engine.compile.loader import load_diagram
 from engine.errors import DiagramaError, DiagramInvalid, Problem
 from engine.format.jsonout import dumps_plain, plain
 from engine.format.names import suggest
-from engine.format.redact import Redactor
+from engine.format.redact import MIN_SECRET_LENGTH, Redactor
 from engine.format.yamlfile import LineMap, read_yaml
 from engine.providers.simulator import Simulator
 from engine.runs.traces import SCENARIO_SUFFIX
@@ -37,6 +37,18 @@ from engine.testing.replies import AnyReply, as_function_reply, block_kind, misf
 from engine.testing.web_scenarios import ExpectedHttpRequest, http_expectations
 
 __all__ = ["Scenario", "ScenarioFile", "Verdict", "load_scenarios", "run_scenario", "scenario_files", "scenario_schema"]
+
+
+def _long_enough(secrets: dict[str, str]) -> dict[str, str]:
+    """A secret the redactor could not scrub is refused, as a run refuses it (engine.compile.secrets)."""
+    short = sorted(name for name, value in secrets.items() if len(value) < MIN_SECRET_LENGTH)
+    if short:
+        raise ValueError(f"{', '.join(short)}: secrets must be at least {MIN_SECRET_LENGTH} characters (a shorter "
+                         "one could not be told apart from ordinary text, so it could not be redacted)")
+    return secrets
+
+
+Secrets = Annotated[dict[str, str], AfterValidator(_long_enough)]
 
 
 class ExpectedFunctionCall(BaseModel):
@@ -99,7 +111,7 @@ class Scenario(BaseModel):
                                           "block's {result} or {error}, an HttpRequest's HTTP answers; a "
                                           "subdiagram's block by its Subdiagram block's id, '/', its own: sub/ask")
     tools: dict[str, Any] = Field(default_factory=dict, description="tool stubs: name → result, replacing handlers")
-    secrets: dict[str, str] = Field(default_factory=dict, description="the environment secret('NAME') reads here "
+    secrets: Secrets = Field(default_factory=dict, description="the environment secret('NAME') reads here "
                                                                       "(a scenario sees no other; a secret not given "
                                                                       "reads as offline-secret-NAME)")
     tags: list[str] = Field(default_factory=list)
@@ -110,7 +122,7 @@ class Setup(BaseModel):
     model_config = ConfigDict(extra="forbid")
     diagram: str | None = None
     inputs: dict[str, Any] = Field(default_factory=dict)
-    secrets: dict[str, str] = Field(default_factory=dict)
+    secrets: Secrets = Field(default_factory=dict)
     tags: list[str] = Field(default_factory=list)
 
 

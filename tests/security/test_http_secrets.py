@@ -7,6 +7,7 @@ only its listing in `secrets:` can tell the redactor about it.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -22,6 +23,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = 'cred/ential+"value" &more-5be1'
+PASSWORD = "pa ss+w0rd!x9Qé"
+"""A second secret, sent where httpx spells it its own way: in a URL's path (`pa%20ss+w0rd!x9Q%C3%A9`: `+` and
+`!` left as they are) and as a URL's password, which becomes a Basic credential (base64 of `robot:<password>`)."""
 
 
 class _Echo(BaseHTTPRequestHandler):
@@ -29,7 +33,8 @@ class _Echo(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("content-length") or 0)).decode()
-        answer = {"path": self.path, "credential": self.headers.get("x-credential"), "body": body}
+        answer = {"path": self.path, "credential": self.headers.get("x-credential"), "body": body,
+                  "authorization": self.headers.get("authorization")}
         status = 401 if self.path.startswith("/denied") else 200
         if status == 401:
             answer = {"error": f"credential {self.headers.get('x-credential')} is not valid"}
@@ -59,7 +64,7 @@ def echo_server() -> Iterator[str]:
 DIAGRAM = """\
 diagram: credential
 allowed_hosts: [127.0.0.1]
-secrets: [SHOP_CREDENTIAL]
+secrets: [SHOP_CREDENTIAL, SHOP_PASSWORD]
 blocks:
   - id: start
     type: Start
@@ -75,6 +80,13 @@ blocks:
       headers: {X-Credential: "{{ secret('SHOP_CREDENTIAL') }}"}
       json: {credential: "{{ secret('SHOP_CREDENTIAL') }}"}
     set: {echoed: "{{ json }}", raw: "{{ text }}", mine: "{{ secret('SHOP_CREDENTIAL') }}"}
+    next: login
+  - id: login
+    type: HttpRequest
+    with:
+      method: POST
+      url: "{{ base | replace('http://', 'http://robot:' ~ secret('SHOP_PASSWORD') ~ '@') }}/login/{{ secret('SHOP_PASSWORD') }}"
+    set: {login: "{{ json }}"}
     next: denied
   - id: denied
     type: HttpRequest
@@ -88,9 +100,10 @@ SCENARIO = f"""\
 scenario: the credential is echoed and the expectations are wrong
 diagram: credential.yaml
 inputs: {{base: "http://127.0.0.1:9"}}
-secrets: {{SHOP_CREDENTIAL: {json.dumps(SECRET)}}}
+secrets: {{SHOP_CREDENTIAL: {json.dumps(SECRET)}, SHOP_PASSWORD: {json.dumps(PASSWORD)}}}
 replies:
   send: [{{status: 200, json: {{credential: {json.dumps(SECRET)}}}}}]
+  login: [{{status: 200, json: {{path: {json.dumps("/login/" + quote(PASSWORD, safe="!+"))}}}}}]
   denied: [{{status: 401, json: {{error: {json.dumps("bad " + SECRET)}}}}}]
 expect:
   status: succeeded
@@ -100,10 +113,14 @@ expect:
 
 
 def forms() -> dict[str, str]:
-    """The secret as it could leak: whole, escaped in JSON (once and twice), percent-encoded, and a piece of it."""
+    """The secrets as they could leak: whole, escaped in JSON (once and twice), percent-encoded, a piece of each,
+    the password as httpx writes it in a path, and the middle of its Basic credential's base64."""
     escaped = json.dumps(SECRET)[1:-1]
+    basic = base64.b64encode(f"robot:{PASSWORD}".encode()).decode()
     return {"whole": SECRET, "JSON-escaped": escaped, "JSON-escaped twice": json.dumps(escaped)[1:-1],
-            "query-encoded": quote_plus(SECRET), "path-encoded": quote(SECRET, safe=""), "middle": "ential+\"value"}
+            "query-encoded": quote_plus(SECRET), "path-encoded": quote(SECRET, safe=""), "middle": "ential+\"value",
+            "password": PASSWORD, "password in a path": quote(PASSWORD, safe="!+"), "password's middle": "ss+w0rd!x9",
+            "password path-encoded": quote(PASSWORD, safe=""), "password in Basic": basic[4:-4]}
 
 
 def diagrama(folder: Path, env: dict[str, str], *args: str) -> str:
@@ -118,7 +135,7 @@ def test_no_secret_reaches_any_output(tmp_path: Path, echo_server: str) -> None:
     (tmp_path / "credential.scenario.yaml").write_text(SCENARIO, encoding="utf-8")
     (tmp_path / "rows.csv").write_text(f"base\n{echo_server}\n{echo_server}\n", encoding="utf-8")
     env = {name: value for name, value in os.environ.items() if name != "DIAGRAMA_STORE"}
-    env.update({"SHOP_CREDENTIAL": SECRET, "PYTHONPATH": str(ROOT)})
+    env.update({"SHOP_CREDENTIAL": SECRET, "SHOP_PASSWORD": PASSWORD, "PYTHONPATH": str(ROOT)})
     runs = str(tmp_path / "runs")
     base = ["-i", f"base={echo_server}"]
     commands = {
@@ -146,6 +163,7 @@ def test_no_secret_reaches_any_output(tmp_path: Path, echo_server: str) -> None:
     assert '"status":"failed"' in as_json and "http_error" in as_json and "exit 1" in as_json, as_json
     assert "FAIL" in surfaces["diagrama test (failing scenario)"], surfaces["diagrama test (failing scenario)"]
     assert "answered 401" in surfaces["run (text)"] and "http_called" in surfaces["diagrama trace --json"]
+    assert '"authorization":"Basic [REDACTED]"' in surfaces["diagrama trace"], surfaces["diagrama trace"]
     leaks = [f"{surface}: {what}" for surface, text in surfaces.items() for what, value in forms().items()
              if value in text]
     assert not leaks, "the secret left the run:\n" + "\n".join(leaks)
