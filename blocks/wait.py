@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine import Block, BlockError, Report, RunSuspended, WaitTimeout
+from engine import Block, BlockError, Report, RunSuspended, WaitTimeout, schema_problems, schema_refusal
 
 if TYPE_CHECKING:
     from engine import RunContext  # annotations only: importing the run context loads asyncio
@@ -51,14 +51,11 @@ class Wait(Block):
     def check(self, constants: Mapping[str, Any], report: Report) -> None:
         form = constants.get("form")
         if isinstance(form, dict):
-            from jsonschema import Draft202012Validator
-            from jsonschema.exceptions import SchemaError
-
-            try:
-                Draft202012Validator.check_schema(form)
-            except SchemaError as exc:
-                report("form", f"form is no JSON Schema: {exc.message}",
-                       "e.g. {type: object, properties: {approved: {type: boolean}}, required: [approved]}")
+            refusal = schema_refusal(form)  # a pattern too: answers are matched in linear time, never backtracking
+            if refusal is not None:
+                example = "e.g. {type: object, properties: {approved: {type: boolean}}, required: [approved]}"
+                report("form", f"form is no JSON Schema we can check answers with: {refusal}",
+                       None if "linear time" in refusal else example)
 
     def run(self, inputs: WaitInputs, context: RunContext) -> dict[str, Any]:
         answer = context.answer
@@ -76,10 +73,7 @@ class Wait(Block):
         """The Wait's outputs for an answer given `waited` seconds after the question; a scenario's (`checked` False)
         is held to the form here, as `diagrama resume` holds a person's."""
         if not checked and inputs.form:
-            from jsonschema import Draft202012Validator
-
-            problems = [f"{'.'.join(map(str, e.absolute_path)) or 'answer'}: {e.message}"
-                        for e in Draft202012Validator(inputs.form).iter_errors(value)]
+            problems = schema_problems(inputs.form, value)
             if problems:
                 raise BlockError("the scenario's answer does not fit the form: " + "; ".join(problems),
                                  type="answer_invalid")

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         WireError,
     )
     from engine.format.levels import ErrorLevel, MessageLevel
+    from engine.format.schemas import schema_problems, schema_refusal
     from engine.format.tables import DataTable, HistoryRow, Table, TableError, history_rows, history_table, to_table
     from engine.format.values import dumps, json_result
     from engine.runtime.api import default_registry, load, run, run_async, validate
@@ -78,6 +79,7 @@ _HOMES = {
     ],
     "engine.format.values": ["dumps", "json_result"],
     "engine.format.levels": ["ErrorLevel", "MessageLevel"],
+    "engine.format.schemas": ["schema_problems", "schema_refusal"],
     "engine.format.tables": ["DataTable", "HistoryRow", "Table", "TableError", "history_rows", "history_table", "to_table"],
     "engine.runtime.api": ["default_registry", "load", "run", "run_async", "validate"],
     "engine.runtime.context": ["RunContext", "Services"],
@@ -146,6 +148,8 @@ __all__ = [
     "read_events",
     "run",
     "run_async",
+    "schema_problems",
+    "schema_refusal",
     "to_table",
     "truthy",
     "validate",

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from engine.errors import TurnRefused, UsageError
+from engine.format.schemas import schema_problems
 from engine.runtime.durable import Resumed, resumed_from
 
 __all__ = ["answer_problems", "parse_answer_pairs", "replay_point"]
@@ -24,13 +25,7 @@ def answer_problems(form: Mapping[str, Any] | None, answer: Any) -> list[str]:
     """What is wrong with `answer` for a Wait's `form` (a JSON Schema): one line per problem, none when it fits."""
     if not form:
         return []
-    from jsonschema import Draft202012Validator
-
-    problems = []
-    for error in sorted(Draft202012Validator(dict(form)).iter_errors(answer), key=lambda e: list(e.absolute_path)):
-        where = ".".join(str(part) for part in error.absolute_path) or "answer"
-        problems.append(f"{where}: {error.message}")
-    return problems
+    return schema_problems(form, answer)  # patterns matched in linear time (engine.format.schemas): a person's text
 
 
 def parse_answer_pairs(form: Mapping[str, Any] | None, pairs: list[str]) -> dict[str, Any]:

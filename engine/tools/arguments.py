@@ -11,9 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
-
 from engine.errors import ToolError
+from engine.format.schemas import schema_problems
 
 if TYPE_CHECKING:
     from engine.tools.registry import Tool
@@ -52,9 +51,8 @@ def check_arguments(tool: Tool, arguments: Any) -> dict[str, Any]:
         raise ToolError(f"arguments must be an object, got {type(arguments).__name__}", type="invalid_tool_arguments")
     schema = tool.entry.parameters
     checked = arguments if tool.entry.strict else _coerce(arguments, schema)
-    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(checked), key=lambda e: [str(p) for p in e.path])
-    if errors:
+    problems = schema_problems(schema, checked, root="arguments")  # patterns matched in linear time: a model's text
+    if problems:
         # Every problem at once: a model told only the first fixes it and trips on the next.
-        found = "; ".join(f"{'.'.join(str(p) for p in error.path) or 'arguments'}: {error.message}" for error in errors)
-        raise ToolError(f"invalid arguments for '{tool.name}': {found}", type="invalid_tool_arguments")
+        raise ToolError(f"invalid arguments for '{tool.name}': {'; '.join(problems)}", type="invalid_tool_arguments")
     return dict(checked)

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jsonschema_rs
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engine.errors import DiagramInvalid, Problem, ToolError
 from engine.format.names import suggest, valid_tool_name
+from engine.format.schemas import schema_refusal
 from engine.format.validation import dotted, validation_message
 from engine.format.yamlfile import LineMap, read_yaml
 from engine.tools.embeddings import Embedder, EmbeddingCache, make_embedder
@@ -235,22 +235,13 @@ class ToolRegistry:
 
 
 def _schema_problem(parameters: dict[str, Any]) -> str | None:
-    """Why a tool's `parameters` is not a JSON Schema (draft 2020-12) of an object, or None.
-
-    jsonschema-rs checks it against the meta-schema: importing the Python `jsonschema` took a
-    quarter of `diagrama validate` (its arguments check loads only when a run calls a tool). The
-    root's `$schema` is left out, as jsonschema's own `check_schema` ignores it: given an unknown
-    one, jsonschema-rs would try to fetch it over the network.
-    """
-    schema = {key: value for key, value in parameters.items() if key != "$schema"}
-    try:
-        jsonschema_rs.meta.validate(schema)
-    except jsonschema_rs.ValidationError as exc:
-        where = ".".join(str(part) for part in exc.instance_path)
-        return f"{exc.message} (at {where})" if where else exc.message
-    except (jsonschema_rs.ReferencingError, ValueError) as exc:  # a `$ref` it cannot follow, a value it cannot read
-        return str(exc)
-    if schema.get("type") != "object":
+    """Why a tool's `parameters` is not a JSON Schema (draft 2020-12) of an object that a model's arguments can be
+    held to, or None (engine.format.schemas: jsonschema-rs, its patterns matched in linear time). Importing the
+    Python `jsonschema` took a quarter of `diagrama validate`."""
+    refusal = schema_refusal(parameters)
+    if refusal is not None:
+        return refusal
+    if parameters.get("type") != "object":
         return "the top level must be 'type: object'"
     return None
 

@@ -137,7 +137,7 @@ def test_durable_runs_on_the_workers_wait_resume_and_keep_sessions(
     finally:
         stop(worker)
     assert first["status"] == "waiting" and first["waiting"]["form"] == FORM and read == first
-    assert wrong.status_code == 400 and wrong.json()["problems"] == ["answer: 'approved' is a required property"]
+    assert wrong.status_code == 400 and wrong.json()["problems"] == ['answer: "approved" is a required property']
     assert resumed.status_code == 200, resumed.text
     body = resumed.json()
     assert body["status"] == "succeeded" and body["path"] == ["start", "draft", "ask", "done"]

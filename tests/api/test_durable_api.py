@@ -124,7 +124,7 @@ def test_a_run_waits_with_its_question_and_goes_on_with_a_fitting_answer(
     assert first["waiting"]["form"] == FORM
     assert answers["read"].json() == first
     assert answers["wrong"].status_code == 400
-    assert answers["wrong"].json()["problems"] == ["approved: 'yes' is not of type 'boolean'"]
+    assert answers["wrong"].json()["problems"] == ['approved: "yes" is not of type "boolean"']
     assert answers["none"].status_code == 400 and "Send Reply: ciao?" in answers["none"].json()["error"]
     assert answers["extra"].status_code == 400 and answers["extra"].json()["problems"][0].startswith("x:")
     assert answers["still"].json()["status"] == "waiting"  # a wrong answer leaves it waiting

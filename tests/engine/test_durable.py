@@ -212,7 +212,7 @@ def test_a_wait_stops_the_run_waiting_and_a_good_answer_continues_it(tmp_path: P
     assert first.waiting is not None and first.waiting["prompt"] == "Send this reply? Hello!"
     assert first.waiting["form"]["required"] == ["approved"] and Tick.log == []
     assert store.run(first.run_id)["status"] == "waiting"  # type: ignore[index]
-    with pytest.raises(UsageError, match="approved: 'yes' is not of type 'boolean'"):
+    with pytest.raises(UsageError, match='approved: "yes" is not of type "boolean"'):
         prepare_resume(store, first.run_id, registry=blocks, answer={"approved": "yes"})
     with pytest.raises(UsageError, match="is waiting at 'approve'"):
         prepare_resume(store, first.run_id, registry=blocks)

@@ -196,7 +196,7 @@ def test_a_wait_in_a_child_stops_the_whole_run_waiting_and_the_answer_reaches_it
     assert first.waiting["prompt"] == "Send this reply? Hello!" and Tick.log == ["drafted"]
     assert store.run(first.run_id)["status"] == "waiting"  # type: ignore[index]
     assert [row["status"] for row in _children(store, first.run_id)] == ["waiting"]
-    with pytest.raises(UsageError, match="approved: 'yes' is not of type 'boolean'"):
+    with pytest.raises(UsageError, match='approved: "yes" is not of type "boolean"'):
         prepare_resume(store, first.run_id, registry=blocks, answer={"approved": "yes"})
     done = asyncio.run(resume_run(store, first.run_id, registry=blocks, answer={"approved": True},
                                   runs_dir=tmp_path / "runs"))

@@ -23,6 +23,8 @@ PUBLIC = [
     "CheckpointFailed", "RunSuspended", "WaitTimeout",
     # what the Subdiagram block and a concurrent Loop raise
     "LoopPassFailed", "SubdiagramFailed",
+    # a JSON Schema written in a diagram, held to values from outside (a Wait's form), patterns in linear time
+    "schema_problems", "schema_refusal",
 ]
 
 

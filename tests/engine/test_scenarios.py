@@ -230,7 +230,7 @@ replies:
   approve: [{answer: {approved: "yes"}}]
 expect:
   path: [start, draft, approve, hold]
-  errors: [{block: approve, type: answer_invalid, message_contains: "approved: 'yes' is not of type 'boolean'"}]
+  errors: [{block: approve, type: answer_invalid, message_contains: 'approved: "yes" is not of type "boolean"'}]
 """)
     assert wrong == []
     late, _ = wait_scenario(tmp_path, """

@@ -36,10 +36,10 @@ def test_a_wrong_answer_shows_its_problems_and_the_run_stays_waiting(client) -> 
                      headers=HEADERS)
     assert refused.status_code == 422
     conforms("answer_refused", refused)
-    assert refused.json()["problems"] == ["approved: 'yes' is not of type 'boolean'", "note: 3 is not of type 'string'"]
+    assert refused.json()["problems"] == ['approved: "yes" is not of type "boolean"', 'note: 3 is not of type "string"']
     assert "still waiting" in refused.json()["error"]
     missing = client("POST", f"/api/runs/{run_id}/resume", json={"answer": {}}, headers=HEADERS)
-    assert missing.status_code == 422 and missing.json()["problems"] == ["answer: 'approved' is a required property"]
+    assert missing.status_code == 422 and missing.json()["problems"] == ['answer: "approved" is a required property']
     assert client("GET", f"/api/runs/{run_id}").json()["status"] == "waiting"
 
 
