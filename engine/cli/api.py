@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,13 @@ def _loopback(host: str) -> bool:
         return False
 
 
+def _finite(_context: click.Context, _param: click.Parameter, value: float) -> float:
+    # FloatRange(min=0) takes `nan` (it compares false with 0) and `inf`: a limit that never refuses a request.
+    if not math.isfinite(value):
+        raise click.BadParameter(f"a finite number of requests a minute per key (0: no limit), not {value}")
+    return value
+
+
 @click.command()
 @click.argument("folder", type=PATH, default=Path("diagrams"), required=False)
 @click.option("--port", type=int, default=8080, show_default=True, help="port on the host")
@@ -53,7 +61,7 @@ def _loopback(host: str) -> bool:
               help="127.0.0.1 keeps it local; 0.0.0.0 serves the network")
 @click.option("--keys-file", type=PATH, help="keys' digests, `ID sha256:HEX [rpm=N]` a line (`diagrama api-key ID`)")
 @click.option("--no-auth", is_flag=True, help="serve without keys: loopback addresses only")
-@click.option("--rpm", type=click.FloatRange(min=0), default=600, show_default=True,
+@click.option("--rpm", type=click.FloatRange(min=0), default=600, show_default=True, callback=_finite,
               help="requests a minute per key (0: no limit)")
 @click.option("--offline", is_flag=True, help="answer request blocks with the simulator")
 @click.option("--backend", default="local", show_default=True, help="local (runs in this process) or celery (on workers)")

@@ -91,6 +91,7 @@ class CompiledBlock:
         "route",
         "set_items",
         "set_names",
+        "shares_target",
         "static_inputs",
         "type_name",
         "written_inputs",
@@ -134,6 +135,9 @@ class CompiledBlock:
         """The diagram this block runs (its type's `diagram_input`), loaded with this one when its path is literal."""
         self.reads_outputs = True
         """False when no `set` and only one unconditional link: the step skips templating."""
+        self.shares_target = False
+        """Whether two of its links go to the same block (a condition and the fallback): its route then notes which
+        it took (`Scope.link`), for the trace, as the target alone does not tell."""
         self.route: Route = self._first_route
         """`set` applied, then the next block chosen (engine.compile.routes); written on the block's first step."""
 

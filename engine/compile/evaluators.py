@@ -82,10 +82,13 @@ class Scope:
     overlay (a block's outputs, inside `set` and `when`) shadows them without copying.
     """
 
-    __slots__ = ("_native", "_text", "outputs", "values")
+    __slots__ = ("_native", "_text", "link", "outputs", "values")
 
     def __init__(self, env: TemplateEnv, values: dict[str, Any]) -> None:
         self.values = values
+        self.link = 0
+        """The index of the link a route took, written only by a block whose links share a target
+        (CompiledBlock.shares_target): the target alone does not tell which."""
         self.outputs: Mapping[str, Any] = _EMPTY
         """The overlay: the outputs of the block whose `set` and `when` are evaluated, else empty."""
         self._native = Context(env.native, values, None, {})

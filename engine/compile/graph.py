@@ -114,7 +114,8 @@ def _pair_kind(kept: str | None, kind: str) -> str:
 
 def _add_edge(graph: nx.DiGraph, source: str, target: str, kind: str, when: Any, index: int | None) -> None:
     if graph.has_edge(source, target):
-        # Two links between the same pair (say a `when` link and the fallback): keep one edge.
+        # Two links between the same pair (say a `when` link and the fallback): one edge (a DiGraph's walks and
+        # `graph.edges[a, b]` stay as they are), each link kept in its `links`, which the drawings draw one by one.
         edge = graph.edges[source, target]
         edge["links"].append({"kind": kind, "when": when, "index": index})
         edge["kind"] = _pair_kind(edge["kind"], kind)
@@ -133,6 +134,9 @@ class RunPath:
     passes: dict[str, int] = field(default_factory=dict)
     handled: set[str] = field(default_factory=set)
     """Blocks that failed with their error handled by `on_error`: drawn failed, though the run went on."""
+    went: dict[tuple[str, str], set[tuple[str, int | None]]] = field(default_factory=dict)
+    """How the run left a block for another, each time, where a Debug trace says: (`next` and the link's index where
+    two go to that block, else None; or the port's name and None)."""
 
     def failed_blocks(self) -> set[str]:
         """Every block drawn failed: the one that failed the run and those whose failure was handled."""
@@ -148,16 +152,58 @@ def _node_text(graph: nx.DiGraph, node: str, run: RunPath | None) -> str:
     return text.replace('"', "#quot;")
 
 
-def _edge_label(data: dict[str, Any]) -> str:
-    labels = []
-    for link in data["links"]:
-        if link["kind"] == "error":
-            labels.append(ON_ERROR)  # drawn as the key that writes it
-        elif link["kind"] != "next":
-            labels.append(link["kind"])
-        elif link["when"] is not None:
-            labels.append(str(link["when"]).replace("{{", "").replace("}}", "").strip())
-    return " / ".join(labels).replace('"', "#quot;").replace("|", "#124;")
+def _drawn_links(graph: nx.DiGraph) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """Every link to draw: (source, target, the link: its kind, when and index). The graph holds one edge a pair, and
+    two links between the same blocks (a condition and the fallback, `next` and `on_error`) share it, in its
+    `links`: each is drawn, in the order the block has them."""
+    for source, target, data in graph.edges(data=True):
+        for link in data["links"]:
+            yield source, target, link
+
+
+def _link_label(link: dict[str, Any]) -> str:
+    """A link's label: `on_error` (drawn as the key that writes it), a port's name, a condition as written, or
+    "otherwise" for a fallback after conditions (as the studio's canvas labels it); a block's only link has none."""
+    if link["kind"] == "error":
+        text = ON_ERROR
+    elif link["kind"] != "next":
+        text = str(link["kind"])
+    elif link["when"] is not None:
+        text = str(link["when"]).replace("{{", "").replace("}}", "").strip()
+    elif link["index"]:  # a `next` link without `when` after others: taken when none of theirs held
+        text = "otherwise"
+    else:
+        text = ""
+    return text.replace('"', "#quot;").replace("|", "#124;")
+
+
+def _taken(graph: nx.DiGraph, run: RunPath | None, source: str, target: str, link: dict[str, Any]) -> bool:
+    """Whether a run's path took this link.
+
+    An `on_error` link was taken when its block's failure was handled (an ignored one goes on along `next`). Another
+    link, when the run went from its block to its target, and where two links join the pair: as the trace's
+    `block_finished` events say it left (the port, or the index of the `next` link taken), at Debug and above. A
+    Release trace has no such events: then a `next` link or a port beside a taken `on_error` link is not marked
+    unless the block may have run more than once (the target leads back to it), and two `next` links to the same
+    block are both marked.
+    """
+    if run is None or (source, target) not in run.links:
+        return False
+    if link["kind"] == "error":
+        return source in run.handled
+    links = graph.edges[source, target]["links"]
+    if len(links) == 1:
+        return True
+    went = run.went.get((source, target))
+    if went is not None:
+        if link["kind"] != "next":
+            return (link["kind"], None) in went
+        return ("next", link["index"]) in went or ("next", None) in went
+    if source not in run.handled or not any(other["kind"] == "error" for other in links):
+        return True
+    import networkx as nx  # loaded already: `graph` is one
+
+    return bool(nx.has_path(graph, target, source))  # ran more than once: it may have gone both ways
 
 
 def to_mermaid(graph: nx.DiGraph, run: RunPath | None = None) -> str:
@@ -166,11 +212,12 @@ def to_mermaid(graph: nx.DiGraph, run: RunPath | None = None) -> str:
         shape = ('(["', '"])') if graph.nodes[node]["type"] == "Start" else ('["', '"]')
         lines.append(f"    {node}{shape[0]}{_node_text(graph, node, run)}{shape[1]}")
     taken: list[int] = []
-    for number, (source, target, data) in enumerate(graph.edges(data=True)):
-        label = _edge_label(data)
-        arrow = "-.->" if data["kind"] == "error" else "-->"
+    # One line a link: `linkStyle N` counts them in this order.
+    for number, (source, target, link) in enumerate(_drawn_links(graph)):
+        label = _link_label(link)
+        arrow = "-.->" if link["kind"] == "error" else "-->"
         lines.append(f"    {source} {arrow}{f'|{label}|' if label else ''} {target}")
-        if run and (source, target) in run.links:
+        if _taken(graph, run, source, target, link):
             taken.append(number)
     if run:
         lines.append("    classDef taken fill:#d1f2d9,stroke:#1a7f37,stroke-width:2px")
@@ -203,14 +250,14 @@ def to_dot(graph: nx.DiGraph, run: RunPath | None = None) -> str:
         elif run and node in run.blocks:
             attrs.append('style="rounded,filled", fillcolor="#d1f2d9", color="#1a7f37", penwidth=2')
         lines.append(f"    {_dot_quote(node)} [{', '.join(attrs)}];")
-    for source, target, data in graph.edges(data=True):
+    for source, target, link in _drawn_links(graph):  # a digraph, not a strict one: two links are two edges
         attrs = []
-        label = _edge_label(data).replace("#quot;", '"').replace("#124;", "|")
+        label = _link_label(link).replace("#quot;", '"').replace("#124;", "|")
         if label:
             attrs.append(f"label={_dot_quote(label)}")
-        if data["kind"] == "error":
+        if link["kind"] == "error":
             attrs.append("style=dashed")
-        if run and (source, target) in run.links:
+        if _taken(graph, run, source, target, link):
             attrs.append('color="#1a7f37", penwidth=3')
         lines.append(f"    {_dot_quote(source)} -> {_dot_quote(target)}" + (f" [{', '.join(attrs)}]" if attrs else "") + ";")
     lines.append("}")

@@ -90,12 +90,13 @@ def build_route(block: CompiledBlock) -> Route:
         function.lines.append(f"    v[{function.constant(f'_name{index}', name)}] = value{index}")
     for link in block.links:
         target = function.constant(f"_target{link.index}", link.target)
+        noted = [f"scope.link = {link.index}"] if block.shares_target else []  # which of two links to one block
         if link.when is None:
-            function.lines.append(f"    return {target}")
+            function.lines += [f"    {line}" for line in noted] + [f"    return {target}"]
             break
         function.evaluation("verdict", link.when, f"w{link.index}_", f"next[{link.index}].when")
         function.lines += ["    if verdict is True or (verdict is not False and _truthy(verdict)):",
-                           f"        return {target}"]
+                           *(f"        {line}" for line in noted), f"        return {target}"]
     else:
         function.lines.append("    return None")
     text = "\n".join(function.lines) + "\n"

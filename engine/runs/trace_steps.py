@@ -210,7 +210,19 @@ def run_path(trace: Path, subdiagram: str | None = None) -> RunPath:
     for event in events:
         if event.get("event") == Event.LOOP_PASS_STARTED and "/" not in str(event.get("block")):
             drawn.passes[event["block"]] = drawn.passes.get(event["block"], 0) + 1
+        elif event.get("event") == Event.BLOCK_FINISHED and "/" not in str(event.get("block")):
+            _note_way_out(drawn, event, str(event.get("block")), event.get("next"))
     return drawn
+
+
+def _note_way_out(drawn: RunPath, event: dict[str, Any], block: str, following: Any) -> None:
+    """How a block that succeeded left for the next (its port, or the index of its `next` link where two go to one
+    block): what tells the links between one pair apart (engine.compile.graph._taken)."""
+    if event.get("status") != "succeeded" or not isinstance(following, str):
+        return
+    via = str(event.get("via") or "next")
+    link = event.get("link")
+    drawn.went.setdefault((block, following), set()).add((via, link if isinstance(link, int) else None))
 
 
 def _child_path(events: list[dict[str, Any]], address: str) -> RunPath:
@@ -234,4 +246,9 @@ def _child_path(events: list[dict[str, Any]], address: str) -> RunPath:
         elif name == Event.LOOP_PASS_STARTED and block.startswith(prefix) and "/" not in block[len(prefix):]:
             own_block = block[len(prefix):]
             drawn.passes[own_block] = drawn.passes.get(own_block, 0) + 1
+        elif name == Event.BLOCK_FINISHED and block.startswith(prefix) and "/" not in block[len(prefix):]:
+            following = event.get("next")
+            _note_way_out(drawn, event, block[len(prefix):],
+                          following[len(prefix):] if isinstance(following, str) and following.startswith(prefix)
+                          else following)
     return drawn

@@ -90,7 +90,7 @@ def step_now(run: Run, block: CompiledBlock, came_from: CompiledBlock | None) ->
             run.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
     if level:
         run.trace.record_stamped(_FINISHED, finished_fields(
-            block, run.step_began, following, via, shown, outputs, level, ctx.scope.values, run.trace))
+            block, run.step_began, following, via, shown, outputs, level, ctx.scope, run.trace))
     return following
 
 
@@ -147,7 +147,7 @@ async def step(run: Run, block: CompiledBlock, came_from: CompiledBlock | None) 
             run.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
     if level:
         run.trace.record_stamped(_FINISHED, finished_fields(
-            block, run.step_began, following, via, shown, outputs, level, ctx.scope.values, run.trace))
+            block, run.step_began, following, via, shown, outputs, level, ctx.scope, run.trace))
     return following
 
 

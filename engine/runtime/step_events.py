@@ -18,6 +18,7 @@ from engine.runtime.trace import Event, RunTrace
 
 if TYPE_CHECKING:
     from engine.compile.diagram import CompiledBlock
+    from engine.compile.evaluators import Scope
     from engine.runtime.context import RunContext
 
 __all__ = ["failed_fields", "finished_fields", "milliseconds", "since", "started_fields"]
@@ -56,11 +57,12 @@ def finished_fields(
     inputs: Mapping[str, Any] | None,
     outputs: Mapping[str, Any],
     level: MessageLevel,
-    values: Mapping[str, Any],
+    scope: Scope,
     trace: RunTrace,
 ) -> dict[str, Any]:
-    """`block_finished` of a block that succeeded: its duration, the link taken, and short (Debug) or whole
-    (Detailed) values: the inputs as rendered, the outputs, and what `set` assigned (read from the run's `values`)."""
+    """`block_finished` of a block that succeeded: its duration, the link taken (and its index, `link`, where two
+    go to the same block), and short (Debug) or whole (Detailed) values: the inputs as rendered, the outputs, and
+    what `set` assigned (read from the run's scope)."""
     now = time.perf_counter()
     # One literal with the stamp (`Trace.record_stamped`): each key added later may copy the dict to a larger table.
     fields: dict[str, Any] = {
@@ -69,10 +71,13 @@ def finished_fields(
         "next": following.id if following is not None else None, "via": via,
         "run_id": trace.run_id, "event": _FINISHED, "timestamp": trace.wall_at_zero + now,
     }
+    if block.shares_target and via == "next":
+        fields["link"] = scope.link if block.reads_outputs else block.links[0].index
     if inputs or outputs:
         _add_values(fields, inputs, outputs, level)
     names = block.set_names
     if names and via == "next":  # `set` is applied when the block leaves by `next`, not by a port
+        values = scope.values
         assigned = fields["set"] = {}
         for name in names:  # a loop, not a comprehension (a call of its own): this runs at every Debug step
             value = values.get(name)

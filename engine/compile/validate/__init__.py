@@ -70,6 +70,7 @@ def compile_diagram(
     for block in c.blocks.values():
         block.reads_outputs = bool(block.set_items) or any(link.when is not None for link in block.links)
         block.set_names = tuple(name for name, _ in block.set_items)
+        block.shares_target = len({link.target.id for link in block.links}) < len(block.links)
     settings = start.impl.settings
     assert isinstance(settings, RunSettings)
     error_level, message_level = resolve_levels(c.blocks.values(), start)

@@ -45,10 +45,14 @@ from engine.web.service.openapi import Answer, Operation, openapi_document
 from engine.web.service.robots import InputProblems, Robots, can_wait, input_schema, memory, typed_inputs
 from engine.web.service.runs import RunEvent, run_id_shape
 
-__all__ = ["DURABLE_OPERATIONS", "OPERATIONS", "Backend", "RobotsApi"]
+__all__ = ["DURABLE_OPERATIONS", "MAX_EVENT_DIGITS", "OPERATIONS", "Backend", "RobotsApi", "last_event_id"]
 
 _PING_S = 15
 """A comment line this often keeps an idle event stream open through proxies."""
+
+MAX_EVENT_DIGITS = 18
+"""The longest Last-Event-ID taken: every 18-digit number fits in 63 bits (an index, a Redis stream id's part)."""
+_EVENT_NUMBER = re.compile(f"[0-9]{{1,{MAX_EVENT_DIGITS}}}")
 
 
 class Backend(Protocol):
@@ -124,7 +128,7 @@ OPERATIONS: tuple[Operation, ...] = (
               "The run's events as Server-Sent Events, as they happen, ending with `run_finished`",
               {200: Answer("`id` the event's number, `event` its name, `data` its JSON (a trace line; `text_delta` "
                            "carries a piece of a model's text)", media="text/event-stream"),
-               400: Answer("Last-Event-ID is not a number", ErrorAnswer), 404: _NOT_FOUND},
+               400: Answer("Last-Event-ID is not a number of at most 18 digits", ErrorAnswer), 404: _NOT_FOUND},
               headers={"Last-Event-ID": "the last event's number the client has: the stream goes on after it"}),
     *DURABLE_OPERATIONS,
     Operation("GET", "/openapi.json", "openapi", "This document",
@@ -291,14 +295,28 @@ class RobotsApi:
     async def run_events(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
         request.scope.setdefault("state", {})["run_id"] = run_id
-        last = request.headers.get("last-event-id", "0").strip() or "0"
-        if not last.isdigit():
-            raise ApiError(400, "Last-Event-ID is the number of the last event received")
-        stream = await self.backend.events(run_id, int(last))
+        stream = await self.backend.events(run_id, last_event_id(request.headers.get("last-event-id")))
         if stream is None:
             raise ApiError(404, f"no run '{run_id}'")
         return EventSourceResponse(_sent(stream), ping=_PING_S,
                                    headers={"cache-control": "no-store", "x-accel-buffering": "no"})
+
+
+def last_event_id(value: str | None) -> int:
+    """The event number a `Last-Event-ID` header gives (0 without one), or a 400 naming what is wrong with it.
+
+    Only ASCII digits, at most MAX_EVENT_DIGITS of them: `str.isdigit()` takes '²' and other digits `int()` refuses,
+    `int()` refuses more than 4300 digits, and a number past what a backend can hold (an `islice` index, a Redis
+    stream id's 64 bits) would be taken here and break the stream after its 200 was sent. Starlette reads header
+    bytes as latin-1, so a value that is no ASCII (UTF-8 or any odd byte) arrives as characters the pattern refuses.
+    """
+    text = (value or "").strip(" \t") or "0"  # HTTP's optional whitespace; an empty header is no header
+    if _EVENT_NUMBER.fullmatch(text) is None:
+        shown = text if len(text) <= 40 else f"{text[:40]}… ({len(text)} characters)"
+        raise ApiError(400, "Last-Event-ID is the number of the last event received", [
+            f"Last-Event-ID {shown!r} is not a whole number of 1 to {MAX_EVENT_DIGITS} ASCII digits: send the `id` "
+            "of the last event you received, or no Last-Event-ID to start from the first event"])
+    return int(text)
 
 
 def _run_answer(found: RunAnswer) -> Response:

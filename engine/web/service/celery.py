@@ -43,6 +43,7 @@ from engine.runs.store import RunStore
 from engine.runs.turn import Turn, new_turn
 from engine.runtime.trace import Event
 from engine.web.service.durable import Durable, Refused, live_answer
+from engine.web.service.keys import checked_limit
 from engine.web.service.models import RunAnswer
 from engine.web.service.runs import RunEvent, recorded_answer, trace_events
 
@@ -71,6 +72,7 @@ class RedisRateLimits:
         self._script = client.register_script(_KEY_BUCKET)
 
     async def take(self, key_id: str, rpm: float) -> float:
+        checked_limit(rpm)  # nan and inf would reach Lua's arithmetic as text: refused here, as LocalRateLimits does
         wait = await self._script(keys=[f"diagrama:api:rpm:{key_id}"], args=[rpm / 60, rpm, time.time()])
         return float(wait)
 

@@ -5,6 +5,7 @@ the key's id (never the key), and the run and robot a handler names in the reque
 
 from __future__ import annotations
 
+import math
 import re
 import secrets
 import time
@@ -14,6 +15,7 @@ from typing import Any, Protocol
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from engine.errors import UsageError
 from engine.runs.service_logs import log
 from engine.web.service.keys import KeyRing, retry_after
 
@@ -45,6 +47,9 @@ class Gate:
 
     def __init__(self, app: ASGIApp, ring: KeyRing | None, limits: RateLimits, rpm: float | None,
                  public: frozenset[str] = frozenset()) -> None:
+        if rpm is not None and not (math.isfinite(rpm) and rpm >= 0):  # nan would let every request through
+            raise UsageError(f"the server's rpm (--rpm) is the requests a minute each key may make: a finite "
+                             f"number, 0 for no limit; not {rpm!r}")
         self.app = app
         self.ring = ring
         self.limits = limits

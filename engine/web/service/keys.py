@@ -21,7 +21,8 @@ from pathlib import Path
 
 from engine.errors import UsageError
 
-__all__ = ["KEYS_VARIABLE", "ApiKey", "KeyRing", "LocalRateLimits", "keys_from_environ", "keys_from_file", "new_key", "retry_after"]
+__all__ = ["KEYS_VARIABLE", "ApiKey", "KeyRing", "LocalRateLimits", "checked_limit", "is_limit", "keys_from_environ",
+           "keys_from_file", "new_key", "retry_after"]
 
 KEYS_VARIABLE = "DIAGRAMA_API_KEYS"
 _KEY_PREFIX = "dgk_"
@@ -30,12 +31,30 @@ _DIGEST = re.compile(r"^sha256:([0-9a-f]{64})$")
 _MIN_KEY = 16
 
 
+def is_limit(rpm: float) -> bool:
+    """Whether `rpm` is a limit a token bucket can keep: a finite number of requests a minute above 0. `nan` compares
+    false with everything, so a bucket of `nan` tokens never refuses (and never says so); `inf` never empties."""
+    return math.isfinite(rpm) and rpm > 0
+
+
+def checked_limit(rpm: float) -> float:
+    """`rpm`, or ValueError: the buckets' own guard, for a caller that did not check (the readers of keys and of
+    `--rpm` refuse such values first, naming where they were written)."""
+    if not is_limit(rpm):
+        raise ValueError(f"a rate limit is a finite number of requests a minute above 0, not {rpm!r}")
+    return rpm
+
+
 @dataclass(frozen=True)
 class ApiKey:
     key_id: str
     digest: bytes
     rpm: float | None = None
     """This key's own requests per minute; None: the server's `--rpm`."""
+
+    def __post_init__(self) -> None:
+        if self.rpm is not None:
+            checked_limit(self.rpm)  # a key built in code (not read from a file) gets the file's rule too
 
 
 def digest(key: str) -> bytes:
@@ -76,9 +95,16 @@ def keys_from_environ(environ: Mapping[str, str]) -> tuple[list[ApiKey], list[st
 def keys_from_file(path: Path) -> list[ApiKey]:
     """The keys-file's keys: `ID sha256:HEX [rpm=N]` a line, `#` comments; UsageError naming the file and line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read the keys file {path}: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:  # a file saved in another encoding, or not a keys file at all
+        at_line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise UsageError(f"{path}:{at_line}: the keys file is not UTF-8 text: byte 0x{data[exc.start]:02x} at column "
+                         f"{column} (offset {exc.start}); save it as UTF-8, `ID sha256:HEX [rpm=N]` a line") from None
     keys: list[ApiKey] = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
@@ -99,8 +125,10 @@ def keys_from_file(path: Path) -> list[ApiKey]:
                 rpm = float(value) if name == "rpm" else None
             except ValueError:
                 rpm = None
-            if rpm is None or rpm <= 0:
-                raise UsageError(f"{where}: the third word is rpm=N, a number of requests per minute above 0")
+            if rpm is None or not is_limit(rpm):  # float() takes nan and inf: a key they limit is never limited
+                shown = words[2] if len(words[2]) <= 40 else f"{words[2][:40]}…"
+                raise UsageError(f"{where}: the third word is rpm=N, a finite number of requests per minute above 0, "
+                                 f"not {shown!r}")
         keys.append(ApiKey(words[0], bytes.fromhex(found.group(1)), rpm))
     return keys
 
@@ -133,6 +161,7 @@ class LocalRateLimits:
 
     async def take(self, key_id: str, rpm: float) -> float:
         """0 when the request may go; else the seconds until it may (the answer's Retry-After)."""
+        checked_limit(rpm)  # with nan every comparison below is false: the request would go, and every next one
         now = time.monotonic()
         tokens, at = self._buckets.get(key_id, (rpm, now))
         tokens = min(rpm, tokens + (now - at) * rpm / 60)
