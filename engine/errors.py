@@ -166,7 +166,7 @@ class TurnRefused(UsageError):
     `not_found` (no such run), `not_resumable` (finished, running, a subdiagram's, nothing to resume from, its diagram
     changed), `taken` (another resume has it), `answer` (missing, or one its Wait's form refuses: each problem in
     `problems`), `session_busy` (another turn of the session runs, or is unfinished), `input` (an input a durable run
-    cannot keep).
+    cannot keep), `damaged` (its stored record, checkpoints or session memory do not decode: cut short, tampered).
     """
 
     def __init__(self, message: str, *, reason: str, problems: list[str] | None = None) -> None:

@@ -10,6 +10,9 @@ error names the variable and the path to it.
 
 The walk copies nothing while nothing needs a tag, so a scope of plain values costs one pass
 over it before orjson's own.
+
+Bytes that do not decode (a truncated row, a hand-edited or tampered one) raise SnapshotDamaged, never
+what the decoder met: the store's readers name the run and the row and refuse to go on from it.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import orjson
 
 from engine.format.tables import DataTable
 
-__all__ = ["SnapshotError", "decode", "encode", "encode_value"]
+__all__ = ["SnapshotDamaged", "SnapshotError", "decode", "encode", "encode_value"]
 
 TAG = "\x00"
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what orjson writes as a number
@@ -36,6 +39,10 @@ class SnapshotError(ValueError):
         self.where = where
 
 
+class SnapshotDamaged(ValueError):
+    """Stored bytes that are not what a checkpoint writes; the message says what is wrong with them."""
+
+
 def encode(values: dict[str, Any]) -> bytes:
     """`values` (a mapping of names) as bytes; SnapshotError naming the first value that cannot be written."""
     return orjson.dumps({name: _enc(value, name) for name, value in values.items()})
@@ -46,8 +53,14 @@ def encode_value(value: Any, where: str) -> Any:
     return _enc(value, where)
 
 
-def decode(data: bytes) -> Any:
-    return _dec(orjson.loads(data))
+def decode(data: bytes | str) -> Any:
+    """The value `encode` or `encode_value` wrote; SnapshotDamaged for bytes that are not such a value."""
+    try:
+        return _dec(orjson.loads(data))
+    except orjson.JSONDecodeError as exc:
+        raise SnapshotDamaged(f"not JSON ({exc}; {len(data)} bytes)") from None
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError) as exc:
+        raise SnapshotDamaged(f"not a value a checkpoint writes ({type(exc).__name__}: {exc})") from None
 
 
 def _enc(value: Any, where: str) -> Any:
@@ -135,4 +148,4 @@ def _dec(value: Any) -> Any:
         return frozenset(_dec(value["v"]))
     if tag == "dict":
         return {_dec(k): _dec(v) for k, v in value["v"]}
-    raise ValueError(f"a checkpoint holds an unknown tag {tag!r}")
+    raise ValueError(f"an unknown tag {tag!r}")

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from engine.format.snapshot import decode, encode_value
+from engine.format.snapshot import SnapshotDamaged, decode, encode_value
 from engine.runs.traces import INTERRUPTED, process_gone
 
 __all__ = ["RUN_FIELDS", "CheckpointStore", "SessionClaim", "SqliteCheckpoints", "live_status", "open_checkpoints",
@@ -284,11 +284,19 @@ def stored_json(value: Any, where: str) -> str:
 
 
 def run_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A `run_states` row as callers read it: its JSON fields decoded, its live status."""
+    """A `run_states` row as callers read it: its JSON fields decoded, its live status. A field that does not decode
+    (a row cut short or edited by hand) reads as None, and `damaged` says which and how: a listing still shows the
+    run, and resume refuses to go on from it (engine.runs.turn)."""
     found = dict(row)
     for name in ("inputs", "waiting"):
         if found.get(name):
-            found[name] = decode(found[name].encode() if isinstance(found[name], str) else found[name])
+            try:
+                found[name] = decode(found[name])
+                if not isinstance(found[name], dict):
+                    raise SnapshotDamaged(f"a {type(found[name]).__name__}, not a mapping")
+            except SnapshotDamaged as exc:
+                found[name] = None
+                found["damaged"] = f"its stored {name} is damaged: {exc}"
     found["status"] = live_status(found)
     return found
 

@@ -16,7 +16,7 @@ import orjson
 
 from engine.errors import TurnRefused, UsageError
 from engine.format.schemas import schema_problems
-from engine.runtime.durable import Resumed, resumed_from
+from engine.runtime.durable import Resumed, SnapshotDamaged, resumed_from
 
 __all__ = ["answer_problems", "parse_answer_pairs", "replay_point"]
 
@@ -46,11 +46,12 @@ def parse_answer_pairs(form: Mapping[str, Any] | None, pairs: list[str]) -> dict
 
 
 def replay_point(run_id: str, states: list[bytes], block: str) -> Resumed:
-    """The checkpoint a replay from `block` starts at: the last one written before the old run first reached it."""
+    """The checkpoint a replay from `block` starts at: the last one written before the old run first reached it
+    (SnapshotDamaged for a checkpoint that does not decode)."""
     chosen = 0
     seen: list[str] = []
     for index, state in enumerate(states):
-        header = orjson.loads(state)["h"]
+        header = _header(state, index, len(states))
         if block in header["segment"]:
             break  # first reached between the checkpoint before and this one
         seen.extend(header["segment"])
@@ -63,3 +64,14 @@ def replay_point(run_id: str, states: list[bytes], block: str) -> Resumed:
     resumed = resumed_from(states[: chosen + 1], seq=0)
     resumed.path, resumed.steps, resumed.errors, resumed.tokens = [], 0, [], 0
     return resumed
+
+
+def _header(state: bytes, index: int, total: int) -> dict[str, Any]:
+    """A checkpoint's header (its path segment and next block), or SnapshotDamaged naming the checkpoint."""
+    try:
+        header = orjson.loads(state)["h"]
+        if isinstance(header, dict) and isinstance(header.get("segment"), list):
+            return header
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        pass
+    raise SnapshotDamaged(f"checkpoint {index + 1} of {total} is damaged: not a checkpoint")

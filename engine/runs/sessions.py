@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.format.snapshot import decode
+from engine.format.snapshot import SnapshotDamaged, decode
 from engine.runs.checkpoints import CheckpointStore
 
 __all__ = ["forget_session", "list_sessions", "read_session"]
@@ -24,9 +24,13 @@ def read_session(store: CheckpointStore, session: str) -> dict[str, Any] | None:
     row = store.session(session)
     if row is None:
         return None
-    return {"session": row["session"], "diagram": row["diagram"], "turns": int(row["turn"]),
-            "memory": decode(bytes(row["state"])) if row["state"] else {}, "updated": row["updated"],
-            "held_by": row["holder"]}
+    found = {"session": row["session"], "diagram": row["diagram"], "turns": int(row["turn"]), "memory": {},
+             "updated": row["updated"], "held_by": row["holder"]}
+    try:
+        found["memory"] = decode(bytes(row["state"])) if row["state"] else {}
+    except SnapshotDamaged as exc:  # listed all the same, saying so: forgetting it is how to go on
+        found["damaged"] = f"its stored memory is damaged: {exc}"
+    return found
 
 
 def list_sessions(store: CheckpointStore, limit: int = 50) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.errors import TurnRefused, UsageError
-from engine.format.snapshot import SnapshotError, decode, encode_value
+from engine.format.snapshot import SnapshotDamaged, SnapshotError, decode, encode_value
 from engine.runs.checkpoints import CheckpointStore, SessionClaim
 from engine.runs.resume import answer_problems, replay_point
 from engine.runs.traces import INTERRUPTED
@@ -138,6 +138,9 @@ def resume_turn(store: CheckpointStore, run_id: str, *, registry: BlockRegistry,
         raise TurnRefused(f"run '{run_id}' is a subdiagram's run, a step of run '{row['parent']}': resume that run "
                           "(its child continues from its own last checkpoint)", reason="not_resumable")
     status = row["status"]
+    if row.get("damaged"):
+        raise TurnRefused(f"run '{run_id}' cannot go on: {row['damaged']}; {_damaged_hint(run_id, store)}",
+                          reason="damaged")
     waiting = row.get("waiting") or {}
     if from_block is None:
         if read_answer is not None:
@@ -151,12 +154,16 @@ def resume_turn(store: CheckpointStore, run_id: str, *, registry: BlockRegistry,
                           reason="not_resumable")
     diagram = _load(row, registry)
     inputs = dict(row.get("inputs") or {})
-    if from_block is not None:
-        resumed = replay_point(run_id, [state for _, state in states], from_block)
-        _check_block(diagram, resumed.next, run_id)
-        return Turn(diagram, new_run_id(), store, inputs, None, resumed,
-                    {"replay_of": run_id, "session": row.get("session"), "inputs": inputs})
-    resumed = resumed_from([state for _, state in states], seq=states[-1][0])
+    try:
+        if from_block is not None:
+            resumed = replay_point(run_id, [state for _, state in states], from_block)
+            _check_block(diagram, resumed.next, run_id)
+            return Turn(diagram, new_run_id(), store, inputs, None, resumed,
+                        {"replay_of": run_id, "session": row.get("session"), "inputs": inputs})
+        resumed = resumed_from([state for _, state in states], seq=states[-1][0])
+    except SnapshotDamaged as exc:
+        raise TurnRefused(f"run '{run_id}' cannot go on from its checkpoints: {exc}; {_damaged_hint(run_id, store)}",
+                          reason="damaged") from None
     if status == "waiting":
         resumed.answer = Answer(str(waiting.get("block")), answer, float(waiting.get("asked_at") or 0))
     _check_block(diagram, resumed.next, run_id)
@@ -165,6 +172,11 @@ def resume_turn(store: CheckpointStore, run_id: str, *, registry: BlockRegistry,
     session = row.get("session")
     return Turn(diagram, run_id, store, inputs, str(session) if session else None, resumed,
                 {"session": session} if session else {})
+
+
+def _damaged_hint(run_id: str, store: CheckpointStore) -> str:
+    return (f"it was cut short or changed outside diagrama in the store {store.where}, and a run never goes on from "
+            f"a state it did not write: cancel it (diagrama resume {run_id} --cancel) and run the diagram again")
 
 
 def _check_may_go_on(run_id: str, status: str, waiting: Mapping[str, Any], answer: Any) -> None:
@@ -303,7 +315,17 @@ async def hold_session(turn: Turn, access: StoreAccess[Any], *, wait_s: float = 
         claim: SessionClaim = await access(lambda store: store.try_claim_session(session, diagram, run_id))
         if claim.held:
             turn.held = True
-            turn.stored = dict(decode(claim.state)) if claim.state else None
+            try:
+                stored = decode(claim.state) if claim.state else None
+                if stored is not None and not isinstance(stored, dict):
+                    raise SnapshotDamaged(f"a {type(stored).__name__}, not the memory's mapping")
+            except SnapshotDamaged as exc:
+                await access(lambda store: store.release_session(session, run_id, None))
+                turn.held = False
+                raise TurnRefused(f"session '{session}' cannot go on: its stored memory is damaged ({exc}); "
+                                  f"forget it to start the conversation afresh (diagrama sessions --forget {session})",
+                                  reason="damaged") from None
+            turn.stored = stored
             return True
         if claim.holder_status in ("waiting", INTERRUPTED):
             raise TurnRefused(_unfinished(session, str(claim.holder), str(claim.holder_status)), reason="session_busy")

@@ -11,21 +11,22 @@ secrets (a key held in a variable comes back as `[REDACTED]`). The store is the 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from engine.format.snapshot import SnapshotError, decode, encode_value
+from engine.format.snapshot import SnapshotDamaged, SnapshotError, decode, encode_value
 
 if TYPE_CHECKING:
     from engine.compile.diagram import Diagram
 
-__all__ = ["Answer", "Checkpoints", "Resumed", "SnapshotError", "decode_state", "encode_state", "host_name",
-           "resumed_from", "run_record"]
+__all__ = ["Answer", "Checkpoints", "Resumed", "SnapshotDamaged", "SnapshotError", "decode_state", "encode_state",
+           "host_name", "resumed_from", "run_record"]
 
 
 class Checkpoints(Protocol):
@@ -98,22 +99,58 @@ def encode_state(header: dict[str, Any], values: Mapping[str, Any], loops: Mappi
 
 
 def decode_state(data: bytes) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """(header, variables, loop states) of a checkpoint's bytes."""
+    """(header, variables, loop states) of a checkpoint's bytes; SnapshotDamaged for bytes no checkpoint wrote."""
     state = decode(data)
+    if not isinstance(state, dict) or not {"h", "v", "l"} <= state.keys():
+        raise SnapshotDamaged("not a checkpoint (no header, variables and loops)")
+    if not all(isinstance(state[part], dict) for part in ("h", "v", "l")):
+        raise SnapshotDamaged("not a checkpoint (its header, variables or loops are no mappings)")
     return state["h"], state["v"], state["l"]
 
 
 def resumed_from(states: list[bytes], *, seq: int) -> Resumed:
     """The run's state at its last checkpoint, given all its checkpoints' bytes in order (their segments make the
-    path so far; only the last is decoded whole)."""
+    path so far; only the last is decoded whole). SnapshotDamaged naming the checkpoint that does not decode (cut
+    short, edited by hand, tampered with): a run is never resumed from a state it did not write."""
     import orjson
 
     path: list[str] = []
-    for earlier in states[:-1]:
-        path.extend(orjson.loads(earlier)["h"]["segment"])
-    header, values, loops = decode_state(states[-1])
-    path.extend(header["segment"])
-    return Resumed(next=header["next"], came_from=header["from"], values=values, loops=loops, steps=header["steps"],
-                   tokens=header["tokens"], errors=header["errors"], path=path, seq=seq,
-                   calls=header.get("calls") or {})
+    for number, earlier in enumerate(states[:-1], 1):
+        with _reading(number, len(states)):
+            segment = orjson.loads(earlier)["h"]["segment"]
+            if not isinstance(segment, list) or not all(isinstance(block, str) for block in segment):
+                raise SnapshotDamaged("its path is not a list of block ids")
+            path.extend(segment)
+    with _reading(len(states), len(states)):
+        header, values, loops = decode_state(states[-1])
+        path.extend(_field(header, "segment", list))
+        return Resumed(next=_field(header, "next", str, optional=True),
+                       came_from=_field(header, "from", str, optional=True), values=values, loops=loops,
+                       steps=_field(header, "steps", int), tokens=_field(header, "tokens", int),
+                       errors=_field(header, "errors", list), path=path, seq=seq,
+                       calls=_field(header, "calls", dict, optional=True) or {})
+
+
+@contextlib.contextmanager
+def _reading(number: int, total: int) -> Iterator[None]:
+    """Any way checkpoint `number` fails to decode as SnapshotDamaged naming it."""
+    import orjson
+
+    try:
+        yield
+    except SnapshotDamaged as exc:
+        raise SnapshotDamaged(f"checkpoint {number} of {total} is damaged: {exc}") from None
+    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        raise SnapshotDamaged(f"checkpoint {number} of {total} is damaged: not a checkpoint "
+                              f"({type(exc).__name__}: {exc})") from None
+
+
+def _field(header: Mapping[str, Any], name: str, kind: type, *, optional: bool = False) -> Any:
+    """The header's `name`, of type `kind` (or None, where `optional`), else SnapshotDamaged."""
+    value = header.get(name)
+    if value is None and optional:
+        return None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise SnapshotDamaged(f"its header's {name!r} is {type(value).__name__}, not {kind.__name__}")
+    return value
 

@@ -37,7 +37,7 @@ from engine.format.values import short_value
 from engine.runtime.advance import advance
 from engine.runtime.checkpointing import Checkpointer
 from engine.runtime.context import RunContext
-from engine.runtime.durable import Answer, Resumed, resumed_from, run_record
+from engine.runtime.durable import Answer, Resumed, SnapshotDamaged, resumed_from, run_record
 from engine.runtime.error_levels import record_bug
 from engine.runtime.failures import bug
 from engine.runtime.result import SubdiagramRun
@@ -181,7 +181,11 @@ def _durable_child(run: Run, nested: Run, context: RunContext) -> Resumed | None
     if run.root.durable is not None and run.root.durable.resumed:  # the child may have started before the interruption
         states = store.states(run_id)
         if states:
-            resumed = resumed_from([state for _, state in states], seq=states[-1][0])
+            try:
+                resumed = resumed_from([state for _, state in states], seq=states[-1][0])
+            except SnapshotDamaged as exc:
+                raise CheckpointFailed(f"the subdiagram's run {run_id} cannot go on from its checkpoints: {exc}") \
+                    from None
             answer = context.answer  # a Wait in the child answered (`review/approve`): the child's to take
             if answer is not None and answer.block.startswith(f"{context.current.id}/"):
                 resumed.answer = Answer(answer.block.partition("/")[2], answer.value, answer.asked_at)
