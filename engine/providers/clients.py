@@ -20,7 +20,7 @@ from engine.providers.simulator import Simulator
 if TYPE_CHECKING:
     from engine.runtime.context import OfflineVendors, Services
 
-__all__ = ["client_for", "simulator_for"]
+__all__ = ["ProxyUnusable", "client_for", "simulator_for"]
 
 _LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=200)
 
@@ -37,9 +37,43 @@ def client_for(services: Services, vendor: str, transport: httpx.AsyncBaseTransp
         for stale in [k for k in pool if k[1] != loop_id]:
             del pool[stale]
         # Only the codings engine.providers.bodies decodes under its cap (httpx would offer br and zstd too).
-        client = pool[key] = httpx.AsyncClient(transport=transport, limits=_LIMITS, timeout=None, cookies=_no_cookies(),
-                                               headers={"accept-encoding": ACCEPT_ENCODING})
+        headers = {"accept-encoding": ACCEPT_ENCODING}
+        try:
+            client = httpx.AsyncClient(transport=transport, limits=_LIMITS, timeout=None, cookies=_no_cookies(),
+                                       headers=headers)
+        except ImportError as exc:  # a proxy from the environment that needs a package not installed (socksio)
+            client = httpx.AsyncClient(transport=_Unusable(_proxy_message(exc)), headers=headers, trust_env=False)
+        pool[key] = client
     return client
+
+
+class ProxyUnusable(httpx.TransportError):
+    """The environment names a proxy this installation cannot use: every request fails so, at once, unretried."""
+
+
+class _Unusable(httpx.AsyncBaseTransport):
+    """What a client sends through when its proxy cannot be set up: each request fails with the reason."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        raise ProxyUnusable(self.message, request=request)
+
+
+_PROXY_VARIABLES = ("ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
+
+
+def _proxy_message(exc: ImportError) -> str:
+    """Which variable names the proxy (its URL without a password) and what it needs (httpx's own words)."""
+    import os
+    import re
+
+    named = next(((name, value) for name in _PROXY_VARIABLES if (value := os.environ.get(name, "")).startswith("socks")),
+                 None)
+    where = f"{named[0]}={re.sub(r'//[^/@]*@', '//', named[1])}" if named else "the environment's proxy"
+    unset = f"; or unset {named[0]}" if named else ""
+    return f"cannot use the proxy {where}: {exc}{unset}"
 
 
 def _no_cookies() -> http.cookiejar.CookieJar:

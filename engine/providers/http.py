@@ -27,6 +27,7 @@ import orjson
 
 from engine.errors import BlockTimeout, HttpError, ProviderError
 from engine.providers.bodies import BodyRefused, capped_body, capped_lines
+from engine.providers.clients import ProxyUnusable
 from engine.providers.retries import Retried, Retryable, StopAtDeadline, retryable, retrying, wait_hint
 from engine.providers.streaming import Assembler, StreamBroke, StreamReader, TextSink
 from engine.providers.wire import Adapter, HttpCall, WireError
@@ -218,7 +219,11 @@ class _Attempts(Generic[_T]):
                             exchanges.requested(request.method, str(request.url), shown_headers, shown_body,
                                                 self.count)
                         began = time.perf_counter()
-                        response = await self.client.send(request, stream=True)
+                        try:
+                            response = await self.client.send(request, stream=True)
+                        except httpx.InvalidURL as exc:  # httpx reads a redirect's Location as the answer comes
+                            raise reading.error(f"{reading.label} answered with a redirect whose Location is not a "
+                                                f"URL ({exc})", "malformed_response") from None
                         try:
                             if self.assemble is not None and 200 <= response.status_code < 300:
                                 reader = StreamReader(self.assemble(), self.hooks.on_text, self.hooks.max_body)
@@ -249,6 +254,8 @@ class _Attempts(Generic[_T]):
         except (httpx.DecodingError, BodyRefused) as exc:  # a content-encoding we do not read, or that does not decode
             raise reading.error(f"{reading.label} sent a body that cannot be read: {exc}", "malformed_response") \
                 from None
+        except ProxyUnusable as exc:  # the environment's proxy, unusable here: no retry can change that
+            raise reading.error(f"{reading.label}: {exc}", "connection_error") from None
         except httpx.TransportError as exc:
             if reader is not None:
                 raise self._broken(reader, None, f"connection lost ({type(exc).__name__}: {exc})", True) from None
