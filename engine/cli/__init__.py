@@ -8,10 +8,12 @@ and imports the engine only inside the command: `diagrama --help` loads click an
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.util
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -166,4 +168,24 @@ def require_extra(module: str, extra: str, command: str) -> None:
 
 
 def main() -> None:
-    app()
+    code: object = 0
+    try:
+        app()
+    except SystemExit as exc:
+        code = exc.code
+        raise
+    finally:
+        _end_without_finalizing(code)
+
+
+def _end_without_finalizing(code: object) -> None:
+    """End the process at once when an abandoned async handler went on when closed (a bare `except:` around an
+    await): the interpreter's exit would finalize it where no event loop runs, and it would loop for ever
+    (engine.tools.calls). Everything the command wrote is flushed first; exporters were shut down by the command."""
+    calls = sys.modules.get("engine.tools.calls")
+    if calls is None or not calls.ignored_close():
+        return
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code if isinstance(code, int) else 0 if code is None else 1)

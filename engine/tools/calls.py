@@ -23,7 +23,7 @@ from typing import Any
 
 from engine.errors import ToolError, UserCodeRaised, described
 
-__all__ = ["HandlerTimeout", "call_handler", "call_inline", "described", "start_call"]
+__all__ = ["HandlerTimeout", "call_handler", "call_inline", "described", "ignored_close", "start_call"]
 
 # Threads of abandoned handlers that may pile up before new calls are refused: each stuck
 # one holds a thread until it returns, and a process should not collect them without end.
@@ -425,7 +425,21 @@ class _Drive:
         return value
 
 
+_IGNORED_CLOSE: list[Any] = []
+"""The coroutines of abandoned handlers that went on when closed (a bare `except:` around an await): kept here for the
+life of the process, never finalized. Finalizing one again, where no event loop runs (a garbage collection after the
+run, the interpreter's exit), would loop for ever: each of its awaits fails at once and its `except:` takes each
+failure. A command whose process holds any ends without that (engine.cli.main: `ignored_close`)."""
+
+
 def _close(steps: Any) -> None:
-    """Close an abandoned handler's coroutine; one that waits even then is left to the garbage collector."""
-    with contextlib.suppress(RuntimeError):
+    """Close an abandoned handler's coroutine; one that goes on waiting even then is kept, suspended, never run."""
+    try:
         steps.close()
+    except RuntimeError:  # "coroutine ignored GeneratorExit"
+        _IGNORED_CLOSE.append(steps)
+
+
+def ignored_close() -> int:
+    """How many abandoned handlers of this process went on when closed (see `_IGNORED_CLOSE`)."""
+    return len(_IGNORED_CLOSE)

@@ -1,11 +1,13 @@
 """User code cannot stop more than its step (issue 37, findings 1 and 9): whatever a Function or a tool handler raises
 — `sys.exit`, its own KeyboardInterrupt, GeneratorExit, StopIteration, an exception whose `str()` raises — is the
 block's error under its error level, in process (a handler thread, a coroutine), in `diagrama run` (the run's own
-thread), and in `diagrama api`, which goes on serving."""
+thread), and in `diagrama api`, which goes on serving; and an abandoned coroutine that will not stop (finding 10)
+cannot keep `diagrama run` from ending."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import uuid
@@ -16,6 +18,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import Runner
+
+ROOT = Path(__file__).resolve().parents[2]
 
 CODE = '''
 import sys
@@ -185,3 +189,42 @@ blocks:
     assert [a.json()["status"] for a in answers] == ["failed", "failed"]
     assert answers[0].json()["errors"][0]["message"].endswith("raised SystemExit: 0")
     assert still.status_code == 200
+
+
+STUBBORN = """
+import asyncio
+
+
+async def stubborn():
+    while True:  # takes its cancellation, its closing and, without a running loop, each await's failure
+        try:
+            await asyncio.sleep(0.05)
+        except:  # noqa: E722
+            pass
+"""
+
+
+def test_diagrama_run_ends_after_abandoning_a_function_that_will_not_stop(write: Callable[..., Path],
+                                                                          tmp_path: Path) -> None:
+    """Finalized where no event loop runs, the abandoned coroutine would loop for ever: the process used to print
+    its result and spin at 100% CPU. It is kept, never finalized, and the command ends with its own status."""
+    (tmp_path / "stubborn_code.py").write_text(STUBBORN)
+    path = write("""
+        diagram: stubborn
+        allowed_modules: [stubborn_code]
+        blocks:
+          - {id: start, type: Start, error_level: Handle, next: call}
+          - id: call
+            type: Function
+            with: {function: "stubborn_code:stubborn", timeout: 0.5}
+            on_error: after
+          - {id: after, type: Set, set: {went_on: true}}
+    """)
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
+    done = subprocess.run([sys.executable, "-m", "engine.cli", "run", str(path), "-q", "--output", "json",
+                           "--runs-dir", str(tmp_path / "runs")], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path, env=env)
+    assert done.returncode == 0, done
+    result = json.loads(done.stdout)
+    assert result["status"] == "succeeded" and result["variables"]["went_on"] is True
+    assert [error["type"] for error in result["errors"]] == ["block_timeout"]
