@@ -92,7 +92,8 @@ class Function(Block):
                 try:
                     # Most functions return without waiting (finished): then nothing is awaited here.
                     finished, value = _start_call()(self._code, inputs.arguments, timeout=inputs.timeout, name=name,
-                                                    is_async=self._is_async, inline_for=_inline_for(inputs, context))
+                                                    is_async=self._is_async, inline_for=_inline_for(inputs, context),
+                                                    on_held=_blocking(context, name) if self._is_async else None)
                     if not finished:
                         value = await value
                 except RunError:
@@ -142,6 +143,18 @@ def _inline_for(inputs: FunctionInputs, context: RunContext) -> float | None:
     return max(0.001, min(inputs.timeout, context.deadline - asyncio.get_running_loop().time()))
 
 
+def _blocking(context: RunContext, name: str) -> Callable[[float], None]:
+    """What tells the trace that an async def kept the event loop without awaiting (`blocking_call`, at any level):
+    nothing else ran meanwhile, not a server's other runs, not the timer of its own timeout."""
+    def held(seconds: float) -> None:
+        context.emit(Event.BLOCKING_CALL, function=name, held_ms=round(seconds * 1000, 1),
+                     message=f"async def '{name}' kept the event loop {seconds:.2f} s without awaiting; an async def "
+                             "must await (asyncio.sleep, not time.sleep), or be a plain def, which runs where its "
+                             "timeout can stop it")
+
+    return held
+
+
 def _called(context: RunContext, inputs: FunctionInputs, reply: Any, began: float, outcome: dict[str, Any]) -> None:
     """The `function_called` event (Debug and up): the function, its arguments as the level shows them, whether a
     scenario answered, the duration, and `outcome` (ok, error, notes, the whole result at Detailed)."""
@@ -162,6 +175,10 @@ def _call_failed(exc: Exception, inputs: FunctionInputs, context: RunContext) ->
         if exc.timeout < inputs.timeout:  # on the run's own thread, cut at the run's deadline (`_inline_for`)
             return BlockTimeout(f"function '{name}' was stopped when the run's time ran out (Start 'timeout'), "
                                 f"after {exc.timeout:g} s")
+        if exc.held is not None:
+            return BlockTimeout(f"function '{name}' kept the event loop {exc.held:.1f} s without awaiting, past its "
+                                f"timeout of {inputs.timeout:g} s; its result came too late to be taken (an async def "
+                                "must await, or be a plain def, which its timeout can stop)")
         still = ", still running" if exc.left_running else ""
         return BlockTimeout(f"function '{name}' took longer than its timeout of {inputs.timeout:g} s; "
                             f"it was abandoned{still}")

@@ -108,8 +108,15 @@ class ToolDispatch(Block):
             return stubs[name]
         handler = tool.handler()
         try:
-            return await call_handler(handler, arguments, timeout=tool.entry.timeout, name=name)
+            return await call_handler(handler, arguments, timeout=tool.entry.timeout, name=name,
+                                      on_held=lambda seconds: context.emit(
+                                          Event.BLOCKING_CALL, tool=name, held_ms=round(seconds * 1000, 1),
+                                          message=f"tool '{name}' kept the event loop {seconds:.2f} s without "
+                                                  "awaiting; an async handler must await, or be a plain def"))
         except HandlerTimeout as exc:
+            if exc.held is not None:
+                raise ToolError(f"tool '{name}' kept the event loop {exc.held:.1f} s without awaiting, past its "
+                                f"timeout of {tool.entry.timeout:g} s", type="tool_timeout") from exc
             raise ToolError(f"tool '{name}' timed out after {tool.entry.timeout:g} s", type="tool_timeout") from exc
         except asyncio.CancelledError:
             # The run's deadline: the call is abandoned, its thread (if stuck) left running.

@@ -50,45 +50,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal, Self
 
-__all__ = [
-    "BlockError",
-    "BlockTimeout",
-    "CheckpointFailed",
-    "DiagramError",
-    "DiagramInvalid",
-    "DiagramaError",
-    "DocumentTooLarge",
-    "HttpError",
-    "InputError",
-    "InternalError",
-    "LoopLimitReached",
-    "LoopPassFailed",
-    "OutputTruncated",
-    "Problem",
-    "ProviderBlocked",
-    "ProviderError",
-    "ProviderRefused",
-    "RetryableProviderError",
-    "RunError",
-    "RunFailed",
-    "RunSuspended",
-    "RunTimeout",
-    "ScenarioFailed",
-    "SimulatorRejected",
-    "StepLimitReached",
-    "SubdiagramFailed",
-    "TableError",
-    "TemplateError",
-    "TemplateSyntax",
-    "ToolError",
-    "TraceWriteFailed",
-    "TurnRefused",
-    "UsageError",
-    "UserCodeRaised",
-    "WaitTimeout",
-    "WireError",
-    "described",
-]
+__all__ = ["BlockError", "BlockTimeout", "CheckpointFailed", "DiagramError", "DiagramInvalid", "DiagramaError",
+           "DocumentTooLarge", "HttpError", "InputError", "InternalError", "LoopLimitReached", "LoopPassFailed",
+           "OutputTruncated", "Problem", "ProviderBlocked", "ProviderError", "ProviderRefused",
+           "RetryableProviderError", "RunError", "RunFailed", "RunSuspended", "RunTimeout", "ScenarioFailed",
+           "SimulatorRejected", "StepLimitReached", "SubdiagramFailed", "TableError", "TemplateError",
+           "TemplateSyntax", "ToolError", "TraceWriteFailed", "TurnRefused", "UsageError", "UserCodeRaised",
+           "WaitTimeout", "WireError", "described"]
 
 
 class DiagramaError(Exception):

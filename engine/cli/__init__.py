@@ -181,9 +181,10 @@ def main() -> None:
 def _end_without_finalizing(code: object) -> None:
     """End the process at once when an abandoned async handler went on when closed (a bare `except:` around an
     await): the interpreter's exit would finalize it where no event loop runs, and it would loop for ever
-    (engine.tools.calls). Everything the command wrote is flushed first; exporters were shut down by the command."""
-    calls = sys.modules.get("engine.tools.calls")
-    if calls is None or not calls.ignored_close():
+    (engine.tools.coroutines). Everything the command wrote is flushed first; exporters were shut down by the
+    command."""
+    coroutines = sys.modules.get("engine.tools.coroutines")
+    if coroutines is None or not coroutines.ignored_close():
         return
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

@@ -125,8 +125,13 @@ def _http_line(event: Mapping[str, Any]) -> str:
         f" ({attempts} attempts)" if attempts > 1 else "")
 
 
+def _blocking_line(event: Mapping[str, Any]) -> str:
+    return f"  ! {event.get('block')}: blocking_call: {event.get('message')}"
+
+
 _LINES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "block_failed": _failed_line,
+    "blocking_call": _blocking_line,
     "run_started": _started_line,
     "run_finished": _run_finished_line,
     "provider_called": _provider_line,

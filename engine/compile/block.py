@@ -225,6 +225,8 @@ class RunSettings(BaseModel):
         default_factory=no_values, description="initial variables; values may be templates over the inputs"
     )
     max_steps: int = Field(default=1000, ge=1, description="the run fails after this many block steps")
+    max_subdiagram_calls: int = Field(default=1000, ge=1, description="Subdiagram calls a run may make, all its "
+                                                                      "levels together; the next one fails")
     timeout: float | None = Field(default=None, gt=0, description="deadline for the whole run, seconds")
     durable: bool = Field(default=True, description="checkpoint the run after each block with effects, so that "
                                                     "`diagrama resume` can continue it (false: no checkpoints)")

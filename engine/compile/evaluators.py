@@ -17,6 +17,7 @@ import jinja2
 from jinja2.runtime import Context, Undefined
 
 from engine.compile.expressions import PythonCode
+from engine.compile.render_budget import done, rendering
 from engine.compile.sandbox import MAX_TEXT
 from engine.errors import DiagramaError, TemplateError, described
 
@@ -232,6 +233,7 @@ class Compiled(Evaluator):
     def _with_jinja(self, scope: Scope) -> Any:
         render = self._render
         assert render is not None  # compiled by _first_evaluation
+        outer = rendering()  # the render's budget of steps (loops, calls): engine.compile.render_budget
         try:
             if self._direct:
                 value = render(scope._native)  # the Scope is ours
@@ -248,6 +250,8 @@ class Compiled(Evaluator):
             raise
         except Exception as exc:  # a template is user code: any failure is the user's to fix
             raise template_error(exc) from exc
+        finally:
+            done(outer)
 
 
 def template_error(exc: Exception) -> TemplateError:

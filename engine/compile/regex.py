@@ -4,7 +4,10 @@ Patterns run on RE2 (google-re2), whose matching time grows linearly with the te
 backtracks catastrophically in Python's `re` (`(a+)+$`) cannot hold a run past its deadline. RE2 has
 no lookaround and no backreferences; such a pattern is refused with that reason (at load when the
 pattern is written literally, see `check_pattern`). What a filter builds is bounded as every template
-value is (engine.compile.sizes): a replacement is measured match by match, before the text is joined.
+value is (engine.compile.sizes): a replacement is measured match by match, before the text is joined. The time is
+bounded too: RE2's Python wrapper takes microseconds a match (a replacement over a megabyte of matches took 15 s),
+so each match is a step of the render's budget (engine.compile.render_budget), and one call takes at most what a
+whole render may (`_Matches`), also where no render counts (an expression compiled to Python).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 
 import re2
 
+from engine.compile.render_budget import MATCH_STEPS, MAX_STEPS, charge
 from engine.compile.sizes import MAX_ITEMS, MAX_TEXT, too_large
 from engine.errors import TemplateError
 
@@ -78,11 +82,34 @@ def regex_search(value: Any, pattern: Any, group: int | str = 0, ignorecase: boo
     return text
 
 
+class _Matches:
+    """Counts one call's matches: every _BATCH of them charged to the render's budget (MATCH_STEPS each), and the
+    call refused past what a whole render may take, whether or not a render counts."""
+
+    __slots__ = ("by", "count")
+    _BATCH = 256
+
+    def __init__(self, by: str) -> None:
+        self.by = by
+        self.count = 0
+
+    def one(self) -> None:
+        self.count += 1
+        if self.count % self._BATCH == 0:
+            charge(self._BATCH * MATCH_STEPS)
+            if self.count * MATCH_STEPS > MAX_STEPS:
+                raise TemplateError(f"{self.by}: more than {MAX_STEPS // MATCH_STEPS:,} matches in one call; match "
+                                    "fewer (a narrower pattern, a shorter text), or do the work in a Function block",
+                                    type="template_over_budget")
+
+
 def regex_findall(value: Any, pattern: Any, ignorecase: bool = False, multiline: bool = False) -> list[Any]:
     """Every match, as Python's `re.findall` gives them: texts, or for a pattern of several groups, lists of them."""
     compiled = _pattern("regex_findall", pattern, ignorecase, multiline)
     found: list[Any] = []
+    matches = _Matches("regex_findall")
     for match in compiled.finditer(_text("regex_findall", value)):
+        matches.one()
         if len(found) >= MAX_ITEMS:
             raise too_large("a list", len(found) + 1, MAX_ITEMS, "items", by="regex_findall")
         groups = compiled.groups
@@ -100,9 +127,11 @@ def regex_replace(value: Any, pattern: Any, replacement: Any = "", ignorecase: b
         raise TemplateError(f"regex_replace: the replacement must be text, not {type(replacement).__name__}")
     compiled = _pattern("regex_replace", pattern, ignorecase, multiline)
     added = 0
+    matches = _Matches("regex_replace")
 
     def replaced(match: Any) -> str:
         nonlocal added
+        matches.one()
         piece: str = match.expand(replacement)
         added += len(piece)
         if len(text) + added > MAX_TEXT:  # measured before the pieces are joined

@@ -3,7 +3,8 @@
 A template may not build a string, list or number past the limits in `sizes` (`'a' * 10**10`, a `replace`
 that multiplies a text, a `%` format with a huge width): the size is estimated before the work
 is done where it can be, and every value a filter, method or output yields is measured after.
-Exceeding a limit is a TemplateError of type `template_too_large`. Time is not bounded here.
+Exceeding a limit is a TemplateError of type `template_too_large`. Time is bounded by each render's budget of
+steps (engine.compile.render_budget): every `{% for %}` iterates through it, every call is charged to it.
 `TEMPLATE_GLOBALS` are jinja2's standard globals (`range`, `dict`, `namespace`, ...), `range` and `lipsum`
 bounded by the same limits.
 """
@@ -22,6 +23,7 @@ from jinja2.runtime import Context
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Cycler, Joiner, Namespace, generate_lorem_ipsum
 
+from engine.compile.render_budget import CALL_STEPS, charge, counted
 from engine.compile.sizes import (
     MAX_INT_BITS,
     MAX_ITEMS,
@@ -65,6 +67,14 @@ TEMPLATE_GLOBALS: dict[str, Any] = {"range": _range, "dict": dict, "namespace": 
 """jinja2's standard globals: every template sees them, as it sees a diagram's template functions."""
 
 class _BoundedCodes(CodeGenerator):
+    def visit_For(self, node: nodes.For, frame: Frame) -> None:
+        # Its iterable goes through the render's budget: `{% for x in environment.counted(items) %}`.
+        counter = node.iter.node if isinstance(node.iter, nodes.Call) else None
+        if not (isinstance(counter, nodes.EnvironmentAttribute) and counter.name == "counted"):
+            node.iter = nodes.Call(nodes.EnvironmentAttribute("counted"), [node.iter], [], None, None,
+                                   lineno=node.lineno)
+        super().visit_For(node, frame)
+
     def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
         # `a ~ b` joins the text of each part: measured first, as `str()` of a large value is where memory goes.
         self.write("environment.bounded_concat((")
@@ -110,7 +120,10 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
                 raise too_large("a number", bits, MAX_INT_BITS, "bits")
         return self.binop_table[operator](left, right)
 
+    counted = staticmethod(counted)
+
     def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        charge(CALL_STEPS)  # a macro that calls itself twice doubles with each level: every call counts
         owner = getattr(__obj, "__self__", None)
         if isinstance(owner, str | bytes):
             name = getattr(__obj, "__name__", "")

@@ -11,6 +11,11 @@ run never starts: the top run's step budget (every nested step counts there), a 
 trace file still writable. Then it steps the block (engine.runtime.step) and, for a durable run after
 a block with effects, checkpoints: checkpointing is a property of this loop (`Run.durable`), not a
 loop of its own, and costs a run that is not durable one test of a local per step.
+
+Steps that never wait (Set, a child of Sets, a Function that returns at once) never give the event loop
+back by themselves: the deadline's timer could not fire, and a server's other runs would wait. So the
+loop gives it back (`asyncio.sleep(0)`) once it has held it for HOLD_S, and at the run's deadline, where
+the timer then cancels the run as it would have at an await (`within_deadline`).
 """
 
 from __future__ import annotations
@@ -29,7 +34,10 @@ if TYPE_CHECKING:
     from engine.compile.diagram import CompiledBlock
     from engine.runtime.run import Run
 
-__all__ = ["advance", "within_deadline"]
+__all__ = ["HOLD_S", "advance", "within_deadline"]
+
+HOLD_S = 0.05
+"""The longest the step loop keeps the event loop through steps that never wait, before it gives it back."""
 
 
 async def advance(run: Run, block: CompiledBlock | None, came_from: CompiledBlock | None = None, *,
@@ -47,9 +55,17 @@ async def advance(run: Run, block: CompiledBlock | None, came_from: CompiledBloc
     checkpointing = durable is not None
     file = run.trace.file
     clock, stepped_now, stepped = time.perf_counter, step_now, step  # read once: this loop turns once per step
+    began = clock()
+    deadline = run.ctx.deadline  # loop time; on this loop's clock below
+    due = began + (deadline - asyncio.get_running_loop().time()) if deadline is not None else began + 1e12
+    give_back = min(due, began + HOLD_S)
     try:  # around the loop, not in it: a Wait's request is rare, the steps are not
         while block is not None:
             now = clock()
+            if now >= give_back:  # held long enough, or past the deadline: its timer cancels the run here
+                await asyncio.sleep(0)
+                now = clock()
+                give_back = min(due, now + HOLD_S)
             # The last step's lines: written now if it was slow, or a while after the last write (trace.py).
             if file.pending and (now >= file.flush_due_at or now - run.step_began >= SLOW_STEP_S):
                 file.flush()

@@ -63,12 +63,10 @@ async def run_child(run: Run, context: RunContext, written: str, inputs: Mapping
     block = context.current
     address = context.address
     depth = run.depth + 1
-    if depth > MAX_DEPTH:
-        raise SubdiagramFailed(f"subdiagrams nest deeper than {MAX_DEPTH} levels at '{address}'; a diagram that "
-                               "runs itself needs a condition that stops it", type="subdiagram_too_deep")
+    _check_may_call(run, address, depth)
+    root = run.root
     child = block.child if block.child is not None else await _load(run, written)
     values = _child_inputs(child, inputs)
-    root = run.root
     calls = root.calls[address] = root.calls.get(address, 0) + 1
     run_id = f"{root.ctx.run_id}-{address.replace('/', '-')}-{calls}"
     lane = f"{run.lane}/{block.id}" if run.lane else block.id
@@ -115,6 +113,19 @@ async def run_child(run: Run, context: RunContext, written: str, inputs: Mapping
     ended = next((e for e in reversed(errors) if not e.get("ignored") and not e.get("handled_by")), None)
     return SubdiagramRun(run_id, status, variables, nested.path, errors, child.path,
                          ended if status != "succeeded" else None)
+
+
+def _check_may_call(run: Run, address: str, depth: int) -> None:
+    """SubdiagramFailed where one more call would nest deeper than MAX_DEPTH, or pass the top run's budget of calls
+    (Start's `max_subdiagram_calls`, every level's calls together: a tree that fans out stops, however it nests)."""
+    if depth > MAX_DEPTH:
+        raise SubdiagramFailed(f"subdiagrams nest deeper than {MAX_DEPTH} levels at '{address}'; a diagram that "
+                               "runs itself needs a condition that stops it", type="subdiagram_too_deep")
+    budget = run.root.diagram.settings.max_subdiagram_calls
+    if sum(run.root.calls.values()) >= budget:
+        raise SubdiagramFailed(f"the run made its {budget} Subdiagram calls (the top diagram's Start "
+                               f"max_subdiagram_calls) before '{address}'; a diagram that runs itself needs a "
+                               "condition that stops it", type="subdiagram_too_many_calls")
 
 
 def _addressed(prefix: str, block: Any) -> str | None:

@@ -68,6 +68,7 @@ class Event:
     TEXT_DELTA = "text_delta"
     SUBDIAGRAM_STARTED = "subdiagram_started"
     SUBDIAGRAM_FINISHED = "subdiagram_finished"
+    BLOCKING_CALL = "blocking_call"
 
 
 EVENT_LEVELS: dict[str, MessageLevel] = {
@@ -75,6 +76,7 @@ EVENT_LEVELS: dict[str, MessageLevel] = {
     Event.RUN_FINISHED: MessageLevel.RELEASE,
     Event.RUN_WAITING: MessageLevel.RELEASE,
     Event.BLOCK_FAILED: MessageLevel.RELEASE,
+    Event.BLOCKING_CALL: MessageLevel.RELEASE,  # a fault in user code that holds up everything else: always told
     Event.BLOCK_STARTED: MessageLevel.DEBUG,
     Event.BLOCK_FINISHED: MessageLevel.DEBUG,
     Event.LOOP_PASS_STARTED: MessageLevel.DEBUG,

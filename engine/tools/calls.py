@@ -18,12 +18,24 @@ import inspect
 import queue
 import signal
 import threading
-from collections.abc import Callable, Generator, Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from engine.errors import ToolError, UserCodeRaised, described
+from engine.tools.coroutines import (
+    HELD_S,
+    Drive,
+    HandlerTimeout,
+    OnHeld,
+    carried,
+    drive_awaitable,
+    held_for,
+    ignored_close,
+)
 
-__all__ = ["HandlerTimeout", "call_handler", "call_inline", "described", "ignored_close", "start_call"]
+__all__ = ["HELD_S", "HandlerTimeout", "OnHeld", "call_handler", "call_inline", "described", "ignored_close",
+           "start_call"]
 
 # Threads of abandoned handlers that may pile up before new calls are refused: each stuck
 # one holds a thread until it returns, and a process should not collect them without end.
@@ -35,15 +47,6 @@ _lock = threading.Lock()
 _running = 0  # handler calls under way now (stuck ones included), in every run of this process
 _idle = 0  # handler threads waiting for a call; each call given to one takes one off
 _calls: queue.SimpleQueue[Callable[[], Callable[[], None]]] = queue.SimpleQueue()
-
-
-class HandlerTimeout(TimeoutError):
-    """A handler did not finish in time; `left_running` when its thread was abandoned still running."""
-
-    def __init__(self, timeout: float, *, left_running: bool) -> None:
-        super().__init__(f"no result after {timeout:g} s")
-        self.timeout = timeout
-        self.left_running = left_running
 
 
 def _handler_exited() -> None:
@@ -203,14 +206,15 @@ async def _wait(work: asyncio.Future[Any], deadline: float) -> bool:
 
 async def call_handler(handler: Callable[..., Any], arguments: Mapping[str, Any], *,
                        timeout: float,  # noqa: ASYNC109 -- enforced here, without cancelling-and-waiting
-                       name: str = "", is_async: bool | None = None) -> Any:
+                       name: str = "", is_async: bool | None = None, on_held: OnHeld | None = None) -> Any:
     """The handler's result, or its own exception; `HandlerTimeout` after `timeout` seconds (`start_call`)."""
-    finished, value = start_call(handler, arguments, timeout=timeout, name=name, is_async=is_async)
+    finished, value = start_call(handler, arguments, timeout=timeout, name=name, is_async=is_async, on_held=on_held)
     return value if finished else await value
 
 
 def start_call(handler: Callable[..., Any], arguments: Mapping[str, Any], *, timeout: float, name: str = "",
-               is_async: bool | None = None, inline_for: float | None = None) -> tuple[bool, Any]:
+               is_async: bool | None = None, inline_for: float | None = None,
+               on_held: OnHeld | None = None) -> tuple[bool, Any]:
     """Start calling `handler` with `arguments`: (True, its result) when it finished at once, else (False, an
     awaitable of its result). Raises the handler's own exception where its first step raised it.
 
@@ -220,9 +224,11 @@ def start_call(handler: Callable[..., Any], arguments: Mapping[str, Any], *, tim
     caller's context (as a task's would), and an `asyncio.timeout` or an anyio cancel scope it enters works as in
     any awaited call: its expiry raises in the handler, never in the run. Past `timeout`, or when the caller is
     cancelled (the run's deadline), the handler is cancelled once; one that does not stop at that is closed, never
-    waited for (`_Drive`). `is_async`: whether the handler is a coroutine function, when the caller knows it already.
+    waited for (coroutines.Drive). `is_async`: whether the handler is a coroutine function, when the caller knows it already.
     `inline_for`: seconds a sync handler may run on the caller's own thread, stopped then by a timer signal
     (`call_inline`), where the caller's host allows it and that thread is the main one; None: on a handler thread.
+    `on_held`: told when an async handler's step keeps the event loop past HELD_S; one that returns so past its
+    timeout is a HandlerTimeout (`held`), its result not taken.
     """
     if not (inspect.iscoroutinefunction(handler) if is_async is None else is_async):
         if inline_for is not None and threading.current_thread() is threading.main_thread():
@@ -238,29 +244,24 @@ def start_call(handler: Callable[..., Any], arguments: Mapping[str, Any], *, tim
         return False, _outcome_of_thread(future, handler, timeout)
     coroutine = handler(**arguments)
     context = contextvars.copy_context()
+    began = time.perf_counter()
     try:
         waits_on = context.run(coroutine.send, None)
     except StopIteration as returned:
+        held = held_for(began, timeout, on_held, finished=True)
         value = returned.value
         if type(value) in _NEVER_AWAITABLE or not inspect.isawaitable(value):
             return True, value
-        return False, _awaited(value, context, timeout)  # it returned an awaitable: awaited in the time it has
+        # It returned an awaitable: awaited in the time it has.
+        return False, drive_awaitable(value, context, max(0.0, timeout - held), on_held)
     except BaseException as exc:
+        held_for(began, timeout, on_held, finished=False)
         raise carried(exc) from exc
-    return False, _Drive(coroutine, context, waits_on, timeout)
+    held = held_for(began, timeout, on_held, finished=False)
+    return False, Drive(coroutine, context, waits_on, max(0.0, timeout - held), on_held, timeout)
 
 
 _NEVER_AWAITABLE = frozenset({dict, list, str, int, float, bool, type(None)})
-
-
-def carried(exc: BaseException) -> BaseException:
-    """What a handler raised, as its caller may carry it up to the block: an ordinary exception as it is; one that
-    would stop more than the step (SystemExit, its own KeyboardInterrupt, GeneratorExit) or that no coroutine or future
-    may carry (StopIteration) as UserCodeRaised. A cancellation stays one: it is how deadlines work."""
-    if isinstance(exc, asyncio.CancelledError) or (isinstance(exc, Exception) and not isinstance(
-            exc, (StopIteration, StopAsyncIteration))):
-        return exc
-    return UserCodeRaised(exc)
 
 
 class _Expired(BaseException):
@@ -322,7 +323,7 @@ def _returned(result: Any, timeout: float) -> tuple[bool, Any]:
     """What a sync handler returned at once: the result, or an awaitable it returned, awaited in the time it has."""
     if type(result) in _NEVER_AWAITABLE or not inspect.isawaitable(result):
         return True, result
-    return False, _awaited(result, contextvars.copy_context(), timeout)
+    return False, drive_awaitable(result, contextvars.copy_context(), timeout)
 
 
 async def _outcome_of_thread(work: asyncio.Future[Any], handler: Callable[..., Any],
@@ -335,111 +336,5 @@ async def _outcome_of_thread(work: asyncio.Future[Any], handler: Callable[..., A
     _slow[handler] = loop.time() - began > QUICK_WAIT_S  # a quick one again: its next call is waited for at once
     result = work.result()
     if inspect.isawaitable(result):  # a sync callable that returned a coroutine: awaited in what time is left
-        return await _awaited(result, contextvars.copy_context(), max(0.0, began + timeout - loop.time()))
+        return await drive_awaitable(result, contextvars.copy_context(), max(0.0, began + timeout - loop.time()))
     return result
-
-
-async def _awaited(awaitable: Any, context: contextvars.Context,
-                   timeout: float) -> Any:  # noqa: ASYNC109 -- enforced by _Drive
-    """An awaitable a handler returned, awaited as `_Drive` awaits a handler (a coroutine's first step at once)."""
-    steps = awaitable.__await__()
-    try:
-        waits_on = context.run(steps.send, None)
-    except StopIteration as returned:
-        return returned.value
-    except BaseException as exc:
-        raise carried(exc) from exc
-    return await _Drive(steps, context, waits_on, timeout)
-
-
-class _Drive:
-    """Awaiting an async handler that waits: its steps, driven one by one in the caller's task and in its own
-    context, under its timeout.
-
-    What it waits on is passed up to the caller's task and what that task sends or throws back is passed down, as
-    an `await` does; so the handler's own `asyncio.timeout`s and cancel scopes work as in any awaited call (each
-    cancellation it asks for reaches it, and those it takes back, `uncancel`, are its own). Past `timeout` the
-    caller's task is cancelled (as `asyncio.timeout` does): the cancellation reaches the handler and becomes
-    `HandlerTimeout` here. A cancellation that the handler neither took back nor ended on (it went on waiting)
-    means it ignores being stopped: it is closed then (`GeneratorExit` where it waits: its `finally` clauses run, its
-    waits after that are cut short) and the call ends without it, never waiting for it.
-    """
-
-    __slots__ = ("context", "steps", "timeout", "waits_on")
-
-    def __init__(self, steps: Any, context: contextvars.Context, waits_on: Any, timeout: float) -> None:
-        self.steps, self.context, self.waits_on, self.timeout = steps, context, waits_on, timeout
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task(loop)
-        if task is None:
-            raise RuntimeError("a handler is awaited inside a task")
-        base = task.cancelling()
-        expired = False
-
-        def expire() -> None:
-            nonlocal expired
-            expired = True
-            task.cancel()
-
-        timer = loop.call_at(loop.time() + self.timeout, expire)
-        steps, run = self.steps, self.context.run
-        waits_on = self.waits_on
-        try:
-            while True:
-                try:
-                    sent = yield waits_on
-                except GeneratorExit:  # the caller is closed: so is the handler
-                    _close(steps)
-                    raise
-                except BaseException as thrown:  # a cancellation (the handler's own, the timeout's, the run's)
-                    step, given = steps.throw, thrown
-                else:
-                    step, given = steps.send, sent
-                try:
-                    waits_on = run(step, given)
-                except StopIteration as returned:
-                    return self._settle(task, base, expired, returned.value, None)
-                except BaseException as raised:  # the handler's outcome, settled below
-                    return self._settle(task, base, expired, None, raised)
-                if task.cancelling() > base:  # it goes on waiting through a stop it did not take back
-                    _close(steps)
-                    return self._settle(task, base, expired, None, asyncio.CancelledError())
-        finally:
-            timer.cancel()
-            self.steps = self.waits_on = None  # nothing kept from the handler once it is done with
-
-    def _settle(self, task: asyncio.Task[Any], base: int, expired: bool, value: Any,
-                raised: BaseException | None) -> Any:
-        """The call's outcome: past its timeout `HandlerTimeout` (its own cancellation taken back); with an outside
-        cancellation still standing, that cancellation; else what the handler returned or raised."""
-        if expired and task.cancelling() > base:
-            task.uncancel()
-            if task.cancelling() <= base:
-                raise HandlerTimeout(self.timeout, left_running=False) from None
-        if task.cancelling() > base and not isinstance(raised, asyncio.CancelledError):
-            raise asyncio.CancelledError()  # the run's deadline goes on, whatever the handler made of it
-        if raised is not None:
-            raise carried(raised)
-        return value
-
-
-_IGNORED_CLOSE: list[Any] = []
-"""The coroutines of abandoned handlers that went on when closed (a bare `except:` around an await): kept here for the
-life of the process, never finalized. Finalizing one again, where no event loop runs (a garbage collection after the
-run, the interpreter's exit), would loop for ever: each of its awaits fails at once and its `except:` takes each
-failure. A command whose process holds any ends without that (engine.cli.main: `ignored_close`)."""
-
-
-def _close(steps: Any) -> None:
-    """Close an abandoned handler's coroutine; one that goes on waiting even then is kept, suspended, never run."""
-    try:
-        steps.close()
-    except RuntimeError:  # "coroutine ignored GeneratorExit"
-        _IGNORED_CLOSE.append(steps)
-
-
-def ignored_close() -> int:
-    """How many abandoned handlers of this process went on when closed (see `_IGNORED_CLOSE`)."""
-    return len(_IGNORED_CLOSE)
