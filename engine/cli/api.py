@@ -71,10 +71,12 @@ def _finite(_context: click.Context, _param: click.Parameter, value: float) -> f
 @click.option("--runs-dir", type=PATH)
 @click.option("--data-root", type=PATH, multiple=True,
               help="a folder besides the diagrams' own that they may read files from (repeatable)")
+@click.option("--prune-after", help="delete finished runs' checkpoints this long after they end (s, m, h, d: 7d), "
+              "checked hourly; default $DIAGRAMA_PRUNE_AFTER, else kept")
 @log_options("info")
 def api(folder: Path, port: int, host: str, keys_file: Path | None, no_auth: bool, rpm: float, offline: bool,
         backend: str, broker: str | None, store_url: str | None, runs_dir: Path | None, data_root: tuple[Path, ...],
-        log_format: str | None, log_level: str) -> None:
+        prune_after: str | None, log_format: str | None, log_level: str) -> None:
     """Serve the folder's robots over HTTP: list them, run them, follow their events (SSE); bearer keys required."""
     for module in ("starlette", "uvicorn", "sse_starlette"):
         require_extra(module, "web", "api")
@@ -99,11 +101,15 @@ def api(folder: Path, port: int, host: str, keys_file: Path | None, no_auth: boo
         app = create_app(folder, runs_dir=runs_folder(runs_dir), registry=blocks_registry(), services=services,
                          keys_file=keys_file, no_auth=no_auth, rpm=rpm or None, offline=offline,
                          backend=backend,  # type: ignore[arg-type]  # create_app refuses another name
-                         broker=broker, store_url=store_url, data_roots=tuple(data_root or ()))
+                         broker=broker, store_url=store_url, data_roots=tuple(data_root or ()),
+                         prune_after=prune_after)
     except DiagramaError as exc:
         raise fail(exc) from None
+    from engine.runs.prune import RETENTION_VARIABLE
+
     log("diagrama.api").info("serving", url=f"http://{host}:{port}/v1/robots", folder=str(folder), backend=backend,
-                             auth="none" if no_auth else "keys", offline=offline)
+                             auth="none" if no_auth else "keys", offline=offline,
+                             prune_after=prune_after or services.environ.get(RETENTION_VARIABLE) or None)
     uvicorn.run(app, host=host, port=port, log_config=None, access_log=False)
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from engine.cli import LEVELS, PATH, console, fail, has_module, redactor, runs_folder
+from engine.runs.prune import DEFAULT_RETENTION
 
 if TYPE_CHECKING:
     from engine.runs.trace_steps import Step
@@ -160,18 +161,27 @@ def trace(run: str, block: str | None, level: str | None, errors: bool, as_json:
 @click.command()
 @click.option("--runs-dir", type=PATH)
 @click.option("--limit", type=int, default=20, show_default=True, help="how many, newest first")
-def runs(runs_dir: Path | None, limit: int) -> None:
+@click.option("--prune", is_flag=True, help="instead, delete the checkpoints of finished runs older than --older-than "
+              "(their records and traces stay; they can no longer be replayed)")
+@click.option("--older-than", help=f"with --prune: runs that ended longer ago than this (s, m, h, d) "
+              f"[default: {DEFAULT_RETENTION}]")
+def runs(runs_dir: Path | None, limit: int, prune: bool, older_than: str | None) -> None:
     """List recent runs: id, diagram, status, start, duration, steps, and the batch row or `scenario`.
 
     A run that has not finished is `running` while its process lives and `interrupted` once it is gone; a
     `waiting` run waits at a Wait block. Each interrupted or waiting run is listed again with its resume command.
-    Runs the store never heard of (scenario runs, the studio's) come from their traces.
+    Runs the store never heard of (scenario runs, the studio's) come from their traces. `--prune` deletes the
+    checkpoints of runs that succeeded, failed or were cancelled longer ago than `--older-than` (README, "Durable
+    runs"), and says what it removed.
     """
     from rich.markup import escape
 
     from engine.runs.traces import is_scenario_run, list_runs, unfinished_runs
 
     folder = runs_folder(runs_dir)
+    if prune or older_than is not None:
+        _prune(folder, prune, older_than or DEFAULT_RETENTION)
+        return
     entries: list[dict[str, Any]] = []
     known: set[str] = set()
     if has_module("sqlalchemy"):  # the run store comes with the batch extra; without it, the traces are the record
@@ -207,6 +217,58 @@ def runs(runs_dir: Path | None, limit: int) -> None:
             out.print(f"waiting: diagrama resume {entry['run_id']} --input name=value", markup=False)
         elif entry["status"] == "interrupted":
             out.print(f"interrupted: diagrama resume {entry['run_id']}", markup=False)
+
+
+def _prune(folder: Path, prune: bool, older_than: str) -> None:
+    """`diagrama runs --prune`: the finished runs' checkpoints past the retention deleted, and what went said."""
+    from engine.errors import UsageError
+    from engine.runs.checkpoints import open_checkpoints
+    from engine.runs.prune import parse_retention, prune_runs, shown_retention
+
+    try:
+        if not prune:
+            raise UsageError("--older-than goes with --prune (diagrama runs --prune --older-than 7d)")
+        retention = parse_retention(older_than)
+    except UsageError as exc:
+        raise fail(exc) from None
+    try:
+        store = open_checkpoints(None, folder)
+    except OSError as exc:
+        console(stderr=True).print(f"error: {exc}", markup=False)
+        raise click.exceptions.Exit(2) from None
+    record = None
+    if has_module("sqlalchemy"):  # the run store (the batch extra): pruned session turns' records drop their memory
+        from engine.runs.store import open_recorded_store
+
+        record = open_recorded_store(folder)
+    try:
+        pruned = prune_runs(store, retention, record)
+    finally:
+        store.close()
+        if record is not None:
+            record.close()
+    shown = shown_retention(retention)
+    out = console()
+    if not pruned.runs:
+        out.print(f"nothing to prune: no finished run with checkpoints ended more than {shown} ago ({store.where})",
+                  markup=False)
+        return
+    children = f" (and {pruned.children} of their subdiagrams' runs)" if pruned.children else ""
+    out.print(f"pruned the checkpoints of {len(pruned.runs)} finished run{'s' if len(pruned.runs) != 1 else ''}"
+              f"{children} that ended more than {shown} ago: {pruned.checkpoints} checkpoints, "
+              f"{_size(pruned.bytes)} ({store.where})", markup=False)
+    if pruned.records:
+        out.print(f"{pruned.records} session turn{'s' if pruned.records != 1 else ''}' records in the run store no "
+                  "longer repeat the session's memory (its session keeps it)", markup=False)
+    out.print("their records (diagrama runs) and traces (diagrama trace RUN) stay; they can no longer be replayed "
+              "(diagrama resume RUN --from BLOCK)", markup=False)
+
+
+def _size(count: int) -> str:
+    for unit, size in (("MB", 1_000_000), ("KB", 1000)):
+        if count >= size:
+            return f"{count / size:.1f} {unit}"
+    return f"{count} bytes"
 
 
 def _live_statuses(folder: Path, entries: list[dict[str, Any]]) -> None:

@@ -1,8 +1,12 @@
 """The checkpoint store: durable runs' states, checkpoints and sessions, beside the run store.
 
-Three tables: `run_states` (one row per durable run: status, diagram, pid and host, parent run,
+Four tables: `run_states` (one row per durable run: status, diagram, pid and host, parent run,
 session, the run it replays, what a waiting run asks), `checkpoints` (a run's states in order,
-engine.runtime.durable's bytes) and `sessions` (each session's memory values and who holds it).
+engine.runtime.durable's bytes), `sessions` (each session's memory values and who holds it) and
+`session_memory` (each stored turn's memory as its change against the turn before). A session
+turn's checkpoints keep its memory as changes against the memory it began with, so the store keeps
+a session's memory once, not once a checkpoint (engine.runs.session_memory); `prune` deletes
+finished runs' checkpoints after a retention, leaving a tombstone that a replay names.
 
 The default store is the run store's SQLite file, written with the standard library's `sqlite3`
 (one connection per process, WAL, `synchronous=NORMAL`, statements prepared once): a checkpoint
@@ -30,10 +34,11 @@ from typing import Any, Protocol
 import orjson
 
 from engine.format.snapshot import SnapshotDamaged, decode, encode_value
+from engine.runs.session_memory import MemoryBase, compact, expand_all, log_rows, memory_at, rewritten, tombstone
 from engine.runs.traces import INTERRUPTED, process_gone
 
-__all__ = ["RUN_FIELDS", "CheckpointStore", "SessionClaim", "SqliteCheckpoints", "live_status", "open_checkpoints",
-           "run_row", "session_holder", "stored_json"]
+__all__ = ["FINISHED", "RUN_FIELDS", "CheckpointStore", "Pruned", "SessionClaim", "SqliteCheckpoints", "in_parts",
+           "live_status", "open_checkpoints", "run_row", "session_holder", "stored_json"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS run_states (
@@ -45,8 +50,12 @@ CREATE TABLE IF NOT EXISTS checkpoints (
 CREATE TABLE IF NOT EXISTS sessions (
     session TEXT PRIMARY KEY, diagram TEXT, state BLOB, turn INTEGER NOT NULL DEFAULT 0, holder TEXT,
     holder_pid INTEGER, holder_host TEXT, held_since REAL, updated REAL);
+CREATE TABLE IF NOT EXISTS session_memory (
+    session TEXT NOT NULL, turn INTEGER NOT NULL, change BLOB NOT NULL, PRIMARY KEY (session, turn)) WITHOUT ROWID;
 """
 RUN_FIELDS = ("diagram", "content_hash", "pid", "host", "trace", "parent", "session", "replay_of", "inputs")
+FINISHED = ("succeeded", "failed", "cancelled")
+"""The statuses of a run that never goes on: its checkpoints serve replays only, and `prune` may delete them."""
 
 
 def live_status(row: Mapping[str, Any]) -> str:
@@ -85,6 +94,20 @@ class SessionClaim:
     holder_status: str | None = None
 
 
+@dataclass(frozen=True)
+class Pruned:
+    """What `prune` deleted: the finished runs whose checkpoints went (`runs`, the top runs; `children`, their
+    subdiagrams' runs), how many checkpoints and their bytes, and each pruned run's session (None: none). `records`:
+    the run store's records of pruned session turns that lost their memory variables (engine.runs.prune)."""
+
+    runs: list[str]
+    sessions: dict[str, str | None]
+    children: int = 0
+    checkpoints: int = 0
+    bytes: int = 0
+    records: int = 0
+
+
 class CheckpointStore(Protocol):
     """What callers use of a checkpoint store: SqliteCheckpoints (the default, stdlib sqlite3) and
     engine.runs.checkpoints_sql.SqlCheckpoints (any other SQLAlchemy URL) both offer it."""
@@ -102,8 +125,16 @@ class CheckpointStore(Protocol):
     def run(self, run_id: str) -> dict[str, Any] | None: ...
     def runs(self, limit: int = 20, *, statuses: tuple[str, ...] = ()) -> list[dict[str, Any]]: ...
     def attempts(self, run_id: str) -> list[dict[str, Any]]: ...
-    def states(self, run_id: str) -> list[tuple[int, bytes]]: ...
+    def states(self, run_id: str) -> list[tuple[int, bytes]]:
+        """Every checkpoint of a run, oldest first, as the run wrote it: (seq, state). A run whose checkpoints were
+        pruned has only its tombstone (seq 0: engine.runs.session_memory.tombstone_of)."""
+
     def forget_run(self, run_id: str) -> None: ...
+
+    def prune(self, older_than_s: float) -> Pruned:
+        """Delete the checkpoints of finished runs (FINISHED) whose record has not changed for `older_than_s`
+        seconds, with their subdiagrams' runs', leaving each a tombstone; never a running, waiting or interrupted
+        run's, nor a session's memory. Their records stay (`diagrama runs`, a replay's refusal reads them)."""
 
     def take_over(self, run_id: str, status: str, pid: Any) -> bool:
         """Mark the run `running` in this process if its row still has `status` and `pid` (a compare-and-set)."""
@@ -121,7 +152,9 @@ class CheckpointStore(Protocol):
     def session_names(self, limit: int) -> list[str]:
         """The newest sessions' names (by last change)."""
 
-    def forget_session(self, session: str) -> bool: ...
+    def forget_session(self, session: str) -> bool:
+        """Delete a session, its memory and its log; its finished turns' checkpoints go too (a tombstone says so),
+        an unfinished turn's are written whole first (it resumes as it stopped). Whether there was one."""
 
     def reopen(self) -> CheckpointStore:
         """The same store through a connection of its own (for another thread); close it when done."""
@@ -145,6 +178,8 @@ class SqliteCheckpoints:
         except sqlite3.Error as exc:
             raise OSError(f"the checkpoint store {path} cannot be opened: {exc}") from exc
         self._db.row_factory = sqlite3.Row
+        self._bases: dict[str, MemoryBase] = {}
+        """The memory each session turn running here began with, by run id: its checkpoints are written against it."""
 
     # -- what the executor writes (engine.runtime.durable.Checkpoints) ---------------------------------
     def begin(self, run_id: str, fields: Mapping[str, Any]) -> None:
@@ -158,10 +193,18 @@ class SqliteCheckpoints:
                 "ON CONFLICT (run_id) DO UPDATE SET status = 'running', pid = excluded.pid, host = excluded.host, "
                 "content_hash = excluded.content_hash, updated = excluded.updated, waiting = NULL",
                 (run_id, *values, now, now))
+            self._bases.pop(run_id, None)
+            if fields.get("session") and not fields.get("parent"):  # a session's turn (or a replay of one)
+                base = self._memory(str(fields["session"]))
+                if base is not None and base.values:
+                    self._bases[run_id] = base
         except sqlite3.Error as exc:
             raise OSError(str(exc)) from exc
 
     def save(self, run_id: str, seq: int, state: bytes) -> None:
+        base = self._bases.get(run_id)
+        if base is not None:
+            state = compact(state, base)
         try:
             self._db.execute("INSERT OR REPLACE INTO checkpoints (run_id, seq, state) VALUES (?, ?, ?)",
                              (run_id, seq, state))
@@ -169,6 +212,7 @@ class SqliteCheckpoints:
             raise OSError(str(exc)) from exc
 
     def end(self, run_id: str, status: str, waiting: Mapping[str, Any] | None) -> None:
+        self._bases.pop(run_id, None)
         try:
             self._db.execute("UPDATE run_states SET status = ?, waiting = ?, updated = ? WHERE run_id = ?",
                              (status, stored_json(waiting, "waiting") if waiting else None, time.time(), run_id))
@@ -204,9 +248,19 @@ class SqliteCheckpoints:
         return [run_row(row) for row in found]
 
     def states(self, run_id: str) -> list[tuple[int, bytes]]:
-        """Every checkpoint of a run, oldest first: (seq, state)."""
-        return [(int(seq), bytes(state)) for seq, state in
-                self._db.execute("SELECT seq, state FROM checkpoints WHERE run_id = ? ORDER BY seq", (run_id,))]
+        return expand_all([(int(seq), bytes(state)) for seq, state in self._db.execute(
+            "SELECT seq, state FROM checkpoints WHERE run_id = ? ORDER BY seq", (run_id,))], self._memory)
+
+    def _memory(self, session: str, turn: int | None = None) -> MemoryBase | None:
+        """The session's memory after `turn` (None: its last), from its row or its log."""
+        row = self._db.execute("SELECT state, turn FROM sessions WHERE session = ?", (session,)).fetchone()
+        if row is None:
+            return None
+        current = (int(row["turn"]), bytes(row["state"]) if row["state"] else None)
+        wanted = current[0] if turn is None else turn
+        return memory_at(session, wanted, current, lambda: [(int(n), bytes(change)) for n, change in self._db.execute(
+            "SELECT turn, change FROM session_memory WHERE session = ? AND turn <= ? ORDER BY turn",
+            (session, wanted))])
 
     def forget_run(self, run_id: str) -> None:
         self._db.execute("DELETE FROM checkpoints WHERE run_id = ?", (run_id,))
@@ -252,8 +306,23 @@ class SqliteCheckpoints:
             self._db.execute("UPDATE sessions SET holder = NULL, holder_pid = NULL WHERE session = ? AND holder = ?",
                              (session, run_id))
             return
-        self._db.execute("UPDATE sessions SET state = ?, turn = turn + 1, holder = NULL, holder_pid = NULL, "
-                         "updated = ? WHERE session = ? AND holder = ?", (state, time.time(), session, run_id))
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")  # the memory and its log row together
+        try:
+            row = db.execute("SELECT state, turn FROM sessions WHERE session = ? AND holder = ?",
+                             (session, run_id)).fetchone()
+            if row is not None:
+                turn = int(row["turn"])
+                logged = db.execute("SELECT 1 FROM session_memory WHERE session = ? AND turn = ?",
+                                    (session, turn)).fetchone() is not None
+                db.executemany("INSERT OR REPLACE INTO session_memory (session, turn, change) VALUES (?, ?, ?)",
+                               [(session, n, change) for n, change in log_rows(turn, row["state"], state, logged)])
+                db.execute("UPDATE sessions SET state = ?, turn = turn + 1, holder = NULL, holder_pid = NULL, "
+                           "updated = ? WHERE session = ? AND holder = ?", (state, time.time(), session, run_id))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
 
     def session(self, session: str) -> dict[str, Any] | None:
         row = self._db.execute("SELECT * FROM sessions WHERE session = ?", (session,)).fetchone()
@@ -264,7 +333,60 @@ class SqliteCheckpoints:
                 self._db.execute("SELECT session FROM sessions ORDER BY updated DESC LIMIT ?", (limit,))]
 
     def forget_session(self, session: str) -> bool:
-        return self._db.execute("DELETE FROM sessions WHERE session = ?", (session,)).rowcount > 0
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for run in db.execute("SELECT run_id, status FROM run_states WHERE session = ?", (session,)).fetchall():
+                if run["status"] in FINISHED:
+                    self._tombstone([run["run_id"]], tombstone(at=time.time(), forgotten=session))
+                    continue
+                found = [(int(seq), bytes(state)) for seq, state in
+                         db.execute("SELECT seq, state FROM checkpoints WHERE run_id = ?", (run["run_id"],))]
+                db.executemany("UPDATE checkpoints SET state = ? WHERE run_id = ? AND seq = ?",
+                               [(whole, run["run_id"], seq) for seq, whole in rewritten(found, self._memory)])
+            db.execute("DELETE FROM session_memory WHERE session = ?", (session,))
+            forgot = db.execute("DELETE FROM sessions WHERE session = ?", (session,)).rowcount > 0
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return forgot
+
+    def prune(self, older_than_s: float) -> Pruned:
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")  # what is chosen is what is deleted: no run finishes or resumes in between
+        try:
+            top = db.execute(
+                f"SELECT run_id, session FROM run_states r WHERE parent IS NULL AND status IN "
+                f"({', '.join('?' for _ in FINISHED)}) AND updated < ? AND EXISTS (SELECT 1 FROM checkpoints c "
+                "WHERE c.run_id = r.run_id AND c.seq > 0) ORDER BY updated", (*FINISHED, time.time() - older_than_s)
+            ).fetchall()
+            runs = [str(row["run_id"]) for row in top]
+            children: list[str] = []
+            parents = runs
+            while parents:  # a subdiagram's run is its parent's step: it goes with it
+                parents = [str(found) for part in in_parts(parents) for (found,) in db.execute(
+                    f"SELECT run_id FROM run_states WHERE parent IN ({', '.join('?' for _ in part)})", part)]
+                children += parents
+            count = size = 0
+            for part in in_parts([*runs, *children]):
+                marks = ", ".join("?" for _ in part)
+                found, held = db.execute(f"SELECT COUNT(*), COALESCE(SUM(LENGTH(state)), 0) FROM checkpoints "
+                                         f"WHERE run_id IN ({marks}) AND seq > 0", part).fetchone()
+                count, size = count + int(found), size + int(held)
+            self._tombstone([*runs, *children], tombstone(at=time.time(), after=older_than_s))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        return Pruned(runs, {str(row["run_id"]): row["session"] for row in top}, len(children), count, size)
+
+    def _tombstone(self, run_ids: list[str], mark: bytes) -> None:
+        """Each run's checkpoints replaced by `mark` (seq 0), inside the caller's transaction."""
+        for part in in_parts(run_ids):
+            self._db.execute(f"DELETE FROM checkpoints WHERE run_id IN ({', '.join('?' for _ in part)})", part)
+            self._db.executemany("INSERT OR REPLACE INTO checkpoints (run_id, seq, state) VALUES (?, 0, ?)",
+                                 [(run_id, mark) for run_id in part])
 
     @property
     def where(self) -> str:
@@ -275,6 +397,11 @@ class SqliteCheckpoints:
 
     def close(self) -> None:
         self._db.close()
+
+
+def in_parts(items: list[str], size: int = 500) -> list[list[str]]:
+    """`items` in parts of `size`: a statement's parameters stay within what every database takes."""
+    return [items[start:start + size] for start in range(0, len(items), size)]
 
 
 def stored_json(value: Any, where: str) -> str:

@@ -1,13 +1,14 @@
 """The checkpoint store on any SQLAlchemy URL other than SQLite's file (PostgreSQL, MySQL, …).
 
-The same three tables as engine.runs.checkpoints' SQLite store (`run_states`, `checkpoints`,
-`sessions`), declared with SQLAlchemy Core, in the run store's database. Every write is its own
+The same four tables as engine.runs.checkpoints' SQLite store (`run_states`, `checkpoints`,
+`sessions`, `session_memory`), declared with SQLAlchemy Core, in the run store's database. Every write is its own
 transaction, committed before the method returns (a checkpoint is durable before the next block
 with effects starts). Upserts use the dialect's `ON CONFLICT DO UPDATE` where it has one
 (PostgreSQL, SQLite), else an UPDATE then an INSERT in one transaction. The two decisions that
 must have one winner are conditional UPDATEs, which the database serialises on the row: a resume's
 take-over (status and pid unchanged) and a session's claim (holder, hold time and turn unchanged
-since they were read), so two runs never hold one session at once, on any dialect.
+since they were read), so two runs never hold one session at once, on any dialect. A session turn's
+checkpoints hold its memory as changes, as the SQLite store's do (engine.runs.session_memory).
 
 One engine (a connection pool, safe for threads) per URL per process, made on first use with its
 tables; a process forked after that (a Celery worker's child) starts its own pool.
@@ -32,6 +33,7 @@ from sqlalchemy import (
     Text,
     and_,
     delete,
+    func,
     insert,
     or_,
     select,
@@ -41,13 +43,17 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError, OperationalError, ProgrammingError
 
 from engine.runs.checkpoints import (
+    FINISHED,
     RUN_FIELDS,
     CheckpointStore,
+    Pruned,
     SessionClaim,
+    in_parts,
     run_row,
     session_holder,
     stored_json,
 )
+from engine.runs.session_memory import MemoryBase, compact, expand_all, log_rows, memory_at, rewritten, tombstone
 from engine.runs.traces import INTERRUPTED
 
 __all__ = ["SqlCheckpoints", "shown_url"]
@@ -80,6 +86,12 @@ sessions = Table(
     Column("holder_host", Text),
     Column("held_since", Float),
     Column("updated", Float),
+)
+session_memory = Table(
+    "session_memory", metadata,
+    Column("session", Text, primary_key=True),
+    Column("turn", Integer, primary_key=True, autoincrement=False),
+    Column("change", LargeBinary, nullable=False),
 )
 
 _DRIVERS = {"psycopg": "psycopg[binary]", "psycopg2": "psycopg2-binary", "asyncpg": "asyncpg", "pg8000": "pg8000",
@@ -166,6 +178,8 @@ class SqlCheckpoints:
         self._engine = _engine(url)
         self._dialect = self._engine.dialect.name
         self._save = self._save_statement()
+        self._bases: dict[str, MemoryBase] = {}
+        """The memory each session turn running here began with, by run id: its checkpoints are written against it."""
 
     @property
     def where(self) -> str:
@@ -224,6 +238,11 @@ class SqlCheckpoints:
             connection, run_states, {"run_id": run_id},
             {**values, "status": "running", "started": now, "updated": now, "waiting": None},
             ("status", "pid", "host", "content_hash", "updated", "waiting")))
+        self._bases.pop(run_id, None)
+        if fields.get("session") and not fields.get("parent"):  # a session's turn (or a replay of one)
+            base = self._read(lambda connection: self._memory(connection, str(fields["session"]), None))
+            if base is not None and base.values:
+                self._bases[run_id] = base
 
     def _save_statement(self) -> Any:
         """A checkpoint's upsert, built once: each save only binds its values (SQLAlchemy caches the compiled form)."""
@@ -239,6 +258,9 @@ class SqlCheckpoints:
                                                set_={"state": statement.excluded.state})
 
     def save(self, run_id: str, seq: int, state: bytes) -> None:
+        base = self._bases.get(run_id)
+        if base is not None:
+            state = compact(state, base)
         if self._save is not None:
             values = {"run_id": run_id, "seq": seq, "state": state}
             self._write(lambda connection: connection.execute(self._save, values))
@@ -247,6 +269,7 @@ class SqlCheckpoints:
                                                     {"state": state}, ("state",)))
 
     def end(self, run_id: str, status: str, waiting: Mapping[str, Any] | None) -> None:
+        self._bases.pop(run_id, None)
         self._run(update(run_states).where(run_states.c.run_id == run_id).values(
             status=status, waiting=stored_json(waiting, "waiting") if waiting else None, updated=time.time()))
 
@@ -274,8 +297,23 @@ class SqlCheckpoints:
     def states(self, run_id: str) -> list[tuple[int, bytes]]:
         query = select(checkpoints.c.seq, checkpoints.c.state).where(checkpoints.c.run_id == run_id) \
             .order_by(checkpoints.c.seq)
-        return list(self._read(lambda connection: [(int(seq), bytes(state))
-                                                   for seq, state in connection.execute(query)]))
+        return list(self._read(lambda connection: expand_all(
+            [(int(seq), bytes(state)) for seq, state in connection.execute(query)],
+            lambda name, number: self._memory(connection, name, number))))
+
+    @staticmethod
+    def _memory(connection: Connection, session: str, turn: int | None) -> MemoryBase | None:
+        """The session's memory after `turn` (None: its last), from its row or its log."""
+        row = connection.execute(select(sessions.c.state, sessions.c.turn)
+                                 .where(sessions.c.session == session)).first()
+        if row is None:
+            return None
+        current = (int(row.turn), bytes(row.state) if row.state else None)
+        wanted = current[0] if turn is None else turn
+        log = select(session_memory.c.turn, session_memory.c.change).where(
+            session_memory.c.session == session, session_memory.c.turn <= wanted).order_by(session_memory.c.turn)
+        return memory_at(session, wanted, current,
+                         lambda: [(int(n), bytes(change)) for n, change in connection.execute(log)])
 
     def forget_run(self, run_id: str) -> None:
         def forget(connection: Connection) -> None:
@@ -320,10 +358,25 @@ class SqlCheckpoints:
         return SessionClaim(False, holder=row["holder"] if row else None, holder_status="running")
 
     def release_session(self, session: str, run_id: str, state: bytes | None) -> None:
-        values: dict[str, Any] = {"holder": None, "holder_pid": None}
-        if state is not None:
-            values.update(state=state, turn=sessions.c.turn + 1, updated=time.time())
-        self._run(update(sessions).where(sessions.c.session == session, sessions.c.holder == run_id).values(**values))
+        held = and_(sessions.c.session == session, sessions.c.holder == run_id)
+        if state is None:
+            self._run(update(sessions).where(held).values(holder=None, holder_pid=None))
+            return
+
+        def store(connection: Connection) -> None:  # the memory and its log row together
+            row = connection.execute(select(sessions.c.state, sessions.c.turn).where(held)).first()
+            if row is None:
+                return
+            turn = int(row.turn)
+            logged = connection.execute(select(session_memory.c.turn).where(
+                session_memory.c.session == session, session_memory.c.turn == turn)).first() is not None
+            for number, change in log_rows(turn, bytes(row.state) if row.state else None, state, logged):
+                self._upsert(connection, session_memory, {"session": session, "turn": number}, {"change": change},
+                             ("change",))
+            connection.execute(update(sessions).where(held, sessions.c.turn == turn).values(
+                state=state, turn=turn + 1, holder=None, holder_pid=None, updated=time.time()))
+
+        self._write(store)
 
     def session(self, session: str) -> dict[str, Any] | None:
         query = select(sessions).where(sessions.c.session == session)
@@ -335,7 +388,56 @@ class SqlCheckpoints:
         return list(self._read(lambda connection: [str(name) for (name,) in connection.execute(query)]))
 
     def forget_session(self, session: str) -> bool:
-        return self._run(delete(sessions).where(sessions.c.session == session)) > 0
+        def forget(connection: Connection) -> bool:
+            runs = connection.execute(select(run_states.c.run_id, run_states.c.status)
+                                      .where(run_states.c.session == session)).all()
+            for run_id, status in runs:
+                if status in FINISHED:
+                    self._tombstone(connection, [run_id], tombstone(at=time.time(), forgotten=session))
+                    continue
+                found = [(int(seq), bytes(state)) for seq, state in connection.execute(
+                    select(checkpoints.c.seq, checkpoints.c.state).where(checkpoints.c.run_id == run_id))]
+                for seq, whole in rewritten(found, lambda name, number: self._memory(connection, name, number)):
+                    connection.execute(update(checkpoints).where(
+                        checkpoints.c.run_id == run_id, checkpoints.c.seq == seq).values(state=whole))
+            connection.execute(delete(session_memory).where(session_memory.c.session == session))
+            return bool(connection.execute(delete(sessions).where(sessions.c.session == session)).rowcount > 0)
+
+        return bool(self._write(forget))
+
+    def prune(self, older_than_s: float) -> Pruned:
+        kept = select(checkpoints.c.run_id).where(checkpoints.c.run_id == run_states.c.run_id, checkpoints.c.seq > 0)
+        chosen = select(run_states.c.run_id, run_states.c.session).where(  # the top runs: their children go with them
+            run_states.c.parent.is_(None), run_states.c.status.in_(FINISHED),
+            run_states.c.updated < time.time() - older_than_s, kept.exists()).order_by(run_states.c.updated)
+
+        def prune(connection: Connection) -> Pruned:
+            top = connection.execute(chosen.with_for_update() if self._dialect == "postgresql" else chosen).all()
+            runs = [str(run_id) for run_id, _ in top]
+            children: list[str] = []
+            parents = runs
+            while parents:
+                parents = [str(found) for part in in_parts(parents) for (found,) in connection.execute(
+                    select(run_states.c.run_id).where(run_states.c.parent.in_(part)))]
+                children += parents
+            count = size = 0
+            for part in in_parts([*runs, *children]):
+                found, held = connection.execute(select(func.count(), func.coalesce(func.sum(func.length(
+                    checkpoints.c.state)), 0)).where(checkpoints.c.run_id.in_(part), checkpoints.c.seq > 0)).one()
+                count, size = count + int(found), size + int(held)
+            self._tombstone(connection, [*runs, *children], tombstone(at=time.time(), after=older_than_s))
+            return Pruned(runs, {str(run_id): session for run_id, session in top}, len(children), count, size)
+
+        result: Pruned = self._write(prune)
+        return result
+
+    def _tombstone(self, connection: Connection, run_ids: list[str], mark: bytes) -> None:
+        """Each run's checkpoints replaced by `mark` (seq 0), inside the caller's transaction; an upsert, as two servers
+        pruning at once may both reach a run."""
+        for part in in_parts(run_ids):
+            connection.execute(delete(checkpoints).where(checkpoints.c.run_id.in_(part)))
+            for run_id in part:
+                self._upsert(connection, checkpoints, {"run_id": run_id, "seq": 0}, {"state": mark}, ("state",))
 
     def reopen(self) -> CheckpointStore:
         return SqlCheckpoints(self.url)  # the same pool: its connections are for any thread

@@ -4,7 +4,9 @@
 A waiting run's answer is checked against its Wait's form (a JSON Schema) before the run goes on: a wrong one is
 refused with each problem and the run stays waiting. A replay (`--from BLOCK`) starts a new run, linked to the old
 one, with the scope the old run had when it first reached that block: its last checkpoint before that point, then
-the blocks without effects in between, run again in the diagram as it is now.
+the blocks without effects in between, run again in the diagram as it is now. A finished run whose checkpoints were
+pruned after the retention (engine.runs.prune), or went with its forgotten session, has none to start from: the
+replay is refused, saying so and what still shows the run.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import orjson
 
 from engine.errors import TurnRefused, UsageError
 from engine.format.schemas import schema_problems
+from engine.runs.prune import shown_retention
+from engine.runs.session_memory import tombstone_of
 from engine.runtime.durable import Resumed, SnapshotDamaged, resumed_from
 
 __all__ = ["answer_problems", "parse_answer_pairs", "replay_point"]
@@ -47,7 +51,10 @@ def parse_answer_pairs(form: Mapping[str, Any] | None, pairs: list[str]) -> dict
 
 def replay_point(run_id: str, states: list[bytes], block: str) -> Resumed:
     """The checkpoint a replay from `block` starts at: the last one written before the old run first reached it
-    (SnapshotDamaged for a checkpoint that does not decode)."""
+    (SnapshotDamaged for a checkpoint that does not decode; TurnRefused when its checkpoints were deleted)."""
+    pruned = tombstone_of(states[0]) if states else None
+    if pruned is not None:
+        raise TurnRefused(_pruned(run_id, pruned), reason="not_resumable")
     chosen = 0
     seen: list[str] = []
     for index, state in enumerate(states):
@@ -64,6 +71,25 @@ def replay_point(run_id: str, states: list[bytes], block: str) -> Resumed:
     resumed = resumed_from(states[: chosen + 1], seq=0)
     resumed.path, resumed.steps, resumed.errors, resumed.tokens = [], 0, [], 0
     return resumed
+
+
+def _pruned(run_id: str, pruned: Mapping[str, Any]) -> str:
+    import datetime
+
+    at = pruned.get("at")
+    when = datetime.datetime.fromtimestamp(float(at)).strftime(" on %Y-%m-%d %H:%M") if isinstance(at, int | float) \
+        else ""
+    if pruned.get("forgotten") is not None:
+        why = (f"deleted{when} with its session '{pruned['forgotten']}', which was forgotten (diagrama sessions "
+               "--forget)")
+    else:
+        after = pruned.get("after")
+        kept = f"for {shown_retention(float(after))}" if isinstance(after, int | float) else "for a retention"
+        why = (f"pruned{when}: a finished run's checkpoints are kept {kept} after it ends (diagrama runs --prune "
+               "--older-than, diagrama api --prune-after)")
+    return (f"run '{run_id}' cannot be replayed: its checkpoints were {why}, so no scope is left to start from. What "
+            f"it did is still there: its trace (diagrama trace {run_id}) and its record (diagrama runs); run the "
+            "diagram again to go through it anew")
 
 
 def _header(state: bytes, index: int, total: int) -> dict[str, Any]:

@@ -4,14 +4,15 @@ One row per run (id, diagram (its resolved path) and its content hash, inputs, s
 errors, final variables, tokens, batch id, row and attempt, the path of blocks taken). Writes are transactions; SQLite
 runs in WAL mode, so a crash leaves the store consistent. A (batch, row) is recorded
 once: a row that already succeeded is never overwritten. Inputs are stored scrubbed of
-keys, as the result's variables and errors already are.
+keys, as the result's variables and errors already are. A session turn's record loses its
+memory variables once its checkpoints are pruned (engine.runs.prune): its session holds them.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from sqlalchemy import (
     inspect,
     select,
     text,
+    update,
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, ProgrammingError
@@ -199,6 +201,21 @@ class RunStore:
         with self.engine.connect() as connection:
             found = connection.execute(select(runs).order_by(runs.c.started.desc()).limit(limit)).mappings().all()
         return [dict(r) for r in found]
+
+    def drop_variables(self, names: Mapping[str, Collection[str]]) -> int:
+        """Take `names[run_id]` out of each run's recorded variables (a pruned session turn's memory, which its
+        session holds: engine.runs.prune); how many records changed."""
+        changed = 0
+        with self.engine.begin() as connection:
+            for run_id, dropped in names.items():
+                found = connection.execute(select(runs.c.variables).where(runs.c.run_id == run_id)).first()
+                variables = found.variables if found is not None else None
+                if not isinstance(variables, dict) or not set(dropped) & variables.keys():
+                    continue
+                connection.execute(update(runs).where(runs.c.run_id == run_id).values(
+                    variables={name: value for name, value in variables.items() if name not in dropped}))
+                changed += 1
+        return changed
 
     def close(self) -> None:
         self.engine.dispose()

@@ -5,10 +5,13 @@ DIAGRAMA_API_KEYS).
 Keys: DIAGRAMA_API_KEYS and the keys file's; with none, it refuses to start unless `no_auth` (the CLI allows that on
 a loopback address only). The run store is the batch extra's, where SQLAlchemy is installed (always for Celery);
 the checkpoint store (durable runs, waits, sessions) is its SQLite file, the runs folder's `diagrama.db` by default.
+With `prune_after` (or DIAGRAMA_PRUNE_AFTER) the server prunes finished runs' checkpoints past that retention while
+it runs (engine.web.service.pruning).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator
@@ -20,12 +23,14 @@ from starlette.applications import Starlette
 
 from engine.compile.block import BlockRegistry
 from engine.errors import UsageError
+from engine.runs.prune import RETENTION_VARIABLE, parse_retention
 from engine.runs.service_logs import configure as configure_logs
 from engine.runtime.context import Services
 from engine.web.service.app import OPERATIONS, Backend, RobotsApi
 from engine.web.service.durable import Durable
 from engine.web.service.gate import Gate, RateLimits, RequestLog
 from engine.web.service.keys import KEYS_VARIABLE, ApiKey, KeyRing, LocalRateLimits, keys_from_environ, keys_from_file
+from engine.web.service.pruning import Pruner
 from engine.web.service.robots import Robots
 from engine.web.service.runs import LocalBackend
 
@@ -57,9 +62,11 @@ def create_app(
     broker: str | None = None,
     store_url: str | None = None,
     data_roots: tuple[Path, ...] = (),
+    prune_after: str | None = None,
 ) -> Starlette | Any:
     """The robots API over `folder` (default $DIAGRAMA_API_DIR, else `diagrams`) as an ASGI app; UsageError when it
-    cannot serve (no keys without `no_auth`, a bad keys file, not a folder)."""
+    cannot serve (no keys without `no_auth`, a bad keys file, not a folder, a retention that is no duration).
+    `prune_after` (else $DIAGRAMA_PRUNE_AFTER; `7d`, `12h`…): prune finished runs' checkpoints past it, periodically."""
     from engine.runtime.api import default_registry
 
     root = Path(folder if folder is not None else os.environ.get(DIR_VARIABLE, "diagrams"))
@@ -73,11 +80,15 @@ def create_app(
         raise UsageError(f"no API keys: set {KEYS_VARIABLE} or give --keys-file (make one with `diagrama api-key ID`), "
                          "or, on a loopback address only, --no-auth")
     ring = None if no_auth and not keys else KeyRing(keys)
+    given = prune_after if prune_after is not None else services.environ.get(RETENTION_VARIABLE) or None
+    retention = parse_retention(given, "--prune-after" if prune_after is not None else RETENTION_VARIABLE) \
+        if given is not None else None
     if not structlog.is_configured():  # served by another ASGI server (uvicorn --factory): logs as `diagrama api`'s
         configure_logs(None, "info", plain)
     runs = Path(runs_dir if runs_dir is not None else os.environ.get("DIAGRAMA_RUNS_DIR", "runs"))
     limits: RateLimits = LocalRateLimits()
     chosen: Backend
+    run_store: Any
     if backend == "celery":
         from engine.runs.store import default_store_url
         from engine.web.service.celery import CeleryBackend
@@ -85,22 +96,29 @@ def create_app(
         url = store_url or os.environ.get("DIAGRAMA_STORE") or default_store_url(runs)
         celery = CeleryBackend(root, runs, broker=broker, store_url=url, offline=offline,
                                durable=Durable.open(url, runs, root))
-        limits, chosen = celery.limits, celery
+        limits, chosen, run_store = celery.limits, celery, celery.store
     elif backend == "local":
-        chosen = LocalBackend(root, runs, services, store=_store(runs, store_url),
-                              durable=Durable.open(store_url, runs, root))
+        run_store = _store(runs, store_url)
+        chosen = LocalBackend(root, runs, services, store=run_store, durable=Durable.open(store_url, runs, root))
     else:
         raise UsageError(f"the backend is local or celery, not {backend!r}")
     api = RobotsApi(root, Robots(root, registry or default_registry(), data_roots), chosen, plain,
                     secured=ring is not None)
 
+    pruner = Pruner(chosen.durable, retention, run_store) if retention is not None else None
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        pruning = asyncio.create_task(pruner.run(), name="prune") if pruner is not None else None
         yield
+        if pruning is not None:
+            pruning.cancel()
+            await asyncio.gather(pruning, return_exceptions=True)
         await chosen.close()  # a local run still going is interrupted (its trace says so)
 
     app = Starlette(routes=api.routes(), lifespan=lifespan)
     app.state.api = api
     app.state.backend = chosen
+    app.state.pruner = pruner
     public = frozenset(op.path for op in OPERATIONS if op.public)
     return RequestLog(Gate(app, ring, limits, rpm, public), "diagrama.api")
