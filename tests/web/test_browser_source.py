@@ -20,6 +20,8 @@ from tests.web.test_browser import (
     BLOCKS_SELECTOR,
     ORDER_AGENT,
     cli,
+    create_diagram,
+    deselect,
     node,
     open_diagram,
     save,
@@ -38,10 +40,14 @@ PANE_TEXT = "() => window.__diagramaStudio.getState().sourceText"
 def open_pane(page: Any) -> Any:
     """Opens the YAML beside the canvas (if it is not open) and waits for its editor."""
     toggle = page.get_by_role("button", name="YAML source")
-    if toggle.get_attribute("aria-pressed") != "true":
+    opening = toggle.get_attribute("aria-pressed") != "true"
+    if opening:
         toggle.click()
     editor = page.get_by_test_id("yaml-editor")
     editor.wait_for()
+    if opening and page.locator(".react-flow__viewport").count():
+        # the canvas is fitted to its new width, animated: a click aimed at a block meanwhile lands on another
+        still_view(page)
     return editor
 
 
@@ -200,6 +206,106 @@ def test_the_yaml_pane_follows_the_canvas_and_drives_it(page: Any, served: Serve
     page.locator(".cm-schema-doc").wait_for()
     assert "model id" in page.locator(".cm-schema-doc").inner_text()
     assert errors == []
+
+
+# ---------------------------------------------------------------- the pane never loses an edit
+
+NOT_PARSING = "() => !window.__diagramaStudio.getState().parsing"
+
+
+def test_a_form_edit_made_before_the_yaml_pane_opens_is_in_it_and_typing_there_keeps_it(page: Any, studio: Any) -> None:
+    """The pane opened after an edit in a form once showed the file's text without it (while saying "unsaved"), and
+    typing in it read that text back over the document: the form's edit was gone from the canvas and the save."""
+    served = studio()
+    page.goto(served.url + "/")
+    create_diagram(page, "fresh.yaml")
+    page.wait_for_selector('[data-testid="node-start"]')
+    page.reload()  # a page that has not read the file's text
+    page.wait_for_selector('[data-testid="node-start"]')
+    deselect(page)
+    page.get_by_test_id("field-description").fill("Typed in the form")
+    editor = open_pane(page)
+    page.wait_for_function(PANE_TEXT + "?.includes('description: Typed in the form')")
+
+    # typed on line 1 (`diagram: fresh`): the form keeps its edit, and the pane's shows in it
+    editor.locator(".cm-line").first.click()
+    page.keyboard.press("Control+Home")
+    page.keyboard.press("End")
+    page.keyboard.type("-typed")
+    page.wait_for_function("() => document.querySelector('#diagram-name')?.value === 'fresh-typed'")
+    page.wait_for_function(NOT_PARSING)
+    assert page.get_by_test_id("field-description").input_value() == "Typed in the form"
+    assert "description: Typed in the form" in pane_text(page)
+    save(page)
+    written = yaml.safe_load((served.root / "fresh.yaml").read_text(encoding="utf-8"))
+    assert (written["diagram"], written.get("description")) == ("fresh-typed", "Typed in the form")
+
+
+def test_typing_in_the_yaml_pane_before_it_shows_a_form_edit_keeps_both(page: Any, served: Served) -> None:
+    """A form's edit reaches the pane a round trip later (the text its save would write): keys typed in the pane
+    meanwhile are typed over a text without it, whose reading once replaced the document, the form's edit lost."""
+    open_diagram(page, served, ORDER_AGENT, blocks=5)
+    open_pane(page)
+    page.wait_for_function(PANE_TEXT + " !== null")
+    deselect(page)
+    # the form's text is held back until the user has typed in the pane (a slow server, a fast user)
+    held: list[Any] = []
+    released = False
+
+    def hold(route: Any) -> None:
+        if released:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route("**/preview", hold)
+    with page.expect_request("**/preview"):
+        page.get_by_test_id("field-description").fill("Typed in the form")
+    page.locator(".cm-line").first.click()  # a line outside the blocks' (whose lines would select their block)
+    page.keyboard.press("Control+Home")
+    page.keyboard.press("ArrowDown")  # line 2: `diagram: order-agent`
+    page.keyboard.press("End")
+    with page.expect_response(lambda r: r.url.endswith("/api/parse") and "order-agent-typed" in (r.request.post_data or "")):
+        page.keyboard.type("-typed")
+    for _ in range(500):  # the intercepted request reaches its handler on Playwright's next message
+        if held:
+            break
+        page.wait_for_timeout(10)
+    released = True
+    for route in held:
+        route.continue_()
+
+    page.wait_for_function(PANE_TEXT + "?.includes('diagram: order-agent-typed\\ndescription: Typed in the form')")
+    page.wait_for_function(NOT_PARSING)
+    assert page.get_by_test_id("field-description").input_value() == "Typed in the form"
+    assert page.locator("#diagram-name").input_value() == "order-agent-typed"
+    save(page)
+    written = yaml.safe_load((served.root / ORDER_AGENT).read_text(encoding="utf-8"))
+    assert (written["diagram"], written.get("description")) == ("order-agent-typed", "Typed in the form")
+
+
+def test_a_broken_file_s_pane_stays_open_while_it_is_typed_back_to_reading(page: Any, served: Served) -> None:
+    """A file that does not read opens in its YAML (the pane closed otherwise): the keystroke that makes it read
+    draws the canvas, and the pane stays, so the keys typed next still go into it."""
+    broken = "diagram: repaired\nblocks:\n  - id: start\n    type: Start\n    inputs: {question: hi"
+    (served.root / "aaa_broken.yaml").write_text(broken, encoding="utf-8")
+    page.goto(f"{served.url}/#aaa_broken.yaml")
+    editor = page.get_by_test_id("yaml-editor")
+    editor.wait_for()
+    page.wait_for_function(PANE_TEXT + " === " + repr(broken))
+    editor.click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type("}")
+    page.wait_for_function(f"document.querySelectorAll('{BLOCKS_SELECTOR}').length === 1")
+    page.keyboard.type(" # typed after it read")
+    page.wait_for_function(PANE_TEXT + " === " + repr(broken + "} # typed after it read"))
+    assert page.get_by_test_id("yaml-editor").is_visible()
+    page.wait_for_function(NOT_PARSING)
+    # the pane, open now, closes when asked
+    page.get_by_role("button", name="Close the YAML pane").click()
+    page.get_by_test_id("yaml-pane").wait_for(state="detached")
+    save(page)
+    assert (served.root / "aaa_broken.yaml").read_text(encoding="utf-8") == broken + "} # typed after it read"
 
 
 # ---------------------------------------------------------------- item 8: a problem leads to its field; item 10

@@ -1,6 +1,6 @@
 import { useEffect } from 'react';
 import { ReactFlowProvider } from '@xyflow/react';
-import { decodeHash, isDirty, useStudio } from './store';
+import { decodeHash, isDirty, paneShown, useStudio } from './store';
 import { useShortcuts } from './shortcuts';
 import { Toolbar } from './components/Toolbar';
 import { FilesSidebar } from './components/FilesSidebar';
@@ -32,7 +32,7 @@ const fitToView = () => useStudio.getState().requestFit();
 
 function Studio() {
   const loadError = useStudio((s) => s.loadError);
-  const paneOpen = useStudio((s) => s.paneOpen);
+  const pane = useStudio(paneShown);
   // a file that cannot be drawn opens in its YAML, to be repaired here
   const broken = useStudio((s) => !!s.path && !s.diagram);
   useShortcuts(fitToView);
@@ -75,7 +75,7 @@ function Studio() {
           <DraftBanner />
           <div className={`stage__split${broken ? ' is-broken' : ''}`}>
             <Canvas />
-            {(paneOpen || broken) && <SourcePanel closable={!broken} />}
+            {pane && <SourcePanel closable={!broken} />}
           </div>
         </main>
         <SidePanel />

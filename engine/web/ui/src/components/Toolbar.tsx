@@ -1,6 +1,6 @@
 /** Top bar: file name and state, undo/redo, layout, fit, save, help. */
 import { counts } from '../model/problems';
-import { isDirty, useStudio } from '../store';
+import { isDirty, paneShown, useStudio } from '../store';
 import { Icon } from './Icon';
 
 const NEXT_THEME = { system: 'dark', dark: 'light', light: 'system' } as const;
@@ -15,7 +15,7 @@ export function Toolbar() {
   const validating = useStudio((s) => s.validating);
   const problems = useStudio((s) => s.problems);
   const readOnly = useStudio((s) => !!s.session?.read_only);
-  const paneOpen = useStudio((s) => s.paneOpen);
+  const paneOn = useStudio(paneShown);
   const theme = useStudio((s) => s.theme);
   const hasText = useStudio((s) => s.sourceText !== null);
   const { undo, redo, save, apply, setHelp } = useStudio.getState();
@@ -66,8 +66,8 @@ export function Toolbar() {
         <button type="button" className="tool-btn" onClick={() => useStudio.getState().requestFit()} disabled={!diagram} aria-label="Fit to view" title="Fit to view (F)">
           <Icon name="fit" />
         </button>
-        <button type="button" className={`tool-btn${paneOpen ? ' is-on' : ''}`} onClick={() => useStudio.getState().setPaneOpen(!paneOpen)}
-          aria-pressed={paneOpen} aria-label="YAML source" title="Show the YAML beside the canvas"><Icon name="code" /><span>YAML</span></button>
+        <button type="button" className={`tool-btn${paneOn ? ' is-on' : ''}`} onClick={() => useStudio.getState().setPaneOpen(!paneOn)}
+          aria-pressed={paneOn} aria-label="YAML source" title="Show the YAML beside the canvas"><Icon name="code" /><span>YAML</span></button>
         <button type="button" className="tool-btn" onClick={() => useStudio.getState().setHistoryOpen(true)} disabled={!path}
           aria-label="Version history" title="Version history: the texts the studio saved"><Icon name="history" /></button>
         <button type="button" className="tool-btn" onClick={() => useStudio.getState().setTheme(NEXT_THEME[theme])}

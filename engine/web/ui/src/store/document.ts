@@ -31,8 +31,12 @@ export interface DocumentSlice {
   redo: () => void;
   /** a diagram read from the file: the history starts again unless `keepHistory` (a reload of the same file) */
   replaceDocument: (diagram: Diagram | null, opts?: { keepHistory?: boolean }) => void;
-  /** the diagram the YAML pane's text reads as (one undo step; its problems came with it) */
-  adoptDiagram: (diagram: Diagram) => void;
+  /**
+   * a diagram read from a text becomes the document (one undo step; its problems came with it): with `text`, the
+   * YAML pane's text it was read from (the pane holds the document); without, a text from elsewhere (a draft), which
+   * the pane then follows as it follows the canvas
+   */
+  adoptDiagram: (diagram: Diagram, text?: string) => void;
   /** blocks put down where a drag or the arrow keys left them: one edit, and the drag is over */
   moveTo: (positions: Record<string, XY>) => void;
   copy: () => void;
@@ -126,17 +130,19 @@ export const createDocumentSlice: StateCreator<StudioState, [], [], DocumentSlic
       set({ diagram, past: opts.keepHistory ? get().past : [], future: opts.keepHistory ? get().future : [], pasteCount: 0 });
     },
 
-    adoptDiagram(read) {
+    adoptDiagram(read, text) {
       const { diagram, past } = get();
       const next = diagram ? sharing(diagram, read) : read;
+      // the pane's text and the document it holds change together: a text that is not the pane's must not claim it
+      const pane = text === undefined ? {} : { sourceFor: next, sourceBase: text };
       if (next === diagram) {
-        set({ sourceFor: diagram });
+        set(pane);
         return;
       }
       const merge = coalesceKey === 'source' && Date.now() - coalesceAt < COALESCE_MS && past.length > 0;
       coalesceKey = 'source';
       coalesceAt = Date.now();
-      set({ diagram: next, sourceFor: next, past: merge || !diagram ? past : [...past, diagram].slice(-HISTORY_LIMIT), future: [] });
+      set({ diagram: next, ...pane, past: merge || !diagram ? past : [...past, diagram].slice(-HISTORY_LIMIT), future: [] });
     },
 
     moveTo(positions) {

@@ -10,7 +10,7 @@ import { createChatSlice, type ChatSlice } from './chat';
 import { createDocumentSlice, type DocumentSlice } from './document';
 import { createDraftsSlice, type DraftsSlice } from './drafts';
 import { createRunsSlice, type RunsSlice } from './runs';
-import { createSourceSlice, type SourceSlice } from './source';
+import { createSourceSlice, paneBehind, type SourceSlice } from './source';
 import { createSyncSlice, type SyncSlice } from './sync';
 import { createUiSlice, type UiSlice } from './ui';
 
@@ -29,7 +29,7 @@ export function createStudio() {
   }));
   // an edit anywhere but the pane (canvas, forms, undo): the pane asks for the text the save would write
   store.subscribe((s, before) => {
-    if (s.diagram !== before.diagram && s.diagram && s.diagram !== s.sourceFor && s.sourceText !== null) s.followDocument();
+    if (s.diagram !== before.diagram && paneBehind(s)) s.followDocument();
     // unsaved edits are kept in the browser's storage, per file, until they are saved or discarded
     if ((s.diagram !== before.diagram || s.sourceText !== before.sourceText) && s.path && s.path === before.path) s.keepDraft();
   });
@@ -39,6 +39,7 @@ export function createStudio() {
 export const useStudio = createStudio();
 
 export { decodeHash, isDirty } from './sync';
+export { paneShown } from './source';
 export const isReadOnly = (s: Pick<StudioState, 'session'>) => !!s.session?.read_only;
 export type { ApplyOptions, Edit } from './document';
 export type { ActiveRun } from './runs';

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Parsed } from '../api/types';
 import { setField } from '../model/ops';
 import { basics, diagramFile, emptyCompiled, fakeServer, placedOrderAgent, type Request } from '../test/server';
-import { createStudio, isDirty } from './index';
+import { createStudio, isDirty, paneShown } from './index';
 import { keptLevels } from './sync';
 
 let studio: ReturnType<typeof createStudio>;
@@ -93,6 +93,98 @@ describe('the source slice: the YAML beside the canvas', () => {
     await studio.getState().save();
     expect(s.requests.find((r) => r.method === 'PUT')?.body).toEqual({ base_hash: 'h1', text: `${TEXT}# kept comment\n` });
     expect(isDirty(studio.getState())).toBe(false);
+  });
+});
+
+describe('the pane shows the document, and no edit is lost on either side (the pane once dropped a form\'s edit)', () => {
+  const DESCRIBED = 'diagram: order-agent\ndescription: Typed in the form\nblocks: []\n';
+  const TYPED = 'diagram: order-agent-typed\nblocks: []\n';
+  const BOTH = 'diagram: order-agent-typed\ndescription: Typed in the form\nblocks: []\n';
+  /** The server's reading of these texts: the name and the description they write. */
+  const reading = (r: Request) => {
+    const text = (r.body as { text: string }).text;
+    return parsed({ ...placedOrderAgent(), diagram: /diagram: (\S+)/.exec(text)![1],
+      description: /description: (.*)/.exec(text)?.[1] ?? 'Answers a customer question.' });
+  };
+  const editDescription = () => studio.getState().apply((d) => ({ ...d, description: 'Typed in the form' }));
+
+  it('opens on the text of edits made while it was closed, and a text typed there keeps them', async () => {
+    localStorage.setItem('diagrama:yaml-pane', 'closed');
+    studio = createStudio();
+    history.replaceState(null, '', '#order_agent.yaml');
+    const s = server({
+      'POST /api/diagrams/order_agent.yaml/preview': () => ({ text: DESCRIBED, blocks: {} }),
+      'POST /api/parse': reading,
+    });
+    await studio.getState().init();
+    editDescription();
+    studio.getState().setPaneOpen(true);
+    await vi.waitFor(() => expect(studio.getState().sourceText).toBe(DESCRIBED));
+    expect(s.requests.find((r) => r.path.endsWith('/preview'))?.body).toMatchObject({ text: TEXT, diagram: { description: 'Typed in the form' } });
+    expect(studio.getState()).toMatchObject({ savedText: TEXT, sourceBase: DESCRIBED });
+    expect(studio.getState().sourceFor).toBe(studio.getState().diagram);
+    studio.getState().typeSource(BOTH);
+    await vi.waitFor(() => expect(studio.getState().diagram?.diagram).toBe('order-agent-typed'));
+    expect(studio.getState().diagram?.description).toBe('Typed in the form');
+  });
+
+  it('puts keys typed while an edit\'s text is on its way into that text, and never reads them over the edit', async () => {
+    history.replaceState(null, '', '#order_agent.yaml');
+    let release: (text: string) => void = () => undefined;
+    const s = server({
+      'POST /api/diagrams/order_agent.yaml/preview': () => new Promise((resolve) => {
+        release = (text) => resolve({ text, blocks: {} });
+      }),
+      'POST /api/parse': reading,
+    });
+    await opened();
+    editDescription();
+    await vi.waitFor(() => expect(s.requests.some((r) => r.path.endsWith('/preview'))).toBe(true));
+    studio.getState().typeSource(TYPED);
+    await vi.waitFor(() => expect(s.requests.some((r) => r.path === '/api/parse')).toBe(true));
+    await vi.advanceTimersByTimeAsync(500);
+    // the typed text lacks the description: its reading is held, the document keeps the form's edit
+    expect(studio.getState()).toMatchObject({ parsing: true, sourceText: TYPED });
+    expect(studio.getState().diagram).toMatchObject({ diagram: 'order-agent', description: 'Typed in the form' });
+    expect(s.requests.filter((r) => r.path.endsWith('/preview'))).toHaveLength(1); // asked once, however often wanted
+    release(DESCRIBED);
+    await vi.waitFor(() => expect(studio.getState().parsing).toBe(false));
+    expect(studio.getState().sourceText).toBe(BOTH);
+    expect(studio.getState().diagram).toMatchObject({ diagram: 'order-agent-typed', description: 'Typed in the form' });
+    expect(studio.getState().sourceFor).toBe(studio.getState().diagram);
+    expect(s.requests.filter((r) => r.path === '/api/parse').at(-1)?.body).toMatchObject({ text: BOTH });
+  });
+
+  it('follows a diagram taken from elsewhere (a draft) instead of claiming it holds it', async () => {
+    history.replaceState(null, '', '#order_agent.yaml');
+    server({ 'POST /api/diagrams/order_agent.yaml/preview': () => ({ text: DESCRIBED, blocks: {} }) });
+    await opened();
+    studio.getState().adoptDiagram({ ...placedOrderAgent(), description: 'Typed in the form' });
+    expect(studio.getState().sourceFor).not.toBe(studio.getState().diagram);
+    await vi.waitFor(() => expect(studio.getState().sourceText).toBe(DESCRIBED));
+    expect(studio.getState().sourceFor).toBe(studio.getState().diagram);
+  });
+
+  it('keeps a broken file\'s pane open once its text reads, until it is closed', async () => {
+    localStorage.setItem('diagrama:yaml-pane', 'closed');
+    studio = createStudio();
+    history.replaceState(null, '', '#broken.yaml');
+    server({
+      'GET /api/diagrams/broken.yaml': () => ({ ...diagramFile('broken.yaml'), diagram: null, valid: false }),
+      'GET /api/diagrams/broken.yaml/source': () => ({ path: 'broken.yaml', hash: 'h1', text: 'blocks: [\n', blocks: {} }),
+      'GET /api/diagrams/broken.yaml/runs': () => [],
+      'POST /api/parse': () => parsed(placedOrderAgent()),
+    });
+    await studio.getState().init();
+    await vi.waitFor(() => expect(studio.getState().sourceText).toBe('blocks: [\n'));
+    expect(paneShown(studio.getState())).toBe(true);
+    studio.getState().typeSource('blocks: []\n');
+    await vi.waitFor(() => expect(studio.getState().diagram).not.toBeNull());
+    expect(paneShown(studio.getState())).toBe(true);
+    expect(studio.getState().paneOpen).toBe(false);
+    studio.getState().setPaneOpen(false);
+    expect(paneShown(studio.getState())).toBe(false);
+    expect(localStorage.getItem('diagrama:yaml-pane')).toBe('closed');
   });
 });
 

@@ -204,11 +204,15 @@ export const createSyncSlice: StateCreator<StudioState, [], [], SyncSlice> = (se
         mark('studio:diagram-loaded');
         const samePath = get().path === path;
         const diagram = file.diagram;
+        // a file that does not read opens in its YAML, and the pane stays there when the typing makes it read
+        const paneKept = !diagram || (samePath && get().paneKept);
         get().replaceDocument(diagram, { keepHistory: samePath && opts.silent });
         set({
           sourceText: null,
           savedText: null,
           sourceFor: null,
+          sourceBase: null,
+          paneKept,
           blockLines: {},
           path: file.path,
           hash: file.hash,
@@ -222,7 +226,7 @@ export const createSyncSlice: StateCreator<StudioState, [], [], SyncSlice> = (se
           layout: samePath ? get().layout : null,
         });
         // the text is read when the YAML pane shows it (a broken file opens in it): not on the way to the canvas
-        if (!diagram || get().paneOpen) void get().loadSource(file.path);
+        if (paneKept || get().paneOpen) void get().loadSource(file.path);
         if (!opts.silent) get().offerDraft(file.path);
         if (!diagram) set({ panelTab: 'problems' });
         if (!samePath) {

@@ -1,6 +1,6 @@
 /** Every problem of the diagram; a click selects the block. */
 import type { Problem } from '../../api/types';
-import { useStudio } from '../../store';
+import { paneShown, useStudio } from '../../store';
 
 /** Where a problem is: its block and field, or the other file it is in (a registry, a CSV), and its line. */
 export function where(p: Problem): string {
@@ -26,7 +26,7 @@ export function ProblemsPanel() {
               const s = useStudio.getState();
               if (p.block) s.focusBlock(p.block, p.field);
               // a problem of the text itself (not YAML, no blocks yet): its line in the YAML pane
-              if (p.line !== null && p.file === null && (!p.block || s.paneOpen)) {
+              if (p.line !== null && p.file === null && (!p.block || paneShown(s))) {
                 s.setPaneOpen(true);
                 useStudio.setState({ revealLine: p.line });
               }
