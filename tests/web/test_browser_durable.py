@@ -63,7 +63,7 @@ def test_a_waiting_run_is_answered_from_its_form(page: Any, durable: Served, art
     form.get_by_role("button", name="Send answer").click()
     problems = form.get_by_role("alert")
     problems.wait_for()
-    assert problems.inner_text() == "note: 'ok' is too short"
+    assert problems.inner_text() == 'note: "ok" is shorter than 5 characters'
     shot(page, artifacts, "durable-wrong-answer")
     assert panel.locator(".run-status strong").inner_text() == "waiting"
 
