@@ -424,6 +424,7 @@ def run_row(row: Mapping[str, Any]) -> dict[str, Any]:
             except SnapshotDamaged as exc:
                 found[name] = None
                 found["damaged"] = f"its stored {name} is damaged: {exc}"
+    found["stored_status"] = found["status"]  # what a take-over compares against (live_status reads it differently)
     found["status"] = live_status(found)
     return found
 

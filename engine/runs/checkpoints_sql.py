@@ -128,7 +128,9 @@ def _connect(url: str) -> Engine:
         raise OSError(f"the checkpoint store's URL {shown!r} is not a SQLAlchemy URL "
                       "(e.g. postgresql+psycopg://user@host/db)") from None
     try:
-        engine = create_engine(url, pool_size=5, max_overflow=10)
+        # Pre-ping and recycle: after a database restart a pooled connection is dead; without a ping every statement on
+        # one fails until the pool happens to drop it (minutes of 500s).
+        engine = create_engine(url, pool_size=5, max_overflow=10, pool_pre_ping=True, pool_recycle=1800)
     except (ImportError, NoSuchModuleError) as exc:
         fix = f"pip install {_DRIVERS[driver]}" if driver in _DRIVERS else "install its SQLAlchemy driver"
         if scheme == "postgresql" and driver != "psycopg":

@@ -167,7 +167,7 @@ def resume_turn(store: CheckpointStore, run_id: str, *, registry: BlockRegistry,
     if status == "waiting":
         resumed.answer = Answer(str(waiting.get("block")), answer, float(waiting.get("asked_at") or 0))
     _check_block(diagram, resumed.next, run_id)
-    if take and not store.take_over(run_id, "running" if status == INTERRUPTED else status, row.get("pid")):
+    if take and not store.take_over(run_id, row.get("stored_status", status), row.get("pid")):
         raise TurnRefused(f"run '{run_id}' is already being resumed elsewhere", reason="taken")
     session = row.get("session")
     return Turn(diagram, run_id, store, inputs, str(session) if session else None, resumed,
@@ -221,7 +221,7 @@ def carry_on(store: CheckpointStore, diagram: Diagram, run: Mapping[str, Any], *
         return None  # written by a version that encoded differently: it starts again
     if resumed.next is not None and resumed.next not in diagram.blocks:
         return None
-    if not store.take_over(str(run["run_id"]), "running", run.get("pid")):
+    if not store.take_over(str(run["run_id"]), run.get("stored_status", "running"), run.get("pid")):
         return None  # another worker took it first
     session = run.get("session")
     return Turn(diagram, str(run["run_id"]), store, dict(run.get("inputs") or {}), str(session) if session else None,
@@ -238,7 +238,7 @@ def cancel_turn(store: CheckpointStore, run_id: str) -> None:
     if status not in ("waiting", INTERRUPTED):
         raise TurnRefused(f"run '{run_id}' is {status}: only a waiting or interrupted run is cancelled",
                           reason="not_resumable")
-    if not store.take_over(run_id, "running" if status == INTERRUPTED else status, row.get("pid")):
+    if not store.take_over(run_id, row.get("stored_status", status), row.get("pid")):
         raise TurnRefused(f"run '{run_id}' is already being resumed elsewhere", reason="taken")
     store.end(run_id, "cancelled", None)
     if row.get("session"):
@@ -291,7 +291,7 @@ async def run_turn(turn: Turn, *, services: Services, runs_dir: Path | None = Pa
             await reach(_releaser(turn, None))
         raise
     # Interrupted (Ctrl-C, a cancellation: no result) or waiting, the turn keeps its session until it goes on.
-    if turn.session is not None and reach is not None and result.status != "waiting":
+    if turn.session is not None and reach is not None and result.status not in ("waiting", INTERRUPTED):
         await reach(_releaser(turn, result))  # succeeded: its memory stored; failed: the session as it was
     return result
 

@@ -34,10 +34,19 @@ if TYPE_CHECKING:
     from engine.compile.diagram import CompiledBlock
     from engine.runtime.run import Run
 
-__all__ = ["HOLD_S", "advance", "within_deadline"]
+__all__ = ["HOLD_S", "RunStopped", "advance", "within_deadline"]
 
 HOLD_S = 0.05
 """The longest the step loop keeps the event loop through steps that never wait, before it gives it back."""
+
+
+class RunStopped(BaseException):
+    """The run was asked to stop before its next step (Services.stops): `status` is `cancelled` or `interrupted`. A
+    BaseException: no block's error level and no Subdiagram's child takes it; the top run's `whole` ends with it."""
+
+    def __init__(self, status: str) -> None:
+        super().__init__(status)
+        self.status = status
 
 
 async def advance(run: Run, block: CompiledBlock | None, came_from: CompiledBlock | None = None, *,
@@ -54,6 +63,7 @@ async def advance(run: Run, block: CompiledBlock | None, came_from: CompiledBloc
     durable = run.durable
     checkpointing = durable is not None
     file = run.trace.file
+    stops, top_id = run.ctx.services.stops, root.ctx.run_id  # the dict is shared: a stop asked later is seen
     clock, stepped_now, stepped = time.perf_counter, step_now, step  # read once: this loop turns once per step
     began = clock()
     deadline = run.ctx.deadline  # loop time; on this loop's clock below
@@ -70,6 +80,8 @@ async def advance(run: Run, block: CompiledBlock | None, came_from: CompiledBloc
             if file.pending and (now >= file.flush_due_at or now - run.step_began >= SLOW_STEP_S):
                 file.flush()
             run.step_began = now
+            if stops and top_id in stops:  # between steps: the last block with effects is checkpointed
+                raise RunStopped(stops[top_id])
             if nested:  # a pass ends back at its Loop; nested steps count in the top run's budget, a child's in its own
                 if block is stop:
                     break

@@ -113,6 +113,9 @@ class Services:
     """Called with (block id, piece) for each piece of a streamed answer as it arrives, whatever the message level."""
     scripted: ScriptedBlocks | None = None
     """A scenario's replies for blocks it scripts itself (a Function's), and the calls they make; None outside one."""
+    stops: dict[str, str] = field(default_factory=dict)
+    """Top runs asked to stop at their next step, by id: `cancelled` (a caller cancelled it) or `interrupted` (the
+    server drains: it goes on from its last checkpoint when resumed). The step loop looks here before each step."""
     inline_calls: bool = False
     """A plain `def` Function runs on the run's own thread, stopped at its timeout by a timer signal, rather than on a
     handler thread: for a process that runs one run in its main thread (`diagrama run`, `resume`), where holding the
@@ -133,6 +136,7 @@ class Services:
         self.inline_calls = source.inline_calls
         self.stream = source.stream
         self.text_observers = source.text_observers
+        self.stops = source.stops
 
     def secrets(self, names: Iterable[str] = ()) -> list[str]:
         """Values of environment variables that hold keys, and of those `names` (a diagram's `secrets:`), so that the

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from engine.errors import BlockError, RunError, RunFailed, RunSuspended, TableError, TemplateError, TraceWriteFailed
 from engine.format.tables import to_table
-from engine.runtime.advance import advance, within_deadline
+from engine.runtime.advance import RunStopped, advance, within_deadline
 from engine.runtime.error_levels import record_bug
 from engine.runtime.failures import bug
 from engine.runtime.result import RunResult, SubdiagramRun
@@ -111,6 +111,15 @@ class Run:
                     raise
         except Exception as exc:  # a bug outside any block's step
             record_bug(self, self.ctx.current, bug(self.ctx.current, exc), exc)
+        except RunStopped as stop:
+            if self.nested:  # the top run's `whole` ends it; each child on the way stops where it was
+                self.finish("interrupted")
+                raise
+            status = stop.status
+            kind, said = ("run_cancelled", "the run was cancelled") if status == "cancelled" else \
+                ("run_interrupted", "the run was stopped by its server (draining); it goes on from its last "
+                 "checkpoint when resumed")
+            self.errors.append({"block": self.ctx.current.id, "type": kind, "message": said})
         except BaseException as exc:
             if not self.nested:
                 self.errors.append({"block": self.ctx.current.id, "type": "run_interrupted",

@@ -91,6 +91,11 @@ class Durable:
         turn.store = self.store  # its checkpoints on the loop's connection, as every run's here
         return turn
 
+    async def interrupted(self) -> list[str]:
+        """The ids of this folder's interrupted top runs (a drained or killed server's), oldest change first."""
+        rows = await self._off_loop(lambda store: store.runs(_RESUMED_AT_START, statuses=(INTERRUPTED,)))
+        return [str(row["run_id"]) for row in reversed(rows) if self._ours(row["diagram"])]
+
     async def hold(self, turn: Turn) -> None:
         """A new run's session, held from the request on when it is free (turns go in the order they came; one that
         another turn still runs waits for it when the run starts); Refused 409 while the session's last turn is
@@ -117,6 +122,9 @@ class Durable:
             self._side.close()
         self.store.close()
 
+
+_RESUMED_AT_START = 10_000
+"""The most interrupted runs `--resume-interrupted` takes up at a start."""
 
 _STATUS = {"not_found": 404, "answer": 400, "input": 400}
 """A TurnRefused's HTTP status by its reason; any other reason is a conflict with the run's or session's state (409)."""
