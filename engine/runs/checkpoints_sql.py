@@ -23,22 +23,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import (
-    Column,
-    Float,
-    Integer,
-    LargeBinary,
-    MetaData,
-    Table,
-    Text,
-    and_,
-    delete,
-    func,
-    insert,
-    or_,
-    select,
-    update,
-)
+from sqlalchemy import Column, Float, Integer, LargeBinary, MetaData, Table, Text, and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError, OperationalError, ProgrammingError
 
@@ -56,7 +41,10 @@ from engine.runs.checkpoints import (
 from engine.runs.session_memory import MemoryBase, compact, expand_all, log_rows, memory_at, rewritten, tombstone
 from engine.runs.traces import INTERRUPTED
 
-__all__ = ["SqlCheckpoints", "shown_url"]
+__all__ = ["OUTAGE_S", "SqlCheckpoints", "shown_url"]
+
+OUTAGE_S = 60.0
+"""How long a statement is tried again while the database does not answer (a restart, a failover)."""
 
 metadata = MetaData()
 run_states = Table(
@@ -128,9 +116,7 @@ def _connect(url: str) -> Engine:
         raise OSError(f"the checkpoint store's URL {shown!r} is not a SQLAlchemy URL "
                       "(e.g. postgresql+psycopg://user@host/db)") from None
     try:
-        # Pre-ping and recycle: after a database restart a pooled connection is dead; without a ping every statement on
-        # one fails until the pool happens to drop it (minutes of 500s).
-        engine = create_engine(url, pool_size=5, max_overflow=10, pool_pre_ping=True, pool_recycle=1800)
+        engine = create_engine(url, pool_size=5, max_overflow=10, pool_recycle=1800)
     except (ImportError, NoSuchModuleError) as exc:
         fix = f"pip install {_DRIVERS[driver]}" if driver in _DRIVERS else "install its SQLAlchemy driver"
         if scheme == "postgresql" and driver != "psycopg":
@@ -179,6 +165,8 @@ class SqlCheckpoints:
         self.url = url
         self._engine = _engine(url)
         self._dialect = self._engine.dialect.name
+        self.remote = self._dialect != "sqlite"
+        """Across a network: a step loop writes its checkpoints off the event loop (engine.runtime.advance)."""
         self._save = self._save_statement()
         self._bases: dict[str, MemoryBase] = {}
         """The memory each session turn running here began with, by run id: its checkpoints are written against it."""
@@ -195,20 +183,28 @@ class SqlCheckpoints:
         return self._with(work, self._engine.connect)
 
     def _with(self, work: Any, opened: Any) -> Any:
-        for attempt in (1, 2):
+        gives_up = time.monotonic() + OUTAGE_S
+        pause = 0.1
+        while True:
             try:
                 with opened() as connection:
                     return work(connection)
             except DBAPIError as exc:
                 # A pooled connection the database closed (a restart, an idle timeout) is found out here, not by a
-                # ping before each use (a round trip per checkpoint): once more, on a new connection. Every write is
-                # an upsert or a conditional update, so a second try of a write that did commit changes nothing.
-                if attempt == 1 and exc.connection_invalidated:
+                # ping before each use (a round trip per checkpoint): again, on a new connection. A database that
+                # does not answer (restarting) is tried again for OUTAGE_S, so a restart does not fail the runs in
+                # flight. Every write is an upsert or a conditional update: a second try of one that did commit
+                # changes nothing.
+                if exc.connection_invalidated and pause == 0.1:
+                    pause = 0.11  # the first retry is at once
                     continue
                 if isinstance(exc, OperationalError):
+                    if time.monotonic() + pause < gives_up:
+                        time.sleep(pause)
+                        pause = min(pause * 2, 2.0)
+                        continue
                     raise OSError(f"the checkpoint store {self.where}: {_scrubbed(exc, self.url)}") from None
                 raise
-        raise AssertionError("unreachable")
 
     def _run(self, statement: Any) -> int:
         """One statement in its own transaction: the rows it changed."""

@@ -62,6 +62,7 @@ async def advance(run: Run, block: CompiledBlock | None, came_from: CompiledBloc
     own_limit = run.own_limit
     durable = run.durable
     checkpointing = durable is not None
+    off_loop = checkpointing and getattr(durable.store, "remote", False)  # type: ignore[union-attr]  # just checked
     file = run.trace.file
     stops, top_id = run.ctx.services.stops, root.ctx.run_id  # the dict is shared: a stop asked later is seen
     clock, stepped_now, stepped = time.perf_counter, step_now, step  # read once: this loop turns once per step
@@ -100,7 +101,10 @@ async def advance(run: Run, block: CompiledBlock | None, came_from: CompiledBloc
             else:
                 came_from, block = block, stepped_now(run, block, came_from)
             if checkpointing and came_from.effects:
-                durable.save(block, came_from)  # type: ignore[union-attr]  # `checkpointing` says it is there
+                if off_loop:  # a database across a network: its round trip does not hold the event loop
+                    await durable.save_off_loop(block, came_from)  # type: ignore[union-attr]  # as below
+                else:
+                    durable.save(block, came_from)  # type: ignore[union-attr]  # `checkpointing` says it is there
     except RunSuspended as request:
         if checkpointing:
             # The Wait is the step that raised (`ctx.current`); `came_from` is still the block before it.

@@ -9,8 +9,9 @@ checkpoint holds and how it is encoded is engine.runtime.durable's; the store is
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from engine.errors import CheckpointFailed, RunSuspended
 from engine.runtime.durable import Checkpoints, Resumed, SnapshotError, encode_state
@@ -58,6 +59,29 @@ class Checkpointer:
 
     def save(self, following: CompiledBlock | None, came_from: CompiledBlock | None) -> None:
         """Write the run's state, to continue at `following` (None: the run's end); committed before it returns."""
+        seq, state = self._prepared(following, came_from)
+        try:
+            self.store.save(self.run.ctx.run_id, seq, state)
+        except OSError as exc:
+            self._failed(came_from, exc)
+
+    async def save_off_loop(self, following: CompiledBlock | None, came_from: CompiledBlock | None) -> None:
+        """`save`, its write on a thread: for a store across a network (PostgreSQL), whose round trip would hold the
+        event loop, and every other run of a server with it. The state is taken here, on the loop, before the await:
+        a concurrent Loop's other passes change the scope meanwhile."""
+        seq, state = self._prepared(following, came_from)
+        try:
+            await asyncio.to_thread(self.store.save, self.run.ctx.run_id, seq, state)
+        except OSError as exc:
+            self._failed(came_from, exc)
+
+    def _failed(self, came_from: CompiledBlock | None, exc: OSError) -> NoReturn:
+        run = self.run
+        at = came_from.id if came_from is not None else run.diagram.start.id
+        run.end(CheckpointFailed(f"the checkpoint after '{at}' could not be written: {exc}", block=at), announce=True)
+
+    def _prepared(self, following: CompiledBlock | None, came_from: CompiledBlock | None) -> tuple[int, bytes]:
+        """The next checkpoint's number (taken) and state; the trace flushed to cover it."""
         run = self.run
         at = came_from.id if came_from is not None else run.diagram.start.id
         try:
@@ -71,13 +95,9 @@ class Checkpointer:
         file = run.trace.file
         if file.pending:
             file.flush()
-        try:
-            self.store.save(run.ctx.run_id, self.seq + 1, state)
-        except OSError as exc:
-            run.end(CheckpointFailed(f"the checkpoint after '{at}' could not be written: {exc}", block=at),
-                    announce=True)
         self.seq += 1
         self.marked = len(run.path)
+        return self.seq, state
 
     def last(self) -> None:
         """At the run's end: the blocks run since the last checkpoint, and the scope as it ended, so that a replay can
