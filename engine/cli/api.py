@@ -73,16 +73,30 @@ def _finite(_context: click.Context, _param: click.Parameter, value: float) -> f
               help="a folder besides the diagrams' own that they may read files from (repeatable)")
 @click.option("--prune-after", help="delete finished runs' checkpoints this long after they end (s, m, h, d: 7d), "
               "checked hourly; default $DIAGRAMA_PRUNE_AFTER, else kept")
+@click.option("--callback-secret", help="the secret callbacks are signed with (HMAC-SHA256; at least 16 characters); "
+              "default $DIAGRAMA_CALLBACK_SECRET, which keeps it out of the process list. Without one, a run request's "
+              "callback_url is refused")
+@click.option("--callback-host", multiple=True, metavar="HOST",
+              help="a host a run's callback_url may name (as allowed_hosts: api.example.com, *.example.com, "
+                   "localhost:8080; repeatable); default $DIAGRAMA_CALLBACK_HOSTS, comma-separated; none: no callbacks")
+@click.option("--otel", is_flag=True, help="export each run as OpenTelemetry spans over OTLP (OTEL_EXPORTER_OTLP_* "
+              "variables; or DIAGRAMA_OTEL=1); on Celery, start the workers with --otel")
 @log_options("info")
 def api(folder: Path, port: int, host: str, keys_file: Path | None, no_auth: bool, rpm: float, offline: bool,
         backend: str, broker: str | None, store_url: str | None, runs_dir: Path | None, data_root: tuple[Path, ...],
-        prune_after: str | None, log_format: str | None, log_level: str) -> None:
+        prune_after: str | None, log_format: str | None, log_level: str, callback_secret: str | None, callback_host: tuple[str, ...],
+        otel: bool) -> None:
     """Serve the folder's robots over HTTP: list them, run them, follow their events (SSE); bearer keys required."""
     for module in ("starlette", "uvicorn", "sse_starlette"):
         require_extra(module, "web", "api")
     if backend == "celery":
         require_extra("celery", "celery", "api --backend celery")
         require_extra("sqlalchemy", "celery", "api --backend celery")
+    from engine.runs.otel import otel_wanted
+
+    if otel_wanted(otel) and backend != "celery":  # on Celery the workers export the runs
+        require_extra("opentelemetry.sdk", "otel", "api --otel")
+        require_extra("opentelemetry.exporter.otlp.proto.http", "otel", "api --otel")
     import uvicorn
 
     from engine.errors import DiagramaError, UsageError
@@ -102,7 +116,8 @@ def api(folder: Path, port: int, host: str, keys_file: Path | None, no_auth: boo
                          keys_file=keys_file, no_auth=no_auth, rpm=rpm or None, offline=offline,
                          backend=backend,  # type: ignore[arg-type]  # create_app refuses another name
                          broker=broker, store_url=store_url, data_roots=tuple(data_root or ()),
-                         prune_after=prune_after)
+                         prune_after=prune_after, callback_secret=callback_secret,
+                         callback_hosts=callback_host or None, otel=otel)
     except DiagramaError as exc:
         raise fail(exc) from None
     from engine.runs.prune import RETENTION_VARIABLE

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,23 +27,25 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    and_,
     create_engine,
     delete,
     event,
     insert,
     inspect,
+    or_,
     select,
     text,
     update,
 )
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from engine.compile.diagram import Diagram
 from engine.format.jsonout import plain
 from engine.runtime.execute import RunResult
 
-__all__ = ["STORE_VARIABLE", "RunStore", "default_store_url", "open_recorded_store", "open_store"]
+__all__ = ["STORE_VARIABLE", "RequestKey", "RunStore", "default_store_url", "open_recorded_store", "open_store"]
 
 STORE_VARIABLE = "DIAGRAMA_STORE"
 """The environment variable that names the run store's SQLAlchemy URL."""
@@ -67,8 +70,21 @@ runs = Table(
     Column("trace", Text),
     Column("attempt", Integer),
     Column("path", JSON),  # the blocks in the order they ran: `diagrama api` answers a recorded run with them
+    Column("session", String(100)),  # the conversation a run was a turn of: `GET /v1/runs?session=` lists them
 )
 Index("runs_batch_row", runs.c.batch_id, runs.c.row, unique=True)
+_RUNS_STARTED = Index("runs_started", runs.c.started, runs.c.run_id)
+"""Pages of runs newest first (`page`): keyset pagination on (started, run_id) reads the index, not the table."""
+request_keys = Table(
+    "request_keys", metadata,
+    Column("key_id", String(80), primary_key=True),
+    Column("request_key", String(255), primary_key=True),
+    Column("fingerprint", String(64), nullable=False),
+    Column("run_id", String(80)),
+    Column("created", Float, nullable=False, index=True),
+)
+"""`diagrama api`'s Idempotency-Key values, per API key: the run the first request with one started. The primary key
+decides which of two racing requests (two API processes) starts the run."""
 batches = Table(
     "batches", metadata,
     Column("batch_id", String(80), primary_key=True),
@@ -103,6 +119,15 @@ def open_recorded_store(runs_dir: Path) -> RunStore | None:
     return RunStore(url or default_store_url(runs_dir))
 
 
+@dataclass(frozen=True)
+class RequestKey:
+    """An Idempotency-Key's claim: the request it came with (its fingerprint), its run, when it was made."""
+
+    fingerprint: str
+    run_id: str | None
+    created: float
+
+
 class RunStore:
     """Runs and batches in one database; safe for several processes (workers) at once."""
 
@@ -126,9 +151,10 @@ class RunStore:
         _add_new_columns(self.engine)
 
     def record(self, result: RunResult, diagram: Diagram, inputs: dict[str, Any], *, batch_id: str | None = None,
-               row: int | None = None, attempt: int = 1) -> bool:
-        """Store a run; False when its (batch, row) already succeeded (nothing is stored twice)."""
-        values = _row(result, diagram, inputs, batch_id=batch_id, row=row, attempt=attempt)
+               row: int | None = None, attempt: int = 1, session: str | None = None) -> bool:
+        """Store a run (a turn of `session`, if given); False when its (batch, row) already succeeded (nothing is
+        stored twice)."""
+        values = _row(result, diagram, inputs, batch_id=batch_id, row=row, attempt=attempt, session=session)
         with self.engine.begin() as connection:
             if batch_id is None:
                 # A batch row's run continued on its own (`diagrama resume` answering its Wait) stays the row's.
@@ -147,11 +173,14 @@ class RunStore:
             connection.execute(insert(runs).values(**values))
         return True
 
-    def record_runs(self, recorded: Sequence[tuple[RunResult, Diagram, dict[str, Any]]]) -> None:
-        """Store runs outside any batch in one transaction (`diagrama api`'s, a few at a time: one commit for all)."""
+    def record_runs(self, recorded: Sequence[tuple[RunResult, Diagram, dict[str, Any]]],
+                    sessions: Mapping[str, str] | None = None) -> None:
+        """Store runs outside any batch in one transaction (`diagrama api`'s, a few at a time: one commit for all);
+        `sessions`: run id → the session it was a turn of."""
         if not recorded:
             return
-        rows = [_row(result, diagram, inputs) for result, diagram, inputs in recorded]
+        rows = [_row(result, diagram, inputs, session=(sessions or {}).get(result.run_id))
+                for result, diagram, inputs in recorded]
         with self.engine.begin() as connection:
             connection.execute(delete(runs).where(runs.c.run_id.in_([row["run_id"] for row in rows])))
             connection.execute(insert(runs), rows)
@@ -202,6 +231,75 @@ class RunStore:
             found = connection.execute(select(runs).order_by(runs.c.started.desc()).limit(limit)).mappings().all()
         return [dict(r) for r in found]
 
+    def page(self, *, folder: Path, diagram: Path | None = None, statuses: Collection[str] | None = None,
+             other_than: Collection[str] = (), session: str | None = None, since: float | None = None,
+             before: tuple[float, str] | None = None, run_ids: Collection[str] | None = None,
+             limit: int = 50) -> list[dict[str, Any]]:
+        """Up to `limit` runs of diagrams under `folder` (or of `diagram` alone), newest first by (started, run_id):
+        those with a status in `statuses` (None: any) and none of `other_than`, of `session`, started at or after
+        `since`, before the (started, run_id) of `before` (the last of the page before: keyset pagination), among
+        `run_ids` if given. No variables, inputs or errors: a listing's columns."""
+        wanted = runs.c.diagram == str(diagram.resolve()) if diagram is not None \
+            else runs.c.diagram.startswith(f"{folder.resolve()}/", autoescape=True)
+        query = select(runs.c.run_id, runs.c.diagram, runs.c.status, runs.c.started, runs.c.finished,
+                       runs.c.duration_ms, runs.c.steps, runs.c.tokens, runs.c.session) \
+            .where(wanted, runs.c.started.is_not(None))
+        if statuses is not None:
+            query = query.where(runs.c.status.in_(list(statuses)))
+        if other_than:
+            query = query.where(runs.c.status.not_in(list(other_than)))
+        if session is not None:
+            query = query.where(runs.c.session == session)
+        if run_ids is not None:
+            query = query.where(runs.c.run_id.in_(list(run_ids)))
+        if since is not None:
+            query = query.where(runs.c.started >= since)
+        if before is not None:
+            started, run_id = before
+            query = query.where(or_(runs.c.started < started, and_(runs.c.started == started, runs.c.run_id < run_id)))
+        query = query.order_by(runs.c.started.desc(), runs.c.run_id.desc()).limit(limit)
+        with self.engine.connect() as connection:
+            return [dict(r) for r in connection.execute(query).mappings().all()]
+
+    def claim_request_key(self, key_id: str, key: str, fingerprint: str, *, kept_s: float,
+                          starting_s: float) -> RequestKey | None:
+        """Claim an Idempotency-Key for a request about to start a run: None when this request has it (start the run,
+        then `bind_request_key`), else the claim that holds it (its run, None while that request starts it). A claim
+        older than `kept_s` is gone; one whose run never came within `starting_s` (its process died) is taken over."""
+        for _ in range(3):  # the row found taken may be deleted (expired, released) before it is read: try again
+            now = time.time()
+            with self.engine.begin() as connection:
+                mine = and_(request_keys.c.key_id == key_id, request_keys.c.request_key == key)
+                connection.execute(delete(request_keys).where(mine, or_(
+                    request_keys.c.created < now - kept_s,
+                    and_(request_keys.c.run_id.is_(None), request_keys.c.created < now - starting_s))))
+            try:
+                with self.engine.begin() as connection:
+                    connection.execute(insert(request_keys).values(key_id=key_id, request_key=key,
+                                                                   fingerprint=fingerprint, created=now))
+                return None
+            except IntegrityError:  # another request has it: the unique key decided
+                with self.engine.connect() as connection:
+                    found = connection.execute(select(request_keys).where(mine)).mappings().first()
+                if found is not None:
+                    return RequestKey(found["fingerprint"], found["run_id"], float(found["created"]))
+        raise RuntimeError(f"the claim of Idempotency-Key {key!r} kept changing under this request")
+
+    def bind_request_key(self, key_id: str, key: str, run_id: str | None) -> None:
+        """The run a claimed key started; None lets the claim go (the request started no run: it may be sent again)."""
+        mine = and_(request_keys.c.key_id == key_id, request_keys.c.request_key == key, request_keys.c.run_id.is_(None))
+        with self.engine.begin() as connection:
+            if run_id is None:
+                connection.execute(delete(request_keys).where(mine))
+            else:
+                connection.execute(update(request_keys).where(mine).values(run_id=run_id))
+
+    def forget_request_keys(self, older_than_s: float) -> int:
+        """Delete the Idempotency-Key claims older than `older_than_s`; how many."""
+        with self.engine.begin() as connection:
+            return connection.execute(delete(request_keys).where(
+                request_keys.c.created < time.time() - older_than_s)).rowcount
+
     def drop_variables(self, names: Mapping[str, Collection[str]]) -> int:
         """Take `names[run_id]` out of each run's recorded variables (a pruned session turn's memory, which its
         session holds: engine.runs.prune); how many records changed."""
@@ -222,19 +320,20 @@ class RunStore:
 
 
 def _row(result: RunResult, diagram: Diagram, inputs: dict[str, Any], *, batch_id: str | None = None,
-         row: int | None = None, attempt: int = 1) -> dict[str, Any]:
+         row: int | None = None, attempt: int = 1, session: str | None = None) -> dict[str, Any]:
     return {
         "run_id": result.run_id, "diagram": str(diagram.path.resolve()), "content_hash": diagram.content_hash,
         "inputs": plain(result.redact(inputs)), "status": result.status, "started": time.time() - result.duration,
         "finished": time.time(), "duration_ms": round(result.duration * 1000, 3), "steps": result.steps,
         "errors": plain(result.errors), "variables": plain(result.variables), "tokens": result.tokens,
         "batch_id": batch_id, "row": row, "trace": str(result.trace.resolve()) if result.trace else None,
-        "attempt": attempt, "path": list(result.path),
+        "attempt": attempt, "path": list(result.path), "session": session,
     }
 
 
 def _add_new_columns(engine: Engine) -> None:
-    """Columns added since a store was made (`attempt`) are added to it; existing rows read them as NULL."""
+    """Columns added since a store was made (`attempt`, `session`) are added to it; existing rows read them as NULL.
+    So is the index on `started` (create_all makes the indexes of the tables it makes, not of those it finds)."""
     present = {column["name"] for column in inspect(engine).get_columns("runs")}
     for column in runs.columns:
         if column.name in present:
@@ -247,6 +346,12 @@ def _add_new_columns(engine: Engine) -> None:
             # Another process added it first.
             if column.name not in {c["name"] for c in inspect(engine).get_columns("runs")}:
                 raise
+    try:
+        _RUNS_STARTED.create(engine, checkfirst=True)
+    except (OperationalError, ProgrammingError):
+        # Another process made it first.
+        if _RUNS_STARTED.name not in {index["name"] for index in inspect(engine).get_indexes("runs")}:
+            raise
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:

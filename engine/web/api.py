@@ -27,6 +27,7 @@ from engine.runs.prune import RETENTION_VARIABLE, parse_retention
 from engine.runs.service_logs import configure as configure_logs
 from engine.runtime.context import Services
 from engine.web.service.app import OPERATIONS, Backend, RobotsApi
+from engine.web.service.around import AroundRuns, otel_export
 from engine.web.service.durable import Durable
 from engine.web.service.gate import Gate, RateLimits, RequestLog
 from engine.web.service.keys import KEYS_VARIABLE, ApiKey, KeyRing, LocalRateLimits, keys_from_environ, keys_from_file
@@ -63,10 +64,15 @@ def create_app(
     store_url: str | None = None,
     data_roots: tuple[Path, ...] = (),
     prune_after: str | None = None,
+    callback_secret: str | None = None,
+    callback_hosts: tuple[str, ...] | None = None,
+    otel: bool = False,
 ) -> Starlette | Any:
     """The robots API over `folder` (default $DIAGRAMA_API_DIR, else `diagrams`) as an ASGI app; UsageError when it
     cannot serve (no keys without `no_auth`, a bad keys file, not a folder, a retention that is no duration).
-    `prune_after` (else $DIAGRAMA_PRUNE_AFTER; `7d`, `12h`…): prune finished runs' checkpoints past it, periodically."""
+    `prune_after` (else $DIAGRAMA_PRUNE_AFTER; `7d`, `12h`…): prune finished runs' checkpoints past it, periodically.
+    `callback_secret` (else $DIAGRAMA_CALLBACK_SECRET) signs run callbacks, sent only to `callback_hosts` (else
+    $DIAGRAMA_CALLBACK_HOSTS); `otel` (or DIAGRAMA_OTEL=1) exports each run's spans (engine.web.service.around)."""
     from engine.runtime.api import default_registry
 
     root = Path(folder if folder is not None else os.environ.get(DIR_VARIABLE, "diagrams"))
@@ -89,6 +95,7 @@ def create_app(
     limits: RateLimits = LocalRateLimits()
     chosen: Backend
     run_store: Any
+    export = otel_export(otel, services, celery=backend == "celery")  # an observer before the backend's relay
     if backend == "celery":
         from engine.runs.store import default_store_url
         from engine.web.service.celery import CeleryBackend
@@ -105,6 +112,8 @@ def create_app(
     api = RobotsApi(root, Robots(root, registry or default_registry(), data_roots), chosen, plain,
                     secured=ring is not None)
 
+    around = AroundRuns.build(root, chosen, run_store, services.environ, callback_secret=callback_secret,
+                              callback_hosts=callback_hosts, export=export)
     pruner = Pruner(chosen.durable, retention, run_store) if retention is not None else None
 
     @contextlib.asynccontextmanager
@@ -115,8 +124,9 @@ def create_app(
             pruning.cancel()
             await asyncio.gather(pruning, return_exceptions=True)
         await chosen.close()  # a local run still going is interrupted (its trace says so)
+        await around.close()
 
-    app = Starlette(routes=api.routes(), lifespan=lifespan)
+    app = Starlette(routes=api.routes(around), lifespan=lifespan)
     app.state.api = api
     app.state.backend = chosen
     app.state.pruner = pruner

@@ -18,7 +18,7 @@ import orjson
 from pydantic import ValidationError
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from engine.compile.diagram import Diagram
@@ -29,6 +29,7 @@ from engine.format.validation import dotted, validation_message
 from engine.runs.turn import Turn
 from engine.web.files import FolderError
 from engine.web.http import JSON, answer, read_body
+from engine.web.service.around import AROUND_OPERATIONS, AroundRuns
 from engine.web.service.durable import Durable, Refused
 from engine.web.service.models import (
     SESSION_PATTERN,
@@ -86,6 +87,7 @@ class ApiError(Exception):
 
 
 _NOT_FOUND = Answer("no such robot or run", ErrorAnswer)
+_LOCATED = {"Location": "the run's URL", "X-Run-Id": "the run's id"}
 _BAD = Answer("the body is not a RunRequest, or the inputs do not fit the robot's: every problem", ErrorAnswer)
 _SESSION = re.compile(SESSION_PATTERN)
 
@@ -93,10 +95,11 @@ DURABLE_OPERATIONS: tuple[Operation, ...] = (
     Operation("POST", "/v1/runs/{run_id}/resume", "resumeRun",
               "Answer the `Wait` a run stopped at (or go on with an interrupted run): it goes on under its id "
               "(`wait` as for startRun)",
-              {200: Answer("the run ended, or stopped at its next Wait", RunAnswer),
-               202: Answer("the run goes on (`wait: false`)", RunAccepted, headers={"Location": "the run's URL"}),
-               400: Answer("the body is not a ResumeRequest, or the answer does not fit the Wait's form: every "
-                           "problem (the run is still waiting)", ErrorAnswer),
+              {200: Answer("the run ended, or stopped at its next Wait (the headers come at once, the body when it "
+                           "does)", RunAnswer, headers=_LOCATED),
+               202: Answer("the run goes on (`wait: false`)", RunAccepted, headers=_LOCATED),
+               400: Answer("the body is not a ResumeRequest, or the answer does not fit the Wait's form, or its "
+                           "callback_url cannot be called back: every problem (the run is still waiting)", ErrorAnswer),
                404: Answer("no such durable run", ErrorAnswer),
                409: Answer("the run is not waiting or interrupted (running, being resumed, finished)", ErrorAnswer),
                413: Answer("the body is larger than 8 MB", ErrorAnswer)},
@@ -114,14 +117,19 @@ OPERATIONS: tuple[Operation, ...] = (
               {200: Answer("the robots", RobotList)}),
     Operation("POST", "/v1/robots/{name}/runs", "startRun",
               "Run a robot: answer its result when it ends (`wait`, the default), or its id at once",
-              {200: Answer("the run ended (succeeded or failed)", RunAnswer),
-               202: Answer("the run is started (`wait: false`)", RunAccepted, headers={"Location": "the run's URL"}),
+              {200: Answer("the run ended (succeeded or failed): the headers come at once, the body when it ends "
+                           "(a client that loses the connection polls Location)", RunAnswer, headers=_LOCATED),
+               202: Answer("the run is started (`wait: false`)", RunAccepted, headers=_LOCATED),
                400: _BAD, 404: _NOT_FOUND, 413: Answer("the body is larger than 8 MB", ErrorAnswer),
                409: Answer("the session is a conversation with another robot, or its last run is unfinished (waiting "
-                           "at a Wait, or interrupted): the error names that run, to resume or cancel first",
-                           ErrorAnswer),
-               422: Answer("the robot's diagram has problems (it cannot run)", ErrorAnswer)},
-              body=RunRequest),
+                           "at a Wait, or interrupted): the error names that run, to resume or cancel first; or a "
+                           "request with the same Idempotency-Key is still starting its run", ErrorAnswer),
+               422: Answer("the robot's diagram has problems (it cannot run), or the Idempotency-Key came with "
+                           "another body", ErrorAnswer)},
+              body=RunRequest,
+              headers={"Idempotency-Key": "1 to 255 printable ASCII characters: the same key (from the same API key, "
+                                          "within 24 h) answers the first request's run and starts none (its answer "
+                                          "then has `Idempotent-Replayed: true`)"}),
     Operation("GET", "/v1/runs/{run_id}", "getRun", "A run: its status, and its result once it ended",
               {200: Answer("the run", RunAnswer), 404: _NOT_FOUND}),
     Operation("GET", "/v1/runs/{run_id}/events", "runEvents",
@@ -131,6 +139,7 @@ OPERATIONS: tuple[Operation, ...] = (
                400: Answer("Last-Event-ID is not a number of at most 18 digits", ErrorAnswer), 404: _NOT_FOUND},
               headers={"Last-Event-ID": "the last event's number the client has: the stream goes on after it"}),
     *DURABLE_OPERATIONS,
+    *AROUND_OPERATIONS,
     Operation("GET", "/openapi.json", "openapi", "This document",
               {200: Answer("the OpenAPI document", schema={"type": "object"})}, public=True),
 )
@@ -146,13 +155,16 @@ class RobotsApi:
         self._document = orjson.dumps(self.document)  # rendered once: it never changes while the server runs
         self._redactor = Redactor(secrets)
 
-    def routes(self) -> list[Route]:
+    def routes(self, around: AroundRuns | None = None) -> list[Route]:
+        """The routes of OPERATIONS; with `around`, its parts' too (health, metrics, listing, idempotency, callbacks)."""
         handlers: dict[str, Callable[[Request], Awaitable[Response]]] = {
             "listRobots": self.list_robots, "startRun": self.start_run, "getRun": self.get_run,
             "runEvents": self.run_events, "openapi": self.openapi, "resumeRun": self.resume_run,
             "getSession": self.get_session, "forgetSession": self.forget_session}
+        if around is not None:
+            handlers = around.wrapped(handlers, self._answer_run, _run_answer)
         return [Route(op.path, self._answering(handlers[op.name]), methods=[op.method], name=op.name)
-                for op in OPERATIONS]
+                for op in OPERATIONS if op.name in handlers]
 
     def _answering(self, handler: Callable[[Request], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
         """Refusals as `{error, problems}`, never a traceback; messages scrubbed (an input may be a key)."""
@@ -226,15 +238,16 @@ class RobotsApi:
     async def _answer_run(self, request: Request, run_id: str, *, wait: bool) -> Response:
         """A started (or resumed) run's answer: its result when it ends (`wait`), else 202 with its URLs."""
         request.scope.setdefault("state", {})["run_id"] = run_id
-        if wait:
-            return _run_answer(await self.backend.result(run_id))
         url = str(request.url_for("getRun", run_id=run_id).path)
+        located = {"location": url, "x-run-id": run_id}
+        if wait:  # the headers go at once, the result when the run ends: a client cut off meanwhile knows its run
+            return StreamingResponse(_result(self.backend, run_id), media_type="application/json", headers=located)
         accepted = RunAccepted(run_id=run_id, status="running", run=url, events=f"{url}/events")
         found = await self.backend.get(run_id)
         if found is not None:
             accepted.status = found.status
         response = answer(accepted, 202)
-        response.headers["location"] = url
+        response.headers.update(located)
         return response
 
     async def resume_run(self, request: Request) -> Response:
@@ -317,6 +330,11 @@ def last_event_id(value: str | None) -> int:
             f"Last-Event-ID {shown!r} is not a whole number of 1 to {MAX_EVENT_DIGITS} ASCII digits: send the `id` "
             "of the last event you received, or no Last-Event-ID to start from the first event"])
     return int(text)
+
+
+async def _result(backend: Backend, run_id: str) -> AsyncIterator[bytes]:
+    """A `wait: true` answer's body: the run's answer once it ends."""
+    yield bytes(_run_answer(await backend.result(run_id)).body)
 
 
 def _run_answer(found: RunAnswer) -> Response:

@@ -43,6 +43,7 @@ from engine.runs.store import RunStore
 from engine.runs.turn import Turn, new_turn
 from engine.runtime.trace import Event
 from engine.web.service.durable import Durable, Refused, live_answer
+from engine.web.service.ended import RunEnded, RunEndings
 from engine.web.service.keys import checked_limit
 from engine.web.service.models import RunAnswer
 from engine.web.service.runs import RunEvent, recorded_answer, trace_events
@@ -91,6 +92,8 @@ class CeleryBackend:
         self.offline = offline
         self.limits = RedisRateLimits(self.reader.client)
         self.durable = durable
+        self.endings = RunEndings()
+        """Told when this process reads a run's end from its stream (once per end): the metrics."""
         self._log = log("diagrama.api")
 
     def active(self) -> int:
@@ -105,7 +108,8 @@ class CeleryBackend:
             await self.durable.hold(turn)  # held under the run's id from now: its worker's turn finds it its own
         run_id = turn.run_id
         client = self.reader.client
-        await client.hset(run_key(run_id), mapping={"robot": robot, "key_id": key_id or "", "created": time.time()})
+        await client.hset(run_key(run_id), mapping={"robot": robot, "key_id": key_id or "", "created": time.time(),
+                                                    "session": session or ""})
         await client.expire(run_key(run_id), 24 * 3600)  # a run left queued that long is forgotten
         await asyncio.to_thread(self.app.send_task, API_TASK, args=[
             run_id, str(diagram.path.resolve()), plain(inputs), self.store.url, str(self.runs_dir), self.offline,
@@ -138,6 +142,7 @@ class CeleryBackend:
                 after = number
                 if field == END_FIELD:
                     found = orjson.loads(value)
+                    self._tell_end(run_id, robot, number, found)
                     return RunAnswer(robot=robot, **found)
             row = await asyncio.to_thread(self.store.run, run_id)  # the stream expired, or never came (a lost task)
             if row is not None and not await self.reader.client.exists(resume_key(run_id)):
@@ -192,6 +197,7 @@ class CeleryBackend:
             entries = await self.reader.read(run_id, after, READ_BLOCK_MS)
             for number, field, value in entries:
                 if field == END_FIELD:
+                    self._tell_end(run_id, await self._robot(run_id) or "", number, orjson.loads(value))
                     return
                 if field != EVENT_FIELD:
                     continue
@@ -203,6 +209,13 @@ class CeleryBackend:
             # client that reads the run as soon as its stream closes finds the result, not `running`.
             if finished and not entries and await asyncio.to_thread(self.store.run, run_id) is not None:
                 return  # recorded, but the end entry never came (its worker died just after)
+
+    def _tell_end(self, run_id: str, robot: str, number: int, found: dict[str, Any]) -> None:
+        """A run's end read from its stream (the end entry's number tells one part's end from another's)."""
+        took = found.get("duration_ms")
+        self.endings.tell(RunEnded(run_id, robot, str(found.get("status")),
+                                   took / 1000 if isinstance(took, int | float) else None, found.get("steps")),
+                          once=(run_id, number))
 
     async def close(self) -> None:
         await self.reader.close()

@@ -20,6 +20,11 @@ SESSION_PATTERN = r"^[A-Za-z0-9_.:@-]{1,100}$"
 """A session's id: a caller's own (a chat's id, a user's), kept to characters that need no escaping in a URL."""
 
 
+_CALLBACK = ("where to POST the run's answer (GET /v1/runs/{id}'s JSON) when it ends: succeeded, failed, waiting or "
+             "cancelled; signed X-Diagrama-Signature: sha256=HMAC-SHA256(secret, X-Diagrama-Timestamp + '.' + body); "
+             "a host of the server's --callback-host list")
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -36,6 +41,7 @@ class RunRequest(_Model):
                                                  "202 with its id at once")
     message_level: Literal["Release", "Debug", "Detailed"] | None = Field(
         default=None, description="the run's message level (its trace and its events); default: the diagram's own")
+    callback_url: str | None = Field(default=None, max_length=2048, description=_CALLBACK)
 
 
 class RobotInfo(_Model):
@@ -101,6 +107,7 @@ class ResumeRequest(_Model):
     answer: dict[str, Any] | None = Field(default=None, description="the Wait's form filled in (the run's "
                                                                     "`waiting.form` is its JSON Schema)")
     wait: bool = Field(default=True, description="true: answer when the run ends or waits again; false: 202 at once")
+    callback_url: str | None = Field(default=None, max_length=2048, description=_CALLBACK)
 
 
 class SessionAnswer(_Model):

@@ -47,6 +47,8 @@ class Operation:
     body: type[BaseModel] | None = None
     headers: dict[str, str] = field(default_factory=dict)
     """Request headers it reads, name → description (optional ones)."""
+    query: dict[str, str] = field(default_factory=dict)
+    """Query parameters it reads, name → description (optional ones)."""
     public: bool = False
     """Answered without a key."""
 
@@ -87,6 +89,8 @@ def openapi_document(operations: Sequence[Operation], *, title: str, version: st
                   for name in _PARAMETER.findall(op.path)),
                 *({"name": name, "in": "header", "required": False, "description": text, "schema": {"type": "string"}}
                   for name, text in op.headers.items()),
+                *({"name": name, "in": "query", "required": False, "description": text, "schema": {"type": "string"}}
+                  for name, text in op.query.items()),
             ],
             "responses": {
                 str(status): {

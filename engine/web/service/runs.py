@@ -34,6 +34,7 @@ from engine.runtime.context import RunObserver, Services
 from engine.runtime.execute import RunResult
 from engine.runtime.trace import Event
 from engine.web.service.durable import Durable, live_answer
+from engine.web.service.ended import RunEnded, RunEndings
 from engine.web.service.models import RunAnswer, RunStatus
 
 __all__ = ["LocalBackend", "RunEvent", "run_id_shape", "trace_events"]
@@ -66,6 +67,8 @@ class RunRecord:
         self.status: RunStatus = "running"
         self.result: dict[str, Any] | None = None
         self.events: deque[RunEvent] = deque(maxlen=_BUFFER)
+        self.started = time.time()
+        self.session: str | None = None
         self.first = first
         """Its first event's number: 1, or a resumed run's next trace line (the lines before are its first part's)."""
         self.last = first - 1
@@ -172,6 +175,10 @@ class LocalBackend:
         self.durable = durable
         services.checkpoints = durable.store  # each run of a durable diagram checkpoints (Start `durable`)
         self._to_record: list[tuple[RunResult, Diagram, dict[str, Any]]] = []
+        self._sessions_to_record: dict[str, str] = {}
+        """Run id → its session, for the runs in `_to_record` that were a session's turns."""
+        self.endings = RunEndings()
+        """Told when each run (or a resumed part) ends here: the metrics."""
         self.runs: OrderedDict[str, RunRecord] = OrderedDict()
         self.tasks: set[asyncio.Task[Any]] = set()
         self._recording: set[asyncio.Task[Any]] = set()
@@ -230,18 +237,22 @@ class LocalBackend:
     def _launch(self, record: RunRecord, diagram: Diagram, inputs: dict[str, Any],
                 run: Callable[[], Awaitable[RunResult]], key_id: str | None, session: str | None) -> None:
         run_id = record.run_id
+        record.session = session
         self.runs[run_id] = record
         self._forget_old()
         began = time.perf_counter()
 
         async def go() -> None:
             status: RunStatus = "interrupted"
+            result: RunResult | None = None
             try:
                 result = await run()
                 status = "succeeded" if result.succeeded else "waiting" if result.status == "waiting" else "failed"
                 record.finish(result_fields(result), status)
                 if self.store is not None:
                     self._to_record.append((result, diagram, inputs))
+                    if session is not None:
+                        self._sessions_to_record[run_id] = session
                     if len(self._to_record) == 1:  # the first of a batch: the rest join it for one commit
                         asyncio.get_running_loop().call_later(_RECORD_AFTER_S, self._record_now)
             except TurnRefused as refused:  # its session's last turn stopped unfinished while this one waited
@@ -252,22 +263,26 @@ class LocalBackend:
             finally:
                 if not record.done.done():
                     record.finish(None, status)  # cancelled (the server stops): the trace says interrupted
+                took = time.perf_counter() - began
                 self._log.info("run", run_id=run_id, robot=record.robot, key_id=key_id, status=status,
-                               duration_ms=round((time.perf_counter() - began) * 1000, 3), backend="local",
+                               duration_ms=round(took * 1000, 3), backend="local",
                                **({"session": session} if session is not None else {}))
+                self.endings.tell(RunEnded(run_id, record.robot, status, took, result.steps if result else None,
+                                           result.tokens if result else None))
 
         self._spawn(go())
 
     def _record_now(self) -> None:
         batch, self._to_record = self._to_record, []
+        sessions, self._sessions_to_record = self._sessions_to_record, {}
         if batch:
-            task = self._spawn(asyncio.to_thread(self._record, batch))
+            task = self._spawn(asyncio.to_thread(self._record, batch, sessions))
             self._recording.add(task)
             task.add_done_callback(self._recording.discard)
 
-    def _record(self, batch: list[tuple[RunResult, Diagram, dict[str, Any]]]) -> None:
+    def _record(self, batch: list[tuple[RunResult, Diagram, dict[str, Any]]], sessions: dict[str, str]) -> None:
         try:
-            self.store.record_runs(batch)
+            self.store.record_runs(batch, sessions)
         except Exception as exc:  # a store that cannot be written (locked, full): the traces still hold the runs
             self._log.warning("runs_not_recorded", run_ids=[result.run_id for result, _, _ in batch],
                               error=type(exc).__name__)
