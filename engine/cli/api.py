@@ -59,7 +59,12 @@ def _finite(_context: click.Context, _param: click.Parameter, value: float) -> f
 @click.option("--port", type=int, default=8080, show_default=True, help="port on the host")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="127.0.0.1 keeps it local; 0.0.0.0 serves the network")
-@click.option("--keys-file", type=PATH, help="keys' digests, `ID sha256:HEX [rpm=N]` a line (`diagrama api-key ID`)")
+@click.option("--keys-file", type=PATH, help="keys' digests, `ID sha256:HEX [rpm=N] [admin]` a line (`diagrama "
+              "api-key ID`); read again when it changes, and on SIGHUP")
+@click.option("--admin-key", "admin_key", multiple=True, metavar="ID",
+              help="a key (by its id) that sees every caller's runs and sessions (repeatable; also $DIAGRAMA_API_ADMINS)")
+@click.option("--cors-origin", "cors_origin", multiple=True, metavar="ORIGIN",
+              help="an origin whose pages may call the API, as https://app.example.com (repeatable)")
 @click.option("--no-auth", is_flag=True, help="serve without keys: loopback addresses only")
 @click.option("--rpm", type=click.FloatRange(min=0), default=600, show_default=True, callback=_finite,
               help="requests a minute per key (0: no limit)")
@@ -82,8 +87,9 @@ def _finite(_context: click.Context, _param: click.Parameter, value: float) -> f
 @click.option("--otel", is_flag=True, help="export each run as OpenTelemetry spans over OTLP (OTEL_EXPORTER_OTLP_* "
               "variables; or DIAGRAMA_OTEL=1); on Celery, start the workers with --otel")
 @log_options("info")
-def api(folder: Path, port: int, host: str, keys_file: Path | None, no_auth: bool, rpm: float, offline: bool,
-        backend: str, broker: str | None, store_url: str | None, runs_dir: Path | None, data_root: tuple[Path, ...],
+def api(folder: Path, port: int, host: str, keys_file: Path | None, admin_key: tuple[str, ...],
+        cors_origin: tuple[str, ...], no_auth: bool, rpm: float, offline: bool, backend: str, broker: str | None,
+        store_url: str | None, runs_dir: Path | None, data_root: tuple[Path, ...],
         prune_after: str | None, log_format: str | None, log_level: str, callback_secret: str | None, callback_host: tuple[str, ...],
         otel: bool) -> None:
     """Serve the folder's robots over HTTP: list them, run them, follow their events (SSE); bearer keys required."""
@@ -117,7 +123,8 @@ def api(folder: Path, port: int, host: str, keys_file: Path | None, no_auth: boo
                          backend=backend,  # type: ignore[arg-type]  # create_app refuses another name
                          broker=broker, store_url=store_url, data_roots=tuple(data_root or ()),
                          prune_after=prune_after, callback_secret=callback_secret,
-                         callback_hosts=callback_host or None, otel=otel)
+                         callback_hosts=callback_host or None, otel=otel, admin_keys=admin_key,
+                         cors_origins=cors_origin)
     except DiagramaError as exc:
         raise fail(exc) from None
     from engine.runs.prune import RETENTION_VARIABLE

@@ -23,17 +23,23 @@ from starlette.applications import Starlette
 
 from engine.compile.block import BlockRegistry
 from engine.errors import UsageError
+from engine.runs.owners import open_owners
 from engine.runs.prune import RETENTION_VARIABLE, parse_retention
 from engine.runs.service_logs import configure as configure_logs
 from engine.runtime.context import Services
 from engine.web.service.app import OPERATIONS, Backend, RobotsApi
 from engine.web.service.around import AroundRuns, otel_export
+from engine.web.service.cors import Cors, checked_origins
 from engine.web.service.durable import Durable
+from engine.web.service.failures import exception_handlers
 from engine.web.service.gate import Gate, RateLimits, RequestLog
-from engine.web.service.keys import KEYS_VARIABLE, ApiKey, KeyRing, LocalRateLimits, keys_from_environ, keys_from_file
+from engine.web.service.keys import KEYS_VARIABLE, LocalRateLimits, admin_ids, keys_from_environ
 from engine.web.service.pruning import Pruner
 from engine.web.service.robots import Robots
+from engine.web.service.rotation import LiveKeys, reload_on_hangup
 from engine.web.service.runs import LocalBackend
+from engine.web.service.shown import Shown
+from engine.web.service.tenants import Tenants
 
 __all__ = ["DIR_VARIABLE", "create_app"]
 
@@ -67,12 +73,16 @@ def create_app(
     callback_secret: str | None = None,
     callback_hosts: tuple[str, ...] | None = None,
     otel: bool = False,
+    admin_keys: tuple[str, ...] = (),
+    cors_origins: tuple[str, ...] = (),
 ) -> Starlette | Any:
     """The robots API over `folder` (default $DIAGRAMA_API_DIR, else `diagrams`) as an ASGI app; UsageError when it
     cannot serve (no keys without `no_auth`, a bad keys file, not a folder, a retention that is no duration).
     `prune_after` (else $DIAGRAMA_PRUNE_AFTER; `7d`, `12h`…): prune finished runs' checkpoints past it, periodically.
     `callback_secret` (else $DIAGRAMA_CALLBACK_SECRET) signs run callbacks, sent only to `callback_hosts` (else
-    $DIAGRAMA_CALLBACK_HOSTS); `otel` (or DIAGRAMA_OTEL=1) exports each run's spans (engine.web.service.around)."""
+    $DIAGRAMA_CALLBACK_HOSTS); `otel` (or DIAGRAMA_OTEL=1) exports each run's spans (engine.web.service.around).
+    `admin_keys` (and $DIAGRAMA_API_ADMINS): ids of keys that see every caller's runs (engine.web.service.tenants);
+    `cors_origins`: origins whose pages may call the API (engine.web.service.cors)."""
     from engine.runtime.api import default_registry
 
     root = Path(folder if folder is not None else os.environ.get(DIR_VARIABLE, "diagrams"))
@@ -81,11 +91,16 @@ def create_app(
     services = services or Services(offline=offline)
     services.offline = offline
     keys, plain = keys_from_environ(services.environ)
-    keys += keys_from_file(keys_file) if keys_file is not None else list[ApiKey]()
-    if not keys and not no_auth:
-        raise UsageError(f"no API keys: set {KEYS_VARIABLE} or give --keys-file (make one with `diagrama api-key ID`), "
-                         "or, on a loopback address only, --no-auth")
-    ring = None if no_auth and not keys else KeyRing(keys)
+    admins = admin_ids(services.environ, admin_keys)
+    ring: LiveKeys | None = LiveKeys(keys, keys_file, admins) if keys or keys_file is not None else None
+    if ring is None or not ring.keys:
+        if not no_auth:
+            raise UsageError(f"no API keys: set {KEYS_VARIABLE} or give --keys-file (make one with `diagrama api-key "
+                             "ID`), or, on a loopback address only, --no-auth")
+        if admins:
+            raise UsageError("--admin-key names a key, and this server has none (--no-auth: its one caller sees all)")
+        ring = None
+    origins = checked_origins(cors_origins)
     given = prune_after if prune_after is not None else services.environ.get(RETENTION_VARIABLE) or None
     retention = parse_retention(given, "--prune-after" if prune_after is not None else RETENTION_VARIABLE) \
         if given is not None else None
@@ -109,8 +124,10 @@ def create_app(
         chosen = LocalBackend(root, runs, services, store=run_store, durable=Durable.open(store_url, runs, root))
     else:
         raise UsageError(f"the backend is local or celery, not {backend!r}")
+    tenants = Tenants(open_owners(chosen.durable.store.url) if ring is not None else None, secured=ring is not None)
     api = RobotsApi(root, Robots(root, registry or default_registry(), data_roots), chosen, plain,
-                    secured=ring is not None)
+                    secured=ring is not None, tenants=tenants,
+                    shown=Shown.of(root, runs, chosen.durable.store.where, data_roots))
 
     around = AroundRuns.build(root, chosen, run_store, services.environ, callback_secret=callback_secret,
                               callback_hosts=callback_hosts, export=export)
@@ -119,16 +136,19 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         pruning = asyncio.create_task(pruner.run(), name="prune") if pruner is not None else None
-        yield
+        with reload_on_hangup(ring):  # SIGHUP reads the keys file again
+            yield
         if pruning is not None:
             pruning.cancel()
             await asyncio.gather(pruning, return_exceptions=True)
         await chosen.close()  # a local run still going is interrupted (its trace says so)
+        tenants.close()
         await around.close()
 
-    app = Starlette(routes=api.routes(around), lifespan=lifespan)
+    app = Starlette(routes=api.routes(around), lifespan=lifespan, exception_handlers=exception_handlers())
     app.state.api = api
     app.state.backend = chosen
     app.state.pruner = pruner
     public = frozenset(op.path for op in OPERATIONS if op.public)
-    return RequestLog(Gate(app, ring, limits, rpm, public), "diagrama.api")
+    gate = Gate(app, ring, limits, rpm, public)
+    return RequestLog(Cors(gate, origins) if origins else gate, "diagrama.api")

@@ -52,7 +52,7 @@ def celery_app(make_app: Callable[..., Any], robots_dir: Path, tmp_path: Path, b
 
 def test_runs_go_to_the_workers_and_answer_from_the_store(celery_app: Callable[..., Any], serve: Callable[..., Served],
                                                           broker: str, tmp_path: Path) -> None:
-    served = serve(celery_app())
+    served = serve(celery_app(admin_keys=("ci",)))  # an admin key reads events as the trace has them (test_shown)
     # Before any worker: the run is known to the API, and queued.
     queued = httpx.post(f"{served.url}/v1/robots/qa/runs", json={"wait": False}, headers=AUTH)
     assert queued.status_code == 202 and queued.json()["status"] == "queued"
@@ -89,7 +89,7 @@ def test_runs_go_to_the_workers_and_answer_from_the_store(celery_app: Callable[.
     assert body["status"] == "succeeded" and body["path"] == ["start", "count", "count", "greet"]
     assert body["variables"]["greeting"] == "Olá, Ana! Counted to 2." and body["robot"] == "counter"
     # Another API process, sharing only the broker and the store, answers for the same run and its events.
-    other = serve(celery_app())
+    other = serve(celery_app(admin_keys=("ci",)))
     assert httpx.get(f"{other.url}/v1/runs/{run_id}", headers=AUTH).json() == found
     with httpx.stream("GET", f"{other.url}/v1/runs/{run_id}/events", headers={**AUTH, "Last-Event-ID": "2"},
                       timeout=60) as response:
@@ -117,7 +117,7 @@ def test_durable_runs_on_the_workers_wait_resume_and_keep_sessions(
     from tests.api.test_durable_api import FORM, add_durable_robots
 
     add_durable_robots(robots_dir)
-    served = serve(celery_app())
+    served = serve(celery_app(admin_keys=("ci",)))  # an admin key reads events as the trace has them (test_shown)
     worker = start_worker(broker, tmp_path)
     try:
         first = httpx.post(f"{served.url}/v1/robots/approve/runs", json={}, headers=AUTH, timeout=60).json()

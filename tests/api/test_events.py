@@ -38,8 +38,9 @@ def wait_for(check: Callable[[], bool]) -> None:
 
 
 def test_events_come_in_order_with_text_deltas_and_end_with_run_finished(serve: Callable[..., Served],
+                                                                         make_app: Callable[..., Any],
                                                                          tmp_path: Any) -> None:
-    served = serve()
+    served = serve(make_app(admin_keys=("ci",)))  # an admin key reads events as the trace has them (test_shown)
     run_id = start(served, "speaker", inputs={"pieces": ["Bom", " ", "dia"]})
     events = stream(served, run_id)
     assert [e.id for e in events] == list(range(1, len(events) + 1))

@@ -45,6 +45,8 @@ from engine.web.service.models import (
 from engine.web.service.openapi import Answer, Operation, openapi_document
 from engine.web.service.robots import InputProblems, Robots, can_wait, input_schema, memory, typed_inputs
 from engine.web.service.runs import RunEvent, run_id_shape
+from engine.web.service.shown import Shown
+from engine.web.service.tenants import Tenants
 
 __all__ = ["DURABLE_OPERATIONS", "MAX_EVENT_DIGITS", "OPERATIONS", "Backend", "RobotsApi", "last_event_id"]
 
@@ -146,11 +148,16 @@ OPERATIONS: tuple[Operation, ...] = (
 
 
 class RobotsApi:
-    def __init__(self, folder: Path, robots: Robots, backend: Backend, secrets: list[str], *, secured: bool) -> None:
+    def __init__(self, folder: Path, robots: Robots, backend: Backend, secrets: list[str], *, secured: bool,
+                 tenants: Tenants | None = None, shown: Shown | None = None) -> None:
         self.folder = folder.resolve()
         self.robots = robots
         self.backend = backend
         self.secrets = secrets
+        self.tenants = tenants or Tenants(None, secured=False)
+        """Whose runs and sessions a key sees (None: every caller sees all)."""
+        self.shown = shown or Shown([])
+        """What a key that is not an admin's is shown of the server's folders and processes."""
         self.document = openapi_document(OPERATIONS, title="diagrama robots", version="1", secured=secured)
         self._document = orjson.dumps(self.document)  # rendered once: it never changes while the server runs
         self._redactor = Redactor(secrets)
@@ -171,13 +178,14 @@ class RobotsApi:
 
         async def answered(request: Request) -> Response:
             try:
-                return await handler(request)
+                response = await handler(request)
             except (ApiError, Refused) as exc:
-                return self._refusal(exc.status, exc.message, exc.problems)
+                response = self._refusal(exc.status, exc.message, exc.problems)
             except FolderError as exc:  # the body reader's refusals (413, 400)
-                return self._refusal(exc.status, exc.message, [])
+                response = self._refusal(exc.status, exc.message, [])
             except DiagramaError as exc:
-                return self._refusal(400, str(exc), [])
+                response = self._refusal(400, str(exc), [])
+            return response if self.tenants.caller(request).sees_all else self.shown.answer(response)
 
         return answered
 
@@ -218,6 +226,8 @@ class RobotsApi:
             raise ApiError(400, "the body is not a run request: {inputs, session?, wait?, message_level?}",
                            problems) from None
         diagram = await self._diagram(name)
+        caller = self.tenants.caller(request)
+        session = self.tenants.new_session(caller, asked.session) if asked.session is not None else None
         if asked.session is not None:
             await self._check_session(asked.session, diagram, name)
         try:
@@ -226,8 +236,14 @@ class RobotsApi:
             raise ApiError(400, f"the inputs do not fit robot '{name}'", exc.problems) from None
         level = MessageLevel[asked.message_level.upper()] if asked.message_level else None
         key = state.get("key")
-        run_id = await self.backend.start(name, diagram, inputs, level, state.get("key_id"),
-                                          [*self.secrets, *([key] if key else [])], asked.session)
+        try:
+            run_id = await self.backend.start(name, diagram, inputs, level, state.get("key_id"),
+                                              [*self.secrets, *([key] if key else [])], session)
+        except Refused as exc:  # the session's: named as the caller names it
+            named = self.tenants.as_named
+            raise Refused(exc.status, named(str(session), str(asked.session), exc.message),
+                          [named(str(session), str(asked.session), p) for p in exc.problems]) from None
+        await self.tenants.record(run_id, caller)
         return await self._answer_run(request, run_id, wait=asked.wait)
 
     async def _check_session(self, session: str, diagram: Diagram, name: str) -> None:
@@ -262,8 +278,8 @@ class RobotsApi:
                         for error in exc.errors(include_url=False)]
             raise ApiError(400, "the body is not a resume request: {answer?, wait?}", problems) from None
         durable = self.backend.durable
-        if not run_id_shape(run_id):
-            raise ApiError(404, f"no durable run '{run_id}'")
+        if not run_id_shape(run_id) or not await self.tenants.sees(run_id, self.tenants.caller(request)):
+            raise ApiError(404, f"no durable run '{run_id}'")  # another key's run is no run of the caller's
         try:
             turn = await durable.resume(run_id, asked.answer, self.robots.registry, take=self.backend.takes_over)
         except Refused as exc:
@@ -271,36 +287,41 @@ class RobotsApi:
             if found is not None:  # a run of ours that kept no checkpoints (Start `durable: false`)
                 raise ApiError(409, f"run '{run_id}' is {found.status} and kept no checkpoints: it cannot resume") \
                     from None
+            if exc.status == 404:  # the same words as for another key's run (not the store's place)
+                raise ApiError(404, f"no durable run '{run_id}'") from None
             raise
         key = state.get("key")
         await self.backend.resume(turn.diagram.path.stem, turn, state.get("key_id"),
                                   [*self.secrets, *([key] if key else [])])
         return await self._answer_run(request, run_id, wait=asked.wait)
 
-    def _session_id(self, request: Request) -> tuple[Durable, str]:
+    def _session_id(self, request: Request) -> tuple[Durable, str, str]:
+        """The durable store, the session's name as the caller gives it, and as the store keeps it (the key's)."""
         session = request.path_params["session_id"]
         durable = self.backend.durable
-        if not _SESSION.match(session):
+        kept = self.tenants.session(self.tenants.caller(request), session) if _SESSION.match(session) else None
+        if kept is None:
             raise ApiError(404, f"no session '{session}'")
-        return durable, session
+        return durable, session, kept
 
     async def get_session(self, request: Request) -> Response:
-        durable, session = self._session_id(request)
-        found = await durable.session(session)
+        durable, session, kept = self._session_id(request)
+        found = await durable.session(kept)
         if found is None:
             raise ApiError(404, f"no session '{session}'")
-        return answer(found)
+        return answer(found.model_copy(update={"session_id": session}))
 
     async def forget_session(self, request: Request) -> Response:
-        durable, session = self._session_id(request)
-        if not await durable.forget(session):
+        durable, session, kept = self._session_id(request)
+        if not await durable.forget(kept):
             raise ApiError(404, f"no session '{session}'")
         return Response(status_code=204)
 
     async def get_run(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
         request.scope.setdefault("state", {})["run_id"] = run_id
-        found = await self.backend.get(run_id)
+        found = await self.backend.get(run_id) if await self.tenants.sees(run_id, self.tenants.caller(request)) \
+            else None
         if found is None:
             raise ApiError(404, f"no run '{run_id}'")
         return _run_answer(found)
@@ -308,9 +329,13 @@ class RobotsApi:
     async def run_events(self, request: Request) -> Response:
         run_id = request.path_params["run_id"]
         request.scope.setdefault("state", {})["run_id"] = run_id
-        stream = await self.backend.events(run_id, last_event_id(request.headers.get("last-event-id")))
+        after = last_event_id(request.headers.get("last-event-id"))
+        caller = self.tenants.caller(request)
+        stream = await self.backend.events(run_id, after) if await self.tenants.sees(run_id, caller) else None
         if stream is None:
             raise ApiError(404, f"no run '{run_id}'")
+        if not caller.sees_all:  # no pid, host or server path in what it reads (the trace keeps them)
+            stream = self.shown.events(stream)
         return EventSourceResponse(_sent(stream), ping=_PING_S,
                                    headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 

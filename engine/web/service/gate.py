@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine.errors import UsageError
 from engine.runs.service_logs import log
+from engine.web.service.failures import failure_body
 from engine.web.service.keys import KeyRing, retry_after
 
 __all__ = ["Gate", "RateLimits", "RequestLog"]
@@ -29,7 +30,10 @@ class RateLimits(Protocol):
 
 
 async def _refuse(send: Send, status: int, message: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
-    body = orjson.dumps({"error": message, "problems": []})
+    await _send_json(send, status, orjson.dumps({"error": message, "problems": []}), headers)
+
+
+async def _send_json(send: Send, status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             *headers]})
@@ -72,6 +76,7 @@ class Gate:
                           [(b"www-authenticate", b'Bearer realm="diagrama"')])
             return
         _state(scope)["key_id"] = key.key_id
+        _state(scope)["admin"] = key.admin  # sees every caller's runs (engine.web.service.tenants)
         rpm = key.rpm or self.rpm
         if rpm:
             wait = await self.limits.take(key.key_id, rpm)
@@ -98,17 +103,26 @@ class RequestLog:
         began = time.perf_counter()
         given = next((value.decode("latin-1") for name, value in scope["headers"] if name == b"x-request-id"), "")
         request_id = given if _REQUEST_ID.match(given) else secrets.token_hex(8)
+        _state(scope)["request_id"] = request_id  # a 500's answer names it (engine.web.service.failures)
         status = 500  # an answer never started: the server's own failure
+        started = False
 
         async def sending(message: Message) -> None:
-            nonlocal status
+            nonlocal status, started
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, started = message["status"], True
                 message["headers"] = [*message.get("headers", []), (b"x-request-id", request_id.encode())]
             await send(message)
 
         try:
             await self.app(scope, receive, sending)
+        except Exception as exc:
+            # Not re-raised: the server would print it again, without the request's id. Its message may hold what
+            # a caller must not read (a store's path, a driver's words): only the log has it.
+            self.log.error("request_failed", method=scope["method"], path=scope["path"], request_id=request_id,
+                           error=type(exc).__name__, exc_info=exc)
+            if not started:
+                await _send_json(sending, 500, failure_body(request_id))
         finally:
             state = scope.get("state", {})
             self.log.info("request", method=scope["method"], path=scope["path"], status=status,

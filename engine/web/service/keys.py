@@ -2,9 +2,12 @@
 for logs (never the key) and a requests-per-minute limit.
 
 Keys come from `DIAGRAMA_API_KEYS` (`id=key,id=key`, or bare keys, whose id is taken from their digest) and from
-a keys file, which holds digests only (`ID sha256:HEX [rpm=N]` a line; `diagrama api-key ID` makes a key and its
-line). A plain SHA-256 suffices for keys made of 32 random bytes: nothing shorter is accepted from the file, and a
-key is never guessed from its digest. The limit is a token bucket per key holding a minute's worth of requests.
+a keys file, which holds digests only (`ID sha256:HEX [rpm=N] [admin]` a line; `diagrama api-key ID` makes a key and
+its line). An admin key sees every caller's runs and sessions (engine.web.service.tenants); `--admin-key ID` and
+`DIAGRAMA_API_ADMINS` (ids, comma-separated) make a key of either source one. A plain SHA-256 suffices for keys
+made of 32 random bytes: nothing shorter is accepted from the file, and a key is never guessed from its digest. The
+limit is a token bucket per key holding a minute's worth of requests. The keys file is read again while the server
+runs (engine.web.service.rotation).
 """
 
 from __future__ import annotations
@@ -16,15 +19,18 @@ import re
 import secrets
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from engine.errors import UsageError
 
-__all__ = ["KEYS_VARIABLE", "ApiKey", "KeyRing", "LocalRateLimits", "checked_limit", "is_limit", "keys_from_environ",
-           "keys_from_file", "new_key", "retry_after"]
+__all__ = ["ADMINS_VARIABLE", "KEYS_VARIABLE", "ApiKey", "KeyRing", "LocalRateLimits", "admin_ids", "as_admins",
+           "checked_limit", "is_limit", "keys_from_environ", "keys_from_file", "new_key", "retry_after"]
 
 KEYS_VARIABLE = "DIAGRAMA_API_KEYS"
+ADMINS_VARIABLE = "DIAGRAMA_API_ADMINS"
+"""Ids of admin keys, comma-separated (as `--admin-key`): DIAGRAMA_API_KEYS' `id=key` pairs have no room for a flag."""
+_LINE = "`ID sha256:HEX [rpm=N] [admin]`"
 _KEY_PREFIX = "dgk_"
 _ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _DIGEST = re.compile(r"^sha256:([0-9a-f]{64})$")
@@ -51,6 +57,8 @@ class ApiKey:
     digest: bytes
     rpm: float | None = None
     """This key's own requests per minute; None: the server's `--rpm`."""
+    admin: bool = False
+    """Sees every caller's runs and sessions, and events as the trace has them (pid, host, paths)."""
 
     def __post_init__(self) -> None:
         if self.rpm is not None:
@@ -93,7 +101,8 @@ def keys_from_environ(environ: Mapping[str, str]) -> tuple[list[ApiKey], list[st
 
 
 def keys_from_file(path: Path) -> list[ApiKey]:
-    """The keys-file's keys: `ID sha256:HEX [rpm=N]` a line, `#` comments; UsageError naming the file and line."""
+    """The keys-file's keys: `ID sha256:HEX [rpm=N] [admin]` a line, `#` comments; UsageError naming the file and
+    line."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -104,7 +113,7 @@ def keys_from_file(path: Path) -> list[ApiKey]:
         at_line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise UsageError(f"{path}:{at_line}: the keys file is not UTF-8 text: byte 0x{data[exc.start]:02x} at column "
-                         f"{column} (offset {exc.start}); save it as UTF-8, `ID sha256:HEX [rpm=N]` a line") from None
+                         f"{column} (offset {exc.start}); save it as UTF-8, {_LINE} a line") from None
     keys: list[ApiKey] = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
@@ -112,25 +121,52 @@ def keys_from_file(path: Path) -> list[ApiKey]:
             continue
         where = f"{path}:{number}"
         words = line.split()
-        if len(words) not in (2, 3) or not _ID.match(words[0]):
-            raise UsageError(f"{where}: write `ID sha256:HEX [rpm=N]` (`diagrama api-key ID` prints the line)")
+        if not 2 <= len(words) <= 4 or not _ID.match(words[0]):
+            raise UsageError(f"{where}: write {_LINE} (`diagrama api-key ID` prints the line)")
         found = _DIGEST.match(words[1])
         if found is None:
             raise UsageError(f"{where}: the file keeps a key's digest (sha256:HEX), never the key itself; "
                              "`diagrama api-key ID` prints the line")
-        rpm = None
-        if len(words) == 3:
-            name, _, value = words[2].partition("=")
-            try:
-                rpm = float(value) if name == "rpm" else None
-            except ValueError:
-                rpm = None
-            if rpm is None or not is_limit(rpm):  # float() takes nan and inf: a key they limit is never limited
-                shown = words[2] if len(words[2]) <= 40 else f"{words[2][:40]}…"
-                raise UsageError(f"{where}: the third word is rpm=N, a finite number of requests per minute above 0, "
-                                 f"not {shown!r}")
-        keys.append(ApiKey(words[0], bytes.fromhex(found.group(1)), rpm))
+        rpm, admin = _options(words[2:], where)
+        keys.append(ApiKey(words[0], bytes.fromhex(found.group(1)), rpm, admin))
     return keys
+
+
+def _options(words: list[str], where: str) -> tuple[float | None, bool]:
+    """A keys-file line's words after the digest: `rpm=N` and `admin`, each at most once, in either order."""
+    rpm: float | None = None
+    admin = False
+    for word in words:
+        shown = word if len(word) <= 40 else f"{word[:40]}…"
+        if word == "admin" and not admin:
+            admin = True
+            continue
+        name, _, value = word.partition("=")
+        if name != "rpm" or rpm is not None:
+            raise UsageError(f"{where}: after the digest come rpm=N and admin, each at most once, not {shown!r}; "
+                             f"write {_LINE}")
+        try:
+            rpm = float(value)
+        except ValueError:
+            rpm = math.nan
+        if not is_limit(rpm):  # float() takes nan and inf: a key they limit is never limited
+            raise UsageError(f"{where}: rpm=N is a finite number of requests per minute above 0, not {shown!r}")
+    return rpm, admin
+
+
+def admin_ids(environ: Mapping[str, str], given: Iterable[str] = ()) -> frozenset[str]:
+    """The admin keys' ids: `given` (`--admin-key`) and DIAGRAMA_API_ADMINS'; UsageError for one that is no id."""
+    named = [*given, *(part.strip() for part in environ.get(ADMINS_VARIABLE, "").split(","))]
+    for key_id in named:
+        if key_id and not _ID.match(key_id):
+            raise UsageError(f"an admin key is named by its id (letters, digits and _ . @ -), not {key_id!r} "
+                             f"(--admin-key, {ADMINS_VARIABLE})")
+    return frozenset(key_id for key_id in named if key_id)
+
+
+def as_admins(keys: Iterable[ApiKey], admins: frozenset[str]) -> list[ApiKey]:
+    """`keys`, those whose id is in `admins` made admin keys."""
+    return [replace(key, admin=True) if key.key_id in admins and not key.admin else key for key in keys]
 
 
 class KeyRing:
