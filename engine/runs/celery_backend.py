@@ -15,15 +15,16 @@ import functools
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from celery import Celery
 
 from engine.compile.diagram import Diagram
-from engine.runs.api_durable import RESUME_TASK
+from engine.runs.api_durable import HELD, RESUME_TASK
 from engine.runs.batch import BatchOutcome
 from engine.runs.batch_rows import run_row as run_batch_row
 from engine.runs.checkpoints import CheckpointStore, open_checkpoints
+from engine.runs.leases import Lease
 from engine.runs.store import RunStore
 from engine.runtime.context import Services
 
@@ -77,6 +78,27 @@ class RedisBuckets:
         return _Slot()
 
 
+VISIBILITY_S = 20.0
+"""Seconds before a lost worker's task is handed out again (DIAGRAMA_VISIBILITY_TIMEOUT)."""
+RESTORE_S = 5.0
+"""Seconds between the broker's sweeps for such tasks (DIAGRAMA_RESTORE_INTERVAL)."""
+
+
+def _seconds(variable: str, default: float) -> float:
+    try:
+        found = float(os.environ.get(variable) or default)
+    except ValueError:
+        return default
+    return found if 0 < found < 86_400 else default
+
+
+def _look_again(task: Any) -> NoReturn:
+    """The task sent again for later: another worker's lease on its run is alive (it runs, or was just lost)."""
+    from engine.runs.leases import LEASE_S
+
+    raise task.retry(countdown=LEASE_S, max_retries=None)
+
+
 # Long: the app and its three tasks, each a few lines, registered together as Celery wants them.
 def make_app(broker: str | None = None) -> Celery:
     broker = broker or os.environ.get("DIAGRAMA_BROKER") or DEFAULT_BROKER
@@ -88,7 +110,14 @@ def make_app(broker: str | None = None) -> Celery:
         task_serializer="json",
         accept_content=["json"],
         broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": float(os.environ.get("DIAGRAMA_VISIBILITY_TIMEOUT", 300))},
+        # A lost worker's task comes back after the visibility timeout; Redis's sweep for such tasks runs every
+        # restore interval × throttle (kombu's default: 10 × 10 s, which made recovery take 100 s whatever the
+        # timeout). A task that outlives the timeout is handed out again while it runs: the run's lease
+        # (engine.runs.leases) makes that delivery look again later rather than run it twice.
+        broker_transport_options={"visibility_timeout": _seconds("DIAGRAMA_VISIBILITY_TIMEOUT", VISIBILITY_S),
+                                  "unacked_restore_interval": _seconds("DIAGRAMA_RESTORE_INTERVAL", RESTORE_S),
+                                  "unacked_restore_throttle": 1},
+        broker_connection_max_retries=None,  # a worker waits for its broker to come back, rather than exit
         worker_hijack_root_logger=False,
     )
 
@@ -107,11 +136,16 @@ def make_app(broker: str | None = None) -> Celery:
             services.limits = RedisBuckets(broker, rpm)
         checkpoints = _cached_checkpoints(store_url, runs_dir)
         services.checkpoints = checkpoints
-        # Delivered again: the worker that had the row was lost, so its attempt may be taken over from its checkpoint.
-        taken_over = bool((task.request.delivery_info or {}).get("redelivered"))
-        ran = asyncio.run(run_batch_row(diagram, inputs, row, batch_id=batch_id, services=services,
-                                        previous=store.last_attempt(batch_id, row), runs_dir=Path(runs_dir),
-                                        checkpoints=checkpoints, taken_over=taken_over))
+        # The row's lease (engine.runs.leases): a delivery while another worker runs the row looks again later; one
+        # that takes a lapsed lease finds the worker that had the row lost, and its attempt is taken over from its
+        # checkpoint.
+        lease = Lease(_cached_redis(broker), f"{batch_id}-row-{row}", services.stops)
+        if not lease.take():
+            _look_again(task)
+        with lease:
+            ran = asyncio.run(run_batch_row(diagram, inputs, row, batch_id=batch_id, services=services,
+                                            previous=store.last_attempt(batch_id, row), runs_dir=Path(runs_dir),
+                                            checkpoints=checkpoints, taken_over=True))
         if ran is None:
             return "waiting"
         store.record(ran.result, diagram, inputs, batch_id=batch_id, row=row, attempt=ran.attempt)
@@ -127,18 +161,17 @@ def make_app(broker: str | None = None) -> Celery:
         from engine.runs.api_durable import run_on_worker
 
         store = _cached_store(store_url)
-        if store.run(run_id) is not None:
-            return "already_recorded"  # delivered again after it was recorded (its worker died before the ack)
         diagram = _cached_diagram(diagram_path, Path(diagram_path).stat().st_mtime_ns, load_diagram, registry)
-        # Delivered again: the worker that had it was lost, so its run may be taken over from its checkpoint.
-        lost = bool((task.request.delivery_info or {}).get("redelivered"))
         with structlog.contextvars.bound_contextvars(key_id=key_id):  # in the worker's `run` line (never the key)
-            return run_on_worker(run_id=run_id, diagram=diagram, inputs=inputs, store=store,
+            done = run_on_worker(run_id=run_id, diagram=diagram, inputs=inputs, store=store,
                                  redis=_cached_redis(broker), runs_dir=Path(runs_dir), offline=offline,
-                                 message_level=message_level, session=session, lost=lost)
+                                 message_level=message_level, session=session)
+        if done == HELD:
+            _look_again(task)
+        return done
 
-    @app.task(name=RESUME_TASK, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
-    def resume_api(run_id: str, answer: dict[str, Any] | None, store_url: str, runs_dir: str, offline: bool,
+    @app.task(name=RESUME_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
+    def resume_api(task: Any, run_id: str, answer: dict[str, Any] | None, store_url: str, runs_dir: str, offline: bool,
                    key_id: str | None = None) -> str:
         import structlog
 
@@ -146,9 +179,12 @@ def make_app(broker: str | None = None) -> Celery:
         from engine.runs.api_durable import resume_on_worker
 
         with structlog.contextvars.bound_contextvars(key_id=key_id):
-            return resume_on_worker(run_id=run_id, answer=answer, store=_cached_store(store_url),
+            done = resume_on_worker(run_id=run_id, answer=answer, store=_cached_store(store_url),
                                     redis=_cached_redis(broker), runs_dir=Path(runs_dir), offline=offline,
                                     registry=registry())
+        if done == HELD:
+            _look_again(task)
+        return done
 
     return app
 

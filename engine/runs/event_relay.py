@@ -11,6 +11,7 @@ reconnects with Last-Event-ID), is bounded (MAXLEN) and expires, and a stream id
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,8 @@ READ_BLOCK_MS = 5_000
 """How long one XREAD waits for a run's next event before it asks again (a shutdown cancels it sooner)."""
 STREAM_TTL_S = 3600
 """How long a finished run's stream stays in Redis: reconnects and `GET /v1/runs/{id}` within the hour."""
+STREAM_CONNECTIONS = int(os.environ.get("DIAGRAMA_REDIS_CONNECTIONS") or 4096)
+"""Connections to the broker an API process may open (one per event stream waiting, a few for the rest)."""
 
 EventSink = Callable[[int, str, bytes], None]
 """sink(number, event name, the event's JSON): hears each event of one run, in order."""
@@ -128,16 +131,35 @@ class RedisEventWriter:
         pipe = self._client.pipeline(transaction=False)
         for number, data in pending:
             pipe.xadd(self.key, {EVENT_FIELD: data}, id=f"0-{number}", maxlen=STREAM_MAXLEN, approximate=True)
-        pipe.execute()
+        try:
+            pipe.execute()
+        except Exception as exc:
+            if not _broker_away(exc):
+                raise
+            # The broker restarts: the events wait here (the trace has them too) and go with the next flush — the
+            # end's, which waits for the broker (engine.runs.api_durable.patiently).
+            self._pending = (pending + self._pending)[-STREAM_MAXLEN:]
 
     def end(self, result: dict[str, Any]) -> None:
         """After the run is recorded: the entry that ends the stream, with the run's result; the stream then expires."""
         self.flush()
+        if self._pending:
+            raise ConnectionError("the broker did not take the run's last events")  # tried again, with them
         pipe = self._client.pipeline(transaction=False)
         pipe.xadd(self.key, {END_FIELD: orjson.dumps(result)}, id=f"0-{self.last + 1}")
         pipe.expire(self.key, STREAM_TTL_S)
         pipe.expire(run_key(self.run_id), STREAM_TTL_S)
         pipe.execute()
+
+
+_AWAY_PAUSE_S = 1.0
+
+
+def _broker_away(exc: BaseException) -> bool:
+    import redis.exceptions
+
+    return isinstance(exc, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, ConnectionError,
+                            TimeoutError))
 
 
 class RedisEventReader:
@@ -148,12 +170,25 @@ class RedisEventReader:
 
         # Any: redis's own types say str or bytes by option. The socket waits longer than a blocking read may
         # (redis-py's default, 5 s, would end a read that blocks its full length).
-        self.client: Any = redis.asyncio.Redis.from_url(url, socket_timeout=READ_BLOCK_MS / 1000 + 10)
+        # Each event stream holds a connection in its blocking read: a pool of redis-py's default 100 refused new
+        # runs past a hundred streams (MaxConnectionsError). Sized for thousands, and waiting, never refusing, when
+        # every one is taken.
+        pool = redis.asyncio.BlockingConnectionPool.from_url(
+            url, max_connections=STREAM_CONNECTIONS, timeout=30, socket_timeout=READ_BLOCK_MS / 1000 + 10)
+        self.client: Any = redis.asyncio.Redis(connection_pool=pool)
 
     async def read(self, run_id: str, after: int, block_ms: int | None) -> list[tuple[int, bytes, bytes]]:
         """Entries after event `after`: (number, field, value), field EVENT_FIELD or END_FIELD; waits up to
         `block_ms` for the first (None: does not wait)."""
-        found = await self.client.xread({stream_key(run_id): f"0-{after}"}, count=500, block=block_ms)
+        try:
+            found = await self.client.xread({stream_key(run_id): f"0-{after}"}, count=500, block=block_ms)
+        except (ConnectionError, TimeoutError, OSError) as exc:
+            if not _broker_away(exc):
+                raise
+            # The broker restarts: the stream's reader waits for it (its client reconnects) rather than end the
+            # stream without its terminal event.
+            await asyncio.sleep(_AWAY_PAUSE_S)
+            return []
         entries: list[tuple[int, bytes, bytes]] = []
         for _key, items in found or []:
             for entry_id, values in items:

@@ -96,6 +96,13 @@ class Durable:
         rows = await self._off_loop(lambda store: store.runs(_RESUMED_AT_START, statuses=(INTERRUPTED,)))
         return [str(row["run_id"]) for row in reversed(rows) if self._ours(row["diagram"])]
 
+    async def let_go(self, turn: Turn) -> None:
+        """The session a turn held from its request, let go without its memory: the run was never started."""
+        if turn.session is not None and turn.held:
+            session, run_id = turn.session, turn.run_id
+            await self._off_loop(lambda store: store.release_session(session, run_id, None))
+            turn.held = False
+
     async def hold(self, turn: Turn) -> None:
         """A new run's session, held from the request on when it is free (turns go in the order they came; one that
         another turn still runs waits for it when the run starts); Refused 409 while the session's last turn is
