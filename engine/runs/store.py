@@ -174,12 +174,13 @@ class RunStore:
         return True
 
     def record_runs(self, recorded: Sequence[tuple[RunResult, Diagram, dict[str, Any]]],
-                    sessions: Mapping[str, str] | None = None) -> None:
+                    known: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         """Store runs outside any batch in one transaction (`diagrama api`'s, a few at a time: one commit for all);
-        `sessions`: run id → the session it was a turn of."""
+        `known`: run id → what its result does not say (`session`: the session it was a turn of; `started`: when it
+        started, where it is recorded a while after it ended)."""
         if not recorded:
             return
-        rows = [_row(result, diagram, inputs, session=(sessions or {}).get(result.run_id))
+        rows = [{**_row(result, diagram, inputs), **(known or {}).get(result.run_id, {})}
                 for result, diagram, inputs in recorded]
         with self.engine.begin() as connection:
             connection.execute(delete(runs).where(runs.c.run_id.in_([row["run_id"] for row in rows])))

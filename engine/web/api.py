@@ -130,7 +130,8 @@ def create_app(
                     shown=Shown.of(root, runs, chosen.durable.store.where, data_roots))
 
     around = AroundRuns.build(root, chosen, run_store, services.environ, callback_secret=callback_secret,
-                              callback_hosts=callback_hosts, export=export)
+                              callback_hosts=callback_hosts, export=export,
+                              tenants=api.tenants)  # each key lists its own runs
     pruner = Pruner(chosen.durable, retention, run_store) if retention is not None else None
 
     @contextlib.asynccontextmanager

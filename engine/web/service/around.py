@@ -24,7 +24,7 @@ from engine.web.service.callbacks import Callbacks
 from engine.web.service.durable import Refused
 from engine.web.service.health import HEALTH_OPERATIONS, Check, Health, broker_check, checkpoint_check, store_check
 from engine.web.service.idempotency import HEADER, Idempotency
-from engine.web.service.listing import LIST_OPERATION, RunListing, celery_live, local_live
+from engine.web.service.listing import LIST_OPERATION, RunListing, TenantScope, celery_live, local_live
 from engine.web.service.metrics import METRICS_OPERATION, Metrics
 from engine.web.service.models import ResumeRequest, RunAnswer, RunRequest
 from engine.web.service.openapi import Operation
@@ -87,8 +87,9 @@ class AroundRuns:
     @classmethod
     def build(cls, folder: Path, backend: LocalBackend | CeleryBackend, run_store: Any, environ: Mapping[str, str], *,
               callback_secret: str | None = None, callback_hosts: Sequence[str] | None = None,
-              export: OtelExport | None = None) -> AroundRuns:
-        """UsageError for a callback secret or host that cannot serve (engine.web.service.callbacks)."""
+              export: OtelExport | None = None, tenants: Any = None) -> AroundRuns:
+        """UsageError for a callback secret or host that cannot serve (engine.web.service.callbacks). `tenants`: the
+        API's (engine.web.service.tenants), which scope the listing to each key's own runs."""
         from engine.web.service.celery import CeleryBackend
 
         checks: dict[str, Check] = {}
@@ -105,7 +106,8 @@ class AroundRuns:
             live = local_live(backend)
         backend.endings.listen(metrics.run_ended)
         return cls(backend, Health(checks, lambda: bool(getattr(backend, "draining", False))), metrics,
-                   RunListing(folder, run_store, live, backend.get), Idempotency(run_store),
+                   RunListing(folder, run_store, live, backend.get,
+                              TenantScope(tenants) if tenants is not None else None), Idempotency(run_store),
                    Callbacks.configured(callback_secret, callback_hosts, environ), export)
 
     def wrapped(self, handlers: Mapping[str, Handler], answer_run: AnswerRun, rendered: Rendered) -> dict[str, Handler]:

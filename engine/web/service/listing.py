@@ -13,13 +13,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import dataclasses
 import math
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast, get_args
+from typing import TYPE_CHECKING, Any, Protocol, cast, get_args
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
     from engine.web.service.celery import CeleryBackend
     from engine.web.service.runs import LocalBackend
 
-__all__ = ["LIST_OPERATION", "LiveRun", "RunListing", "RunPage", "RunSummary", "celery_live", "local_live"]
+__all__ = ["LIST_OPERATION", "ListingScope", "LiveRun", "RunListing", "RunPage", "RunSummary", "TenantScope",
+           "celery_live", "local_live"]
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -185,27 +187,47 @@ def _store_filter(status: str | None) -> dict[str, Any]:
     return {"statuses": []}  # queued: only a run no worker took yet, which the store has not
 
 
+class ListingScope(Protocol):
+    """Whose runs a caller is listed (tenants: a key sees its own), and its sessions' names as it gives them."""
+
+    async def visible(self, request: Request, run_ids: list[str]) -> list[str]: ...
+
+    def session(self, request: Request, name: str) -> str | None:
+        """The name the store keeps the caller's session `name` under (None: the caller can have no such session)."""
+
+    def shown_session(self, request: Request, kept: str) -> str:
+        """A session's kept name as the caller gave it."""
+
+
 class RunListing:
     """The listing over `folder`'s robots: the run store (None: only what this process holds), the backend's own
-    runs (`live`), and each waiting row's status now (`now`: the backend's `get`)."""
+    runs (`live`), each waiting row's status now (`now`: the backend's `get`); `scope`: what each caller is shown
+    (None: every run, sessions as kept)."""
 
     def __init__(self, folder: Path, store: Any, live: Callable[[], Awaitable[list[LiveRun]]],
-                 now: Callable[[str], Awaitable[RunAnswer | None]]) -> None:
+                 now: Callable[[str], Awaitable[RunAnswer | None]], scope: ListingScope | None = None) -> None:
         self.folder = folder.resolve()
         self.store = store
         self.live = live
         self.now = now
+        self.scope = scope
 
     async def answer(self, request: Request) -> Response:
         query = _query(request)
+        if query.session is not None and self.scope is not None:
+            kept_name = self.scope.session(request, query.session)
+            if kept_name is None:
+                return answer(RunPage(runs=[]))
+            query = dataclasses.replace(query, session=kept_name)
         url = str(request.url_for("listRuns").path)
-        kept = await self._recorded(query, url)
+        kept = await self._recorded(request, query, url)
         candidates = sorted((run for run in await self.live() if query.admits(run)),
                             key=lambda run: (run.started, run.run_id), reverse=True)[: query.limit + 1]
+        shown = set(await self._visible(request, [run.run_id for run in candidates]))
         recorded = await self._stored_ids([run.run_id for run in candidates])
         kept += [RunSummary(run_id=run.run_id, robot=run.robot, status=run.status, started=run.started,
-                            session=run.session, run=f"{url}/{run.run_id}")
-                 for run in candidates if run.run_id not in recorded
+                            session=self._session(request, run.session), run=f"{url}/{run.run_id}")
+                 for run in candidates if run.run_id in shown and run.run_id not in recorded
                  and (query.status is None or run.status == query.status)]
         kept.sort(key=lambda run: (run.started or 0.0, run.run_id), reverse=True)
         page = kept[: query.limit]
@@ -213,8 +235,15 @@ class RunListing:
         return answer(RunPage(runs=page, next_cursor=_cursor(page[-1].started or 0.0, page[-1].run_id)
                               if more and page else None))
 
-    async def _recorded(self, query: _Query, url: str) -> list[RunSummary]:
-        """Up to limit + 1 of the store's runs that pass the query, their statuses as they are now."""
+    async def _visible(self, request: Request, run_ids: list[str]) -> list[str]:
+        return run_ids if self.scope is None or not run_ids else await self.scope.visible(request, run_ids)
+
+    def _session(self, request: Request, kept: str | None) -> str | None:
+        return kept if kept is None or self.scope is None else self.scope.shown_session(request, kept)
+
+    async def _recorded(self, request: Request, query: _Query, url: str) -> list[RunSummary]:
+        """Up to limit + 1 of the store's runs that pass the query and the caller sees, their statuses as they are
+        now: the store's pages read until so many passed (or none are left)."""
         if self.store is None:
             return []
         filters = {**_store_filter(query.status), "session": query.session, "since": query.since,
@@ -224,8 +253,9 @@ class RunListing:
         while len(kept) <= query.limit:
             rows = await asyncio.to_thread(self.store.page, folder=self.folder, before=before, limit=query.limit + 1,
                                            **filters)
+            shown = set(await self._visible(request, [row["run_id"] for row in rows]))
             for row in rows:
-                summary = await self._summary(row, url)
+                summary = await self._summary(request, row, url) if row["run_id"] in shown else None
                 if summary is not None and (query.status is None or summary.status == query.status):
                     kept.append(summary)
             if len(rows) <= query.limit:
@@ -233,7 +263,7 @@ class RunListing:
             before = (rows[-1]["started"], rows[-1]["run_id"])
         return kept
 
-    async def _summary(self, row: dict[str, Any], url: str) -> RunSummary | None:
+    async def _summary(self, request: Request, row: dict[str, Any], url: str) -> RunSummary | None:
         diagram = Path(str(row["diagram"]))
         if diagram.parent != self.folder:
             return None  # a diagram in a subfolder (not a robot), recorded in the same store
@@ -242,8 +272,8 @@ class RunListing:
             found = await self.now(row["run_id"])
             status = found.status if found is not None else status
         return RunSummary(run_id=row["run_id"], robot=diagram.stem, status=status, started=row["started"],
-                          duration_ms=row["duration_ms"], steps=row["steps"], session=row["session"],
-                          run=f"{url}/{row['run_id']}")
+                          duration_ms=row["duration_ms"], steps=row["steps"],
+                          session=self._session(request, row["session"]), run=f"{url}/{row['run_id']}")
 
     async def _stored_ids(self, run_ids: list[str]) -> set[str]:
         if self.store is None or not run_ids:
@@ -251,6 +281,24 @@ class RunListing:
         rows = await asyncio.to_thread(self.store.page, folder=self.folder, run_ids=run_ids, limit=len(run_ids))
         return {row["run_id"] for row in rows}
 
+
+class TenantScope:
+    """A ListingScope over the API's tenants (engine.web.service.tenants: `caller`, `visible`, `session`): a key
+    is listed its own runs, and its sessions by the names it gave them (kept as `KEY_ID:NAME`)."""
+
+    def __init__(self, tenants: Any) -> None:
+        self.tenants = tenants
+
+    async def visible(self, request: Request, run_ids: list[str]) -> list[str]:
+        return list(await self.tenants.visible(run_ids, self.tenants.caller(request)))
+
+    def session(self, request: Request, name: str) -> str | None:
+        kept: str | None = self.tenants.session(self.tenants.caller(request), name)
+        return kept
+
+    def shown_session(self, request: Request, kept: str) -> str:
+        caller = self.tenants.caller(request)
+        return kept if caller.sees_all or caller.key_id is None else kept.removeprefix(f"{caller.key_id}:")
 
 
 def local_live(backend: LocalBackend) -> Callable[[], Awaitable[list[LiveRun]]]:

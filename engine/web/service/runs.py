@@ -175,8 +175,8 @@ class LocalBackend:
         self.durable = durable
         services.checkpoints = durable.store  # each run of a durable diagram checkpoints (Start `durable`)
         self._to_record: list[tuple[RunResult, Diagram, dict[str, Any]]] = []
-        self._sessions_to_record: dict[str, str] = {}
-        """Run id → its session, for the runs in `_to_record` that were a session's turns."""
+        self._known_to_record: dict[str, dict[str, Any]] = {}
+        """Run id → what the store keeps that its result does not say (when it started, its session)."""
         self.endings = RunEndings()
         """Told when each run (or a resumed part) ends here: the metrics."""
         self.runs: OrderedDict[str, RunRecord] = OrderedDict()
@@ -251,8 +251,7 @@ class LocalBackend:
                 record.finish(result_fields(result), status)
                 if self.store is not None:
                     self._to_record.append((result, diagram, inputs))
-                    if session is not None:
-                        self._sessions_to_record[run_id] = session
+                    self._known_to_record[run_id] = {"started": record.started, "session": session}
                     if len(self._to_record) == 1:  # the first of a batch: the rest join it for one commit
                         asyncio.get_running_loop().call_later(_RECORD_AFTER_S, self._record_now)
             except TurnRefused as refused:  # its session's last turn stopped unfinished while this one waited
@@ -274,15 +273,16 @@ class LocalBackend:
 
     def _record_now(self) -> None:
         batch, self._to_record = self._to_record, []
-        sessions, self._sessions_to_record = self._sessions_to_record, {}
+        known, self._known_to_record = self._known_to_record, {}
         if batch:
-            task = self._spawn(asyncio.to_thread(self._record, batch, sessions))
+            task = self._spawn(asyncio.to_thread(self._record, batch, known))
             self._recording.add(task)
             task.add_done_callback(self._recording.discard)
 
-    def _record(self, batch: list[tuple[RunResult, Diagram, dict[str, Any]]], sessions: dict[str, str]) -> None:
+    def _record(self, batch: list[tuple[RunResult, Diagram, dict[str, Any]]],
+                known: dict[str, dict[str, Any]]) -> None:
         try:
-            self.store.record_runs(batch, sessions)
+            self.store.record_runs(batch, known)
         except Exception as exc:  # a store that cannot be written (locked, full): the traces still hold the runs
             self._log.warning("runs_not_recorded", run_ids=[result.run_id for result, _, _ in batch],
                               error=type(exc).__name__)
