@@ -78,6 +78,11 @@ def _finite(_context: click.Context, _param: click.Parameter, value: float) -> f
               help="a folder besides the diagrams' own that they may read files from (repeatable)")
 @click.option("--prune-after", help="delete finished runs' checkpoints this long after they end (s, m, h, d: 7d), "
               "checked hourly; default $DIAGRAMA_PRUNE_AFTER, else kept")
+@click.option("--drain-timeout", type=click.FloatRange(min=0), default=30, show_default=True,
+              help="on SIGTERM: seconds runs in flight have to end (durable runs stop at their next step and are "
+                   "resumable); then what is left is interrupted")
+@click.option("--resume-interrupted", is_flag=True,
+              help="on start, resume the folder's interrupted durable runs (a drained or killed server's)")
 @click.option("--callback-secret", help="the secret callbacks are signed with (HMAC-SHA256; at least 16 characters); "
               "default $DIAGRAMA_CALLBACK_SECRET, which keeps it out of the process list. Without one, a run request's "
               "callback_url is refused")
@@ -90,7 +95,8 @@ def _finite(_context: click.Context, _param: click.Parameter, value: float) -> f
 def api(folder: Path, port: int, host: str, keys_file: Path | None, admin_key: tuple[str, ...],
         cors_origin: tuple[str, ...], no_auth: bool, rpm: float, offline: bool, backend: str, broker: str | None,
         store_url: str | None, runs_dir: Path | None, data_root: tuple[Path, ...],
-        prune_after: str | None, log_format: str | None, log_level: str, callback_secret: str | None, callback_host: tuple[str, ...],
+        prune_after: str | None, drain_timeout: float, resume_interrupted: bool, log_format: str | None,
+        log_level: str, callback_secret: str | None, callback_host: tuple[str, ...],
         otel: bool) -> None:
     """Serve the folder's robots over HTTP: list them, run them, follow their events (SSE); bearer keys required."""
     for module in ("starlette", "uvicorn", "sse_starlette"):
@@ -103,8 +109,6 @@ def api(folder: Path, port: int, host: str, keys_file: Path | None, admin_key: t
     if otel_wanted(otel) and backend != "celery":  # on Celery the workers export the runs
         require_extra("opentelemetry.sdk", "otel", "api --otel")
         require_extra("opentelemetry.exporter.otlp.proto.http", "otel", "api --otel")
-    import uvicorn
-
     from engine.errors import DiagramaError, UsageError
     from engine.runs.service_logs import log
     from engine.runtime.context import Services
@@ -123,7 +127,8 @@ def api(folder: Path, port: int, host: str, keys_file: Path | None, admin_key: t
                          backend=backend,  # type: ignore[arg-type]  # create_app refuses another name
                          broker=broker, store_url=store_url, data_roots=tuple(data_root or ()),
                          prune_after=prune_after, callback_secret=callback_secret,
-                         callback_hosts=callback_host or None, otel=otel, admin_keys=admin_key,
+                         callback_hosts=callback_host or None, otel=otel, resume_interrupted=resume_interrupted,
+                         admin_keys=admin_key,
                          cors_origins=cors_origin)
     except DiagramaError as exc:
         raise fail(exc) from None
@@ -132,7 +137,9 @@ def api(folder: Path, port: int, host: str, keys_file: Path | None, admin_key: t
     log("diagrama.api").info("serving", url=f"http://{host}:{port}/v1/robots", folder=str(folder), backend=backend,
                              auth="none" if no_auth else "keys", offline=offline,
                              prune_after=prune_after or services.environ.get(RETENTION_VARIABLE) or None)
-    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False)
+    from engine.web.serving import serve
+
+    serve(app, host=host, port=port, drain_timeout=drain_timeout)
 
 
 @click.command("api-key")

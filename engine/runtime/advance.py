@@ -49,6 +49,7 @@ class RunStopped(BaseException):
         self.status = status
 
 
+# Long: the one step loop, its per-step checks inline (a call each would cost every step of every run).
 async def advance(run: Run, block: CompiledBlock | None, came_from: CompiledBlock | None = None, *,
                   stop: CompiledBlock | None = None) -> CompiledBlock | None:
     """Step `run` from `block` until its chain ends (None) or reaches `stop` (a pass's Loop); where it stopped.

@@ -35,6 +35,7 @@ from engine.web.service.failures import exception_handlers
 from engine.web.service.gate import Gate, RateLimits, RequestLog
 from engine.web.service.keys import KEYS_VARIABLE, LocalRateLimits, admin_ids, keys_from_environ
 from engine.web.service.pruning import Pruner
+from engine.web.service.recovery import resume_left
 from engine.web.service.robots import Robots
 from engine.web.service.rotation import LiveKeys, reload_on_hangup
 from engine.web.service.runs import LocalBackend
@@ -73,6 +74,7 @@ def create_app(
     callback_secret: str | None = None,
     callback_hosts: tuple[str, ...] | None = None,
     otel: bool = False,
+    resume_interrupted: bool = False,
     admin_keys: tuple[str, ...] = (),
     cors_origins: tuple[str, ...] = (),
 ) -> Starlette | Any:
@@ -81,6 +83,7 @@ def create_app(
     `prune_after` (else $DIAGRAMA_PRUNE_AFTER; `7d`, `12h`…): prune finished runs' checkpoints past it, periodically.
     `callback_secret` (else $DIAGRAMA_CALLBACK_SECRET) signs run callbacks, sent only to `callback_hosts` (else
     $DIAGRAMA_CALLBACK_HOSTS); `otel` (or DIAGRAMA_OTEL=1) exports each run's spans (engine.web.service.around).
+    `resume_interrupted`: at start, resume the folder's interrupted durable runs (engine.web.service.recovery).
     `admin_keys` (and $DIAGRAMA_API_ADMINS): ids of keys that see every caller's runs (engine.web.service.tenants);
     `cors_origins`: origins whose pages may call the API (engine.web.service.cors)."""
     from engine.runtime.api import default_registry
@@ -137,14 +140,16 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         pruning = asyncio.create_task(pruner.run(), name="prune") if pruner is not None else None
+        if resume_interrupted:  # a drained or killed server's runs go on here (each taken over by one process)
+            await resume_left(api)
         with reload_on_hangup(ring):  # SIGHUP reads the keys file again
             yield
         if pruning is not None:
             pruning.cancel()
             await asyncio.gather(pruning, return_exceptions=True)
         await chosen.close()  # a local run still going is interrupted (its trace says so)
-        tenants.close()
         await around.close()
+        tenants.close()
 
     app = Starlette(routes=api.routes(around), lifespan=lifespan, exception_handlers=exception_handlers())
     app.state.api = api

@@ -24,7 +24,9 @@ def test_a_running_run_stops_at_its_next_step_cancelled(make_app: Callable[..., 
             started = await caller.post("/v1/robots/holder/runs", json={"inputs": {"gate": "cancel-me"},
                                                                        "wait": False})
             run = started.json()["run_id"]
-            while (await caller.get(f"/v1/runs/{run}")).json()["status"] != "running":
+            for _ in range(500):
+                if (await caller.get(f"/v1/runs/{run}")).json()["status"] == "running":
+                    break
                 await asyncio.sleep(0.01)
             cancelled = await caller.post(f"/v1/runs/{run}/cancel")
             other = await caller.post(f"/v1/runs/{run}/cancel", headers={"Authorization": f"Bearer {OTHER_KEY}"})

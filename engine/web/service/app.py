@@ -9,6 +9,7 @@ The routes are the `OPERATIONS` table (engine.web.service.openapi), mounted from
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -30,6 +31,7 @@ from engine.runs.turn import Turn
 from engine.web.files import FolderError
 from engine.web.http import JSON, answer, read_body
 from engine.web.service.around import AROUND_OPERATIONS, AroundRuns
+from engine.web.service.cancelling import CANCEL_OPERATION, cancel_run
 from engine.web.service.durable import Durable, Refused
 from engine.web.service.models import (
     SESSION_PATTERN,
@@ -47,6 +49,7 @@ from engine.web.service.robots import InputProblems, Robots, can_wait, input_sch
 from engine.web.service.runs import RunEvent, run_id_shape
 from engine.web.service.shown import Shown
 from engine.web.service.tenants import Tenants
+from engine.web.service.terminal import ended
 
 __all__ = ["DURABLE_OPERATIONS", "MAX_EVENT_DIGITS", "OPERATIONS", "Backend", "RobotsApi", "last_event_id"]
 
@@ -66,8 +69,13 @@ class Backend(Protocol):
     takes_over: bool
     """Whether a resume is marked running here when it is accepted (local), or by the worker that takes it."""
 
+    draining: bool
+    """Set while the server drains (SIGTERM): no new runs; `/ready` answers 503."""
+
     async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
                     key_id: str | None, secrets: list[str], session: str | None = None) -> str: ...
+
+    async def cancel(self, run_id: str) -> bool: ...
 
     async def resume(self, robot: str, turn: Turn, key_id: str | None, secrets: list[str]) -> str: ...
 
@@ -94,6 +102,7 @@ _BAD = Answer("the body is not a RunRequest, or the inputs do not fit the robot'
 _SESSION = re.compile(SESSION_PATTERN)
 
 DURABLE_OPERATIONS: tuple[Operation, ...] = (
+    CANCEL_OPERATION,
     Operation("POST", "/v1/runs/{run_id}/resume", "resumeRun",
               "Answer the `Wait` a run stopped at (or go on with an interrupted run): it goes on under its id "
               "(`wait` as for startRun)",
@@ -167,7 +176,8 @@ class RobotsApi:
         handlers: dict[str, Callable[[Request], Awaitable[Response]]] = {
             "listRobots": self.list_robots, "startRun": self.start_run, "getRun": self.get_run,
             "runEvents": self.run_events, "openapi": self.openapi, "resumeRun": self.resume_run,
-            "getSession": self.get_session, "forgetSession": self.forget_session}
+            "getSession": self.get_session, "forgetSession": self.forget_session,
+            "cancelRun": functools.partial(cancel_run, self)}
         if around is not None:
             handlers = around.wrapped(handlers, self._answer_run, _run_answer)
         return [Route(op.path, self._answering(handlers[op.name]), methods=[op.method], name=op.name)
@@ -334,9 +344,10 @@ class RobotsApi:
         stream = await self.backend.events(run_id, after) if await self.tenants.sees(run_id, caller) else None
         if stream is None:
             raise ApiError(404, f"no run '{run_id}'")
+        events = ended(run_id, stream, self.backend.get, after)
         if not caller.sees_all:  # no pid, host or server path in what it reads (the trace keeps them)
-            stream = self.shown.events(stream)
-        return EventSourceResponse(_sent(stream), ping=_PING_S,
+            events = self.shown.events(events)
+        return EventSourceResponse(_sent(events), ping=_PING_S,
                                    headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 
 

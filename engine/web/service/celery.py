@@ -27,7 +27,7 @@ import orjson
 from engine.compile.diagram import Diagram
 from engine.format.jsonout import plain
 from engine.format.levels import MessageLevel, level_name
-from engine.runs.api_durable import RESUME_TASK, resume_key
+from engine.runs.api_durable import RESUME_TASK, outage, resume_key
 from engine.runs.celery_backend import API_TASK, DEFAULT_BROKER, make_app
 from engine.runs.event_relay import (
     END_FIELD,
@@ -92,6 +92,8 @@ class CeleryBackend:
         self.offline = offline
         self.limits = RedisRateLimits(self.reader.client)
         self.durable = durable
+        self.draining = False
+        """Set while this API process drains: it takes no new runs (its runs are the workers', and go on)."""
         self.endings = RunEndings()
         """Told when this process reads a run's end from its stream (once per end): the metrics."""
         self._log = log("diagrama.api")
@@ -108,12 +110,21 @@ class CeleryBackend:
             await self.durable.hold(turn)  # held under the run's id from now: its worker's turn finds it its own
         run_id = turn.run_id
         client = self.reader.client
-        await client.hset(run_key(run_id), mapping={"robot": robot, "key_id": key_id or "", "created": time.time(),
-                                                    "session": session or ""})
-        await client.expire(run_key(run_id), 24 * 3600)  # a run left queued that long is forgotten
-        await asyncio.to_thread(self.app.send_task, API_TASK, args=[
-            run_id, str(diagram.path.resolve()), plain(inputs), self.store.url, str(self.runs_dir), self.offline,
-            level_name(level) if level is not None else None], kwargs={"key_id": key_id, "session": session})
+        try:
+            await client.hset(run_key(run_id), mapping={"robot": robot, "key_id": key_id or "",
+                                                        "created": time.time(), "session": session or ""})
+            await client.expire(run_key(run_id), 24 * 3600)  # a run left queued that long is forgotten
+            await asyncio.to_thread(self.app.send_task, API_TASK, args=[
+                run_id, str(diagram.path.resolve()), plain(inputs), self.store.url, str(self.runs_dir), self.offline,
+                level_name(level) if level is not None else None], kwargs={"key_id": key_id, "session": session})
+        except Exception as exc:
+            if not outage(exc):
+                raise
+            # Not accepted: the caller is told to try again, never given a run that no worker will ever see.
+            if session is not None:
+                await self.durable.let_go(turn)
+            raise Refused(503, "the broker cannot be reached: the run was not started; send it again shortly",
+                          [f"broker: {type(exc).__name__}"]) from None
         self._log.info("run_queued", run_id=run_id, robot=robot, key_id=key_id, backend="celery")
         return run_id
 
@@ -209,6 +220,29 @@ class CeleryBackend:
             # client that reads the run as soon as its stream closes finds the result, not `running`.
             if finished and not entries and await asyncio.to_thread(self.store.run, run_id) is not None:
                 return  # recorded, but the end entry never came (its worker died just after)
+            if not entries and await self._stopped(run_id):
+                return  # interrupted or cancelled where no end entry was written: the stream's end says which
+
+    async def drain(self, timeout_s: float) -> None:
+        """Stop taking runs; the runs go on on the workers. Event streams and waits in flight get `timeout_s` to end
+        (the server waits for its connections), then close: a client reconnects to another process."""
+        self.draining = True
+        self._log.info("draining", timeout_s=timeout_s)
+
+    async def _stopped(self, run_id: str) -> bool:
+        """Whether the run's record says it stopped for good without its worker's end entry (interrupted and
+        waiting for a resume, or cancelled) and no resume of it is queued."""
+        row = await self.durable.row(run_id)
+        return row is not None and row.get("stored_status") in ("interrupted", "cancelled") \
+            and not await self.reader.client.exists(resume_key(run_id))
+
+    async def cancel(self, run_id: str) -> bool:
+        """Ask the run's worker to stop it at its next step (a queued run stops before its first): True once asked.
+        The worker that holds the run's lease reads the request (engine.runs.leases)."""
+        from engine.runs.leases import cancel_key
+
+        await self.reader.client.set(cancel_key(run_id), "1", ex=24 * 3600)
+        return True
 
     def _tell_end(self, run_id: str, robot: str, number: int, found: dict[str, Any]) -> None:
         """A run's end read from its stream (the end entry's number tells one part's end from another's)."""

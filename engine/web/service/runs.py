@@ -12,6 +12,7 @@ Runs are durable where the checkpoint store is (engine.web.service.durable): one
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import re
 import time
@@ -33,7 +34,7 @@ from engine.runs.turn import Turn, new_turn, run_turn
 from engine.runtime.context import RunObserver, Services
 from engine.runtime.execute import RunResult
 from engine.runtime.trace import Event
-from engine.web.service.durable import Durable, live_answer
+from engine.web.service.durable import Durable, Refused, live_answer
 from engine.web.service.ended import RunEnded, RunEndings
 from engine.web.service.models import RunAnswer, RunStatus
 
@@ -48,6 +49,7 @@ _BUFFER = 4096
 _RECORD_AFTER_S = 0.05
 """Runs that end within this long of each other are written to the store in one transaction, off the loop: a commit
 and a thread's turn for each run cost more CPU than the run itself (a three-block one)."""
+_ENDED: frozenset[RunStatus] = frozenset({"succeeded", "failed", "waiting", "interrupted", "cancelled"})
 _KEPT_FINISHED = 256
 """Finished runs kept in memory with their buffers (reconnects, GET); older ones are read from the store or trace."""
 
@@ -73,6 +75,8 @@ class RunRecord:
         """Its first event's number: 1, or a resumed run's next trace line (the lines before are its first part's)."""
         self.last = first - 1
         self.listeners = 0
+        self.durable = False
+        """Whether its diagram checkpoints: a drain stops it at its next step rather than waiting for its end."""
         self._changed = asyncio.Event()
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -184,6 +188,8 @@ class LocalBackend:
         self._recording: set[asyncio.Task[Any]] = set()
         """The tasks among `tasks` that write finished runs to the store."""
         self._log = log("diagrama.api")
+        self.draining = False
+        """Set when the server drains (SIGTERM): new runs and resumes are refused (503), `ready` answers 503."""
 
     def active(self) -> int:
         return sum(1 for record in self.runs.values() if not record.done.done())
@@ -205,8 +211,14 @@ class LocalBackend:
 
         return observe
 
+    def _open(self) -> None:
+        if self.draining:
+            raise Refused(503, "this server is stopping (draining its runs): send the run to another, or again "
+                               "once it is back")
+
     async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
                     key_id: str | None, secrets: list[str], session: str | None = None) -> str:
+        self._open()
         turn = new_turn(diagram, inputs, store=self.durable.store, session=session)
         if session is not None:
             await self.durable.hold(turn)
@@ -222,6 +234,7 @@ class LocalBackend:
     async def resume(self, robot: str, turn: Turn, key_id: str | None, secrets: list[str]) -> str:
         """Go on with a run's turn, checked and taken (engine.web.service.durable): under its own id, its events after
         its trace's lines."""
+        self._open()
         run_id = turn.run_id
         trace = self.runs_dir / run_id / "trace.jsonl"
         first = await asyncio.to_thread(trace_lines, trace) + 1
@@ -238,6 +251,7 @@ class LocalBackend:
                 run: Callable[[], Awaitable[RunResult]], key_id: str | None, session: str | None) -> None:
         run_id = record.run_id
         record.session = session
+        record.durable = diagram.settings.durable
         self.runs[run_id] = record
         self._forget_old()
         began = time.perf_counter()
@@ -247,9 +261,9 @@ class LocalBackend:
             result: RunResult | None = None
             try:
                 result = await run()
-                status = "succeeded" if result.succeeded else "waiting" if result.status == "waiting" else "failed"
+                status = result.status if result.status in _ENDED else "failed"
                 record.finish(result_fields(result), status)
-                if self.store is not None:
+                if self.store is not None and status != "interrupted":  # it goes on: recorded when it ends
                     self._to_record.append((result, diagram, inputs))
                     self._known_to_record[run_id] = {"started": record.started, "session": session}
                     if len(self._to_record) == 1:  # the first of a batch: the rest join it for one commit
@@ -319,7 +333,9 @@ class LocalBackend:
     async def get(self, run_id: str) -> RunAnswer | None:
         record = self.runs.get(run_id)
         if record is not None:
-            return record.answer()
+            found = record.answer()
+            # A run that stopped here at a Wait may since have been cancelled or resumed elsewhere: its record says.
+            return live_answer(found, await self.durable.row(run_id)) if found.status == "waiting" else found
         if not _RUN_ID.match(run_id):
             return None
         durable = await self.durable.row(run_id)
@@ -352,6 +368,41 @@ class LocalBackend:
         if found is None:
             return None
         return _replay(self.runs_dir / run_id / "trace.jsonl", after)
+
+    async def cancel(self, run_id: str) -> bool:
+        """Ask a run this process runs to stop at its next step, `cancelled`; False when it runs elsewhere or ended."""
+        record = self.runs.get(run_id)
+        if record is None or record.done.done():
+            return False
+        self.services.stops[run_id] = "cancelled"
+        record.done.add_done_callback(functools.partial(self._stopped, run_id))
+        return True
+
+    def _stopped(self, run_id: str, _done: object) -> None:
+        self.services.stops.pop(run_id, None)
+
+    # Long: the drain's three phases in order, each a few lines.
+    async def drain(self, timeout_s: float) -> None:
+        """Stop taking runs; each durable run stops at its next step (its last checkpoint is where it goes on:
+        `interrupted`, resumable by any process), the others have `timeout_s` to end; what is left then is
+        interrupted (cancelled here, as a shutdown does)."""
+        self.draining = True
+        going = {run_id: record for run_id, record in self.runs.items() if not record.done.done()}
+        for run_id, record in going.items():
+            if record.durable:
+                self.services.stops.setdefault(run_id, "interrupted")
+                record.done.add_done_callback(functools.partial(self._stopped, run_id))
+        self._log.info("draining", runs=len(going), timeout_s=timeout_s)
+        waits = [asyncio.shield(record.done) for record in going.values()]
+        if waits:
+            _done, late = await asyncio.wait(waits, timeout=timeout_s)
+            if late:
+                self._log.warning("drain_timeout", runs=[run_id for run_id, record in going.items()
+                                                         if not record.done.done()])
+                for task in [task for task in self.tasks if task not in self._recording]:
+                    task.cancel()
+                await asyncio.wait(late, timeout=5)
+        await self.recorded()
 
     async def close(self) -> None:
         # Runs still going are interrupted (their traces say so); the store's writes are let finish, not cancelled

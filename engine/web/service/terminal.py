@@ -58,12 +58,13 @@ def _closing(run_id: str, number: int, found: RunAnswer | None) -> RunEvent | No
         "path": found.path, "errors": found.errors, "duration_ms": found.duration_ms})
 
 
-async def ended(run_id: str, stream: AsyncIterator[RunEvent],
-                status_of: Callable[[str], Awaitable[RunAnswer | None]]) -> AsyncIterator[RunEvent]:
-    """`stream` as a client gets it: its last event terminal wherever the run's status is known. An event made up
-    here carries the number of the last one sent, so a reconnect after it misses nothing (a resumed run's events
-    follow its trace's lines)."""
-    number = 0
+async def ended(run_id: str, stream: AsyncIterator[RunEvent], status_of: Callable[[str], Awaitable[RunAnswer | None]],
+                after: int = 0) -> AsyncIterator[RunEvent]:
+    """`stream` (the run's events after number `after`) as a client gets it: its last event terminal wherever the
+    run's status is known. An event made up here carries the number of the last one sent, so a reconnect after it
+    misses nothing (a resumed run's events follow its trace's lines). A client that asked after every event there is
+    (a reconnect past the end) gets nothing more: it has the end."""
+    number = after
     held: RunEvent | None = None
     async with contextlib.aclosing(stream):  # type: ignore[type-var]  # an async generator: it has aclose
         async for number, name, data in stream:
@@ -82,6 +83,8 @@ async def ended(run_id: str, stream: AsyncIterator[RunEvent],
             yield held
             return
         number = held[0]
+    if number == after and after > 0:
+        return
     closing = _closing(run_id, number, await status_of(run_id))
     if closing is not None:
         yield closing
