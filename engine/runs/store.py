@@ -135,7 +135,8 @@ class RunStore:
         self.url = url
         if url.startswith("sqlite:///"):
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-        self.engine: Engine = create_engine(url, future=True)
+        # Pre-ping: a connection the pool kept across a database restart is dropped, not handed out (every request 500)
+        self.engine: Engine = create_engine(url, future=True, pool_pre_ping=True, pool_recycle=1800)
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         for attempt in range(5):
