@@ -89,3 +89,41 @@ def test_a_refusal_names_no_server_folder_to_a_key_an_admin_reads_it_whole(
     assert str(tmp_path) not in to_key.text and "in the store runs/diagrama.db" in to_key.json()["error"]
     assert int(to_key.headers["content-length"]) == len(to_key.content)
     assert str(tmp_path / "runs" / "diagrama.db") in to_admin.json()["error"]
+
+
+LEAKY = """
+diagram: leaky
+allowed_modules: [shown_leaky_fns]
+blocks:
+  - id: start
+    type: Start
+    next: read
+  - id: read
+    type: Function
+    with: {function: "shown_leaky_fns:read", arguments: {}}
+"""
+LEAKY_CODE = '''
+from pathlib import Path
+
+def read():
+    raise ValueError(f"cannot read {Path(__file__).parent / 'data' / 'prices.csv'}")
+'''
+
+
+def test_a_runs_answer_names_no_server_folder_to_a_key_even_one_that_waited_for_it(
+        make_app: Callable[..., Any], client: Callable[..., httpx.AsyncClient], robots_dir: Path) -> None:
+    (robots_dir / "leaky.yaml").write_text(textwrap.dedent(LEAKY).lstrip())
+    (robots_dir / "shown_leaky_fns.py").write_text(LEAKY_CODE)
+    app = make_app(environ={"DIAGRAMA_API_KEYS": f"{KEYS},ops={ADMIN_KEY}"}, admin_keys=("ops",))
+
+    async def go() -> list[httpx.Response]:
+        async with client(app) as ci, client(app, **ADMIN) as ops:
+            waited = await ci.post("/v1/robots/leaky/runs", json={})  # the answer's body comes when the run ends
+            run_id = waited.json()["run_id"]
+            return [waited, await ci.get(f"/v1/runs/{run_id}"), await ops.get(f"/v1/runs/{run_id}")]
+
+    waited, read, to_admin = asyncio.run(go())
+    for answered in (waited, read):
+        assert answered.json()["status"] == "failed", answered.text
+        assert str(robots_dir) not in answered.text and "cannot read data/prices.csv" in answered.text
+    assert f"cannot read {robots_dir / 'data' / 'prices.csv'}" in to_admin.text
