@@ -152,12 +152,13 @@ class CeleryBackend:
             for number, field, value in await self.reader.read(run_id, after, READ_BLOCK_MS):
                 after = number
                 if field == END_FIELD:
-                    found = orjson.loads(value)
-                    self._tell_end(run_id, robot, number, found)
-                    return RunAnswer(robot=robot, **found)
+                    ended = RunAnswer(robot=robot, **orjson.loads(value))
+                    self._tell_end(ended)
+                    return ended
             row = await asyncio.to_thread(self.store.run, run_id)  # the stream expired, or never came (a lost task)
             if row is not None and not await self.reader.client.exists(resume_key(run_id)):
-                found = recorded_answer(row)
+                found = recorded_answer(row)  # recorded: its stream's end entry is on its way, or is gone
+                self._tell_end(found)
                 return await self._live(run_id, found) or found
 
     async def _robot(self, run_id: str) -> str | None:
@@ -208,7 +209,7 @@ class CeleryBackend:
             entries = await self.reader.read(run_id, after, READ_BLOCK_MS)
             for number, field, value in entries:
                 if field == END_FIELD:
-                    self._tell_end(run_id, await self._robot(run_id) or "", number, orjson.loads(value))
+                    self._tell_end(RunAnswer(robot=await self._robot(run_id) or "", **orjson.loads(value)))
                     return
                 if field != EVENT_FIELD:
                     continue
@@ -244,12 +245,12 @@ class CeleryBackend:
         await self.reader.client.set(cancel_key(run_id), "1", ex=24 * 3600)
         return True
 
-    def _tell_end(self, run_id: str, robot: str, number: int, found: dict[str, Any]) -> None:
-        """A run's end read from its stream (the end entry's number tells one part's end from another's)."""
-        took = found.get("duration_ms")
-        self.endings.tell(RunEnded(run_id, robot, str(found.get("status")),
-                                   took / 1000 if isinstance(took, int | float) else None, found.get("steps")),
-                          once=(run_id, number))
+    def _tell_end(self, ended: RunAnswer) -> None:
+        """A run's end, read from its stream's end entry or its record (whichever a reader saw first: told once; a
+        resumed run's next part ends with another status or more steps)."""
+        took = ended.duration_ms
+        self.endings.tell(RunEnded(ended.run_id, ended.robot, ended.status, took / 1000 if took is not None else None,
+                                   ended.steps), once=(ended.run_id, ended.status, ended.steps))
 
     async def close(self) -> None:
         await self.reader.close()
