@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import textwrap
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -184,3 +185,18 @@ def test_a_short_secret_or_a_host_that_is_no_host_stops_the_server_at_its_start(
     with pytest.raises(UsageError, match=re.escape("DIAGRAMA_CALLBACK_HOSTS: '*': a wildcard is only")):
         make_app(environ={"DIAGRAMA_API_KEYS": "ci=dgk_test-key-0123456789abcdef",
                           "DIAGRAMA_CALLBACK_HOSTS": "hooks.example, *"})
+
+
+def test_a_callback_names_no_server_folder_to_a_key_that_is_not_an_admins(
+        make_app: Callable[..., Any], serve: Callable[..., Served], receiver: Receiver, robots_dir: Path) -> None:
+    from tests.api.test_shown import LEAKY, LEAKY_CODE
+
+    (robots_dir / "leaky.yaml").write_text(textwrap.dedent(LEAKY).lstrip())
+    (robots_dir / "shown_leaky_fns.py").write_text(LEAKY_CODE)
+    served = serve(make_app(callback_secret=SECRET, callback_hosts=(f"127.0.0.1:{receiver.port}",)))
+    ran = httpx.post(f"{served.url}/v1/robots/leaky/runs", headers=AUTH, timeout=30,
+                     json={"callback_url": f"http://127.0.0.1:{receiver.port}/leaky"})
+    [delivery] = receiver.wait_for(1, "/leaky")
+    assert ran.json()["status"] == "failed" and str(robots_dir) not in ran.text
+    assert delivery.body == httpx.get(f"{served.url}/v1/runs/{ran.json()['run_id']}", headers=AUTH).content
+    assert str(robots_dir).encode() not in delivery.body and b"cannot read data/prices.csv" in delivery.body

@@ -179,7 +179,7 @@ class RobotsApi:
             "getSession": self.get_session, "forgetSession": self.forget_session,
             "cancelRun": functools.partial(cancel_run, self)}
         if around is not None:
-            handlers = around.wrapped(handlers, self._answer_run, _run_answer)
+            handlers = around.wrapped(handlers, self._answer_run, _run_answer, self.shown_for)
         return [Route(op.path, self._answering(handlers[op.name]), methods=[op.method], name=op.name)
                 for op in OPERATIONS if op.name in handlers]
 
@@ -261,13 +261,19 @@ class RobotsApi:
             raise ApiError(400, f"robot '{name}' keeps no memory (Start's `memory`): it has no sessions",
                            ["session: the robot keeps no memory"])
 
+    def shown_for(self, request: Request) -> Callable[[bytes], bytes]:
+        """What the caller is shown of an answer's JSON that `_answering` does not see (a streamed result, a
+        callback's): all of it for an admin, else with no server folder in it (engine.web.service.shown)."""
+        return _as_is if self.tenants.caller(request).sees_all else self.shown.json
+
     async def _answer_run(self, request: Request, run_id: str, *, wait: bool) -> Response:
         """A started (or resumed) run's answer: its result when it ends (`wait`), else 202 with its URLs."""
         request.scope.setdefault("state", {})["run_id"] = run_id
         url = str(request.url_for("getRun", run_id=run_id).path)
         located = {"location": url, "x-run-id": run_id}
         if wait:  # the headers go at once, the result when the run ends: a client cut off meanwhile knows its run
-            return StreamingResponse(_result(self.backend, run_id), media_type="application/json", headers=located)
+            return StreamingResponse(_result(self.backend, run_id, self.shown_for(request)),
+                                     media_type="application/json", headers=located)
         accepted = RunAccepted(run_id=run_id, status="running", run=url, events=f"{url}/events")
         found = await self.backend.get(run_id)
         if found is not None:
@@ -368,9 +374,13 @@ def last_event_id(value: str | None) -> int:
     return int(text)
 
 
-async def _result(backend: Backend, run_id: str) -> AsyncIterator[bytes]:
-    """A `wait: true` answer's body: the run's answer once it ends."""
-    yield bytes(_run_answer(await backend.result(run_id)).body)
+async def _result(backend: Backend, run_id: str, shown: Callable[[bytes], bytes]) -> AsyncIterator[bytes]:
+    """A `wait: true` answer's body: the run's answer once it ends, as the caller is shown it."""
+    yield shown(bytes(_run_answer(await backend.result(run_id)).body))
+
+
+def _as_is(data: bytes) -> bytes:
+    return data
 
 
 def _run_answer(found: RunAnswer) -> Response:

@@ -110,9 +110,12 @@ class AroundRuns:
                               TenantScope(tenants) if tenants is not None else None), Idempotency(run_store),
                    Callbacks.configured(callback_secret, callback_hosts, environ), export)
 
-    def wrapped(self, handlers: Mapping[str, Handler], answer_run: AnswerRun, rendered: Rendered) -> dict[str, Handler]:
+    # Long: the three run doors' wrappers, each a few lines, beside the handlers they wrap.
+    def wrapped(self, handlers: Mapping[str, Handler], answer_run: AnswerRun, rendered: Rendered,
+                shown_for: Callable[[Request], Callable[[bytes], bytes]]) -> dict[str, Handler]:
         """RobotsApi's handlers by operation name with these parts' own added, and the run doors wrapped: a start
-        with its Idempotency-Key and callback_url, a resume with its callback_url, an event stream counted."""
+        with its Idempotency-Key and callback_url, a resume with its callback_url, an event stream counted.
+        `shown_for(request)`: what the caller is shown of an answer (a callback's body is its run's answer)."""
         start, resume, events = handlers["startRun"], handlers["resumeRun"], handlers["runEvents"]
 
         async def start_run(request: Request) -> Response:
@@ -140,7 +143,8 @@ class AroundRuns:
             if claim is not None:
                 await claim.started(run_id)
             if callback is not None:
-                self.callbacks.send_when_ended(run_id, callback, lambda: self._at_end(run_id, rendered))
+                shown = shown_for(request)
+                self.callbacks.send_when_ended(run_id, callback, lambda: self._at_end(run_id, rendered, shown))
             return response
 
         async def resume_run(request: Request) -> Response:
@@ -150,7 +154,8 @@ class AroundRuns:
             response = await resume(_replaying(request, raw))
             run_id = request.path_params["run_id"]
             if callback is not None and response.status_code < 400:
-                self.callbacks.send_when_ended(run_id, callback, lambda: self._at_end(run_id, rendered))
+                shown = shown_for(request)
+                self.callbacks.send_when_ended(run_id, callback, lambda: self._at_end(run_id, rendered, shown))
             return response
 
         async def run_events(request: Request) -> Response:
@@ -183,11 +188,12 @@ class AroundRuns:
         response.headers["idempotent-replayed"] = "true"
         return response
 
-    async def _at_end(self, run_id: str, rendered: Rendered) -> tuple[str, bytes] | None:
-        """Waits for the run's end: its status and `GET /v1/runs/{id}`'s body then."""
+    async def _at_end(self, run_id: str, rendered: Rendered,
+                      shown: Callable[[bytes], bytes]) -> tuple[str, bytes] | None:
+        """Waits for the run's end: its status and `GET /v1/runs/{id}`'s body then, as the caller is shown it."""
         ended = await self.backend.result(run_id)
         found = await self.backend.get(run_id) or ended
-        return found.status, bytes(rendered(found).body)
+        return found.status, shown(bytes(rendered(found).body))
 
     async def close(self) -> None:
         """At shutdown, after the backend's: callbacks under way stop, the last spans go out (a moment at most)."""
