@@ -200,3 +200,17 @@ def test_a_callback_names_no_server_folder_to_a_key_that_is_not_an_admins(
     assert ran.json()["status"] == "failed" and str(robots_dir) not in ran.text
     assert delivery.body == httpx.get(f"{served.url}/v1/runs/{ran.json()['run_id']}", headers=AUTH).content
     assert str(robots_dir).encode() not in delivery.body and b"cannot read data/prices.csv" in delivery.body
+
+
+def test_diagrama_api_refuses_a_callback_option_that_cannot_serve(robots_dir: Path) -> None:
+    from click.testing import CliRunner
+
+    from engine.cli import app
+
+    short = CliRunner().invoke(app, ["api", str(robots_dir), "--no-auth", "--callback-secret", "tiny"],
+                               env={"DIAGRAMA_API_KEYS": ""})
+    no_host = CliRunner().invoke(app, ["api", str(robots_dir), "--no-auth", "--callback-secret", SECRET,
+                                       "--callback-host", "*"], env={"DIAGRAMA_API_KEYS": ""})
+    assert short.exit_code == 2 and "--callback-secret is shorter than 16 characters" in short.stderr, short.output
+    assert "tiny" not in short.output  # the secret itself is never shown
+    assert no_host.exit_code == 2 and "--callback-host: '*': a wildcard is only" in no_host.stderr, no_host.output

@@ -143,3 +143,32 @@ def test_every_bad_parameter_is_a_400_naming_it(make_app: Callable[..., Any],
     assert [problem.split(":")[0] for problem in answers["all"].json()["problems"]] == [
         "status", "since", "limit", "cursor"]
     assert answers["fine"].status_code == 200 and answers["fine"].json() == {"runs": [], "next_cursor": None}
+
+
+def test_each_key_lists_its_own_runs_and_sessions_by_its_own_names(make_app: Callable[..., Any], robots_dir: Path,
+                                                                    client: Callable[..., httpx.AsyncClient]) -> None:
+    from tests.api.conftest import KEYS, OTHER_KEY
+    from tests.api.test_tenants import ADMIN, ADMIN_KEY
+
+    add_durable_robots(robots_dir)
+    app = make_app(environ={"DIAGRAMA_API_KEYS": f"{KEYS},ops={ADMIN_KEY}"}, admin_keys=("ops",))
+
+    async def go() -> dict[str, Any]:
+        async with client(app) as ci, client(app, Authorization=f"Bearer {OTHER_KEY}") as other, \
+                client(app, **ADMIN) as ops:
+            mine = [(await ci.post("/v1/robots/chat/runs", json={"session": "bea"})).json()["run_id"],
+                    (await ci.post("/v1/robots/counter/runs", json={})).json()["run_id"]]
+            theirs = (await other.post("/v1/robots/chat/runs", json={"session": "bea"})).json()["run_id"]
+            await inner(app).state.backend.recorded()
+            return {"mine": mine, "theirs": theirs, "ci": await _page(ci), "other": await _page(other),
+                    "ops": await _page(ops), "ci_bea": await _page(ci, session="bea"),
+                    "other_bea": await _page(other, session="bea"), "ops_bea": await _page(ops, session="ci:bea")}
+
+    found = asyncio.run(go())
+    mine, theirs = found["mine"], found["theirs"]
+    assert [run["run_id"] for run in found["ci"]["runs"]] == mine[::-1]
+    assert [(run["run_id"], run["session"]) for run in found["other"]["runs"]] == [(theirs, "bea")]
+    assert [(run["run_id"], run["session"]) for run in found["ci_bea"]["runs"]] == [(mine[0], "bea")]
+    assert [run["run_id"] for run in found["other_bea"]["runs"]] == [theirs]
+    assert [run["run_id"] for run in found["ops"]["runs"]] == [theirs, *mine[::-1]]  # an admin sees all, as kept:
+    assert [(run["run_id"], run["session"]) for run in found["ops_bea"]["runs"]] == [(mine[0], "ci:bea")]
