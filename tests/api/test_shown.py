@@ -6,13 +6,15 @@ trace on disk keeps everything."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
+import pytest
 
 from engine.runtime.trace import read_events as read_trace
 from tests.api.conftest import AUTH, KEYS, Served, read_events
@@ -110,6 +112,16 @@ def read():
 '''
 
 
+@pytest.fixture
+def fresh_leaky_module() -> Iterator[None]:
+    """A module a diagram allows is imported once a process, from the first folder that had it: this test's folder
+    (and the next test's, which may use LEAKY too) must be the one its `__file__` names."""
+    sys.modules.pop("shown_leaky_fns", None)
+    yield
+    sys.modules.pop("shown_leaky_fns", None)
+
+
+@pytest.mark.usefixtures("fresh_leaky_module")
 def test_a_runs_answer_names_no_server_folder_to_a_key_even_one_that_waited_for_it(
         make_app: Callable[..., Any], client: Callable[..., httpx.AsyncClient], robots_dir: Path) -> None:
     (robots_dir / "leaky.yaml").write_text(textwrap.dedent(LEAKY).lstrip())

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
 import orjson
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from engine.runtime.trace import Event
 
@@ -96,12 +96,8 @@ class Shown:
                 yield number, name, self.event(name, data)
 
     def answer(self, response: Response) -> Response:
-        """A JSON answer with the folders replaced in its body, also one whose body comes later (`wait: true`: the
-        headers at once, the run's answer when it ends); an event stream's are its events' (`events`)."""
-        if isinstance(response, StreamingResponse):
-            if response.media_type == "application/json":
-                response.body_iterator = self._chunks(response.body_iterator)
-            return response
+        """A JSON answer with the folders replaced in its body. A body that comes later is shown by whoever makes it
+        (`wait: true`'s result: engine.web.service.app's `shown_for`; an event stream's: `events`)."""
         body = getattr(response, "body", None)
         if not isinstance(body, bytes) or not body:
             return response
@@ -110,7 +106,3 @@ class Shown:
             response.body = shown
             response.headers["content-length"] = str(len(shown))
         return response
-
-    async def _chunks(self, chunks: AsyncIterable[str | bytes | memoryview]) -> AsyncIterator[bytes]:
-        async for chunk in chunks:  # a whole JSON document a chunk (engine.web.service.app's `_result`)
-            yield self.json(chunk.encode() if isinstance(chunk, str) else bytes(chunk))
