@@ -66,6 +66,7 @@ async def ended(run_id: str, stream: AsyncIterator[RunEvent], status_of: Callabl
     (a reconnect past the end) gets nothing more: it has the end."""
     number = after
     held: RunEvent | None = None
+    last_name = ""
     async with contextlib.aclosing(stream):  # type: ignore[type-var]  # an async generator: it has aclose
         async for number, name, data in stream:
             name, data = _as_sent(run_id, name, data)
@@ -74,9 +75,10 @@ async def ended(run_id: str, stream: AsyncIterator[RunEvent], status_of: Callabl
                 held = (number, name, data)
                 continue
             held = None
-            yield number, name, data
-            if name in TERMINAL:
-                return
+            last_name = name
+            yield number, name, data  # on to the stream's end: a run that waited goes on after its run_finished
+    if held is None and last_name in TERMINAL:
+        return
     if held is not None:
         found = await status_of(run_id)
         if found is None or found.status == "interrupted":
