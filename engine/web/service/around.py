@@ -105,7 +105,7 @@ class AroundRuns:
             metrics = Metrics(in_flight=backend.active)
             live = local_live(backend)
         backend.endings.listen(metrics.run_ended)
-        return cls(backend, Health(checks, lambda: bool(getattr(backend, "draining", False))), metrics,
+        return cls(backend, Health(checks, lambda: backend.draining), metrics,
                    RunListing(folder, run_store, live, backend.get,
                               TenantScope(tenants) if tenants is not None else None), Idempotency(run_store),
                    Callbacks.configured(callback_secret, callback_hosts, environ), export)
