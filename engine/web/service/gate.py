@@ -22,6 +22,7 @@ from engine.web.service.keys import KeyRing, retry_after
 
 __all__ = ["Gate", "RateLimits", "RequestLog"]
 
+_PROBES = frozenset({"/health", "/ready"})
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
@@ -125,6 +126,8 @@ class RequestLog:
                 await _send_json(sending, 500, failure_body(request_id))
         finally:
             state = scope.get("state", {})
-            self.log.info("request", method=scope["method"], path=scope["path"], status=status,
-                          duration_ms=round((time.perf_counter() - began) * 1000, 3), key_id=state.get("key_id"),
-                          request_id=request_id, run_id=state.get("run_id"), robot=state.get("robot"))
+            # A load balancer's probes come every few seconds: at debug level, unless they fail.
+            write = self.log.debug if scope["path"] in _PROBES and status < 400 else self.log.info
+            write("request", method=scope["method"], path=scope["path"], status=status,
+                  duration_ms=round((time.perf_counter() - began) * 1000, 3), key_id=state.get("key_id"),
+                  request_id=request_id, run_id=state.get("run_id"), robot=state.get("robot"))
