@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         rows += outcome.rows
         details[name] = outcome.details
         if not given.json:
-            print(table(outcome.rows), flush=True)
+            print(table(outcome.rows), file=sys.stderr, flush=True)
     if given.json:
         print(json.dumps({"rows": [dataclasses.asdict(row) for row in rows], "details": details,
                           "machine": machine(), "quick": given.quick}, default=str))

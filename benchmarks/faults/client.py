@@ -52,8 +52,9 @@ class Stream:
 
 
 async def follow(client: httpx.AsyncClient, run_id: str, *, after: int = 0,
-                 opened: Callable[[], None] | None = None) -> Stream:
-    """Read `GET /v1/runs/{id}/events` (after event `after`) until the server closes it or an error."""
+                 opened: Callable[[], None] | None = None, heard: Callable[[str], None] | None = None) -> Stream:
+    """Read `GET /v1/runs/{id}/events` (after event `after`) until the server closes it or an error; `heard` hears
+    each event's name as it comes (what a reader cancelled before the end had seen)."""
     found = Stream(last_id=after)
     headers = {"Last-Event-ID": str(after)} if after else {}
     try:
@@ -75,6 +76,8 @@ async def follow(client: httpx.AsyncClient, run_id: str, *, after: int = 0,
                 elif not line and name:
                     found.events += 1
                     found.terminal = name if name in TERMINAL else None
+                    if heard is not None:
+                        heard(name)
                     name = ""
             found.closed = True
     except httpx.HTTPError as exc:

@@ -16,6 +16,7 @@ import os
 import random
 import signal
 import subprocess
+import sys
 import time
 from typing import Any
 
@@ -129,7 +130,7 @@ def sigkill(options: argparse.Namespace) -> Outcome:
             result = trials.trial(number)
             results.append(result)
             if options.verbose:
-                print(f"sigkill trial {number}: {result}", flush=True)
+                print(f"sigkill trial {number}: {result}", file=sys.stderr, flush=True)
         time.sleep(1)
         for result in results:  # a run lost at its trial's end may have ended since
             if result.get("run_id") and result.get("status") != "succeeded":
