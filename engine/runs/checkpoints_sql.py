@@ -1,19 +1,17 @@
 """The checkpoint store on any SQLAlchemy URL other than SQLite's file (PostgreSQL, MySQL, …).
 
-The same four tables as engine.runs.checkpoints' SQLite store (`run_states`, `checkpoints`,
-`sessions`, `session_memory`), declared with SQLAlchemy Core, in the run store's database. Every write is its own
-transaction, committed before the method returns (a checkpoint is durable before the next block
-with effects starts). Upserts use the dialect's `ON CONFLICT DO UPDATE` where it has one
-(PostgreSQL, SQLite), else an UPDATE then an INSERT in one transaction. The two decisions that
-must have one winner are conditional UPDATEs, which the database serialises on the row: a resume's
-take-over (status and pid unchanged) and a session's claim (holder, hold time and turn unchanged
-since they were read), so two runs never hold one session at once, on any dialect. A session turn's
-checkpoints hold its memory as changes, as the SQLite store's do (engine.runs.session_memory).
-
-One engine (a connection pool, safe for threads) per URL per process, made on first use with its
-tables; a process forked after that (a Celery worker's child) starts its own pool.
+The same four tables as engine.runs.checkpoints' SQLite store (`run_states`, `checkpoints`, `sessions`,
+`session_memory`), declared with SQLAlchemy Core, in the run store's database. Every write is its own transaction,
+committed before the method returns (a checkpoint is durable before the next block with effects starts). Upserts use
+the dialect's `ON CONFLICT DO UPDATE` where it has one (PostgreSQL, SQLite), else an UPDATE then an INSERT in one
+transaction; on PostgreSQL a run's own three writes go straight to the driver (engine.runs.checkpoints_pg). The two
+decisions that must have one winner are conditional UPDATEs, which the database serialises on the row: a resume's
+take-over (status and pid unchanged) and a session's claim (holder, hold time and turn unchanged since they were
+read), so two runs never hold one session at once, on any dialect. A session turn's checkpoints hold its memory as
+changes, as the SQLite store's do (engine.runs.session_memory). One engine (a connection pool, safe for threads) per
+URL per process, made on first use with its tables; a process forked after that (a Celery worker's child) starts its
+own pool.
 """
-
 from __future__ import annotations
 
 import os
@@ -38,7 +36,9 @@ from engine.runs.checkpoints import (
     session_holder,
     stored_json,
 )
+from engine.runs.checkpoints_pg import OffLoopWrites, PgWrites
 from engine.runs.session_memory import MemoryBase, compact, expand_all, log_rows, memory_at, rewritten, tombstone
+from engine.runs.sql_urls import DRIVERS, conninfo, scrubbed, shown_url
 from engine.runs.traces import INTERRUPTED
 
 __all__ = ["OUTAGE_S", "SqlCheckpoints", "shown_url"]
@@ -65,36 +65,17 @@ checkpoints = Table(
 )
 sessions = Table(
     "sessions", metadata,
-    Column("session", Text, primary_key=True),
-    Column("diagram", Text),
-    Column("state", LargeBinary),
-    Column("turn", Integer, nullable=False, server_default="0"),
-    Column("holder", Text),
-    Column("holder_pid", Integer),
-    Column("holder_host", Text),
-    Column("held_since", Float),
-    Column("updated", Float),
+    Column("session", Text, primary_key=True), Column("diagram", Text), Column("state", LargeBinary),
+    Column("turn", Integer, nullable=False, server_default="0"), Column("holder", Text),
+    Column("holder_pid", Integer), Column("holder_host", Text), Column("held_since", Float), Column("updated", Float),
 )
 session_memory = Table(
-    "session_memory", metadata,
-    Column("session", Text, primary_key=True),
-    Column("turn", Integer, primary_key=True, autoincrement=False),
-    Column("change", LargeBinary, nullable=False),
+    "session_memory", metadata, Column("session", Text, primary_key=True),
+    Column("turn", Integer, primary_key=True, autoincrement=False), Column("change", LargeBinary, nullable=False),
 )
 
-_DRIVERS = {"psycopg": "psycopg[binary]", "psycopg2": "psycopg2-binary", "asyncpg": "asyncpg", "pg8000": "pg8000",
-            "pymysql": "pymysql", "mysqldb": "mysqlclient", "pyodbc": "pyodbc", "oracledb": "oracledb"}
-"""What to install for each SQLAlchemy driver (a URL without one, `postgresql://`, means psycopg2)."""
 _engines: dict[str, Engine] = {}
 _engines_lock = threading.Lock()
-
-
-def shown_url(url: str) -> str:
-    """The URL as a message may show it: without its password."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return url.split(":", 1)[0] + ":…"
 
 
 def _engine(url: str) -> Engine:
@@ -118,11 +99,11 @@ def _connect(url: str) -> Engine:
     try:
         engine = create_engine(url, pool_size=5, max_overflow=10, pool_recycle=1800)
     except (ImportError, NoSuchModuleError) as exc:
-        fix = f"pip install {_DRIVERS[driver]}" if driver in _DRIVERS else "install its SQLAlchemy driver"
+        fix = f"pip install {DRIVERS[driver]}" if driver in DRIVERS else "install its SQLAlchemy driver"
         if scheme == "postgresql" and driver != "psycopg":
             fix += ', or name psycopg 3: postgresql+psycopg://…, pip install "diagrama[postgres]"'
         raise OSError(f"the checkpoint store {shown} needs the {scheme} driver {driver}, which is not installed "
-                      f"({fix}): {_scrubbed(exc, url)}") from None
+                      f"({fix}): {scrubbed(exc, url)}") from None
     for attempt in range(5):
         try:
             metadata.create_all(engine)
@@ -130,22 +111,12 @@ def _connect(url: str) -> Engine:
         except (IntegrityError, ProgrammingError) as exc:
             # Another process made a table between check and create; the next check sees it.
             if attempt == 4:
-                raise OSError(f"the checkpoint store {shown} cannot make its tables: {_scrubbed(exc, url)}") from None
+                raise OSError(f"the checkpoint store {shown} cannot make its tables: {scrubbed(exc, url)}") from None
             time.sleep(0.05 * (attempt + 1))
         except OperationalError as exc:
             engine.dispose()
-            raise OSError(f"the checkpoint store {shown} cannot be reached: {_scrubbed(exc, url)}") from None
+            raise OSError(f"the checkpoint store {shown} cannot be reached: {scrubbed(exc, url)}") from None
     return engine
-
-
-def _scrubbed(exc: BaseException, url: str) -> str:
-    """An error's first line, the URL's password taken out wherever the driver quoted it."""
-    text = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    try:
-        password = make_url(url).password
-    except ArgumentError:
-        password = None
-    return text.replace(str(password), "***") if password else text
 
 
 def _forget_engines_after_fork() -> None:
@@ -167,6 +138,11 @@ class SqlCheckpoints:
         self._dialect = self._engine.dialect.name
         self.remote = self._dialect != "sqlite"
         """Across a network: a step loop writes its checkpoints off the event loop (engine.runtime.advance)."""
+        failed = lambda exc: OSError(f"the checkpoint store {self.where}: {scrubbed(exc, self.url)}")  # noqa: E731
+        self._pg = PgWrites(self._engine, OUTAGE_S, failed) if self._dialect == "postgresql" else None
+        self.off_loop = OffLoopWrites(self, conninfo(url) if self._pg is not None else None, failed) \
+            if self.remote else None
+        """Its run writes as coroutines (engine.runtime.checkpointing), on the loop where the host allows."""
         self._save = self._save_statement()
         self._bases: dict[str, MemoryBase] = {}
         """The memory each session turn running here began with, by run id: its checkpoints are written against it."""
@@ -203,7 +179,7 @@ class SqlCheckpoints:
                         time.sleep(pause)
                         pause = min(pause * 2, 2.0)
                         continue
-                    raise OSError(f"the checkpoint store {self.where}: {_scrubbed(exc, self.url)}") from None
+                    raise OSError(f"the checkpoint store {self.where}: {scrubbed(exc, self.url)}") from None
                 raise
 
     def _run(self, statement: Any) -> int:
@@ -232,15 +208,33 @@ class SqlCheckpoints:
         now = time.time()
         values = {name: stored_json(fields[name], name) if name == "inputs" and fields.get(name) is not None
                   else fields.get(name) for name in RUN_FIELDS}
-        self._write(lambda connection: self._upsert(
-            connection, run_states, {"run_id": run_id},
-            {**values, "status": "running", "started": now, "updated": now, "waiting": None},
-            ("status", "pid", "host", "content_hash", "updated", "waiting")))
+        if self._pg is not None:
+            self._pg.begin(run_id, [values[name] for name in RUN_FIELDS], now)
+        else:
+            self._write(lambda connection: self._upsert(connection, run_states, {"run_id": run_id}, {
+                **values, "status": "running", "started": now, "updated": now, "waiting": None},
+                ("status", "pid", "host", "content_hash", "updated", "waiting")))
         self._bases.pop(run_id, None)
         if fields.get("session") and not fields.get("parent"):  # a session's turn (or a replay of one)
             base = self._read(lambda connection: self._memory(connection, str(fields["session"]), None))
             if base is not None and base.values:
                 self._bases[run_id] = base
+
+    # What OffLoopWrites writes on the event loop, prepared as the writes above prepare it.
+    def begun(self, run_id: str, fields: Mapping[str, Any]) -> list[Any] | None:
+        if fields.get("session"):
+            return None  # its memory is read as it begins: on a thread
+        self._bases.pop(run_id, None)
+        return [stored_json(fields[name], name) if name == "inputs" and fields.get(name) is not None
+                else fields.get(name) for name in RUN_FIELDS]
+
+    def compacted(self, run_id: str, state: bytes) -> bytes:
+        base = self._bases.get(run_id)
+        return compact(state, base) if base is not None else state
+
+    def ended(self, run_id: str, waiting: Mapping[str, Any] | None) -> str | None:
+        self._bases.pop(run_id, None)
+        return stored_json(waiting, "waiting") if waiting else None
 
     def _save_statement(self) -> Any:
         """A checkpoint's upsert, built once: each save only binds its values (SQLAlchemy caches the compiled form)."""
@@ -259,6 +253,9 @@ class SqlCheckpoints:
         base = self._bases.get(run_id)
         if base is not None:
             state = compact(state, base)
+        if self._pg is not None:
+            self._pg.save(run_id, seq, state)
+            return
         if self._save is not None:
             values = {"run_id": run_id, "seq": seq, "state": state}
             self._write(lambda connection: connection.execute(self._save, values))
@@ -268,8 +265,12 @@ class SqlCheckpoints:
 
     def end(self, run_id: str, status: str, waiting: Mapping[str, Any] | None) -> None:
         self._bases.pop(run_id, None)
+        stored = stored_json(waiting, "waiting") if waiting else None
+        if self._pg is not None:
+            self._pg.end(run_id, status, stored)
+            return
         self._run(update(run_states).where(run_states.c.run_id == run_id).values(
-            status=status, waiting=stored_json(waiting, "waiting") if waiting else None, updated=time.time()))
+            status=status, waiting=stored, updated=time.time()))
 
     # -- what resume, replay and `diagrama runs` read -------------------------------------------------
     def _rows(self, query: Any) -> list[dict[str, Any]]:

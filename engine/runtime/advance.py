@@ -63,7 +63,7 @@ async def advance(run: Run, block: CompiledBlock | None, came_from: CompiledBloc
     own_limit = run.own_limit
     durable = run.durable
     checkpointing = durable is not None
-    off_loop = checkpointing and getattr(durable.store, "remote", False)  # type: ignore[union-attr]  # just checked
+    off_loop = checkpointing and durable.remote  # type: ignore[union-attr]  # just checked
     file = run.trace.file
     stops, top_id = run.ctx.services.stops, root.ctx.run_id  # the dict is shared: a stop asked later is seen
     clock, stepped_now, stepped = time.perf_counter, step_now, step  # read once: this loop turns once per step

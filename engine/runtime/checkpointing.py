@@ -9,7 +9,6 @@ checkpoint holds and how it is encoded is engine.runtime.durable's; the store is
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -44,6 +43,41 @@ class Checkpointer:
         store cannot be written: before any block runs)."""
         self.store.begin(self.run.ctx.run_id, fields)
 
+    @property
+    def remote(self) -> bool:
+        """Whether the store is across a network (PostgreSQL): its writes are awaited (`off_loop`), never made on the
+        event loop's thread while it waits for the database."""
+        return getattr(self.store, "off_loop", None) is not None
+
+    async def begin_off_loop(self, fields: dict[str, Any]) -> None:
+        """`begin`, awaited (a store across a network)."""
+        await self.store.off_loop.begin(self.run.ctx.run_id, fields)  # type: ignore[attr-defined]  # `remote`
+
+    async def save_now(self, following: CompiledBlock | None, came_from: CompiledBlock | None) -> None:
+        """`save`, off the event loop where the store is across a network."""
+        if self.remote:
+            await self.save_off_loop(following, came_from)
+        else:
+            self.save(following, came_from)
+
+    def last_state(self) -> tuple[int, bytes] | None:
+        """`last`'s checkpoint, taken but not written (None: a scope that cannot be written only limits replays)."""
+        run = self.run
+        try:
+            state = self.state(None, run.ctx.current)
+        except SnapshotError:
+            return None
+        if run.trace.file.pending:
+            run.trace.file.flush()
+        self.seq += 1
+        self.marked = len(run.path)
+        return self.seq, state
+
+    async def end_off_loop(self, status: str, last: tuple[int, bytes] | None) -> None:
+        """`last`'s write (already taken) and `end`'s, awaited."""
+        await self.store.off_loop.finish(  # type: ignore[attr-defined]  # `remote` says it is there
+            self.run.ctx.run_id, last, status, self.run.waiting)
+
     def state(self, following: CompiledBlock | None, came_from: CompiledBlock | None) -> bytes:
         """The run's state as a checkpoint holds it, scrubbed of its secrets; SnapshotError for a value it cannot hold."""
         run = self.run
@@ -71,7 +105,7 @@ class Checkpointer:
         a concurrent Loop's other passes change the scope meanwhile."""
         seq, state = self._prepared(following, came_from)
         try:
-            await asyncio.to_thread(self.store.save, self.run.ctx.run_id, seq, state)
+            await self.store.off_loop.save(self.run.ctx.run_id, seq, state)  # type: ignore[attr-defined]  # as above
         except OSError as exc:
             self._failed(came_from, exc)
 

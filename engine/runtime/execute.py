@@ -86,7 +86,10 @@ async def execute(
         fields = run_record(diagram, trace_path, **(record or {}))
         if fields.get("inputs"):
             fields["inputs"] = trace.redactor.value(fields["inputs"])  # a key given as an input stays out of the store
-        run.durable.begin(fields)
+        if run.durable.remote:  # a database across a network: its round trip does not hold the event loop
+            await run.durable.begin_off_loop(fields)
+        else:
+            run.durable.begin(fields)
     if diagram.tools is not None and diagram.tools.mcp_servers:
         from engine.tools.mcp import run_sessions  # the MCP client loads only for a diagram whose tools use it
 

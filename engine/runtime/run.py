@@ -95,6 +95,8 @@ class Run:
         status = "failed"
         try:
             block, came_from = self.begin(inputs, resumed)
+            if resumed is None and self.durable is not None and not self.nested:
+                await self.durable.save_now(self.diagram.start, None)  # checkpoint 0: Start's scope (replays begin there)
             await within_deadline(self, advance(self, block, came_from))
             status = "succeeded"
         except RunFailed:
@@ -126,16 +128,25 @@ class Run:
                                     "message": f"the run was interrupted ({type(exc).__name__})"})
             self.finish("interrupted")
             raise
-        return self.finish(status)
+        return await self._finish_off_loop(status)
+
+    async def _finish_off_loop(self, status: str) -> str:
+        """`finish` for a top run whose store is across a network: its last checkpoint and record written on a
+        thread (taken here first), after its trace's end."""
+        durable = self.durable
+        if durable is None or self.nested or not durable.remote:
+            return self.finish(status)
+        last = durable.last_state() if status in ("succeeded", "failed") else None
+        status = self._finish_trace(status)
+        await durable.end_off_loop(status, last)
+        return status
 
     def begin(self, inputs: Mapping[str, Any],
               resumed: Resumed | None) -> tuple[CompiledBlock | None, CompiledBlock | None]:
         """Where this run's steps begin (the block, and the block it came from): Start, with the scope Start makes of
         `inputs`; or `resumed`'s block, with the state that checkpoint holds taken back (the Loops' positions too)."""
         if resumed is None:
-            self.prepare_scope(inputs)
-            if self.durable is not None and not self.nested:  # checkpoint 0: the scope Start made (replays begin there)
-                self.durable.save(self.diagram.start, None)
+            self.prepare_scope(inputs)  # checkpoint 0, the scope Start made, is `whole`'s to write
             return self.diagram.start, None
         assert self.durable is not None, "only a durable run resumes"
         self.durable.restore(resumed)

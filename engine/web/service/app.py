@@ -274,8 +274,12 @@ class RobotsApi:
         if wait:  # the headers go at once, the result when the run ends: a client cut off meanwhile knows its run
             return StreamingResponse(_result(self.backend, run_id, self.shown_for(request)),
                                      media_type="application/json", headers=located)
-        accepted = RunAccepted(run_id=run_id, status="running", run=url, events=f"{url}/events")
-        found = await self.backend.get(run_id)
+        accepted = RunAccepted(run_id=run_id, status="running" if self.backend.takes_over else "queued", run=url,
+                               events=f"{url}/events")
+        try:
+            found = await self.backend.get(run_id)
+        except Refused:  # the run is accepted: a broker away now never makes its answer a failure to retry
+            found = None
         if found is not None:
             accepted.status = found.status
         response = answer(accepted, 202)

@@ -16,18 +16,19 @@ another), and the run's stream starts again after its trace's lines (the first p
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 from engine.compile.diagram import Diagram
 from engine.format.jsonout import plain
 from engine.format.levels import MessageLevel, level_name
-from engine.runs.api_durable import RESUME_TASK, outage, resume_key
+from engine.runs.api_durable import PATIENCE_S, RESUME_TASK, outage, resume_key
 from engine.runs.celery_backend import API_TASK, DEFAULT_BROKER, make_app
 from engine.runs.event_relay import (
     END_FIELD,
@@ -64,6 +65,11 @@ return tostring(wait)
 """
 """A key's bucket (KEYS[1]); ARGV rate a second, capacity, now. Seconds to wait, 0 when a token was taken: the
 batch's vendor bucket (engine.runs.celery_backend), holding a minute's worth here."""
+
+
+_T = TypeVar("_T")
+_REQUEST_PATIENCE_S = 20.0
+"""How long a request waits for a broker or run store that restarts before it answers 503."""
 
 
 class RedisRateLimits:
@@ -145,8 +151,25 @@ class CeleryBackend:
         self._log.info("resume_queued", run_id=run_id, robot=robot, key_id=key_id, backend="celery")
         return run_id
 
+    async def _patient(self, work: Callable[[], Awaitable[_T]], wait_s: float = _REQUEST_PATIENCE_S) -> _T:
+        """`work()`, tried again while the broker or the run store restarts, for `wait_s`; then a 503 (never a 500
+        for a service that is away, nor a stream cut without its end while it comes back)."""
+        gives_up = time.monotonic() + wait_s
+        pause = 0.2
+        while True:
+            try:
+                return await work()
+            except Exception as exc:
+                if not outage(exc):
+                    raise
+                if time.monotonic() + pause > gives_up:
+                    raise Refused(503, "the broker or the run store cannot be reached now: ask again shortly",
+                                  [f"service: {type(exc).__name__}"]) from None
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 2.0)
+
     async def result(self, run_id: str) -> RunAnswer:
-        robot = await self._robot(run_id) or ""
+        robot = await self._patient(lambda: self._robot(run_id), PATIENCE_S) or ""
         after = 0
         while True:
             for number, field, value in await self.reader.read(run_id, after, READ_BLOCK_MS):
@@ -155,11 +178,18 @@ class CeleryBackend:
                     ended = RunAnswer(robot=robot, **orjson.loads(value))
                     self._tell_end(ended)
                     return ended
-            row = await asyncio.to_thread(self.store.run, run_id)  # the stream expired, or never came (a lost task)
-            if row is not None and not await self.reader.client.exists(resume_key(run_id)):
-                found = recorded_answer(row)  # recorded: its stream's end entry is on its way, or is gone
+            found = await self._patient(lambda: self._recorded_now(run_id), PATIENCE_S)
+            if found is not None:
                 self._tell_end(found)
-                return await self._live(run_id, found) or found
+                return await self._patient(functools.partial(self._live, run_id, found), PATIENCE_S) or found
+
+    async def _recorded_now(self, run_id: str) -> RunAnswer | None:
+        """The run's record, once the store has it and no resume of it is queued (the stream expired, or never
+        came: a lost task; its stream's end entry is on its way, or is gone)."""
+        row = await asyncio.to_thread(self.store.run, run_id)
+        if row is None or await self.reader.client.exists(resume_key(run_id)):
+            return None
+        return recorded_answer(row)
 
     async def _robot(self, run_id: str) -> str | None:
         found = await self.reader.client.hget(run_key(run_id), "robot")
@@ -174,6 +204,9 @@ class CeleryBackend:
         return live_answer(found, await self.durable.row(run_id))
 
     async def get(self, run_id: str) -> RunAnswer | None:
+        return await self._patient(lambda: self._get(run_id))
+
+    async def _get(self, run_id: str) -> RunAnswer | None:
         row = await asyncio.to_thread(self.store.run, run_id)
         if row is not None:
             return await self._live(run_id, recorded_answer(row)) \
@@ -185,6 +218,9 @@ class CeleryBackend:
         return RunAnswer(run_id=run_id, robot=robot, status="running" if started else "queued")
 
     async def events(self, run_id: str, after: int) -> AsyncIterator[RunEvent] | None:
+        return await self._patient(lambda: self._events(run_id, after))
+
+    async def _events(self, run_id: str, after: int) -> AsyncIterator[RunEvent] | None:
         row = await asyncio.to_thread(self.store.run, run_id)
         if row is None and await self._robot(run_id) is None:
             return None
@@ -192,8 +228,10 @@ class CeleryBackend:
         resuming = bool(await self.reader.client.exists(resume_key(run_id)))
         return self._follow(run_id, after, trace, recorded=row is not None and not resuming)
 
+    # Long: a stream's two sources (the trace file, then the Redis stream) and its three ends, in order.
     async def _follow(self, run_id: str, after: int, trace: Path, *, recorded: bool) -> AsyncIterator[RunEvent]:
-        first = await self.reader.first_number(run_id)
+        patient = functools.partial(self._patient, wait_s=PATIENCE_S)  # a stream waits out a broker's restart
+        first = await patient(lambda: self.reader.first_number(run_id))
         # Events are the trace's lines: what the stream lacks (older events; a resumed run's first part, before its
         # worker writes) is read from the file, and the stream followed after it, without a gap.
         if first is None or after + 1 < first:
@@ -209,7 +247,8 @@ class CeleryBackend:
             entries = await self.reader.read(run_id, after, READ_BLOCK_MS)
             for number, field, value in entries:
                 if field == END_FIELD:
-                    self._tell_end(RunAnswer(robot=await self._robot(run_id) or "", **orjson.loads(value)))
+                    robot = await patient(lambda: self._robot(run_id)) or ""
+                    self._tell_end(RunAnswer(robot=robot, **orjson.loads(value)))
                     return
                 if field != EVENT_FIELD:
                     continue
@@ -217,11 +256,13 @@ class CeleryBackend:
                 yield number, name, value
                 after = number
                 finished = finished or name == Event.RUN_FINISHED
+            if entries:
+                continue
             # After run_finished the stream stays open until the worker has recorded the run (its end entry): a
             # client that reads the run as soon as its stream closes finds the result, not `running`.
-            if finished and not entries and await asyncio.to_thread(self.store.run, run_id) is not None:
+            if finished and await patient(lambda: asyncio.to_thread(self.store.run, run_id)) is not None:
                 return  # recorded, but the end entry never came (its worker died just after)
-            if not entries and await self._stopped(run_id):
+            if await patient(lambda: self._stopped(run_id)):
                 return  # interrupted or cancelled where no end entry was written: the stream's end says which
 
     async def drain(self, timeout_s: float) -> None:

@@ -178,6 +178,9 @@ class LocalBackend:
         """A RunStore each run is recorded in (off the loop, after its answer), or None without the batch extra."""
         self.durable = durable
         services.checkpoints = durable.store  # each run of a durable diagram checkpoints (Start `durable`)
+        self._writes = getattr(durable.store, "off_loop", None)
+        if self._writes is not None:  # every run here shares this server's one loop: PostgreSQL's writes go on it
+            self._writes.on_loop = True
         self._to_record: list[tuple[RunResult, Diagram, dict[str, Any]]] = []
         self._known_to_record: dict[str, dict[str, Any]] = {}
         """Run id → what the store keeps that its result does not say (when it started, its session)."""
@@ -413,6 +416,8 @@ class LocalBackend:
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
         await self.recorded()
+        if self._writes is not None:
+            await self._writes.close()
         self.durable.close()
 
 

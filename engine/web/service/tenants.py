@@ -61,7 +61,7 @@ class Tenants:
         """The run is `caller`'s: written before its id is answered, so that no one asks for it sooner."""
         if caller.key_id is None or self.owners is None:
             return
-        await asyncio.to_thread(self.owners.record, run_id, caller.key_id)
+        await self.owners.record_soon(run_id, caller.key_id)
         self._remember(run_id, caller.key_id)
 
     async def sees(self, run_id: str, caller: Caller) -> bool:
