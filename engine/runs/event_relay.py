@@ -182,7 +182,7 @@ class RedisEventReader:
         `block_ms` for the first (None: does not wait)."""
         try:
             found = await self.client.xread({stream_key(run_id): f"0-{after}"}, count=500, block=block_ms)
-        except (ConnectionError, TimeoutError, OSError) as exc:
+        except Exception as exc:  # redis-py's ConnectionError is its own class, not the built-in one
             if not _broker_away(exc):
                 raise
             # The broker restarts: the stream's reader waits for it (its client reconnects) rather than end the
