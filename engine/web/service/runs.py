@@ -425,7 +425,7 @@ def recorded_answer(row: dict[str, Any]) -> RunAnswer:
     """A run store row as the API answers it."""
     status = row["status"]
     return RunAnswer(run_id=row["run_id"], robot=Path(str(row["diagram"])).stem,
-                     status=status if status in ("succeeded", "failed", "waiting") else "failed",
+                     status=status if status in ("succeeded", "failed", "waiting", "cancelled") else "failed",
                      variables=row.get("variables") or {}, path=row.get("path") or [], errors=row.get("errors") or [],
                      steps=row.get("steps"), duration_ms=row.get("duration_ms"))
 
