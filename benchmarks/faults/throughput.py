@@ -178,8 +178,11 @@ def postgres_local(options: argparse.Namespace) -> Outcome:
     try:
         robots = write_robots(lab.root / "robots")
         postgres = Postgres(lab)
-        for name, store in (("SQLite", None), ("PostgreSQL", postgres.url)):
-            api = Api(lab, robots, store=store, log_level="warning", log=f"api-{name}.log")
+        # PostgreSQL's run writes on the event loop (psycopg's AsyncConnection, the default), and on a writer
+        # thread (DIAGRAMA_STORE_WRITES=thread): the issue asks for both measured.
+        for name, store, env in (("SQLite", None, {}), ("PostgreSQL", postgres.url, {}),
+                                 ("PostgreSQL, writes on threads", postgres.url, {"DIAGRAMA_STORE_WRITES": "thread"})):
+            api = Api(lab, robots, store=store, log_level="warning", log=f"api-{name}.log", env=env)
             measure(lab, api, 20, 2.0, 1, "wait")  # warm-up
             found[name] = measure(lab, api, 100, seconds, options.client_procs, "wait",
                                   postgres if store else None)
@@ -193,6 +196,9 @@ def postgres_local(options: argparse.Namespace) -> Outcome:
         out.row("postgres_local", f"100 clients waiting for their runs, {name}, {seconds:.0f} s", _figure(level))
     ratio = found["PostgreSQL"]["runs_per_s"] / found["SQLite"]["runs_per_s"] if found["SQLite"]["runs_per_s"] else 0
     out.row("postgres_local", "PostgreSQL's throughput / SQLite's", f"{ratio:.0%}", "≥ 70%", ratio >= 0.7)
+    threads = found["PostgreSQL, writes on threads"]["runs_per_s"] / found["SQLite"]["runs_per_s"] \
+        if found["SQLite"]["runs_per_s"] else 0
+    out.row("postgres_local", "the same with the writes on a thread pool / SQLite's", f"{threads:.0%}")
     errors = found["SQLite"]["errors"] + found["PostgreSQL"]["errors"]
     out.row("postgres_local", "errors (SQLite + PostgreSQL)", f"{found['SQLite']['errors']} + "
             f"{found['PostgreSQL']['errors']}", "0", errors == 0)

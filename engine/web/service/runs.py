@@ -180,7 +180,8 @@ class LocalBackend:
         services.checkpoints = durable.store  # each run of a durable diagram checkpoints (Start `durable`)
         self._writes = getattr(durable.store, "off_loop", None)
         if self._writes is not None:  # every run here shares this server's one loop: PostgreSQL's writes go on it
-            self._writes.on_loop = True
+            # (DIAGRAMA_STORE_WRITES=thread: on a writer thread instead, as measured by benchmarks.faults)
+            self._writes.on_loop = services.environ.get("DIAGRAMA_STORE_WRITES", "loop") != "thread"
         self._to_record: list[tuple[RunResult, Diagram, dict[str, Any]]] = []
         self._known_to_record: dict[str, dict[str, Any]] = {}
         """Run id → what the store keeps that its result does not say (when it started, its session)."""
