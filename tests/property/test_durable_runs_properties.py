@@ -164,7 +164,11 @@ class RecordingStore:
     """A checkpoint store that logs, into the effects' log, each run it begins and each checkpoint it commits."""
 
     def __init__(self, store: CheckpointStore) -> None:
+        from engine.runs.checkpoints_pg import OffLoopWrites
+
         self._store = store
+        # A store across a network has its writes awaited (off the loop): through this recorder's, on a thread.
+        self.off_loop = OffLoopWrites(self, None, OSError) if getattr(store, "off_loop", None) is not None else None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
