@@ -46,6 +46,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "short inputs/outputs."),
     "runs": ("engine.cli.traces:runs", "List recent runs: id, diagram, status, start, duration, steps, and the batch "
              "row or `scenario`."),
+    "evals": ("engine.cli.traces:evals", "List recorded eval runs: when, eval file, diagram, revision, score, "
+              "passed/failed."),
     "sessions": ("engine.cli.durable:sessions", "List conversations (sessions) with their turns and memory, or forget "
                  "one."),
     "serve": ("engine.cli.serve:serve", "The studio: build, edit, run and debug the folder's diagrams in the "

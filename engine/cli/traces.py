@@ -1,4 +1,5 @@
-"""`diagrama trace` and `diagrama runs`: a run's steps as a table or JSON lines, and the recent runs.
+"""`diagrama trace`, `diagrama runs` and `diagrama evals`: a run's steps as a table or JSON lines, the recent runs,
+and the eval runs the store keeps.
 
 Finding, reading and filtering traces is engine.runs.traces'; this module lays out the lines.
 """
@@ -217,6 +218,60 @@ def runs(runs_dir: Path | None, limit: int, prune: bool, older_than: str | None)
             out.print(f"waiting: diagrama resume {entry['run_id']} --input name=value", markup=False)
         elif entry["status"] == "interrupted":
             out.print(f"interrupted: diagrama resume {entry['run_id']}", markup=False)
+
+
+@click.command()
+@click.argument("diagram", type=PATH, required=False)
+@click.option("--limit", type=int, default=20, show_default=True, help="how many, newest first")
+@click.option("--json", "as_json", is_flag=True, help="a JSON array of the eval runs (no reports)")
+@click.option("--runs-dir", type=PATH)
+@click.option("--store", "store_url", help="SQLAlchemy URL of the run store")
+def evals(diagram: Path | None, limit: int, as_json: bool, runs_dir: Path | None, store_url: str | None) -> None:
+    """List recorded eval runs: when, eval file, diagram, revision, score, passed/failed.
+
+    Each `diagrama eval` is kept in the run store (the runs folder's SQLite file, $DIAGRAMA_STORE or --store) with
+    its whole report; DIAGRAM lists only that diagram's. The studio's Evaluations tab shows them and compares two.
+    """
+    import json
+
+    from rich.markup import escape
+
+    folder = runs_folder(runs_dir)
+    found: list[dict[str, Any]] = []
+    if has_module("sqlalchemy"):  # the run store comes with the batch extra; without it no eval was recorded
+        from engine.runs.store import open_recorded_store, open_store
+
+        store = open_store(store_url, folder) if store_url else open_recorded_store(folder)
+        if store is not None:
+            try:
+                found = store.evals(diagram, limit=limit)
+            finally:
+                store.close()
+    if as_json:
+        click.echo(json.dumps(found, ensure_ascii=False))
+        return
+    if not found:
+        console(stderr=True).print(f"no eval runs recorded in {escape(store_url or str(folder))}"
+                                   + (f" for {escape(str(diagram))}" if diagram else ""))
+        return
+    files = max(12, *(len(Path(e["eval_file"]).name) for e in found))
+    named = max(12, *(len(Path(e["diagram"]).name) for e in found))
+    out = console()
+    out.print(f"{'when':<19} {'eval file':<{files}} {'diagram':<{named}} {'revision':<12} {'score':>6} "
+              f"{'passed':>7} {'failed':>7}  eval id", markup=False)
+    for entry in found:
+        out.print(_evals_line(entry, files, named), markup=False)
+
+
+def _evals_line(entry: dict[str, Any], files: int, named: int) -> str:
+    import datetime
+
+    when = datetime.datetime.fromtimestamp(entry["created"]).strftime("%Y-%m-%d %H:%M:%S")
+    score = f"{entry['score']:.3f}" if entry["score"] is not None else "-"
+    revision = entry["revision"] or entry["content_hash"][:12]
+    counts = [str(entry[name]) if entry[name] is not None else "-" for name in ("passed", "failed")]
+    return (f"{when:<19} {Path(entry['eval_file']).name:<{files}} {Path(entry['diagram']).name:<{named}} "
+            f"{revision:<12} {score:>6} {counts[0]:>7} {counts[1]:>7}  {entry['eval_id']}")
 
 
 def _prune(folder: Path, prune: bool, older_than: str) -> None:

@@ -5,7 +5,8 @@ errors, final variables, tokens, batch id, row and attempt, the path of blocks t
 runs in WAL mode, so a crash leaves the store consistent. A (batch, row) is recorded
 once: a row that already succeeded is never overwritten. Inputs are stored scrubbed of
 keys, as the result's variables and errors already are. A session turn's record loses its
-memory variables once its checkpoints are pruned (engine.runs.prune): its session holds them.
+memory variables once its checkpoints are pruned (engine.runs.prune): its session holds them. Eval runs
+(`diagrama eval`) are kept beside the runs: a row each, with its report.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ from engine.format.jsonout import plain
 from engine.runtime.execute import RunResult
 
 __all__ = ["STORE_VARIABLE", "RequestKey", "RunStore", "default_store_url", "open_recorded_store", "open_store"]
+
+_EVAL_COLUMNS = ("eval_id", "eval_file", "diagram", "content_hash", "revision", "created", "score", "cases", "passed",
+                "failed")
+"""An eval run's listing columns (`RunStore.evals`): all but its report."""
 
 STORE_VARIABLE = "DIAGRAMA_STORE"
 """The environment variable that names the run store's SQLAlchemy URL."""
@@ -95,6 +100,23 @@ batches = Table(
     Column("collect", JSON),
     Column("created", Float),
 )
+evals = Table(
+    "evals", metadata,
+    Column("eval_id", String(80), primary_key=True),
+    Column("eval_file", Text, nullable=False),
+    Column("diagram", Text, nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("revision", String(200)),
+    Column("created", Float, nullable=False),
+    Column("score", Float),
+    Column("cases", Integer),
+    Column("passed", Integer),
+    Column("failed", Integer),
+    Column("report", JSON),
+)
+"""`diagrama eval`'s runs: one row per eval, its summary in columns (listed by `diagrama evals` and the studio's
+Evaluations tab) and its whole `--output json` report (each case's scores and run id) beside them."""
+_EVALS_CREATED = Index("evals_diagram_created", evals.c.diagram, evals.c.created)
 
 
 def default_store_url(runs_dir: Path) -> str:
@@ -317,6 +339,39 @@ class RunStore:
                 changed += 1
         return changed
 
+    def record_eval(self, *, eval_id: str, eval_file: str | Path, diagram: str | Path, content_hash: str,
+                    revision: str | None, report: Mapping[str, Any], created: float | None = None) -> None:
+        """Store an eval run (`diagrama eval`): its report (the `--output json` object) and, from the report's
+        `summary`, its score and case counts; the eval file and the diagram as resolved paths (a diagram's runs are
+        kept so); `created`: when it ran (now, unless given). Recording the same `eval_id` again replaces it."""
+        summary = report.get("summary")
+        summary = summary if isinstance(summary, Mapping) else {}
+        values = {
+            "eval_id": eval_id, "eval_file": str(Path(eval_file).resolve()), "diagram": str(Path(diagram).resolve()),
+            "content_hash": content_hash,
+            "revision": revision, "created": time.time() if created is None else created, "score": _number(summary.get("score")),
+            "cases": _count(summary.get("cases")), "passed": _count(summary.get("passed")),
+            "failed": _count(summary.get("failed")), "report": plain(dict(report)),
+        }
+        with self.engine.begin() as connection:
+            connection.execute(delete(evals).where(evals.c.eval_id == eval_id))
+            connection.execute(insert(evals).values(**values))
+
+    def evals(self, diagram: str | Path | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        """The newest eval runs (of `diagram` alone, wherever it was evaluated from), newest first; no reports."""
+        query = select(*(evals.c[name] for name in _EVAL_COLUMNS))
+        if diagram is not None:
+            query = query.where(evals.c.diagram == str(Path(diagram).resolve()))
+        query = query.order_by(evals.c.created.desc(), evals.c.eval_id.desc()).limit(limit)
+        with self.engine.connect() as connection:
+            return [dict(r) for r in connection.execute(query).mappings().all()]
+
+    def eval(self, eval_id: str) -> dict[str, Any] | None:
+        """One eval run with its report; None when none has this id."""
+        with self.engine.connect() as connection:
+            found = connection.execute(select(evals).where(evals.c.eval_id == eval_id)).mappings().first()
+        return dict(found) if found else None
+
     def close(self) -> None:
         self.engine.dispose()
 
@@ -333,9 +388,18 @@ def _row(result: RunResult, diagram: Diagram, inputs: dict[str, Any], *, batch_i
     }
 
 
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _count(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def _add_new_columns(engine: Engine) -> None:
     """Columns added since a store was made (`attempt`, `session`) are added to it; existing rows read them as NULL.
-    So is the index on `started` (create_all makes the indexes of the tables it makes, not of those it finds)."""
+    So is the index on `started` (create_all makes the indexes of the tables it makes, not of those it finds). Tables
+    added since (`evals`) are made by create_all, which makes the tables it does not find."""
     present = {column["name"] for column in inspect(engine).get_columns("runs")}
     for column in runs.columns:
         if column.name in present:

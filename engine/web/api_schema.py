@@ -1,5 +1,5 @@
-"""The studio API's JSON Schema: each route's answer model (`ANSWERS`), joined into the one schema the front end's
-types are generated from.
+"""The studio API's JSON Schema: each route's answer model (`ANSWERS`: engine.web.models', engine.web.evals'),
+joined into the one schema the front end's types are generated from.
 
 `api_schema()` is committed as `engine/web/api.schema.json` (`python -m engine.web.api_schema` rewrites it); the front
 end's build turns that file into `ui/src/api/types.ts` (ui/scripts/api-types.mjs), and tests/web/test_api_models.py
@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, models_json_schema
 
+from engine.web.evals import EvalListed, EvalRecord
 from engine.web.models import (
     AnswerRefused,
     BlockType,
@@ -84,11 +85,13 @@ ANSWERS: dict[str, type[BaseModel] | None] = {
     "POST /api/runs/{run_id}/replay": RunStarted,
     "POST /api/diagrams/{path}/chat": RunStarted,
     "GET /api/sessions/{session}": ChatSession,
+    "GET /api/diagrams/{path}/evals": EvalListed,
+    "GET /api/diagrams/{path}/evals/{eval_id}": EvalRecord,
 }
 """Each route's answer when it succeeds (a list of the model for the listings, None for no body); a refusal is
 an ErrorAnswer, a refused save a Conflict, a refused answer to a Wait an AnswerRefused."""
 LISTS = frozenset({"GET /api/blocks", "GET /api/diagrams", "GET /api/scenarios", "GET /api/diagrams/{path}/runs",
-                   "GET /api/registries", "GET /api/diagrams/{path}/versions"})
+                   "GET /api/registries", "GET /api/diagrams/{path}/versions", "GET /api/diagrams/{path}/evals"})
 
 
 class _Generator(GenerateJsonSchema):

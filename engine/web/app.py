@@ -32,6 +32,7 @@ from engine.format.yamlfile import read_yaml_text
 from engine.runtime.context import Services
 from engine.web.concurrency import Compilations, PathLocks
 from engine.web.durable import DurableRoutes
+from engine.web.evals import EvalRoutes
 from engine.web.files import Folder, FolderError, write_failure
 from engine.web.guard import TOKEN_HEADER, Guard, allowed_hosts, new_token
 from engine.web.http import answer, handle, json_body
@@ -361,6 +362,7 @@ def create_app(
     studio = Studio(folder, registry, Compilations(compile_timeout), Versions(folder, runs_dir.resolve() / ".versions"))
     runs = RunRoutes(folder, runs_dir.resolve(), registry, services, allow_online=allow_online)
     durable = DurableRoutes(runs)
+    evals = EvalRoutes(folder, runs_dir.resolve())
     source = SourceRoutes(studio, registry)
     layouts = LayoutCache()
 
@@ -414,6 +416,8 @@ def create_app(
         Route("/api/diagrams/{path:path}/versions/{version}", handle(studio.versions.text_route), methods=["GET"]),
         Route("/api/diagrams/{path:path}/runs", handle(runs.listing), methods=["GET"]),
         Route("/api/diagrams/{path:path}/runs", handle(runs.start), methods=["POST"]),
+        Route("/api/diagrams/{path:path}/evals", handle(evals.listing), methods=["GET"]),
+        Route("/api/diagrams/{path:path}/evals/{eval_id}", handle(evals.get), methods=["GET"]),
         Route("/api/diagrams/{path:path}/chat", handle(durable.chat), methods=["POST"]),
         Route("/api/diagrams/{path:path}/hash", handle(studio.hash), methods=["GET"]),
         Route("/api/diagrams/{path:path}/csv", handle(studio.csv), methods=["GET"]),
