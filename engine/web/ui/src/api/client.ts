@@ -121,6 +121,11 @@ export const api = {
   version: (path: string, id: string) =>
     request('GET /api/diagrams/{path}/versions/{version}', `${d(path)}/versions/${encodeURIComponent(id)}`),
   schema: () => request('GET /api/schema', '/api/schema'),
+  /** the diagram's recorded eval runs (`diagrama eval`), newest first */
+  evals: (path: string) => request('GET /api/diagrams/{path}/evals', `${d(path)}/evals`),
+  /** one recorded eval run with its report (each case's scores) */
+  evalRecord: (path: string, evalId: string) =>
+    request('GET /api/diagrams/{path}/evals/{eval_id}', `${d(path)}/evals/${encodeURIComponent(evalId)}`),
   scenarios: () => request('GET /api/scenarios', '/api/scenarios'),
   /** an automatic layout a page stored for the layout graph with this SHA-256 (404 when none) */
   layout: (key: string) => request('GET /api/layouts/{key}', `/api/layouts/${key}`),

@@ -1,4 +1,5 @@
-/** The right-hand panel: Properties (block / link / diagram), Run, Chat (a diagram that keeps memory), Problems. */
+/** The right-hand panel: Properties (block / link / diagram), Run, Chat (a diagram that keeps memory), Evaluations
+ * (its recorded eval runs), Problems. */
 import { useMemo } from 'react';
 import { useStudio, type PanelTab } from '../../store';
 import { memoryNames } from '../../store/chat';
@@ -7,10 +8,12 @@ import { BlockProperties } from './BlockProperties';
 import { EdgeProperties } from './EdgeProperties';
 import { DiagramProperties } from './DiagramProperties';
 import { RunPanel } from './RunPanel';
+import { EvalsPanel } from './EvalsPanel';
 import { ProblemsPanel } from './ProblemsPanel';
 import { counts } from '../../model/problems';
 
-const TABS: Array<[PanelTab, string]> = [['properties', 'Properties'], ['run', 'Run'], ['chat', 'Chat'], ['problems', 'Problems']];
+const TABS: Array<[PanelTab, string]> = [['properties', 'Properties'], ['run', 'Run'], ['chat', 'Chat'], ['evals', 'Evaluations'],
+  ['problems', 'Problems']];
 
 export function SidePanel() {
   const tab = useStudio((s) => s.panelTab);
@@ -30,6 +33,7 @@ export function SidePanel() {
   if (tab === 'run') body = <RunPanel />;
   else if (tab === 'chat' && chat) body = <ChatPanel />;
   else if (tab === 'problems') body = <ProblemsPanel />;
+  else if (tab === 'evals') body = <EvalsPanel />;
   else if (diagram) {
     const blocks = diagram.blocks.filter((b) => selection.includes(b.id));
     if (blocks.length === 1) {
