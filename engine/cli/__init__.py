@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "waiting one, or replay one from a block."),
     "batch": ("engine.cli.batch:batch", "Run a diagram over many inputs, N at a time, recorded in the run store; "
               "resumable."),
+    "eval": ("engine.cli.evals:evaluate", "Score a robot's answers on the cases of eval files (*.eval.yaml), "
+             "optionally beside a second version."),
     "validate": ("engine.cli.diagrams:validate", "Check diagrams without running them; every problem of each file is "
                  "listed."),
     "schema": ("engine.cli.diagrams:schema", "Print the JSON Schema of diagram files (for editors: diagrama schema > "

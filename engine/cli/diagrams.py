@@ -98,8 +98,8 @@ def _check_tools(loaded: Diagram, scrub: Callable[[str], str]) -> bool:
 
 
 @click.command()
-@click.option("--kind", type=click.Choice(["diagram", "scenario"]), default="diagram",
-              help="diagram files, or scenario files")
+@click.option("--kind", type=click.Choice(["diagram", "scenario", "eval"]), default="diagram",
+              help="diagram files, scenario files, or eval files")
 def schema(kind: str) -> None:
     """Print the JSON Schema of diagram files (for editors: diagrama schema > diagram.schema.json)."""
     from engine.format.jsonout import dumps_plain
@@ -108,6 +108,11 @@ def schema(kind: str) -> None:
         from engine.testing.scenarios import scenario_schema
 
         sys.stdout.write(dumps_plain(scenario_schema(), indent=True) + "\n")
+        return
+    if kind == "eval":
+        from engine.runs.evals.spec import eval_schema
+
+        sys.stdout.write(dumps_plain(eval_schema(), indent=True) + "\n")
         return
     from engine.compile.schema import diagram_schema
 

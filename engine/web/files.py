@@ -26,21 +26,25 @@ __all__ = ["Folder", "FolderError", "file_kind", "os_failure", "write_failure"]
 _NAME = re.compile(r"[\w][\w .-]{0,120}\.ya?ml")
 _MAX_TEXT = 8 * 1024 * 1024
 _SCENARIO_SUFFIXES = (".scenario.yaml", ".scenario.yml")
+_EVAL_SUFFIXES = (".eval.yaml", ".eval.yml")
 # A key at the start of a line: the top-level keys of a block-style YAML mapping (quoted or not).
 _TOP_KEY = re.compile(r"""^["']?([A-Za-z_][\w-]*)["']?[ \t]*:(?=[ \t]|$)""", re.MULTILINE)
 _ANY_KEY = re.compile(r"""["']?\b(registry|diagram|blocks)\b["']?[ \t]*:""")
 _MAX_LISTED = 1000
 _SKIPPED = frozenset({"node_modules", "venv", "runs", "site-packages"})
 
-FileKind = Literal["diagram", "registry", "scenario", "data"]
+FileKind = Literal["diagram", "registry", "scenario", "eval", "data"]
 
 
 def file_kind(name: str, text: str) -> FileKind:
     """What a YAML file of the folder is, from its name and its top-level keys (read without parsing, so a
-    diagram with a syntax error is still a diagram to fix): a scenario file (`*.scenario.yaml`), a tool
-    registry (`registry:`), a diagram (`diagram:` or `blocks:`, or nothing written yet), or data."""
+    diagram with a syntax error is still a diagram to fix): a scenario file (`*.scenario.yaml`), an eval file
+    (`*.eval.yaml`, which names its diagram with `diagram:` too), a tool registry (`registry:`), a diagram (`diagram:`
+    or `blocks:`, or nothing written yet), or data."""
     if name.endswith(_SCENARIO_SUFFIXES):
         return "scenario"
+    if name.endswith(_EVAL_SUFFIXES):
+        return "eval"
     keys = set(_TOP_KEY.findall(text))
     if not keys and text.lstrip().startswith("{"):  # a flow-style mapping on one line, JSON-like
         keys = set(_ANY_KEY.findall(text))
@@ -52,7 +56,8 @@ def file_kind(name: str, text: str) -> FileKind:
     return "diagram" if not content else "data"
 
 
-_KIND_NAMES = {"registry": "a tool registry", "scenario": "a scenario file", "data": "a data file"}
+_KIND_NAMES = {"registry": "a tool registry", "scenario": "a scenario file", "eval": "an eval file",
+               "data": "a data file"}
 
 
 def os_failure(exc: OSError) -> tuple[int, str]:

@@ -1,0 +1,129 @@
+"""`diagrama eval`: eval files' cases run through their diagrams and scored, optionally beside a second version.
+
+Loading, running, scoring and the reports are engine.runs.evals'; this module reads the options, prints the table or
+the JSON, writes the report files, and turns the verdict into the exit status (0 at or above the threshold, 1 below,
+2 for a bad file).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from engine.cli import PATH, blocks_registry, fail, has_module, redactor, runs_folder
+
+if TYPE_CHECKING:
+    from engine.runtime.context import Services
+
+
+@click.command("eval")
+@click.argument("files", type=PATH, nargs=-1, required=True)
+@click.option("--offline", is_flag=True, help="answer request blocks (and judges) with the simulator")
+@click.option("--against", help="a second version to compare: another diagram file, or a git revision (HEAD~1, main)")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="runs at once")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+              help="run each case N times and report the spread")
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--report", type=PATH, help="write one self-contained HTML report here")
+@click.option("--junit", type=PATH, help="write JUnit XML here (a testcase per case)")
+@click.option("--fail-under", type=click.FloatRange(0, 1), help="exit 1 below this mean score (default: the file's "
+              "threshold)")
+@click.option("--cache", help="the response cache: a folder, or off")
+@click.option("--runs-dir", type=PATH)
+# Long: one command from its options to its exit code, each step a call; split, a dozen options pass on.
+def evaluate(files: tuple[Path, ...], offline: bool, against: str | None, concurrency: int, repeat: int, output: str,
+             report: Path | None, junit: Path | None, fail_under: float | None, cache: str | None,
+             runs_dir: Path | None) -> None:
+    """Score a robot's answers on the cases of eval files (*.eval.yaml), optionally beside a second version."""
+    import asyncio
+    import tempfile
+
+    from engine.errors import DiagramaError
+    from engine.format.jsonout import dumps_plain
+    from engine.runs.evals.evaluate import diagram_at_revision, evaluate, load_for_eval
+    from engine.runs.evals.reports import html_report, junit_xml, table_lines
+    from engine.runs.evals.results import verdict_threshold
+
+    registry = blocks_registry()
+    folder = runs_folder(runs_dir)
+    reports: list[dict[str, Any]] = []
+    worst = 0
+    for path in files:
+        with tempfile.TemporaryDirectory(prefix="diagrama-eval-") as scratch:
+            try:
+                loaded, diagram = load_for_eval(path, registry)
+                other, revision = None, None
+                if against is not None:
+                    other_path = Path(against)
+                    if not (other_path.suffix in (".yaml", ".yml") and other_path.is_file()):
+                        revision = against
+                        other_path = diagram_at_revision(loaded.diagram, against, Path(scratch))
+                    other = load_for_eval(path, registry, other_path)[1]
+                threshold = verdict_threshold(loaded, fail_under)
+                services = _services(offline, cache)
+                result = asyncio.run(evaluate(loaded, diagram, services=services, runs_dir=folder, threshold=threshold,
+                                              concurrency=concurrency, repeat=repeat, against=other))
+            except DiagramaError as exc:
+                raise fail(exc) from None
+        result = redactor().value(result)  # an answer may quote a key from the environment: never in a report
+        result["eval"] = str(path)
+        if revision is not None:
+            result["against"]["revision"] = revision
+        _keep(result, path, diagram, revision, folder)
+        reports.append(result)
+        title = f"eval {path.name}" + (f" against {against}" if against else "")
+        if report is not None:
+            html_report(result, title, _each(report, path, len(files)))
+        if junit is not None:
+            junit_xml(result, path.name, _each(junit, path, len(files)))
+        if output == "text":
+            sys.stdout.write(f"{title}\n" + "".join(f"{line}\n" for line in table_lines(result)))
+        if threshold is not None and result["summary"]["score"] < threshold:
+            worst = 1
+            if output == "text":
+                sys.stdout.write(f"score {result['summary']['score']:.3f} is below {threshold:g}\n")
+    if output == "json":
+        sys.stdout.write(dumps_plain(reports[0] if len(reports) == 1 else reports) + "\n")
+    raise click.exceptions.Exit(worst)
+
+
+def _each(target: Path, path: Path, count: int) -> Path:
+    """The report file for eval `path`: `target` itself for one eval, `target`'s stem plus the eval's for several."""
+    if count == 1:
+        return target
+    return target.with_name(f"{target.stem}-{path.name.removesuffix('.yaml').removesuffix('.eval')}{target.suffix}")
+
+
+def _services(offline: bool, cache: str | None) -> Services:
+    import dataclasses
+
+    from engine.runtime.context import Services
+
+    services = Services(offline=offline)
+    # The response cache is its own piece: this command hands `--cache` on where the services take it.
+    if cache is not None and "cache" in {field.name for field in dataclasses.fields(Services)}:
+        services.cache = cache  # type: ignore[attr-defined]  # a field of the cache's, when it is there
+    return services
+
+
+def _keep(result: dict[str, Any], path: Path, diagram: Any, revision: str | None, folder: Path) -> None:
+    """The eval handed to the run store, where the store keeps evals (`record_eval`); nothing otherwise."""
+    if not has_module("sqlalchemy"):
+        return
+    from engine.runs.store import RunStore
+
+    if not hasattr(RunStore, "record_eval"):
+        return
+    from engine.runs.evals.results import keep_eval
+    from engine.runs.store import open_store
+    from engine.runtime.trace import new_run_id
+
+    store = open_store(None, folder)
+    try:
+        keep_eval(store, result, eval_id="e" + new_run_id(), eval_file=str(path.resolve()),
+                  diagram=str(diagram.path.resolve()), content_hash=diagram.content_hash, revision=revision)
+    finally:
+        store.close()

@@ -1,0 +1,1 @@
+"""Evaluations: eval files, their cases run through a diagram and scored, the results and their reports."""

@@ -1,0 +1,114 @@
+"""An eval's run: every case through its diagram, N at a time, each as one turn (engine.runs.turn), then scored.
+
+The cases go to a pool of workers over one queue, as a batch's rows do (engine.runs.batch): each case's run is
+`new_turn` + `run_turn`, the one way every door starts a run, with the batch's services (limits, the simulator, the
+client pool) shared by all. `repeat` runs each case that many times: its score is their mean, and the spread of the
+eval's score over the repeats says how much of a difference is noise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.runs.evals.scorers import Scored, Scoring, score_case
+from engine.runs.turn import new_turn, run_turn
+
+if TYPE_CHECKING:
+    from engine.compile.diagram import Diagram
+    from engine.runs.evals.spec import Case, LoadedEval
+    from engine.runtime.context import Services
+    from engine.runtime.result import RunResult
+
+__all__ = ["CaseOutcome", "EvalOutcome", "run_eval"]
+
+
+@dataclass
+class CaseOutcome:
+    """One case's runs (one per repeat) and their scores."""
+
+    case: Case
+    scores: list[dict[str, Scored]] = field(default_factory=list)
+    results: list[RunResult] = field(default_factory=list)
+    latencies_ms: list[float] = field(default_factory=list)
+    outputs: list[Any] = field(default_factory=list)
+
+    def scorer_mean(self, scorer: str) -> float:
+        return statistics.fmean(run[scorer].score for run in self.scores)
+
+    @property
+    def score(self) -> float:
+        """The mean of its scorers' scores, over its repeats."""
+        return statistics.fmean(statistics.fmean(s.score for s in run.values()) for run in self.scores)
+
+    def repeat_score(self, index: int) -> float:
+        return statistics.fmean(s.score for s in self.scores[index].values())
+
+
+@dataclass
+class EvalOutcome:
+    """Every case's outcome, in the file's order, and what was run."""
+
+    diagram: Diagram
+    cases: list[CaseOutcome]
+    repeat: int
+    scorer_ids: list[str]
+
+    @property
+    def score(self) -> float:
+        return statistics.fmean(case.score for case in self.cases) if self.cases else 0.0
+
+    @property
+    def spread(self) -> float:
+        """How far the eval's score moved between repeats (0 with one run a case)."""
+        if self.repeat < 2 or not self.cases:
+            return 0.0
+        means = [statistics.fmean(case.repeat_score(index) for case in self.cases) for index in range(self.repeat)]
+        return max(means) - min(means)
+
+
+Progress = Callable[[CaseOutcome, int], None]
+"""progress(case, repeat index): one run scored."""
+
+
+# One pool over one queue, as run_batch's: the case, the services and the results share its state on purpose.
+async def run_eval(loaded: LoadedEval, diagram: Diagram, *, services: Services, runs_dir: Path | None,
+                   concurrency: int = 8, repeat: int = 1, progress: Progress | None = None) -> EvalOutcome:
+    """Run each case `repeat` times, `concurrency` at a time, and score every run."""
+    outcomes = [CaseOutcome(case) for case in loaded.cases]
+    for outcome in outcomes:
+        outcome.scores = [{}] * repeat
+        outcome.results = [None] * repeat  # type: ignore[list-item]  # each filled by its run below
+        outcome.latencies_ms = [0.0] * repeat
+        outcome.outputs = [None] * repeat
+    queue: asyncio.Queue[tuple[CaseOutcome, int]] = asyncio.Queue()
+    for index in range(repeat):
+        for outcome in outcomes:
+            queue.put_nowait((outcome, index))
+    scorers = loaded.spec.scorers
+    output_name = loaded.spec.output
+
+    async def worker() -> None:
+        while True:
+            try:
+                outcome, index = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            case = outcome.case
+            turn = new_turn(diagram, case.inputs, store=None)
+            result = await run_turn(turn, services=services, runs_dir=runs_dir)
+            output = result.variables.get(output_name)
+            seen = Scoring(result, result.redact(case.inputs), case.expected, output, result.duration * 1000, None)
+            outcome.scores[index] = await score_case(scorers, seen, services, f"eval/{case.id}")
+            outcome.results[index] = result
+            outcome.latencies_ms[index] = seen.latency_ms
+            outcome.outputs[index] = output
+            if progress is not None:
+                progress(outcome, index)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    return EvalOutcome(diagram, outcomes, repeat, [scorer.id for scorer in scorers])
