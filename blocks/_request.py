@@ -404,6 +404,8 @@ class RequestBlock(Block):
             extra["parts"] = [part.shown() for part in files]
         if request.response_schema is not None:
             extra["structured"] = True
+        if answer.cached:  # the vendor was not called: its usage is as it said, but nothing was spent
+            extra["cached"] = True
         context.emit(Event.PROVIDER_CALLED, vendor=adapter.vendor, model=request.model, usage=usage,
                      stop_reason=reply.stop_reason, finish=reply.finish, called_tools=[c["name"] for c in called],
                      attempts=answer.attempts, duration_ms=round((time.perf_counter() - began) * 1000, 3),

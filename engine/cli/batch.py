@@ -15,7 +15,7 @@ import click
 
 from engine.cli import PATH, blocks_registry, console, fail, require_extra, runs_folder
 from engine.cli.api import log_options, start_logs
-from engine.cli.run import OTEL_HELP, otel_export
+from engine.cli.run import CACHE_HELP, OTEL_HELP, open_cache_option, otel_export
 
 if TYPE_CHECKING:
     from engine.compile.diagram import Diagram
@@ -44,11 +44,12 @@ if TYPE_CHECKING:
 @click.option("--data-root", type=PATH, multiple=True,
               help="a folder besides the diagram's own that it may read files from (repeatable)")
 @click.option("--otel", is_flag=True, help=OTEL_HELP + "; with Celery, start the workers with --otel")
+@click.option("--cache", type=PATH, help=CACHE_HELP + " (local batches)")
 # Long: one command from its options to its exit code, each step a call; split, a dozen options pass on.
 def batch(diagram: Path, inputs: Path, concurrency: int, output: Path | None, collect: str, resume: str | None,
           force: bool, store_url: str | None, backend: str, broker: str | None, offline: bool, rpm: tuple[str, ...],
           max_concurrent: tuple[str, ...], grace: float, runs_dir: Path | None, data_root: tuple[Path, ...],
-          otel: bool) -> None:
+          otel: bool, cache: Path | None) -> None:
     """Run a diagram over many inputs, N at a time, recorded in the run store; resumable."""
     require_extra("sqlalchemy", "batch", "batch")
     if backend == "celery":
@@ -83,6 +84,9 @@ def batch(diagram: Path, inputs: Path, concurrency: int, output: Path | None, co
     if backend == "celery":
         from engine.runs.celery_backend import run_batch_on_celery
 
+        if cache is not None:
+            raise fail(UsageError("--cache works with local batches; Celery's workers make their own services"))
+
         if otel:
             console(stderr=True).print("note: with Celery the workers export the spans; start them with --otel")
         if concurrent_limits:
@@ -95,7 +99,8 @@ def batch(diagram: Path, inputs: Path, concurrency: int, output: Path | None, co
     else:
         try:
             outcome = _run_local(loaded, rows, batch_id, store, folder, offline=offline, concurrency=concurrency,
-                                 grace=grace, rpm_limits=rpm_limits, concurrent_limits=concurrent_limits, export=export)
+                                 grace=grace, rpm_limits=rpm_limits, concurrent_limits=concurrent_limits, export=export,
+                                 cache=cache)
         except DiagramaError as exc:  # rows naming sessions where the store cannot keep them
             raise fail(exc) from None
         finally:
@@ -112,7 +117,7 @@ def batch(diagram: Path, inputs: Path, concurrency: int, output: Path | None, co
         ("--broker", broker), ("--store", store_url), ("--runs-dir", runs_dir), ("--concurrency", concurrency),
         *(("--rpm", pair) for pair in rpm or []), *(("--max-concurrent", pair) for pair in max_concurrent or []),
         ("--grace", grace if grace != 10.0 else None), *(("--data-root", root) for root in data_root or []),
-        ("--offline", offline), ("--force", force), ("--otel", otel)]
+        ("--offline", offline), ("--force", force), ("--otel", otel), ("--cache", cache)]
     _report(outcome, resume_command(diagram, inputs, options))
     raise click.exceptions.Exit(0 if outcome.failed == 0 and outcome.not_run == 0 else 1)
 
@@ -143,7 +148,8 @@ def _report(outcome: BatchOutcome, resume_command: str) -> None:
 # The batch's progress, signals and limits share the loop's state: kept together on purpose.
 def _run_local(loaded: Diagram, rows: list[dict[str, Any]], batch_id: str, store: RunStore, folder: Path, *,
                offline: bool, concurrency: int, grace: float, rpm_limits: dict[str, float],
-               concurrent_limits: dict[str, float], export: OtelExport | None = None) -> BatchOutcome:
+               concurrent_limits: dict[str, float], export: OtelExport | None = None,
+               cache: Path | None = None) -> BatchOutcome:
     """The batch in this process, with a progress bar on stderr; Ctrl-C stops it (see stop_on_signals).
 
     Its runs share one MCP session per server (the process's), closed when the batch ends.
@@ -157,7 +163,7 @@ def _run_local(loaded: Diagram, rows: list[dict[str, Any]], batch_id: str, store
     from engine.runs.limits import TokenBucket, VendorLimits
     from engine.runtime.context import Services
 
-    services = Services(offline=offline)
+    services = Services(offline=offline, response_cache=open_cache_option(cache))
     checkpoints = _checkpoint_store(store, folder)
     services.limits = VendorLimits(
         rpm={vendor: TokenBucket(value) for vendor, value in rpm_limits.items()},

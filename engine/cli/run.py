@@ -20,10 +20,27 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from engine.compile.diagram import Diagram
+    from engine.providers.response_cache import ResponseCache
     from engine.runs.otel import OtelExport
     from engine.runtime.execute import RunResult
 
 OTEL_HELP = "export each run as OpenTelemetry spans over OTLP (OTEL_EXPORTER_OTLP_* variables; or DIAGRAMA_OTEL=1)"
+
+CACHE_HELP = ("answer a request a request block repeats from this folder, without calling the vendor; keep each new "
+              "answer there (README, \"The response cache\")")
+
+
+def open_cache_option(folder: Path | None) -> ResponseCache | None:
+    """The response cache `--cache DIR` names, or None; exit 2 when the folder cannot be made."""
+    if folder is None:
+        return None
+    from engine.errors import UsageError
+    from engine.providers.response_cache import open_cache
+
+    try:
+        return open_cache(folder)
+    except OSError as exc:
+        raise fail(UsageError(f"--cache {folder}: {exc.strerror or exc}")) from None
 
 
 def otel_export(flag: bool, command: str) -> OtelExport | None:
@@ -116,7 +133,7 @@ def _run_finished_line(event: Mapping[str, Any]) -> str:
 def _provider_line(event: Mapping[str, Any]) -> str:
     usage = event.get("usage") or {}
     return (f"    {event.get('model')}: {usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out, "
-            f"{event.get('stop_reason')}")
+            f"{event.get('stop_reason')}" + (" (cached)" if event.get("cached") else ""))
 
 
 def _http_line(event: Mapping[str, Any]) -> str:
@@ -161,10 +178,11 @@ def console_printer(stream: TextIO | None = None) -> ConsoleLines:
 @click.option("--session", help="a conversation: start with the memory its last run left, store it at the end")
 @click.option("--stream", is_flag=True, help="request blocks stream (unless one says stream: false); the model's text "
               "is printed as it comes: on stdout, on stderr with --output json")
+@click.option("--cache", type=PATH, help=CACHE_HELP)
 # Long: one command from its options to its exit code, each step a call; splitting it passes a dozen options on.
 def run(diagram: Path, input: tuple[str, ...], inputs: Path | None, offline: bool, message_level: str | None,
         runs_dir: Path | None, output: str, quiet: bool, record: Path | None, data_root: tuple[Path, ...], otel: bool,
-        session: str | None, stream: bool) -> None:
+        session: str | None, stream: bool, cache: Path | None) -> None:
     """Run a diagram once.
 
     Exit status: 0 succeeded, 1 failed, 2 a bad diagram or usage, 3 waiting for an answer (a Wait block;
@@ -201,7 +219,7 @@ def run(diagram: Path, input: tuple[str, ...], inputs: Path | None, offline: boo
     printer = None if quiet else console_printer(sys.stderr)
     folder = runs_folder(runs_dir)
     # One run in this process's main thread: a plain def Function runs on it, held to its timeout by a timer signal.
-    services = Services(offline=offline, stream=stream, inline_calls=True)
+    services = Services(offline=offline, stream=stream, inline_calls=True, response_cache=open_cache_option(cache))
     streamed = _stream_printer(services, printer, to_stderr=output == "json") if stream else None
     if export is not None:
         services.run_observers.append(export)

@@ -5,8 +5,8 @@ the neutral types, one adapter per vendor, Anthropic's temperature rule, each ve
 thinking / reasoning_effort rule and what it takes of parts and response schemas, the
 `response_schema` input type and the reading of a structured answer, the message parts,
 `ask` (the run's request path) and the simulator; and HttpRequest's: its URL checks against
-`allowed_hosts` and `send_web`. Sending, the client pool and the simulator's
-checks are this package's own (`engine.providers.http`, `.clients`, `.simulator`).
+`allowed_hosts` and `send_web`. Sending, the client pool, the response cache and the simulator's
+checks are this package's own (`engine.providers.http`, `.clients`, `.response_cache`, `.simulator`).
 """
 
 from __future__ import annotations

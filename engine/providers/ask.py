@@ -28,6 +28,8 @@ __all__ = ["Answer", "ask", "judge", "read_reply"]
 class Answer:
     reply: Reply
     attempts: int
+    cached: bool = False
+    """Answered from the response cache (Services.response_cache), without calling the vendor."""
 
 
 def read_reply(adapter: Adapter, body: Any) -> Reply:
@@ -98,12 +100,15 @@ async def ask(
         base = f"http://{adapter.vendor}.simulator"
         extra[BLOCK_HEADER] = block  # scripted replies are per block id
     else:
-        client = client_for(services, adapter.vendor)
+        client = client_for(services, adapter.vendor, cache=services.response_cache)
         base = base_url(explicit_base, adapter, services.environ)
     hooks = SendHooks(services.clock, services.sleep, services.limits, exchanges, retried, on_text=on_text)
     response = await send(client, base, call, adapter, block=block, timeout=timeout, hooks=hooks, extra_headers=extra,
                           assemble=adapter.assembler if stream else None)
     reply = read_reply(adapter, response.body)
+    note = response.cache
+    if note is not None:
+        note.keep()  # a complete 2xx answer the adapter reads: kept (a hit keeps nothing)
     if services.reply_observers:
         seen = {"text": reply.text,
                 "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.calls]}
@@ -113,4 +118,4 @@ async def ask(
         judge(adapter.vendor, reply)
     except ProviderError as exc:
         raise exc.at_block(block) from None
-    return Answer(reply, response.attempts)
+    return Answer(reply, response.attempts, note is not None and note.cached)

@@ -18,6 +18,7 @@ from engine.providers.bodies import ACCEPT_ENCODING
 from engine.providers.simulator import Simulator
 
 if TYPE_CHECKING:
+    from engine.providers.response_cache import ResponseCache
     from engine.runtime.context import OfflineVendors, Services
 
 __all__ = ["ProxyUnusable", "client_for", "simulator_for"]
@@ -25,13 +26,15 @@ __all__ = ["ProxyUnusable", "client_for", "simulator_for"]
 _LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=200)
 
 
-def client_for(services: Services, vendor: str, transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
-    """The pooled client for a vendor on this event loop, over `transport` or the services' stand-in for the vendor."""
+def client_for(services: Services, vendor: str, transport: httpx.AsyncBaseTransport | None = None, *,
+               cache: ResponseCache | None = None) -> httpx.AsyncClient:
+    """The pooled client for a vendor on this event loop, over `transport` or the services' stand-in for the vendor;
+    with `cache`, one that answers from it what it kept (engine.providers.response_cache)."""
     transport = transport or services.transports.get(vendor)
     pool = services.http_clients
     loop_id = id(asyncio.get_running_loop())
-    # The pooled client holds its transport, so the transport's id cannot be reused while the entry lives.
-    key = (vendor, loop_id, id(transport) if transport is not None else 0)
+    # The pooled client holds its transport and cache, so their ids cannot be reused while the entry lives.
+    key = (vendor, loop_id, id(transport) if transport is not None else 0, id(cache) if cache is not None else 0)
     client = pool.get(key)
     if client is None or client.is_closed:
         for stale in [k for k in pool if k[1] != loop_id]:
@@ -39,8 +42,14 @@ def client_for(services: Services, vendor: str, transport: httpx.AsyncBaseTransp
         # Only the codings engine.providers.bodies decodes under its cap (httpx would offer br and zstd too).
         headers = {"accept-encoding": ACCEPT_ENCODING}
         try:
-            client = httpx.AsyncClient(transport=transport, limits=_LIMITS, timeout=None, cookies=_no_cookies(),
-                                       headers=headers)
+            if cache is not None:
+                from engine.providers.response_cache import CachingClient
+
+                client = CachingClient(cache, vendor, transport=transport, limits=_LIMITS, timeout=None,
+                                       cookies=_no_cookies(), headers=headers)
+            else:
+                client = httpx.AsyncClient(transport=transport, limits=_LIMITS, timeout=None, cookies=_no_cookies(),
+                                           headers=headers)
         except ImportError as exc:  # a proxy from the environment that needs a package not installed (socksio)
             client = httpx.AsyncClient(transport=_Unusable(_proxy_message(exc)), headers=headers, trust_env=False)
         pool[key] = client

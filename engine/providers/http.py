@@ -28,6 +28,7 @@ import orjson
 from engine.errors import BlockTimeout, HttpError, ProviderError
 from engine.providers.bodies import BodyRefused, capped_body, capped_lines
 from engine.providers.clients import ProxyUnusable
+from engine.providers.response_cache import CACHE_EXTENSION, CacheNote, CachingClient
 from engine.providers.retries import Retried, Retryable, StopAtDeadline, retryable, retrying, wait_hint
 from engine.providers.streaming import Assembler, StreamBroke, StreamReader, TextSink
 from engine.providers.wire import Adapter, HttpCall, WireError
@@ -56,6 +57,8 @@ class Response:
     body: Any
     headers: dict[str, str]
     attempts: int
+    cache: CacheNote | None = None
+    """With a response cache on: whether the answer came from it, and how to keep it once it is read good."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,17 +204,24 @@ class _Attempts(Generic[_T]):
             raise self._too_large()
         return await capped_body(response, limit, self._too_large)
 
+    def _slot(self, request: httpx.Request) -> contextlib.AbstractAsyncContextManager[None]:
+        """The vendor slot an attempt waits for; none when the response cache holds its answer (it asks no vendor)."""
+        limits = self.hooks.limits
+        if limits is None or (isinstance(self.client, CachingClient) and self.client.kept(request)):
+            return contextlib.nullcontext()
+        return limits.slot(self.reading.label)
+
     async def _exchange(self, remaining: float) -> tuple[httpx.Response, bytes | dict[str, Any]]:
         """The final response and its body: the raw bytes, or a stream's assembled reply."""
-        limits, reading, exchanges = self.hooks.limits, self.reading, self.hooks.exchanges
+        reading, exchanges = self.reading, self.hooks.exchanges
         outgoing = self.outgoing
         reader: StreamReader | None = None
         raw: bytes | dict[str, Any]
         try:
             async with asyncio.timeout(remaining):
-                async with limits.slot(reading.label) if limits is not None else contextlib.nullcontext():
-                    request = self.client.build_request(outgoing.method, outgoing.url, content=outgoing.content,
-                                                        headers=outgoing.headers, timeout=httpx.Timeout(remaining))
+                request = self.client.build_request(outgoing.method, outgoing.url, content=outgoing.content,
+                                                    headers=outgoing.headers, timeout=httpx.Timeout(remaining))
+                async with self._slot(request):
                     shown_headers, shown_body = outgoing.headers, outgoing.shown
                     hop = 0
                     while True:
@@ -305,7 +315,7 @@ class _VendorReading:
             if malformed or body is None:
                 raise ProviderError(f"{vendor} answered {status} with a body that is not JSON (truncated or malformed)",
                                     type="provider_malformed_response", block=self.block)
-            return Response(status, body, dict(response.headers), attempt)
+            return Response(status, body, dict(response.headers), attempt, response.extensions.get(CACHE_EXTENSION))
         vendor_type, message = self.adapter.error(status, body)
         error = ProviderError(f"{vendor} answered {status} {vendor_type}: {message or 'no message'}",
                               type="provider_error", block=self.block, status=status, vendor_type=vendor_type)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from engine.compile.diagram import CompiledBlock, Diagram
     from engine.format.levels import ErrorLevel
     from engine.format.redact import Redactor
+    from engine.providers.response_cache import ResponseCache
     from engine.runtime.durable import Answer, Checkpoints
     from engine.runtime.result import SubdiagramRun
     from engine.runtime.scripted import ScriptedBlocks
@@ -91,8 +92,11 @@ class Services:
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     transports: dict[str, httpx.AsyncBaseTransport] = field(default_factory=dict)
     """A stand-in for a vendor's far side of the wire, by vendor name (tests, benchmarks)."""
-    http_clients: dict[tuple[str, int, int], httpx.AsyncClient] = field(default_factory=dict)
-    """The client pool, keyed by (vendor, event loop, transport); the providers fill it."""
+    http_clients: dict[tuple[str, int, int, int], httpx.AsyncClient] = field(default_factory=dict)
+    """The client pool, keyed by (vendor, event loop, transport, response cache); the providers fill it."""
+    response_cache: ResponseCache | None = None
+    """Where request blocks' vendor answers are kept and replayed from (`--cache DIR`; engine.providers.response_cache
+    `open_cache`); None: every request goes to the vendor. Never used offline, nor for an HttpRequest's calls."""
     simulator: OfflineVendors | None = None
     """Where `offline` requests go; the providers make a default simulator on first use."""
     limits: VendorSlots | None = None
@@ -125,6 +129,7 @@ class Services:
         """Use `source`'s shared state (wire stand-ins, client pool, simulator, limits, observers, stubs, sessions)."""
         self.transports = source.transports
         self.http_clients = source.http_clients
+        self.response_cache = source.response_cache
         self.simulator = source.simulator
         self.limits = source.limits
         self.reply_observers = source.reply_observers
