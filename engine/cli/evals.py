@@ -63,7 +63,7 @@ def evaluate(files: tuple[Path, ...], offline: bool, against: str | None, concur
                         other_path = diagram_at_revision(loaded.diagram, against, Path(scratch))
                     other = load_for_eval(path, registry, other_path)[1]
                 threshold = verdict_threshold(loaded, fail_under)
-                services = _services(offline, cache)
+                services = _services(offline, cache, path)
                 result = asyncio.run(evaluate(loaded, diagram, services=services, runs_dir=folder, threshold=threshold,
                                               concurrency=concurrency, repeat=repeat, against=other))
             except DiagramaError as exc:
@@ -97,15 +97,21 @@ def _each(target: Path, path: Path, count: int) -> Path:
     return target.with_name(f"{target.stem}-{path.name.removesuffix('.yaml').removesuffix('.eval')}{target.suffix}")
 
 
-def _services(offline: bool, cache: str | None) -> Services:
+def _services(offline: bool, cache: str | None, eval_file: Path) -> Services:
+    """The eval's services: offline or not, and the response cache (`--cache DIR`, by default one beside the eval
+    file; `off`: none), where this installation has one (engine.providers.response_cache)."""
     import dataclasses
+    import importlib
 
     from engine.runtime.context import Services
 
     services = Services(offline=offline)
-    # The response cache is its own piece: this command hands `--cache` on where the services take it.
-    if cache is not None and "cache" in {field.name for field in dataclasses.fields(Services)}:
-        services.cache = cache  # type: ignore[attr-defined]  # a field of the cache's, when it is there
+    cached = "response_cache" in {field.name for field in dataclasses.fields(Services)}
+    if offline or cache == "off" or not cached or not has_module("engine.providers.response_cache"):
+        return services  # the simulator is free already, and never cached
+    caching = importlib.import_module("engine.providers.response_cache")
+    folder = Path(cache) if cache is not None else caching.default_folder(eval_file)
+    setattr(services, "response_cache", caching.open_cache(folder))  # noqa: B010  # a field only where the cache is
     return services
 
 
