@@ -64,6 +64,8 @@ def test_two_eval_runs_side_by_side_show_each_cases_delta_worse_first(page: Any,
     rows = [[cell.inner_text() for cell in row.locator("td").all()] for row in deltas.locator("tbody tr").all()]
     assert rows == [["late_88", "1.000", "0.250", "−0.750"], ["lost_9", "0.000", "0.000", "±0.000"],
                     ["where_is_57", "1.000", "1.000", "±0.000"], ["refund_12", "0.500", "1.000", "+0.500"]]
+    scorers = page.get_by_role("table", name="Scorer deltas").locator("tbody tr td").all_inner_texts()
+    assert scorers == ["mentions_status", "0.625", "0.563", "−0.063"]
     overall = page.get_by_test_id("evals-overall").inner_text()
     assert "0.625 → 0.563" in overall and "−0.063" in overall and "1 worse, 1 better, 2 same" in overall
     shot(page, artifacts, "evals-compare")

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { EvalReport } from '../api/types';
-import { compareCases, deltaText, inOrder, scoreText, sparkline, tally } from './evals';
+import { compareCases, compareScorers, deltaText, inOrder, scoreText, sparkline, tally } from './evals';
 
 function report(scores: Record<string, number | null>): EvalReport {
   const values = Object.values(scores).filter((s): s is number => s !== null);
@@ -31,6 +31,16 @@ describe('comparing two eval runs', () => {
   it('counts the cases that got better, worse, or stayed', () => {
     const rows = compareCases(report({ a: 1, b: 0.5, c: 0, d: 1 }), report({ a: 0, b: 1, c: 0, e: 1 }));
     expect(tally(rows)).toEqual({ better: 1, worse: 1, same: 1 });
+  });
+  it('gives each scorer\'s mean in both runs and its change, a scorer only the older run had last', () => {
+    const before = { ...report({ a: 1 }), summary: { ...report({ a: 1 }).summary, scorers: { helpful: 0.5, gone: 1, exact: 1 } } };
+    const after = { ...report({ a: 1 }), summary: { ...report({ a: 1 }).summary, scorers: { exact: 0.75, helpful: 1, added: null } } };
+    expect(compareScorers(before, after)).toEqual([
+      { id: 'exact', before: 1, after: 0.75, delta: -0.25 },
+      { id: 'helpful', before: 0.5, after: 1, delta: 0.5 },
+      { id: 'added', before: null, after: null, delta: null },
+      { id: 'gone', before: 1, after: null, delta: null },
+    ]);
   });
   it('puts the two picked runs in time order, whichever was picked first', () => {
     const older = { eval_id: 'e1', created: 100 };

@@ -38,6 +38,19 @@ export function compareCases(before: EvalReport, after: EvalReport): CaseDelta[]
   });
 }
 
+/** Each scorer's mean score in both runs and the change, in the newer run's order (a scorer only the older had
+ * last). */
+export function compareScorers(before: EvalReport, after: EvalReport): CaseDelta[] {
+  const old = before.summary.scorers;
+  const now = after.summary.scorers;
+  const ids = [...new Set([...Object.keys(now), ...Object.keys(old)])];
+  return ids.map((id) => {
+    const b = old[id] ?? null;
+    const a = now[id] ?? null;
+    return { id, before: b, after: a, delta: a !== null && b !== null ? a - b : null };
+  });
+}
+
 /** How many cases got better, worse, or stayed (a change under `epsilon` is no change). */
 export function tally(rows: CaseDelta[], epsilon = 1e-9): { better: number; worse: number; same: number } {
   let better = 0, worse = 0, same = 0;

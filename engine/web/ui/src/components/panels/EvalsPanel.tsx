@@ -3,7 +3,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { api } from '../../api/client';
 import type { EvalListed, EvalRecord } from '../../api/types';
-import { compareCases, deltaText, inOrder, scoreText, sparkline, tally } from '../../model/evals';
+import { type CaseDelta, compareCases, compareScorers, deltaText, inOrder, scoreText, sparkline, tally } from '../../model/evals';
 import { startedText } from '../../model/run';
 import { useStudio } from '../../store';
 
@@ -121,6 +121,7 @@ function Sparkline({ evals }: { evals: EvalListed[] }) {
 function Comparison({ a, b }: { a: EvalRecord; b: EvalRecord }) {
   const [before, after] = inOrder(a, b);
   const rows = useMemo(() => compareCases(before.report, after.report), [before, after]);
+  const scorers = useMemo(() => compareScorers(before.report, after.report), [before, after]);
   const counts = tally(rows);
   const overall = before.score !== null && after.score !== null ? after.score - before.score : null;
   return (
@@ -136,20 +137,28 @@ function Comparison({ a, b }: { a: EvalRecord; b: EvalRecord }) {
         <strong className={deltaClass(overall)}>{deltaText(overall)}</strong>
         {' · '}{counts.worse} worse, {counts.better} better, {counts.same} same
       </div>
-      <table className="grid evals-table" aria-label="Case deltas">
-        <thead><tr><th scope="col">Case</th><th scope="col">Before</th><th scope="col">After</th><th scope="col">Δ</th></tr></thead>
-        <tbody>
-          {rows.map((r) => (
-            <tr key={r.id} className={deltaClass(r.delta)}>
-              <td className="small">{r.id}</td>
-              <td className="num">{scoreText(r.before)}</td>
-              <td className="num">{scoreText(r.after)}</td>
-              <td className="num"><strong>{deltaText(r.delta)}</strong></td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      {scorers.length > 0 && <DeltaTable label="Scorer deltas" first="Scorer" rows={scorers} />}
+      <DeltaTable label="Case deltas" first="Case" rows={rows} />
     </section>
+  );
+}
+
+/** Rows of two scores and their change, a worse one tinted red and a better one green. */
+function DeltaTable({ label, first, rows }: { label: string; first: string; rows: CaseDelta[] }) {
+  return (
+    <table className="grid evals-table" aria-label={label}>
+      <thead><tr><th scope="col">{first}</th><th scope="col">Before</th><th scope="col">After</th><th scope="col">Δ</th></tr></thead>
+      <tbody>
+        {rows.map((r) => (
+          <tr key={r.id} className={deltaClass(r.delta)}>
+            <td className="small">{r.id}</td>
+            <td className="num">{scoreText(r.before)}</td>
+            <td className="num">{scoreText(r.after)}</td>
+            <td className="num"><strong>{deltaText(r.delta)}</strong></td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }
 
