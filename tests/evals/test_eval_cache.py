@@ -44,7 +44,7 @@ def vendor() -> Iterator[tuple[str, list[dict[str, object]]]]:
     received: list[dict[str, object]] = []
 
     class Messages(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802  # the standard library's name
+        def do_POST(self) -> None:  # the standard library names it so
             body = json.loads(self.rfile.read(int(self.headers["content-length"])))
             received.append(body)
             answer = json.dumps({"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
