@@ -48,6 +48,8 @@ def chat_attributes(event: Mapping[str, Any]) -> dict[str, Any]:
         attributes["gen_ai.usage.reasoning_tokens"] = int(usage["thinking_tokens"])
     if event.get("api_version"):
         attributes["diagrama.api_version"] = str(event["api_version"])
+    if event.get("cached"):  # answered from the response cache: the vendor was not called
+        attributes["diagrama.cached"] = True
     return attributes
 
 

@@ -94,10 +94,11 @@ def test_a_second_run_is_answered_from_the_cache(fake_server: FakeVendorServer, 
     assert _stable(second_events) == _stable(first_events)
 
 
+@pytest.mark.parametrize(("vendor", "recorded"), [("anthropic", "anthropic_text_citations"), ("groq", "groq_text")])
 def test_a_streamed_answer_replays_the_same_pieces(fake_server: FakeVendorServer, blocks: engine.BlockRegistry,
-                                                   tmp_path: Path) -> None:
-    sse = (STREAMS / "anthropic_text_citations.sse").read_bytes()
-    robot = Robot(fake_server, blocks, tmp_path, "anthropic", extra="      stream: true\n")
+                                                   tmp_path: Path, vendor: str, recorded: str) -> None:
+    sse = (STREAMS / f"{recorded}.sse").read_bytes()
+    robot = Robot(fake_server, blocks, tmp_path, vendor, extra="      stream: true\n")
     fake_server.script(robot.test_id, Reply(200, sse, content_type="text/event-stream"))
     cache = open_cache(tmp_path / "cache")
     runs = []
@@ -244,11 +245,15 @@ def test_run_and_batch_take_cache(fake_server: FakeVendorServer, blocks: engine.
     diagram.write_text(diagram_yaml("groq", "fail", 5.0), encoding="utf-8")
     env = {**KEYS, ENV["groq"]: fake_server.base(test_id)}
     cache = tmp_path / "cache"
+    lines = []
     for _ in range(2):
-        outcome = CliRunner().invoke(cli_main, ["run", str(diagram), "--cache", str(cache), "--quiet", "--output",
-                                                "json", "--runs-dir", str(tmp_path / "runs")], env=env)
+        outcome = CliRunner().invoke(cli_main, ["run", str(diagram), "--cache", str(cache), "--output", "json",
+                                                "--runs-dir", str(tmp_path / "runs")], env=env)
         assert outcome.exit_code == 0, outcome.output
+        lines.append([line for line in outcome.output.splitlines() if line.startswith("    llama")])
     assert len(fake_server.hits(test_id)) == 1 and len(_entries(cache)) == 1
+    assert [len(found) for found in lines] == [1, 1], lines
+    assert "(cached)" not in lines[0][0] and lines[1][0].endswith("(cached)")
     rows = tmp_path / "rows.jsonl"
     rows.write_text("{}\n{}\n{}\n", encoding="utf-8")
     outcome = CliRunner().invoke(cli_main, ["batch", str(diagram), "--inputs", str(rows), "--cache", str(cache),
@@ -308,3 +313,49 @@ def test_an_answer_from_the_cache_takes_no_vendor_slot(fake_server: FakeVendorSe
         assert result.succeeded, result.errors
         taken.append(slots.taken)
     assert taken == [["gemini"], []] and robot.hits() == 1
+
+
+def test_http_request_calls_always_go_out(blocks: engine.BlockRegistry, tmp_path: Path) -> None:
+    """An HttpRequest may change things on the far side: the cache never answers for it."""
+    seen: list[httpx.Request] = []
+
+    def shop(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"id": 42, "status": "shipped"})
+
+    path = tmp_path / "http.yaml"
+    path.write_text(textwrap.dedent("""\
+        diagram: http
+        allowed_hosts: [api.shop.test]
+        blocks:
+          - id: start
+            type: Start
+            next: call
+          - id: call
+            type: HttpRequest
+            with: {url: "https://api.shop.test/orders/42"}
+            set: {status: "{{ json.status }}"}
+    """), encoding="utf-8")
+    diagram = engine.load(path, blocks)
+    cache = open_cache(tmp_path / "cache")
+    for _ in range(2):
+        services = engine.Services(environ={}, transports={"http": httpx.MockTransport(shop)}, response_cache=cache)
+        result = asyncio.run(engine.run_async(diagram, {}, registry=blocks, runs_dir=tmp_path / "runs",
+                                              services=services))
+        assert result.succeeded and result.variables["status"] == "shipped", result.errors
+    assert len(seen) == 2 and _entries(cache.folder) == []
+
+
+def test_clear_removes_every_entry(tmp_path: Path) -> None:
+    cache = open_cache(tmp_path / "cache")
+    for index in range(3):
+        assert cache.put(f"{index:02x}" + "0" * 62, Entry(200, [], b"{}"), [])
+    assert cache.clear() == 3 and _entries(cache.folder) == [] and cache.folder.is_dir()
+
+
+def test_an_answer_from_the_cache_is_told_to_open_telemetry() -> None:
+    from engine.runs.otel_genai import chat_attributes
+
+    event = {"vendor": "groq", "model": "m", "usage": {"input_tokens": 3, "output_tokens": 2}, "finish": "stop"}
+    assert "diagrama.cached" not in chat_attributes(event)
+    assert chat_attributes({**event, "cached": True})["diagrama.cached"] is True
