@@ -11,9 +11,11 @@ token bucket kept in Redis, shared by workers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -92,6 +94,23 @@ def _seconds(variable: str, default: float) -> float:
     return found if 0 < found < 86_400 else default
 
 
+@contextlib.contextmanager
+def _requeued_on_outage() -> Iterator[None]:
+    """A task whose broker or store stayed away past a worker's patience (engine.runs.api_durable.patiently) goes back
+    to the queue, never acknowledged as done: a later delivery carries its run on (its lease lapses meanwhile). With
+    the broker itself away, the message stays unacknowledged and the broker hands it out again once it is back."""
+    from celery.exceptions import Reject
+
+    from engine.runs.api_durable import outage
+
+    try:
+        yield
+    except Exception as exc:
+        if outage(exc):
+            raise Reject(exc, requeue=True) from exc
+        raise
+
+
 def _look_again(task: Any) -> NoReturn:
     """The task sent again for later: another worker's lease on its run is alive (it runs, or was just lost)."""
     from engine.runs.leases import LEASE_S
@@ -142,7 +161,7 @@ def make_app(broker: str | None = None) -> Celery:
         lease = Lease(_cached_redis(broker), f"{batch_id}-row-{row}", services.stops)
         if not lease.take():
             _look_again(task)
-        with lease:
+        with _requeued_on_outage(), lease:
             ran = asyncio.run(run_batch_row(diagram, inputs, row, batch_id=batch_id, services=services,
                                             previous=store.last_attempt(batch_id, row), runs_dir=Path(runs_dir),
                                             checkpoints=checkpoints, taken_over=True))
@@ -162,7 +181,7 @@ def make_app(broker: str | None = None) -> Celery:
 
         store = _cached_store(store_url)
         diagram = _cached_diagram(diagram_path, Path(diagram_path).stat().st_mtime_ns, load_diagram, registry)
-        with structlog.contextvars.bound_contextvars(key_id=key_id):  # in the worker's `run` line (never the key)
+        with _requeued_on_outage(), structlog.contextvars.bound_contextvars(key_id=key_id):  # key id, never the key
             done = run_on_worker(run_id=run_id, diagram=diagram, inputs=inputs, store=store,
                                  redis=_cached_redis(broker), runs_dir=Path(runs_dir), offline=offline,
                                  message_level=message_level, session=session)
@@ -178,7 +197,7 @@ def make_app(broker: str | None = None) -> Celery:
         from blocks.registry import registry
         from engine.runs.api_durable import resume_on_worker
 
-        with structlog.contextvars.bound_contextvars(key_id=key_id):
+        with _requeued_on_outage(), structlog.contextvars.bound_contextvars(key_id=key_id):
             done = resume_on_worker(run_id=run_id, answer=answer, store=_cached_store(store_url),
                                     redis=_cached_redis(broker), runs_dir=Path(runs_dir), offline=offline,
                                     registry=registry())
