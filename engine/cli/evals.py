@@ -55,12 +55,13 @@ def evaluate(files: tuple[Path, ...], offline: bool, against: str | None, concur
         with tempfile.TemporaryDirectory(prefix="diagrama-eval-") as scratch:
             try:
                 loaded, diagram = load_for_eval(path, registry)
-                other, revision = None, None
+                other, revision, shown_against = None, None, ""
                 if against is not None:
                     other_path = Path(against)
                     if not (other_path.suffix in (".yaml", ".yml") and other_path.is_file()):
                         revision = against
                         other_path = diagram_at_revision(loaded.diagram, against, Path(scratch))
+                        shown_against = other_path.relative_to(scratch).as_posix()
                     other = load_for_eval(path, registry, other_path)[1]
                 threshold = verdict_threshold(loaded, fail_under)
                 services = _services(offline, cache, path)
@@ -70,8 +71,9 @@ def evaluate(files: tuple[Path, ...], offline: bool, against: str | None, concur
                 raise fail(exc) from None
         result = redactor().value(result)  # an answer may quote a key from the environment: never in a report
         result["eval"] = str(path)
-        if revision is not None:
+        if revision is not None:  # the diagram as the revision has it, not where it was written out for the eval
             result["against"]["revision"] = revision
+            result["against"]["summary"]["diagram"] = f"{revision}:{shown_against}"
         _keep(result, path, diagram, revision, folder)
         reports.append(result)
         title = f"eval {path.name}" + (f" against {against}" if against else "")

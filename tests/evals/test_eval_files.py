@@ -98,6 +98,19 @@ scorers:
     assert found[3].startswith("7 scorers.1.matches: the pattern '(?=a)' is not one RE2 takes")
 
 
+def test_a_judge_whose_model_takes_no_response_schema_is_refused_at_its_line(tmp_path: Path) -> None:
+    path = write(tmp_path, """\
+diagram: robot.yaml
+cases: [{id: a}]
+scorers:
+  - id: right
+    judge: {model: llama-3.3-70b-versatile, rubric: Is it right?}
+""")
+    (found,) = problems_of(path)
+    assert found.startswith("5 scorers.0.judge.model: the judge's model cannot answer with a score and a reason: "
+                            "llama-3.3-70b-versatile takes no response schema")
+
+
 def test_cases_come_from_csv_and_json_lines_files(tmp_path: Path) -> None:
     (tmp_path / "cases.csv").write_text("id,question,count,expected\nfirst,hello,2,hello\n", encoding="utf-8")
     (tmp_path / "cases.jsonl").write_text('{"id": "j", "inputs": {"question": "q"}, "expected": 1}\n\nnot json\n',

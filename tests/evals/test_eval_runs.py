@@ -166,6 +166,7 @@ def test_against_a_git_revision_runs_the_folder_as_it_was(tmp_path: Path) -> Non
     (folder / "robot.yaml").write_text(ROBOT.replace('request: "{{ question }}"', "request: parcel"), encoding="utf-8")
     code, report = as_json(folder, "--against", "HEAD")
     assert report["against"]["revision"] == "HEAD"
+    assert report["against"]["summary"]["diagram"] == "HEAD:robots/robot.yaml"
     assert [(d["id"], d["delta"]) for d in report["deltas"]] == [("hello", -0.5), ("order", 0.5)]
     code, output = run_cli(str(folder / "robot.eval.yaml"), "--offline", "--against", "no-such-revision")
     assert code == 2 and "git archive" in output
@@ -176,7 +177,7 @@ def test_repeats_report_a_spread_and_a_judge_is_reproducible(tmp_path: Path) -> 
   - id: helpful
     judge: {model: claude-sonnet-4-5, rubric: Is it helpful?, scale: 1-5}
   - id: verdict
-    judge: {model: llama-3.3-70b-versatile, rubric: Is it right?, scale: pass/fail}
+    judge: {model: openai/gpt-oss-120b, rubric: Is it right?, scale: pass/fail}
 """))
     code, first = as_json(tmp_path, "--repeat", "2")
     assert code == 0
@@ -187,6 +188,11 @@ def test_repeats_report_a_spread_and_a_judge_is_reproducible(tmp_path: Path) -> 
         assert case["scores"]["helpful"] in (0.0, 0.25, 0.5, 0.75, 1.0)
         assert case["scores"]["verdict"] in (0.0, 1.0)
         assert case["reason"] == case["reasons"]["helpful"]
+        # Each judge is traced beside the case's run: its request, its reply, its verdict.
+        judged = [json.loads(line) for line in Path(case["judges"]).read_text(encoding="utf-8").splitlines()]
+        assert [line["event"] for line in judged] == ["http_request", "http_response", "judged"] * 2
+        assert judged[2]["judge"] == f"eval/{case['id']}/helpful" and judged[2]["score"] == case["scores"]["helpful"]
+        assert "Rubric: Is it helpful?" in json.dumps(judged[0]["body"])
 
 
 def test_a_judge_asks_its_vendor_for_a_score_and_a_reason() -> None:

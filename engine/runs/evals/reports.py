@@ -138,8 +138,13 @@ def _cases_table(report: dict[str, Any]) -> list[str]:
         if against:
             row.append(_pre(against.get(case["id"], {}).get("output")))
         trace = case.get("trace")
-        link = (f"<td><a href='{html.escape(Path(trace).resolve().as_uri(), quote=True)}'>"
-                f"{html.escape(case['run_id'])}</a></td>") if trace else _cell(case["run_id"])
+        link = _cell(case["run_id"])
+        if trace:
+            link = (f"<td><a href='{html.escape(Path(trace).resolve().as_uri(), quote=True)}'>"
+                    f"{html.escape(case['run_id'])}</a>")
+            if case.get("judges"):
+                link += f"<br><a href='{html.escape(Path(case['judges']).resolve().as_uri(), quote=True)}'>judges</a>"
+            link += "</td>"
         row += [_cell(f"{case['score']:.2f} ({scores})"), _pre(reasons), link]
         parts.append("<tr>" + "".join(row) + "</tr>")
     parts.append("</table>")

@@ -58,11 +58,20 @@ def _case_json(case: Any, threshold: float | None) -> dict[str, Any]:
         "id": case.case.id, "score": round(case.score, 4), "passed": case_passed(case.score, threshold),
         "scores": {scorer: round(case.scorer_mean(scorer), 4) for scorer in case.scores[-1]},
         "status": last.status, "run_id": last.run_id, "trace": str(last.trace) if last.trace else None,
+        "judges": _judges_file(last),
         "reason": judge_reason, "reasons": reasons, "tokens": sum(result.tokens for result in case.results),
         "latency_ms": round(statistics.fmean(case.latencies_ms), 1),
         "inputs": last.redact(case.case.inputs), "expected": last.redact(case.case.expected),
         "output": last.redact(case.outputs[-1]),
     }
+
+
+def _judges_file(result: Any) -> str | None:
+    """Where the case's judges were traced, when they were."""
+    from engine.runs.evals.runner import JUDGES_FILE
+
+    found = result.trace.with_name(JUDGES_FILE) if result.trace is not None else None
+    return str(found) if found is not None and found.is_file() else None
 
 
 def with_deltas(ours: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:

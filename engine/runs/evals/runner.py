@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from engine.runtime.context import Services
     from engine.runtime.result import RunResult
 
-__all__ = ["CaseOutcome", "EvalOutcome", "run_eval"]
+__all__ = ["JUDGES_FILE", "CaseOutcome", "EvalOutcome", "run_eval"]
 
 
 @dataclass
@@ -75,6 +75,21 @@ Progress = Callable[[CaseOutcome, int], None]
 """progress(case, repeat index): one run scored."""
 
 
+JUDGES_FILE = "judges.jsonl"
+"""Beside a case's run trace: what its judges were asked and answered, one JSON object a line."""
+
+
+def _write_judges(result: RunResult, judged: list[dict[str, Any]]) -> None:
+    """The judges' requests, replies and verdicts beside the run's trace, scrubbed of keys as the trace is."""
+    import orjson
+
+    from engine.format.values import json_default
+
+    assert result.trace is not None
+    lines = [orjson.dumps(result.redact(line), default=json_default) + b"\n" for line in judged]
+    result.trace.with_name(JUDGES_FILE).write_bytes(b"".join(lines))
+
+
 # One pool over one queue, as run_batch's: the case, the services and the results share its state on purpose.
 async def run_eval(loaded: LoadedEval, diagram: Diagram, *, services: Services, runs_dir: Path | None,
                    concurrency: int = 8, repeat: int = 1, progress: Progress | None = None) -> EvalOutcome:
@@ -102,8 +117,13 @@ async def run_eval(loaded: LoadedEval, diagram: Diagram, *, services: Services, 
             turn = new_turn(diagram, case.inputs, store=None)
             result = await run_turn(turn, services=services, runs_dir=runs_dir)
             output = result.variables.get(output_name)
-            seen = Scoring(result, result.redact(case.inputs), case.expected, output, result.duration * 1000, None)
-            outcome.scores[index] = await score_case(scorers, seen, services, f"eval/{case.id}")
+            # A run's cost, once runs report one; until then None, which `max_cost` takes as not met.
+            cost = getattr(result, "cost", None)
+            seen = Scoring(result, result.redact(case.inputs), case.expected, output, result.duration * 1000, cost)
+            judged: list[dict[str, Any]] = []
+            outcome.scores[index] = await score_case(scorers, seen, services, f"eval/{case.id}", judged)
+            if judged and result.trace is not None:
+                _write_judges(result, judged)
             outcome.results[index] = result
             outcome.latencies_ms[index] = seen.latency_ms
             outcome.outputs[index] = output

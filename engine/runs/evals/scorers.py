@@ -159,15 +159,17 @@ def _plain_score(scorer: Scorer, seen: Scoring) -> Scored:
     return Scored(1.0 if seen.cost <= float(scorer.max_cost or 0) else 0.0, f"cost {seen.cost:g}")
 
 
-async def score_case(scorers: list[Scorer], seen: Scoring, services: Services, seed_key: str) -> dict[str, Scored]:
-    """Each scorer's score of one case, by scorer id. A judge that cannot answer scores 0 with its error as reason."""
+async def score_case(scorers: list[Scorer], seen: Scoring, services: Services, seed_key: str,
+                     trace: list[dict[str, Any]] | None = None) -> dict[str, Scored]:
+    """Each scorer's score of one case, by scorer id. A judge that cannot answer scores 0 with its error as reason;
+    `trace` hears what each judge was asked and said."""
     scores: dict[str, Scored] = {}
     for scorer in scorers:
         if scorer.judge is not None:
             from engine.runs.evals.judge import ask_judge
 
             try:
-                scores[scorer.id] = await ask_judge(scorer.judge, seen, services, f"{seed_key}/{scorer.id}")
+                scores[scorer.id] = await ask_judge(scorer.judge, seen, services, f"{seed_key}/{scorer.id}", trace)
             except DiagramaError as exc:
                 scores[scorer.id] = Scored(0.0, f"the judge failed: {exc}", judged=True)
         else:

@@ -224,17 +224,24 @@ def _keys_at(loc: tuple[Any, ...]) -> list[str]:
 
 
 def _check_templates(path: Path, spec: EvalFile, lines: LineMap, problems: list[Problem]) -> None:
-    """A `check` template that cannot compile, or a `matches` pattern RE2 refuses, is a problem at its line."""
+    """A `check` template that cannot compile, a `matches` pattern RE2 refuses, a judge whose model cannot answer
+    with structured output, a `json_schema` that is none: each a problem at its line."""
     from engine.compile.regex import check_pattern
     from engine.runs.evals.scorers import template_problem
 
     for index, scorer in enumerate(spec.scorers):
-        where = ("scorers", index, scorer.kind)
+        where: tuple[str | int, ...] = ("scorers", index, scorer.kind)
         refusal: tuple[str, str | None] | None = None
         if scorer.check is not None:
             refusal = template_problem(scorer.check)
         elif scorer.matches is not None:
             refusal = check_pattern(scorer.matches)
+        elif scorer.judge is not None:
+            from engine.runs.evals.judge import judge_refusal
+
+            said = judge_refusal(scorer.judge)
+            where = ("scorers", index, "judge", "model")
+            refusal = (said, "pick a model of the vendor's that takes a response schema") if said else None
         elif scorer.json_schema is not None:
             from engine.format.schemas import schema_refusal
 
