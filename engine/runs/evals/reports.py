@@ -73,7 +73,7 @@ def junit_xml(report: dict[str, Any], name: str, path: Path) -> None:
 _STYLE = """body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f3f3f3}
 .bad{color:#b00020}.good{color:#1b7f3b}.num{text-align:right;font-variant-numeric:tabular-nums}
-pre{white-space:pre-wrap;margin:0;max-width:40em}"""
+pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0;max-width:30em}"""
 
 
 def _cell(value: Any, cls: str = "") -> str:
@@ -82,7 +82,12 @@ def _cell(value: Any, cls: str = "") -> str:
 
 
 def _pre(value: Any) -> str:
-    return f"<td><pre>{html.escape(value if isinstance(value, str) else dumps_plain(value, indent=True))}</pre></td>"
+    """A value in a cell as a person reads it: text as it is, a mapping a `key: value` line each, the rest as JSON."""
+    if isinstance(value, dict):
+        shown = "\n".join(f"{key}: {item if isinstance(item, str) else dumps_plain(item)}" for key, item in value.items())
+    else:
+        shown = value if isinstance(value, str) else dumps_plain(value)
+    return f"<td><pre>{html.escape(shown)}</pre></td>"
 
 
 def html_report(report: dict[str, Any], title: str, path: Path) -> None:
