@@ -92,8 +92,8 @@ async def whole_eval(path: Path, runs_dir: Path) -> tuple[float, float]:
     elapsed = time.perf_counter() - began
     began = time.perf_counter()
     for case in outcome.cases:
-        result = case.results[0]
-        seen = Scoring(result, case.case.inputs, case.case.expected, case.outputs[0], result.duration * 1000, None)
+        run = case.last
+        seen = Scoring(run.result, case.case.inputs, case.case.expected, run.output, run.latency_ms, None)
         await score_case(loaded.spec.scorers, seen, services, case.case.id)
     eval_json(outcome, 0.5)
     return elapsed, time.perf_counter() - began

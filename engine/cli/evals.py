@@ -16,6 +16,7 @@ import click
 from engine.cli import PATH, blocks_registry, fail, has_module, redactor, runs_folder
 
 if TYPE_CHECKING:
+    from engine.runs.limits import VendorLimits
     from engine.runtime.context import Services
 
 
@@ -31,12 +32,14 @@ if TYPE_CHECKING:
 @click.option("--junit", type=PATH, help="write JUnit XML here (a testcase per case)")
 @click.option("--fail-under", type=click.FloatRange(0, 1), help="exit 1 below this mean score (default: the file's "
               "threshold)")
-@click.option("--cache", help="the response cache: a folder, or off")
+@click.option("--cache", help="the response cache: a folder, or off (default: .diagrama/cache beside the eval file)")
+@click.option("--rpm", multiple=True, help="requests per minute per vendor, claude=50 (judges' too)")
+@click.option("--max-concurrent", multiple=True, help="calls in flight, groq=4")
 @click.option("--runs-dir", type=PATH)
 # Long: one command from its options to its exit code, each step a call; split, a dozen options pass on.
 def evaluate(files: tuple[Path, ...], offline: bool, against: str | None, concurrency: int, repeat: int, output: str,
              report: Path | None, junit: Path | None, fail_under: float | None, cache: str | None,
-             runs_dir: Path | None) -> None:
+             rpm: tuple[str, ...], max_concurrent: tuple[str, ...], runs_dir: Path | None) -> None:
     """Score a robot's answers on the cases of eval files (*.eval.yaml), optionally beside a second version."""
     import asyncio
     import tempfile
@@ -65,10 +68,14 @@ def evaluate(files: tuple[Path, ...], offline: bool, against: str | None, concur
                     other = load_for_eval(path, registry, other_path)[1]
                 threshold = verdict_threshold(loaded, fail_under)
                 services = _services(offline, cache, path)
+                services.limits = _limits(rpm, max_concurrent)
                 result = asyncio.run(evaluate(loaded, diagram, services=services, runs_dir=folder, threshold=threshold,
                                               concurrency=concurrency, repeat=repeat, against=other))
             except DiagramaError as exc:
                 raise fail(exc) from None
+            except KeyboardInterrupt:
+                sys.stderr.write("stopped: the eval was interrupted, nothing was scored or kept\n")
+                raise click.exceptions.Exit(130) from None
         result = redactor().value(result)  # an answer may quote a key from the environment: never in a report
         result["eval"] = str(path)
         if revision is not None:  # the diagram as the revision has it, not where it was written out for the eval
@@ -97,6 +104,22 @@ def _each(target: Path, path: Path, count: int) -> Path:
     if count == 1:
         return target
     return target.with_name(f"{target.stem}-{path.name.removesuffix('.yaml').removesuffix('.eval')}{target.suffix}")
+
+
+def _limits(rpm: tuple[str, ...], max_concurrent: tuple[str, ...]) -> VendorLimits:
+    """`--rpm` and `--max-concurrent` as `diagrama batch` reads them: slots every request (and judge) waits for."""
+    import asyncio
+
+    from engine.errors import UsageError
+    from engine.runs.limits import TokenBucket, VendorLimits, parse_limits
+
+    try:
+        per_minute = parse_limits(list(rpm), "--rpm")
+        in_flight = parse_limits(list(max_concurrent), "--max-concurrent")
+    except ValueError as exc:
+        raise fail(UsageError(str(exc))) from None
+    return VendorLimits(rpm={vendor: TokenBucket(value) for vendor, value in per_minute.items()},
+                        concurrent={vendor: asyncio.Semaphore(int(value)) for vendor, value in in_flight.items()})
 
 
 def _services(offline: bool, cache: str | None, eval_file: Path) -> Services:

@@ -219,3 +219,11 @@ def test_a_judge_asks_its_vendor_for_a_score_and_a_reason() -> None:
     assert judged["output_config"]["format"]["schema"]["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]
     assert "Answer: Order 42 shipped." in judged["messages"][0]["content"]
     assert all(request["key"] == key for request in seen)
+
+
+def test_vendor_limits_are_read_as_batch_reads_them(tmp_path: Path) -> None:
+    folder_with(tmp_path)
+    code, report = as_json(tmp_path, "--rpm", "claude=6000", "--max-concurrent", "claude=1")
+    assert code == 0 and report["summary"]["cases"] == 2
+    code, output = run_cli(str(tmp_path / "robot.eval.yaml"), "--offline", "--rpm", "nobody=3")
+    assert code == 2 and "--rpm 'nobody=3': the vendor is one of claude, groq, gemini" in output

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING, Any
 
-from engine.runs.evals.runner import EvalOutcome
+from engine.runs.evals.runner import CaseOutcome, EvalOutcome
 
 if TYPE_CHECKING:
     from engine.runs.evals.spec import LoadedEval
@@ -34,35 +34,36 @@ def case_passed(score: float, threshold: float | None) -> bool:
 
 def eval_json(outcome: EvalOutcome, threshold: float | None) -> dict[str, Any]:
     """`summary` and `cases` of one version's eval, as `--output json` prints them (README, "Evaluations")."""
-    cases = [_case_json(case, threshold) for case in outcome.cases]
-    latencies = [ms for case in outcome.cases for ms in case.latencies_ms]
+    cases = [_case_json(case, threshold) for case in outcome.cases if case.runs]
+    latencies = [run.latency_ms for case in outcome.cases for run in case.runs]
     passed = sum(1 for case in cases if case["passed"])
     summary = {
         "score": round(outcome.score, 4), "cases": len(cases), "passed": passed, "failed": len(cases) - passed,
         "threshold": threshold, "cost": None,  # no run reports a cost yet: unknown, never 0
-        "tokens": sum(result.tokens for case in outcome.cases for result in case.results),
+        "tokens": sum(run.result.tokens for case in outcome.cases for run in case.runs),
         "latency_ms": {"p50": percentile(latencies, 0.5), "p95": percentile(latencies, 0.95)},
-        "scorers": {scorer: round(statistics.fmean(case.scorer_mean(scorer) for case in outcome.cases), 4)
-                    if outcome.cases else None for scorer in outcome.scorer_ids},
+        "scorers": {scorer: round(statistics.fmean(case.scorer_mean(scorer) for case in outcome.cases if case.runs), 4)
+                    if cases else None for scorer in outcome.scorer_ids},
         "repeat": outcome.repeat, "spread": round(outcome.spread, 4),
         "diagram": str(outcome.diagram.path), "content_hash": outcome.diagram.content_hash,
     }
     return {"summary": summary, "cases": cases}
 
 
-def _case_json(case: Any, threshold: float | None) -> dict[str, Any]:
-    last = case.results[-1]
-    reasons = {scorer: scored.reason for scorer, scored in case.scores[-1].items() if scored.reason}
-    judge_reason = next((scored.reason for scored in case.scores[-1].values() if scored.judged), None)
+def _case_json(case: CaseOutcome, threshold: float | None) -> dict[str, Any]:
+    run = case.last
+    last = run.result
+    reasons = {scorer: scored.reason for scorer, scored in run.scores.items() if scored.reason}
+    judge_reason = next((scored.reason for scored in run.scores.values() if scored.judged), None)
     return {
         "id": case.case.id, "score": round(case.score, 4), "passed": case_passed(case.score, threshold),
-        "scores": {scorer: round(case.scorer_mean(scorer), 4) for scorer in case.scores[-1]},
+        "scores": {scorer: round(case.scorer_mean(scorer), 4) for scorer in run.scores},
         "status": last.status, "run_id": last.run_id, "trace": str(last.trace) if last.trace else None,
         "judges": _judges_file(last),
-        "reason": judge_reason, "reasons": reasons, "tokens": sum(result.tokens for result in case.results),
-        "latency_ms": round(statistics.fmean(case.latencies_ms), 1),
+        "reason": judge_reason, "reasons": reasons, "tokens": sum(each.result.tokens for each in case.runs),
+        "latency_ms": round(statistics.fmean(each.latency_ms for each in case.runs), 1),
         "inputs": last.redact(case.case.inputs), "expected": last.redact(case.case.expected),
-        "output": last.redact(case.outputs[-1]),
+        "output": last.redact(run.output),
     }
 
 

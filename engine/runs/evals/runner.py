@@ -24,29 +24,45 @@ if TYPE_CHECKING:
     from engine.runtime.context import Services
     from engine.runtime.result import RunResult
 
-__all__ = ["JUDGES_FILE", "CaseOutcome", "EvalOutcome", "run_eval"]
+__all__ = ["JUDGES_FILE", "CaseOutcome", "CaseRun", "EvalOutcome", "run_eval"]
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRun:
+    """One run of a case and what its scorers made of it."""
+
+    result: RunResult
+    scores: dict[str, Scored]
+    latency_ms: float
+    output: Any
 
 
 @dataclass
 class CaseOutcome:
-    """One case's runs (one per repeat) and their scores."""
+    """One case's runs, one per repeat in repeat order (None: not run yet), and their scores."""
 
     case: Case
-    scores: list[dict[str, Scored]] = field(default_factory=list)
-    results: list[RunResult] = field(default_factory=list)
-    latencies_ms: list[float] = field(default_factory=list)
-    outputs: list[Any] = field(default_factory=list)
+    slots: list[CaseRun | None] = field(default_factory=list)
+
+    @property
+    def runs(self) -> list[CaseRun]:
+        return [run for run in self.slots if run is not None]
+
+    @property
+    def last(self) -> CaseRun:
+        return self.runs[-1]
 
     def scorer_mean(self, scorer: str) -> float:
-        return statistics.fmean(run[scorer].score for run in self.scores)
+        return statistics.fmean(run.scores[scorer].score for run in self.runs)
 
     @property
     def score(self) -> float:
         """The mean of its scorers' scores, over its repeats."""
-        return statistics.fmean(statistics.fmean(s.score for s in run.values()) for run in self.scores)
+        return statistics.fmean(self.repeat_score(run) for run in self.runs)
 
-    def repeat_score(self, index: int) -> float:
-        return statistics.fmean(s.score for s in self.scores[index].values())
+    @staticmethod
+    def repeat_score(run: CaseRun) -> float:
+        return statistics.fmean(scored.score for scored in run.scores.values())
 
 
 @dataclass
@@ -60,14 +76,16 @@ class EvalOutcome:
 
     @property
     def score(self) -> float:
-        return statistics.fmean(case.score for case in self.cases) if self.cases else 0.0
+        scored = [case.score for case in self.cases if case.runs]
+        return statistics.fmean(scored) if scored else 0.0
 
     @property
     def spread(self) -> float:
         """How far the eval's score moved between repeats (0 with one run a case)."""
         if self.repeat < 2 or not self.cases:
             return 0.0
-        means = [statistics.fmean(case.repeat_score(index) for case in self.cases) for index in range(self.repeat)]
+        means = [statistics.fmean(case.repeat_score(run) for case in self.cases if (run := case.slots[index]))
+                 for index in range(self.repeat)]
         return max(means) - min(means)
 
 
@@ -94,12 +112,7 @@ def _write_judges(result: RunResult, judged: list[dict[str, Any]]) -> None:
 async def run_eval(loaded: LoadedEval, diagram: Diagram, *, services: Services, runs_dir: Path | None,
                    concurrency: int = 8, repeat: int = 1, progress: Progress | None = None) -> EvalOutcome:
     """Run each case `repeat` times, `concurrency` at a time, and score every run."""
-    outcomes = [CaseOutcome(case) for case in loaded.cases]
-    for outcome in outcomes:
-        outcome.scores = [{}] * repeat
-        outcome.results = [None] * repeat  # type: ignore[list-item]  # each filled by its run below
-        outcome.latencies_ms = [0.0] * repeat
-        outcome.outputs = [None] * repeat
+    outcomes = [CaseOutcome(case, [None] * repeat) for case in loaded.cases]
     queue: asyncio.Queue[tuple[CaseOutcome, int]] = asyncio.Queue()
     for index in range(repeat):
         for outcome in outcomes:
@@ -121,12 +134,10 @@ async def run_eval(loaded: LoadedEval, diagram: Diagram, *, services: Services, 
             cost = getattr(result, "cost", None)
             seen = Scoring(result, result.redact(case.inputs), case.expected, output, result.duration * 1000, cost)
             judged: list[dict[str, Any]] = []
-            outcome.scores[index] = await score_case(scorers, seen, services, f"eval/{case.id}", judged)
+            scores = await score_case(scorers, seen, services, f"eval/{case.id}", judged)
             if judged and result.trace is not None:
                 _write_judges(result, judged)
-            outcome.results[index] = result
-            outcome.latencies_ms[index] = seen.latency_ms
-            outcome.outputs[index] = output
+            outcome.slots[index] = CaseRun(result, scores, seen.latency_ms, output)
             if progress is not None:
                 progress(outcome, index)
 
