@@ -35,11 +35,13 @@ if TYPE_CHECKING:
 @click.option("--cache", help="the response cache: a folder, or off (default: .diagrama/cache beside the eval file)")
 @click.option("--rpm", multiple=True, help="requests per minute per vendor, claude=50 (judges' too)")
 @click.option("--max-concurrent", multiple=True, help="calls in flight, groq=4")
+@click.option("--store", "store_url", help="SQLAlchemy URL of the run store the eval is kept in")
 @click.option("--runs-dir", type=PATH)
 # Long: one command from its options to its exit code, each step a call; split, a dozen options pass on.
 def evaluate(files: tuple[Path, ...], offline: bool, against: str | None, concurrency: int, repeat: int, output: str,
              report: Path | None, junit: Path | None, fail_under: float | None, cache: str | None,
-             rpm: tuple[str, ...], max_concurrent: tuple[str, ...], runs_dir: Path | None) -> None:
+             rpm: tuple[str, ...], max_concurrent: tuple[str, ...], store_url: str | None,
+             runs_dir: Path | None) -> None:
     """Score a robot's answers on the cases of eval files (*.eval.yaml), optionally beside a second version."""
     import asyncio
     import tempfile
@@ -81,7 +83,7 @@ def evaluate(files: tuple[Path, ...], offline: bool, against: str | None, concur
         if revision is not None:  # the diagram as the revision has it, not where it was written out for the eval
             result["against"]["revision"] = revision
             result["against"]["summary"]["diagram"] = f"{revision}:{shown_against}"
-        _keep(result, path, diagram, revision, folder)
+        _keep(result, path, diagram, revision, folder, store_url)
         reports.append(result)
         title = f"eval {path.name}" + (f" against {against}" if against else "")
         if report is not None:
@@ -140,7 +142,8 @@ def _services(offline: bool, cache: str | None, eval_file: Path) -> Services:
     return services
 
 
-def _keep(result: dict[str, Any], path: Path, diagram: Any, revision: str | None, folder: Path) -> None:
+def _keep(result: dict[str, Any], path: Path, diagram: Any, revision: str | None, folder: Path,
+          store_url: str | None) -> None:
     """The eval handed to the run store, where the store keeps evals (`record_eval`); nothing otherwise."""
     if not has_module("sqlalchemy"):
         return
@@ -152,7 +155,7 @@ def _keep(result: dict[str, Any], path: Path, diagram: Any, revision: str | None
     from engine.runs.store import open_store
     from engine.runtime.trace import new_run_id
 
-    store = open_store(None, folder)
+    store = open_store(store_url, folder)
     try:
         keep_eval(store, result, eval_id="e" + new_run_id(), eval_file=str(path.resolve()),
                   diagram=str(diagram.path.resolve()), content_hash=diagram.content_hash, revision=revision)

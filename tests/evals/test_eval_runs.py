@@ -227,3 +227,22 @@ def test_vendor_limits_are_read_as_batch_reads_them(tmp_path: Path) -> None:
     assert code == 0 and report["summary"]["cases"] == 2
     code, output = run_cli(str(tmp_path / "robot.eval.yaml"), "--offline", "--rpm", "nobody=3")
     assert code == 2 and "--rpm 'nobody=3': the vendor is one of claude, groq, gemini" in output
+
+
+def test_each_eval_is_handed_to_the_run_store_with_its_report(tmp_path: Path) -> None:
+    from engine.runs.store import RunStore
+
+    folder_with(tmp_path)
+    url = f"sqlite:///{tmp_path / 'kept.db'}"
+    code, report = as_json(tmp_path, "--store", url)
+    assert code == 0
+    store = RunStore(url)
+    try:
+        (kept,) = store.evals()
+        found = store.eval(kept["eval_id"])
+    finally:
+        store.close()
+    assert found is not None and found["report"]["summary"] == report["summary"]
+    assert (found["diagram"], found["content_hash"]) == (str((tmp_path / "robot.yaml").resolve()),
+                                                         report["summary"]["content_hash"])
+    assert found["eval_file"] == str((tmp_path / "robot.eval.yaml").resolve()) and found["revision"] is None
