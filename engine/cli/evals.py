@@ -46,7 +46,7 @@ def evaluate(files: tuple[Path, ...], offline: bool, against: str | None, concur
     import asyncio
     import tempfile
 
-    from engine.errors import DiagramaError
+    from engine.errors import DiagramaError, UsageError
     from engine.format.jsonout import dumps_plain
     from engine.runs.evals.evaluate import diagram_at_revision, evaluate, load_for_eval
     from engine.runs.evals.reports import html_report, junit_xml, table_lines
@@ -63,7 +63,9 @@ def evaluate(files: tuple[Path, ...], offline: bool, against: str | None, concur
                 other, revision, shown_against = None, None, ""
                 if against is not None:
                     other_path = Path(against)
-                    if not (other_path.suffix in (".yaml", ".yml") and other_path.is_file()):
+                    if other_path.suffix in (".yaml", ".yml") and not other_path.is_file():
+                        raise UsageError(f"--against {against}: no such diagram file (or give a git revision)")
+                    if other_path.suffix not in (".yaml", ".yml"):
                         revision = against
                         other_path = diagram_at_revision(loaded.diagram, against, Path(scratch))
                         shown_against = other_path.relative_to(scratch).as_posix()

@@ -149,6 +149,8 @@ def test_against_another_file_puts_the_worse_cases_first(tmp_path: Path) -> None
     assert report["against"]["summary"]["score"] == 0.75
     assert [(d["id"], d["delta"]) for d in report["deltas"]] == [("order", -0.5), ("hello", 0.5)]
     assert report["delta"]["score"] == 0.0
+    code, output = run_cli(str(tmp_path / "robot.eval.yaml"), "--offline", "--against", str(tmp_path / "none.yaml"))
+    assert code == 2 and "none.yaml: no such diagram file (or give a git revision)" in output
 
 
 def test_against_a_git_revision_runs_the_folder_as_it_was(tmp_path: Path) -> None:
