@@ -59,7 +59,7 @@ def evaluate(files: tuple[Path, ...], offline: bool, against: str | None, concur
     for path in files:
         with tempfile.TemporaryDirectory(prefix="diagrama-eval-") as scratch:
             try:
-                loaded, diagram = load_for_eval(path, registry)
+                loaded, diagram = load_for_eval(path, registry, reply_problem=_reply_problem)
                 other, revision, shown_against = None, None, ""
                 if against is not None:
                     other_path = Path(against)
@@ -69,7 +69,7 @@ def evaluate(files: tuple[Path, ...], offline: bool, against: str | None, concur
                         revision = against
                         other_path = diagram_at_revision(loaded.diagram, against, Path(scratch))
                         shown_against = other_path.relative_to(scratch).as_posix()
-                    other = load_for_eval(path, registry, other_path)[1]
+                    other = load_for_eval(path, registry, other_path, _reply_problem)[1]
                 threshold = verdict_threshold(loaded, fail_under)
                 services = _services(offline, cache, path)
                 services.limits = _limits(rpm, max_concurrent)
@@ -163,3 +163,18 @@ def _keep(result: dict[str, Any], path: Path, diagram: Any, revision: str | None
                   diagram=str(diagram.path.resolve()), content_hash=diagram.content_hash, revision=revision)
     finally:
         store.close()
+
+
+def _reply_problem(reply: dict[str, Any]) -> str | None:
+    """What is wrong with one of a case's scripted replies, read as a scenario's are (engine.testing.replies)."""
+    from pydantic import ValidationError
+
+    from engine.format.validation import dotted, validation_message
+    from engine.testing.replies import Reply
+
+    try:
+        Reply.model_validate(reply)
+    except ValidationError as exc:
+        return "; ".join(f"{dotted(error['loc']) or 'reply'}: {validation_message(error)}"
+                         for error in exc.errors(include_url=False))
+    return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import subprocess
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,13 +24,15 @@ if TYPE_CHECKING:
 __all__ = ["checked_cases", "diagram_at_revision", "evaluate", "load_for_eval"]
 
 
-def load_for_eval(path: Path, registry: BlockRegistry, diagram: Path | None = None) -> tuple[LoadedEval, Diagram]:
-    """The eval file and its diagram (or `diagram`, a second version), the cases' inputs checked against its Start.
+def load_for_eval(path: Path, registry: BlockRegistry, diagram: Path | None = None,
+                  reply_problem: Callable[[dict[str, Any]], str | None] | None = None) -> tuple[LoadedEval, Diagram]:
+    """The eval file and its diagram (or `diagram`, a second version), the cases' inputs checked against its Start
+    and their scripted replies against its blocks and judges (`reply_problem`: one reply's fault, as load_eval's).
 
     DiagramInvalid for a bad eval file or diagram, each problem at its file and line."""
     from engine.compile.loader import load_diagram
 
-    loaded = load_eval(path)
+    loaded = load_eval(path, reply_problem)
     compiled = load_diagram(diagram or loaded.diagram, registry)
     checked_cases(loaded, compiled)
     return loaded, compiled
@@ -52,6 +55,13 @@ def checked_cases(loaded: LoadedEval, diagram: Diagram) -> None:
                                     field=f"cases.{index}.inputs",
                                     hint=f"the inputs of {diagram.path.name} are "
                                          f"{', '.join(diagram.settings.inputs) or 'none'}"))
+        judges = {scorer.id for scorer in loaded.spec.scorers if scorer.judge is not None}
+        for name in case.replies:
+            if name.split("/")[0] not in diagram.blocks and name not in judges:
+                problems.append(Problem(str(loaded.path), loaded.lines.line(("cases", index, "replies", name)),
+                                        f"replies for '{name}', which is neither a block of {diagram.path.name} nor "
+                                        "a judge's id", field=f"cases.{index}.replies.{name}",
+                                        hint="name a request block (sub/ask inside a Subdiagram) or a judge scorer"))
     if problems:
         raise DiagramInvalid(problems)
 

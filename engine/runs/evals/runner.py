@@ -108,6 +108,20 @@ def _write_judges(result: RunResult, judged: list[dict[str, Any]]) -> None:
     result.trace.with_name(JUDGES_FILE).write_bytes(b"".join(lines))
 
 
+def _scripted(services: Services, case: Case) -> Services:
+    """The services of a case that scripts its replies: the shared ones, offline, with a simulator of its own that
+    answers each request block (and each judge) named in `replies` with its replies in order, as a scenario does."""
+    from engine.providers.simulator import Simulator
+    from engine.runtime.context import Services
+
+    own = Services(offline=True, environ=services.environ)
+    own.share(services)
+    own.offline = True
+    own.simulator = Simulator({name: [dict(reply) for reply in replies] for name, replies in case.replies.items()})
+    own.response_cache = None  # scripted answers are the case's own: never kept, never read back
+    return own
+
+
 # One pool over one queue, as run_batch's: the case, the services and the results share its state on purpose.
 async def run_eval(loaded: LoadedEval, diagram: Diagram, *, services: Services, runs_dir: Path | None,
                    concurrency: int = 8, repeat: int = 1, progress: Progress | None = None) -> EvalOutcome:
@@ -127,14 +141,15 @@ async def run_eval(loaded: LoadedEval, diagram: Diagram, *, services: Services, 
             except asyncio.QueueEmpty:
                 return
             case = outcome.case
+            ran_on = _scripted(services, case) if case.replies else services
             turn = new_turn(diagram, case.inputs, store=None)
-            result = await run_turn(turn, services=services, runs_dir=runs_dir)
+            result = await run_turn(turn, services=ran_on, runs_dir=runs_dir)
             output = result.variables.get(output_name)
             # A run's cost, once runs report one; until then None, which `max_cost` takes as not met.
             cost = getattr(result, "cost", None)
             seen = Scoring(result, result.redact(case.inputs), case.expected, output, result.duration * 1000, cost)
             judged: list[dict[str, Any]] = []
-            scores = await score_case(scorers, seen, services, f"eval/{case.id}", judged)
+            scores = await score_case(scorers, seen, ran_on, f"eval/{case.id}", judged, scripted=case.replies)
             if judged and result.trace is not None:
                 _write_judges(result, judged)
             outcome.slots[index] = CaseRun(result, scores, seen.latency_ms, output)

@@ -8,6 +8,7 @@ asks a model through the providers' request path (the simulator when offline), f
 from __future__ import annotations
 
 import functools
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -160,16 +161,18 @@ def _plain_score(scorer: Scorer, seen: Scoring) -> Scored:
 
 
 async def score_case(scorers: list[Scorer], seen: Scoring, services: Services, seed_key: str,
-                     trace: list[dict[str, Any]] | None = None) -> dict[str, Scored]:
+                     trace: list[dict[str, Any]] | None = None, scripted: Collection[str] = ()) -> dict[str, Scored]:
     """Each scorer's score of one case, by scorer id. A judge that cannot answer scores 0 with its error as reason;
-    `trace` hears what each judge was asked and said."""
+    `trace` hears what each judge was asked and said. A judge whose id the case scripts replies for (`scripted`) asks
+    under that id, so its answers are the scripted ones; else under `seed_key`, which seeds the simulator's."""
     scores: dict[str, Scored] = {}
     for scorer in scorers:
         if scorer.judge is not None:
             from engine.runs.evals.judge import ask_judge
 
             try:
-                scores[scorer.id] = await ask_judge(scorer.judge, seen, services, f"{seed_key}/{scorer.id}", trace)
+                block = scorer.id if scorer.id in scripted else f"{seed_key}/{scorer.id}"
+                scores[scorer.id] = await ask_judge(scorer.judge, seen, services, block, trace)
             except DiagramaError as exc:
                 scores[scorer.id] = Scored(0.0, f"the judge failed: {exc}", judged=True)
         else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -99,6 +100,9 @@ class Case(BaseModel):
     id: str = Field(min_length=1, description="the case's name in tables, JSON and JUnit")
     inputs: dict[str, Any] = Field(default_factory=dict, description="the diagram's inputs for this case")
     expected: Any = Field(default=None, description="any value; scorers read it as `expected`")
+    replies: dict[str, list[dict[str, Any]]] = Field(
+        default_factory=dict, description="scripted replies, as a scenario's: a request block's id (or a judge "
+                                          "scorer's id) → its replies in order; the case then runs on them, offline")
 
 
 class CaseFile(BaseModel):
@@ -158,8 +162,10 @@ def eval_schema() -> dict[str, Any]:
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema, "title": "diagrama eval file"}
 
 
-def load_eval(path: Path) -> LoadedEval:
-    """Read an eval file; every problem names the file, the line and the field (DiagramInvalid), as diagrams' do."""
+def load_eval(path: Path, reply_problem: Callable[[dict[str, Any]], str | None] | None = None) -> LoadedEval:
+    """Read an eval file; every problem names the file, the line and the field (DiagramInvalid), as diagrams' do.
+    `reply_problem`: what is wrong with one scripted reply (the scenarios' reply model, engine.testing.replies, which
+    this layer does not import), None when it fits."""
     data, lines = read_yaml(path)
     try:
         spec = EvalFile.model_validate(data)
@@ -174,6 +180,8 @@ def load_eval(path: Path) -> LoadedEval:
             problems.append(Problem(str(path), lines.line(("cases", index, "id")), f"case id '{case.id}' appears twice",
                                     field=f"cases.{index}.id", hint="give each case its own id"))
         seen.add(case.id)
+        if reply_problem is not None:
+            _check_replies(path, lines, index, case, reply_problem, problems)
     if not (path.parent / spec.diagram).is_file():
         problems.append(Problem(str(path), lines.line(("diagram",)), f"no diagram file {spec.diagram} beside this file",
                                 field="diagram", hint="the path is relative to the eval file"))
@@ -181,6 +189,18 @@ def load_eval(path: Path) -> LoadedEval:
     if problems:
         raise DiagramInvalid(problems)
     return LoadedEval(spec, path, cases, lines)
+
+
+def _check_replies(path: Path, lines: LineMap, index: int, case: Case,
+                   reply_problem: Callable[[dict[str, Any]], str | None], problems: list[Problem]) -> None:
+    for name, replies in case.replies.items():
+        for number, reply in enumerate(replies):
+            said = reply_problem(reply)
+            if said is not None:
+                where = ("cases", index, "replies", name, number)
+                problems.append(Problem(str(path), lines.line(where), f"reply {number + 1} for '{name}': {said}",
+                                        field=".".join(map(str, where)),
+                                        hint="a reply is a scenario's: text, tool_calls, output, error, …"))
 
 
 def _is_branch(part: Any) -> bool:
