@@ -39,6 +39,7 @@ def test_a_case_runs_on_its_scripted_replies_and_its_judge_answers_with_its_own(
     assert scripted["scores"] == {"says_it": 1.0, "helpful": 1.0}
     assert scripted["reasons"] == {"helpful": "It says where the order is."}
     assert scripted["output"] == "Your order has shipped."
+    assert scripted["judge_tokens"] > 0 and json.loads(output)["summary"]["judge_tokens"] >= scripted["judge_tokens"]
     # The other case is the simulator's: it echoes the question (no "shipped"), and its judge is the seeded one.
     assert unscripted["scores"]["says_it"] == 0.0
 

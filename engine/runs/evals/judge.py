@@ -115,7 +115,8 @@ async def ask_judge(judge: JudgeSpec, seen: Scoring, services: Services, block: 
     output = read_output(adapter.vendor, answer.reply, schema) or {}
     reason = str(output.get("reason") or "").strip().splitlines()
     score = round(normalised(judge.scale, output.get("score")), 4)
-    scored = Scored(score, reason[0][:200] if reason else None, judged=True)
+    scored = Scored(score, reason[0][:200] if reason else None, judged=True,
+                    tokens=(answer.reply.input_tokens or 0) + (answer.reply.output_tokens or 0))
     if trace is not None:
         trace += exchanges
         trace.append({"event": "judged", "judge": block, "model": judge.model, "score": score, "reason": scored.reason,

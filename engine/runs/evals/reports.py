@@ -45,7 +45,8 @@ def table_lines(report: dict[str, Any]) -> list[str]:
     lines.append(f"{'mean':<{width}}  {means}   {summary['score']:.2f}"
                  + (f"   {against['summary']['score']:7.2f}   {report['delta']['score']:+.2f}" if against else ""))
     latency = summary["latency_ms"]
-    lines.append(f"{summary['passed']} of {summary['cases']} cases passed · tokens {summary['tokens']} · "
+    judged = f" (+ {summary['judge_tokens']} the judges')" if summary.get("judge_tokens") else ""
+    lines.append(f"{summary['passed']} of {summary['cases']} cases passed · tokens {summary['tokens']}{judged} · "
                  f"latency p50 {latency['p50']} ms, p95 {latency['p95']} ms · cost unknown")
     if summary["repeat"] > 1:
         lines.append(f"repeated {summary['repeat']} times: the score moved by {summary['spread']:.3f} between repeats")

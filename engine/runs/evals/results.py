@@ -41,6 +41,8 @@ def eval_json(outcome: EvalOutcome, threshold: float | None) -> dict[str, Any]:
         "score": round(outcome.score, 4), "cases": len(cases), "passed": passed, "failed": len(cases) - passed,
         "threshold": threshold, "cost": None,  # no run reports a cost yet: unknown, never 0
         "tokens": sum(run.result.tokens for case in outcome.cases for run in case.runs),
+        "judge_tokens": sum(scored.tokens for case in outcome.cases for run in case.runs
+                            for scored in run.scores.values()),
         "latency_ms": {"p50": percentile(latencies, 0.5), "p95": percentile(latencies, 0.95)},
         "scorers": {scorer: round(statistics.fmean(case.scorer_mean(scorer) for case in outcome.cases if case.runs), 4)
                     if cases else None for scorer in outcome.scorer_ids},
@@ -61,6 +63,7 @@ def _case_json(case: CaseOutcome, threshold: float | None) -> dict[str, Any]:
         "status": last.status, "run_id": last.run_id, "trace": str(last.trace) if last.trace else None,
         "judges": _judges_file(last),
         "reason": judge_reason, "reasons": reasons, "tokens": sum(each.result.tokens for each in case.runs),
+        "judge_tokens": sum(scored.tokens for each in case.runs for scored in each.scores.values()),
         "latency_ms": round(statistics.fmean(each.latency_ms for each in case.runs), 1),
         "inputs": last.redact(case.case.inputs), "expected": last.redact(case.case.expected),
         "output": last.redact(run.output),

@@ -42,6 +42,8 @@ class Scored:
     reason: str | None = None
     judged: bool = False
     """Given by a judge (its reason is the case's `reason`)."""
+    tokens: int = 0
+    """What the judge's request took (input and output tokens): the eval's own spend, beside its runs'."""
 
 
 CHECK_NAMES = ("variables", "output", "status", "path", "expected", "inputs")
