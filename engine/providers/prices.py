@@ -1,0 +1,139 @@
+"""What a request cost: the price table (prices.yaml, beside this module) and `cost_of`.
+
+Prices are USD per million tokens, per vendor and model (a name, or a pattern with `*` for dated
+names), per token kind. `DIAGRAMA_PRICES=path.yaml`, in the same shape, overrides or adds models.
+A model with no price, or usage of a kind its entry does not price, costs "unknown" (None), never 0.
+"""
+
+from __future__ import annotations
+
+import datetime
+import fnmatch
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from engine.errors import DiagramInvalid, Problem
+from engine.format.yamlfile import LineMap, read_yaml
+
+__all__ = ["PRICES_FILE", "Cost", "Price", "cost_of", "price_of", "read_prices", "reset_prices"]
+
+PRICES_FILE = Path(__file__).with_name("prices.yaml")
+_MILLION = 1_000_000
+
+
+class Price(BaseModel):
+    """One model's prices, USD per million tokens."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_write: float | None = Field(default=None, ge=0)
+    """Absent: cache writes are billed as input."""
+    cache_read: float | None = Field(default=None, ge=0)
+    """Absent: a reply that reports cache reads costs "unknown"."""
+    thinking: float | None = Field(default=None, ge=0)
+    """Absent: thinking tokens are output tokens (they are counted in output_tokens)."""
+    taken: datetime.date
+    source: str = Field(pattern=r"^https://")
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    usd: float
+
+    def as_json(self) -> dict[str, float]:
+        return {"usd": self.usd}
+
+
+Table = dict[str, dict[str, Price]]
+
+
+def read_prices(path: Path) -> Table:
+    """A prices file's table; DiagramInvalid naming each wrong entry's file:line and field."""
+    data, lines = read_yaml(path)
+    file = str(path)
+    if not isinstance(data, dict):
+        raise DiagramInvalid([Problem(file, lines.line(()), "a prices file is a mapping: vendor -> model -> prices",
+                                      code="prices")])
+    table: Table = {}
+    problems: list[Problem] = []
+    for vendor, models in data.items():
+        if not isinstance(models, dict):
+            problems.append(Problem(file, lines.line((vendor,)), f"'{vendor}' is a mapping of models to prices",
+                                    field=str(vendor), code="prices"))
+            continue
+        table[str(vendor)] = {}
+        for model, entry in models.items():
+            try:
+                table[str(vendor)][str(model)] = Price.model_validate(entry)
+            except ValidationError as exc:
+                problems.extend(_problems(file, lines, (vendor, model), exc))
+    if problems:
+        raise DiagramInvalid(problems)
+    return table
+
+
+def _problems(file: str, lines: LineMap, at: tuple[Any, ...], exc: ValidationError) -> list[Problem]:
+    found = []
+    for error in exc.errors():
+        where = at + tuple(error["loc"])
+        name = ".".join(str(part) for part in where)
+        found.append(Problem(file, lines.line(where), f"{name}: {error['msg']}", field=name, code="prices"))
+    return found
+
+
+@lru_cache(maxsize=1)
+def _table() -> Table:
+    table = read_prices(PRICES_FILE)
+    own = os.environ.get("DIAGRAMA_PRICES")
+    if own:
+        for vendor, models in read_prices(Path(own)).items():
+            table[vendor] = {**table.get(vendor, {}), **models}
+    return table
+
+
+def reset_prices() -> None:
+    """Forget the table read so far: the next look-up reads prices.yaml and DIAGRAMA_PRICES again."""
+    _table.cache_clear()
+    price_of.cache_clear()
+
+
+@lru_cache(maxsize=256)
+def price_of(vendor: str, model: str) -> Price | None:
+    """The model's prices: its own name's entry, else the longest pattern that matches it; None when none."""
+    models = _table().get(vendor)
+    if not models:
+        return None
+    exact = models.get(model)
+    if exact is not None:
+        return exact
+    matches = [pattern for pattern in models if "*" in pattern and fnmatch.fnmatchcase(model, pattern)]
+    return models[max(matches, key=len)] if matches else None
+
+
+def cost_of(vendor: str, model: str, usage: dict[str, int]) -> Cost | None:
+    """What a request with `usage` (input_tokens, output_tokens and the kinds beside them) cost; None: unknown.
+
+    input_tokens counts the whole prompt, cache writes and reads among it; output_tokens counts thinking.
+    """
+    price = price_of(vendor, model)
+    if price is None:
+        return None
+    written = usage.get("cache_write_tokens", 0)
+    read = usage.get("cache_read_tokens", 0)
+    if read and price.cache_read is None:
+        return None
+    thinking = usage.get("thinking_tokens", 0) if price.thinking is not None else 0
+    fresh = max(usage.get("input_tokens", 0) - written - read, 0)
+    total = (fresh * price.input
+             + written * (price.input if price.cache_write is None else price.cache_write)
+             + read * (price.cache_read or 0.0)
+             + (usage.get("output_tokens", 0) - thinking) * price.output
+             + thinking * (price.thinking or 0.0))
+    return Cost(round(total / _MILLION, 9))
