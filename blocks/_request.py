@@ -113,7 +113,9 @@ class RequestOutputs(BaseModel):
     called_tools: list[dict[str, Any]] = Field(default=[], description="[{id, name, arguments}]")
     history: Any = Field(default=None, description="the input history plus this turn")
     usage: dict[str, int] = Field(default={}, description="input_tokens, output_tokens (thinking_tokens "
-                                                                       "where the vendor counts them)")
+                                                          "where the vendor counts them; cache_write_tokens, "
+                                                          "cache_read_tokens when the prompt cache was used: "
+                                                          "in input_tokens too)")
     stop_reason: str | None = Field(default=None, description="the vendor's own stop reason")
     finish: str = Field(default="complete", description="how the turn ended: complete, tool_calls, max_tokens, refused, "
                                                         "blocked, paused or context_exceeded")
@@ -399,6 +401,10 @@ class RequestBlock(Block):
         usage = {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens}
         if reply.thinking_tokens is not None:
             usage["thinking_tokens"] = reply.thinking_tokens
+        if reply.cache_write_tokens:
+            usage["cache_write_tokens"] = reply.cache_write_tokens
+        if reply.cache_read_tokens:
+            usage["cache_read_tokens"] = reply.cache_read_tokens
         extra: dict[str, Any] = {}
         if files:
             extra["parts"] = [part.shown() for part in files]

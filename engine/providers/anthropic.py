@@ -366,7 +366,9 @@ class Anthropic:
         thinking = usage.output_tokens_details.thinking_tokens if usage.output_tokens_details else None
         return Reply("".join(texts), calls, input_tokens, usage.output_tokens or 0, message.stop_reason, finish=finish,
                      refusal=refusal, stop_details=details.model_dump(exclude_none=True) if details else None,
-                     citations=citations, signature=seal(self.vendor, carried), thinking_tokens=thinking)
+                     citations=citations, signature=seal(self.vendor, carried), thinking_tokens=thinking,
+                     cache_write_tokens=usage.cache_creation_input_tokens or 0,
+                     cache_read_tokens=usage.cache_read_input_tokens or 0)
 
     def streamed(self, call: HttpCall) -> HttpCall:
         return replace(call, body={**call.body, "stream": True}, headers={**call.headers, "accept": "text/event-stream"})

@@ -165,6 +165,7 @@ class _UsageMetadata(_Reading):
     prompt: int | None = Field(default=None, alias="promptTokenCount")
     candidates: int | None = Field(default=None, alias="candidatesTokenCount")
     thoughts: int | None = Field(default=None, alias="thoughtsTokenCount")
+    cached: int | None = Field(default=None, alias="cachedContentTokenCount")
 
 
 class _Response(_Reading):
@@ -305,7 +306,8 @@ class Gemini:
             if feedback.block_reason_message:
                 details["block_reason_message"] = feedback.block_reason_message
             return Reply("", [], usage.prompt or 0, output, feedback.block_reason, finish="blocked",
-                         refusal=feedback.block_reason_message, stop_details=details)
+                         refusal=feedback.block_reason_message, stop_details=details,
+                         cache_read_tokens=usage.cached or 0)
         candidate = response.candidates[0]
         parts = (candidate.content.parts if candidate.content else None) or []
         texts: list[str] = []
@@ -329,7 +331,7 @@ class Gemini:
                      refusal=message if finish == "refused" else None,
                      stop_details={"finish_message": message} if message else None,
                      citations=_citations(candidate, text), signature=text_signature if text else None,
-                     thinking_tokens=usage.thoughts)
+                     thinking_tokens=usage.thoughts, cache_read_tokens=usage.cached or 0)
 
     def streamed(self, call: HttpCall) -> HttpCall:
         path = call.path.replace(":generateContent", ":streamGenerateContent") + "?alt=sse"

@@ -96,8 +96,13 @@ class _CompletionDetails(WireModel):
     reasoning_tokens: int | None = None
 
 
+class _PromptDetails(WireModel):
+    cached_tokens: int | None = None
+
+
 class _Usage(WireModel):
     prompt_tokens: int | None = None
+    prompt_tokens_details: _PromptDetails | None = None
     completion_tokens: int | None = None
     completion_tokens_details: _CompletionDetails | None = None
 
@@ -201,7 +206,9 @@ class Groq:
         return Reply(message.content or "", calls, usage.prompt_tokens or 0, usage.completion_tokens or 0,
                      choice.finish_reason, finish=finish, refusal=message.refusal,
                      signature=seal(self.vendor, [{"reasoning": message.reasoning}] if message.reasoning else []),
-                     thinking_tokens=details.reasoning_tokens if details else None)
+                     thinking_tokens=details.reasoning_tokens if details else None,
+                     cache_read_tokens=(usage.prompt_tokens_details.cached_tokens or 0) if usage.prompt_tokens_details
+                     else 0)
 
     def streamed(self, call: HttpCall) -> HttpCall:
         return replace(call, body={**call.body, "stream": True}, headers={**call.headers, "accept": "text/event-stream"})

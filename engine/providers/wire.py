@@ -165,6 +165,11 @@ class Reply:
     """The turn's parts our rows cannot hold (reasoning, server tools), sealed for the assistant row."""
     thinking_tokens: int | None = None
     """Reasoning tokens, where the vendor counts them apart (they are in output_tokens too)."""
+    cache_write_tokens: int = 0
+    """Prompt tokens written to the vendor's cache (Anthropic's cache_creation_input_tokens); in input_tokens too."""
+    cache_read_tokens: int = 0
+    """Prompt tokens read from the vendor's cache (Anthropic's cache_read_input_tokens, Gemini's
+    cachedContentTokenCount, Groq's prompt_tokens_details.cached_tokens); in input_tokens too."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,7 +92,7 @@ def test_anthropic_request_after_parallel_tool_calls_matches_the_wire_format(run
                    "input_schema": ORDER_TOOL["parameters"]}],
     }
     assert result.variables["answer"] == "Order 42 has shipped with DHL."
-    assert result.variables["usage"] == {"input_tokens": 776, "output_tokens": 28}
+    assert result.variables["usage"] == {"input_tokens": 776, "output_tokens": 28, "cache_write_tokens": 5}
     assert result.variables["stop"] == "end_turn"
     assert result.variables["rows"][-1] == {"role": "assistant", "content": "Order 42 has shipped with DHL.",
                                             "tool_call_id": None, "name": None}
