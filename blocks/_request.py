@@ -43,6 +43,7 @@ from engine.providers import (
     ResponseSchema,
     ToolSpec,
     WireError,
+    cost_of,
     file_parts,
     parts_of,
     read_output,
@@ -412,7 +413,13 @@ class RequestBlock(Block):
             extra["structured"] = True
         if answer.cached:  # the vendor was not called: its usage is as it said, but nothing was spent
             extra["cached"] = True
+            usd: float | None = 0.0
+        else:
+            cost = cost_of(adapter.vendor, request.model, usage)
+            usd = None if cost is None else cost.usd
+        context.count_request(usage, usd)
         context.emit(Event.PROVIDER_CALLED, vendor=adapter.vendor, model=request.model, usage=usage,
+                     cost=None if usd is None else {"usd": usd},
                      stop_reason=reply.stop_reason, finish=reply.finish, called_tools=[c["name"] for c in called],
                      attempts=answer.attempts, duration_ms=round((time.perf_counter() - began) * 1000, 3),
                      offline=services.offline, notes=list(call.notes), api_version=call.api_version,

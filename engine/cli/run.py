@@ -132,8 +132,12 @@ def _run_finished_line(event: Mapping[str, Any]) -> str:
 
 def _provider_line(event: Mapping[str, Any]) -> str:
     usage = event.get("usage") or {}
+    cost = event.get("cost")
+    usd = cost.get("usd") if isinstance(cost, dict) else None
     return (f"    {event.get('model')}: {usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out, "
-            f"{event.get('stop_reason')}" + (" (cached)" if event.get("cached") else ""))
+            f"{event.get('stop_reason')}"
+            + (f", ${usd:.6f}" if isinstance(usd, (int, float)) else ", cost unknown" if "cost" in event else "")
+            + (" (cached)" if event.get("cached") else ""))
 
 
 def _http_line(event: Mapping[str, Any]) -> str:

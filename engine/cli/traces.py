@@ -26,6 +26,14 @@ def _short(value: Any, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def cost_text(cost: dict[str, Any] | None) -> str:
+    """` $0.001234` or ` cost unknown` for a request's cost; nothing where the trace says none."""
+    if cost is None:
+        return ""
+    usd = cost.get("usd")
+    return f" ${usd:.6f}" if isinstance(usd, (int, float)) else " cost unknown"
+
+
 def _tool_score(step: Step, name: str, score: float | None) -> str:
     """`get_order_status 0.62 (lex 0.80, emb 0.44)`: the fused score, then its lexical and embedding parts."""
     if not isinstance(score, (int, float)):
@@ -41,7 +49,7 @@ def _step_line(step: Step) -> str:
     detail = []
     if step.model:
         tokens = f" {step.tokens[0]}/{step.tokens[1]} tok" if step.tokens else ""
-        detail.append(f"{step.model}{tokens}")
+        detail.append(f"{step.model}{tokens}{cost_text(step.cost)}")
     if step.http_calls:
         detail.append("; ".join(step.http_calls))
     if step.scores:

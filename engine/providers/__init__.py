@@ -1,8 +1,8 @@
 """Vendor HTTP: neutral requests, the three wire adapters, sending, the simulator.
 
 `__all__` is the face request blocks use (blocks import nothing else from here):
-the neutral types, one adapter per vendor, Anthropic's temperature rule, each vendor's
-thinking / reasoning_effort rule and what it takes of parts and response schemas, the
+the neutral types, one adapter per vendor, what a request cost (`cost_of`, the price table),
+Anthropic's temperature rule, each vendor's thinking / reasoning_effort rule and what it takes of parts and response schemas, the
 `response_schema` input type and the reading of a structured answer, the message parts,
 `ask` (the run's request path) and the simulator; and HttpRequest's: its URL checks against
 `allowed_hosts` and `send_web`. Sending, the client pool, the response cache and the simulator's
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from engine.providers.groq import Groq, reasoning_refusal
     from engine.providers.groq_inputs import groq_output_refusal, groq_parts_refusal
     from engine.providers.http import Exchanges, Retried
+    from engine.providers.prices import cost_of
     from engine.providers.simulator import RecordedRequest, Simulator
     from engine.providers.structured import ResponseSchema, read_output
     from engine.providers.web import Fetched, Outgoing, checked_url, send_web, status_error, web_outputs
@@ -60,6 +61,7 @@ _HOMES = {
     "engine.providers.groq": ["Groq", "reasoning_refusal"],
     "engine.providers.groq_inputs": ["groq_output_refusal", "groq_parts_refusal"],
     "engine.providers.http": ["Exchanges", "Retried"],
+    "engine.providers.prices": ["cost_of"],
     "engine.providers.simulator": ["RecordedRequest", "Simulator"],
     "engine.providers.structured": ["ResponseSchema", "read_output"],
     "engine.providers.web": ["Fetched", "Outgoing", "checked_url", "send_web", "status_error", "web_outputs"],
@@ -101,6 +103,7 @@ __all__ = [
     "checked_url",
     "claude_output_refusal",
     "claude_parts_refusal",
+    "cost_of",
     "file_parts",
     "gemini_output_refusal",
     "gemini_parts_refusal",

@@ -42,6 +42,9 @@ class Step:
     error: str | None = None
     model: str | None = None
     tokens: tuple[int, int] | None = None
+    cost: dict[str, Any] | None = None
+    """Its request's cost as the trace says it: `{"usd": x}`, `{"usd": None}` when the price is unknown; None when
+    the step made no request or its trace predates costs."""
     called_tools: list[str] = field(default_factory=list)
     payloads: list[dict[str, Any]] = field(default_factory=list)
     scores: dict[str, float | None] = field(default_factory=dict)
@@ -144,6 +147,8 @@ def _detail(step: Step, name: Any, event: dict[str, Any]) -> None:
         usage = event.get("usage") or {}
         step.model = event.get("model")
         step.tokens = (int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
+        if "cost" in event:
+            step.cost = event["cost"] if isinstance(event["cost"], dict) else {"usd": None}
         step.called_tools = list(event.get("called_tools") or [])
     elif name == Event.HTTP_CALLED:
         attempts = int(event.get("attempts") or 1)

@@ -84,7 +84,7 @@ class Checkpointer:
         header = {"next": following.id if following is not None else None,
                   "from": came_from.id if came_from is not None else None, "steps": run.steps,
                   "tokens": run.tokens, "errors": run.errors, "segment": run.path[self.marked:],
-                  "calls": run.root.calls}
+                  "calls": run.root.calls, "spend": run.ctx.spend.state()}
         functions = run.diagram.env.functions
         values = {name: value for name, value in run.ctx.scope.values.items() if name not in functions}
         blocks = run.diagram.blocks
@@ -180,6 +180,11 @@ class Checkpointer:
         blocks = run.diagram.blocks
         run.ctx.loop_states.update({block: blocks[block].impl.load_state(data) for block, data in resumed.loops.items()})
         run.steps, run.tokens = resumed.steps, resumed.tokens
+        if resumed.spend is not None and not run.nested:  # a child's context shares its caller's, restored there
+            spend = run.ctx.spend
+            spend.usd, spend.requests, spend.unknown = resumed.spend["usd"], resumed.spend["requests"], \
+                resumed.spend["unknown"]
+            spend.usage = dict(resumed.spend["usage"])
         if run.nested and not resumed.steps_counted:  # its caller's checkpoint came before them: they count again
             run.root.steps += resumed.steps
         run.errors.extend(resumed.errors)
@@ -190,3 +195,4 @@ class Checkpointer:
         calls = run.root.calls  # as many Subdiagram calls as the run had made: the next child's id is new
         for address, count in resumed.calls.items():
             calls[address] = max(calls.get(address, 0), count)
+

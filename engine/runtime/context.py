@@ -37,7 +37,46 @@ if TYPE_CHECKING:
     from engine.tools.mcp import McpSessions
 
 __all__ = ["PROCESS_RUN_OBSERVERS", "Nesting", "OfflineVendors", "ReplyObserver", "RunContext", "RunObserver",
-           "RunObserverFactory", "Services", "TextObserver", "VendorSlots"]
+           "RunObserverFactory", "Services", "Spend", "TextObserver", "VendorSlots"]
+
+
+class Spend:
+    """What a run's requests cost so far: the known USD, and how many requests had no price (unknown).
+
+    A Subdiagram's child and a Loop's passes add to their caller's: one Spend per top run.
+    """
+
+    __slots__ = ("requests", "unknown", "usage", "usd")
+
+    def __init__(self, usd: float = 0.0, requests: int = 0, unknown: int = 0,
+                 usage: dict[str, int] | None = None) -> None:
+        self.usd = usd
+        self.requests = requests
+        self.unknown = unknown
+        self.usage: dict[str, int] = usage or {}
+        """The requests' tokens, per kind."""
+
+    def add(self, usage: Mapping[str, int], usd: float | None) -> None:
+        self.requests += 1
+        if usd is None:
+            self.unknown += 1
+        else:
+            self.usd += usd
+        totals = self.usage
+        for kind, count in usage.items():
+            totals[kind] = totals.get(kind, 0) + count
+
+    def state(self) -> dict[str, Any]:
+        """As a checkpoint keeps it (Spend(**state) again)."""
+        return {"usd": self.usd, "requests": self.requests, "unknown": self.unknown, "usage": self.usage}
+
+    def as_json(self) -> dict[str, Any]:
+        """`{"usd": total, "requests": n, "unknown_steps": 0}`; with any unknown price, `usd` is null and the known
+        part is `known_usd`: a partial sum is never shown as the whole."""
+        usd = round(self.usd, 9)
+        if self.unknown:
+            return {"usd": None, "known_usd": usd, "requests": self.requests, "unknown_steps": self.unknown}
+        return {"usd": usd, "requests": self.requests, "unknown_steps": 0}
 
 
 class OfflineVendors(Protocol):
@@ -169,6 +208,7 @@ class RunContext:
         "run_id",
         "scope",
         "services",
+        "spend",
         "started",
         "trace",
     )
@@ -213,6 +253,8 @@ class RunContext:
         no deadline. What a block cannot cancel (a call on the run's own thread) it bounds by this."""
         self.concurrent = False
         """Whether this run is a concurrent Loop's pass, or nested in one: its steps run beside others'."""
+        self.spend = Spend()
+        """What the run's requests cost so far; a nested run's context shares its caller's."""
 
     @property
     def message_level(self) -> MessageLevel:
@@ -236,6 +278,10 @@ class RunContext:
         `concurrency` at a time, each in its own copy of the scope; the passes' final scopes, in order."""
         assert self.nesting is not None, "a RunContext made outside the executor runs no passes"
         return await self.nesting.passes(self, bindings, concurrency)
+
+    def count_request(self, usage: Mapping[str, int], usd: float | None) -> None:
+        """Count one request in the run's totals: its tokens per kind, and its cost in USD (None: price unknown)."""
+        self.spend.add(usage, usd)
 
     def emit(self, event: str, **fields: Any) -> None:
         """Write an event about the current block, if its message level keeps it."""

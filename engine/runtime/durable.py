@@ -83,6 +83,8 @@ class Resumed:
     answer: Answer | None = None
     calls: dict[str, int] = field(default_factory=dict)
     """The top run's Subdiagram calls so far per block address (a child's run id counts them)."""
+    spend: dict[str, Any] | None = None
+    """The top run's cost and usage so far (Spend.state); None from a checkpoint written before runs had one."""
     steps_counted: bool = False
     """A child's: whether the top run's restored step count has its steps already (it stopped waiting in it)."""
 
@@ -128,7 +130,8 @@ def resumed_from(states: list[bytes], *, seq: int) -> Resumed:
                        came_from=_field(header, "from", str, optional=True), values=values, loops=loops,
                        steps=_field(header, "steps", int), tokens=_field(header, "tokens", int),
                        errors=_field(header, "errors", list), path=path, seq=seq,
-                       calls=_field(header, "calls", dict, optional=True) or {})
+                       calls=_field(header, "calls", dict, optional=True) or {},
+                       spend=_spend(_field(header, "spend", dict, optional=True)))
 
 
 @contextlib.contextmanager
@@ -143,6 +146,19 @@ def _reading(number: int, total: int) -> Iterator[None]:
     except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
         raise SnapshotDamaged(f"checkpoint {number} of {total} is damaged: not a checkpoint "
                               f"({type(exc).__name__}: {exc})") from None
+
+
+def _spend(state: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A header's cost so far, checked (Spend.state's shape), else SnapshotDamaged."""
+    if state is None:
+        return None
+    try:
+        usage = state["usage"]
+        checked = {"usd": float(state["usd"]), "requests": int(state["requests"]), "unknown": int(state["unknown"]),
+                   "usage": {str(kind): int(count) for kind, count in usage.items()}}
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise SnapshotDamaged("its header's 'spend' is not a cost so far") from None
+    return checked
 
 
 def _field(header: Mapping[str, Any], name: str, kind: type, *, optional: bool = False) -> Any:

@@ -81,6 +81,7 @@ async def run_child(run: Run, context: RunContext, written: str, inputs: Mapping
     ctx = RunContext(run_id, child, scope, trace, services, levels.messages, error_levels=levels.errors, prefix=prefix)
     ctx.started = root.ctx.started  # offsets from the top run's start, as its own steps have
     ctx.deadline, ctx.concurrent = context.deadline, context.concurrent
+    ctx.spend = context.spend  # the child's requests count in the caller's cost
     nested = Run(child, ctx, trace, root=root, depth=depth, lane=lane, own_limit=child.settings.max_steps)
     if context.message_level:
         fields: dict[str, Any] = {"diagram": child.name, "file": str(child.path), "sub_run_id": run_id}
@@ -265,6 +266,7 @@ def _pass(run: Run, context: RunContext, loop: CompiledBlock, index: int, bindin
                      context.message_levels, error_levels=context.error_levels, prefix=context.prefix)
     ctx.started = context.started
     ctx.deadline, ctx.concurrent = context.deadline, True
+    ctx.spend = context.spend  # the pass's requests count in the loop's run's cost
     nested = Run(run.diagram, ctx, trace, root=run.root, depth=run.depth, lane=lane)
     if context.message_level:
         trace.record(Event.LOOP_PASS_STARTED, {"block": loop.id, "block_type": loop.type_name, "index": index})

@@ -33,6 +33,11 @@ class RunResult:
     redactor: Redactor = field(default_factory=Redactor, repr=False, compare=False)
     waiting: dict[str, Any] | None = None
     """With status "waiting": what the Wait asks (block, prompt, form, timeout, asked_at)."""
+    cost: dict[str, Any] = field(default_factory=lambda: {"usd": 0.0, "requests": 0, "unknown_steps": 0})
+    """What its requests cost: `{"usd", "requests", "unknown_steps"}`; `usd` null (and the known part `known_usd`)
+    when any request's price is unknown (engine.runtime.context.Spend)."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """Its requests' tokens, per kind (input_tokens, output_tokens, thinking_tokens, cache_write_tokens, ...)."""
 
     @property
     def succeeded(self) -> bool:
@@ -51,6 +56,8 @@ class RunResult:
             "path": self.path,
             "errors": self.errors,
             "trace": str(self.trace) if self.trace else None,
+            "cost": self.cost,
+            "usage": self.usage,
             **({"waiting": self.waiting} if self.waiting is not None else {}),
         }
 

@@ -46,6 +46,16 @@ def test_a_wrong_answer_keeps_the_run_waiting_and_a_good_one_finishes_it(tmp_pat
     assert orjson.loads(done.stdout)["path"][-2:] == ["approve", "send"]
 
 
+def test_a_resumed_run_keeps_the_cost_it_had_before_its_wait(tmp_path: Path) -> None:
+    runs, run_id = _waiting_run(tmp_path)  # its ClaudeRequest (claude-sonnet-4-5, priced) ran before the Wait
+    done = CliRunner().invoke(app, ["resume", run_id, "--runs-dir", str(runs), "--offline", "--input",
+                                    "approved=true", "--output", "json"])
+    assert done.exit_code == 0, done.output
+    answer = orjson.loads(done.stdout)
+    assert answer["cost"]["requests"] == 1 and answer["cost"]["unknown_steps"] == 0 and answer["cost"]["usd"] > 0
+    assert answer["usage"]["input_tokens"] > 0
+
+
 @pytest.mark.slow
 def test_of_two_resumes_at_once_exactly_one_continues_the_run(tmp_path: Path) -> None:
     runs, run_id = _waiting_run(tmp_path)

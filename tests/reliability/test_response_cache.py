@@ -91,6 +91,9 @@ def test_a_second_run_is_answered_from_the_cache(fake_server: FakeVendorServer, 
     called = _called(second_events)[0]
     assert called.pop("cached") is True
     assert called["usage"] == _called(first_events)[0]["usage"]  # as the vendor said; the cost code counts it 0
+    assert called.pop("cost") == {"usd": 0.0}  # nothing was spent
+    _called(first_events)[0].pop("cost")  # whatever the first cost (its model's price, or unknown)
+    assert second.cost == {"usd": 0.0, "requests": 1, "unknown_steps": 0}
     assert _stable(second_events) == _stable(first_events)
 
 
@@ -115,6 +118,8 @@ def test_a_streamed_answer_replays_the_same_pieces(fake_server: FakeVendorServer
     entry = cache.get(next(path.name for path in _entries(cache.folder)))
     assert entry is not None and entry.body == sse  # the stream's bytes as they came
     assert _called(second_events)[0].pop("cached") is True
+    assert _called(second_events)[0].pop("cost") == {"usd": 0.0}  # nothing was spent
+    _called(first_events)[0].pop("cost")
     assert _stable(second_events) == _stable(first_events)
 
 

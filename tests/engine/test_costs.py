@@ -1,0 +1,80 @@
+"""What a run cost (issue 40, 2): each request step's usage and cost in `provider_called`, the run's total in its
+result and `run --output json`, a Loop's passes and a Subdiagram's children counted in their caller's total, and an
+unknown price said as such, never summed as if it were the whole."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from engine import read_events
+from engine.cli import app
+from engine.providers.prices import cost_of, reset_prices
+
+ROOT = Path(__file__).resolve().parents[2]
+cli = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("DIAGRAMA_PRICES", raising=False)
+    reset_prices()
+    yield
+    reset_prices()
+
+
+def _run(diagram: str, tmp_path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    result = cli.invoke(app, ["run", str(ROOT / "diagrams" / diagram), "--offline", "--runs-dir", str(tmp_path),
+                              "--output", "json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    called = [event for event in read_events(Path(payload["trace"])) if event["event"] == "provider_called"]
+    return payload, called, result.stderr
+
+
+def test_a_model_with_no_price_makes_the_runs_cost_unknown(tmp_path: Path) -> None:
+    payload, called, console = _run("order_agent.yaml", tmp_path)  # claude-sonnet-5-5: not in the table
+    assert [event["cost"] for event in called] == [None, None]
+    assert payload["cost"] == {"usd": None, "known_usd": 0.0, "requests": 2, "unknown_steps": 2}
+    assert payload["usage"] == {kind: sum(event["usage"][kind] for event in called)
+                                for kind in ("input_tokens", "output_tokens")}
+    assert console.count("cost unknown") == 2
+    table = cli.invoke(app, ["trace", payload["run_id"], "--runs-dir", str(tmp_path)])
+    assert table.exit_code == 0, table.output
+    assert [line for line in table.stdout.splitlines() if "ClaudeRequest" in line and "cost unknown" in line] \
+        and "$" not in table.stdout
+
+
+def test_a_priced_model_costs_its_usage_at_the_tables_prices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("anthropic:\n  claude-sonnet-5-5*:\n    input: 3\n    output: 15\n    taken: 2026-12-01\n"
+                      "    source: https://example.com/prices\n")
+    monkeypatch.setenv("DIAGRAMA_PRICES", str(prices))
+    reset_prices()
+    payload, called, console = _run("order_agent.yaml", tmp_path)
+    costs = [event["cost"]["usd"] for event in called]
+    assert costs == [(e["usage"]["input_tokens"] * 3 + e["usage"]["output_tokens"] * 15) / 1e6 for e in called]
+    assert all(cost > 0 for cost in costs)
+    assert payload["cost"] == {"usd": pytest.approx(sum(costs)), "requests": 2, "unknown_steps": 0}
+    assert f"${costs[0]:.6f}" in console
+    table = cli.invoke(app, ["trace", payload["run_id"], "--runs-dir", str(tmp_path)])
+    shown = [line for line in table.stdout.splitlines() if "ClaudeRequest" in line]
+    assert [f"${cost:.6f}" in line for line, cost in zip(shown, costs, strict=True)] == [True, True]
+
+
+def test_a_loops_passes_and_their_children_count_in_the_top_runs_cost(tmp_path: Path) -> None:
+    # triage_inbox: a concurrent Loop whose passes each run classify_one (llama-3.3-70b-versatile) as a Subdiagram.
+    payload, called, _ = _run("triage_inbox.yaml", tmp_path)
+    rows = len((ROOT / "diagrams/data/customer_messages.csv").read_text().splitlines()) - 1
+    assert len(called) == rows and {event["model"] for event in called} == {"llama-3.3-70b-versatile"}
+    for event in called:
+        known = cost_of("groq", "llama-3.3-70b-versatile", event["usage"])
+        assert known is not None and event["cost"] == {"usd": known.usd}
+    assert payload["cost"] == {"usd": pytest.approx(sum(event["cost"]["usd"] for event in called)), "requests": rows,
+                               "unknown_steps": 0}
+    assert payload["usage"]["input_tokens"] == sum(event["usage"]["input_tokens"] for event in called)
