@@ -175,7 +175,7 @@ def trace(run: str, block: str | None, level: str | None, errors: bool, as_json:
 @click.option("--older-than", help=f"with --prune: runs that ended longer ago than this (s, m, h, d) "
               f"[default: {DEFAULT_RETENTION}]")
 def runs(runs_dir: Path | None, limit: int, prune: bool, older_than: str | None) -> None:
-    """List recent runs: id, diagram, status, start, duration, steps, and the batch row or `scenario`.
+    """List recent runs: id, diagram, status, start, duration, steps, cost, and the batch row or `scenario`.
 
     A run that has not finished is `running` while its process lives and `interrupted` once it is gone; a
     `waiting` run waits at a Wait block. Each interrupted or waiting run is listed again with its resume command.
@@ -216,8 +216,8 @@ def runs(runs_dir: Path | None, limit: int, prune: bool, older_than: str | None)
     width = max(24, *(len(str(entry["run_id"])) for entry in entries))
     named = max(24, *(len(Path(str(entry["diagram"])).name) for entry in entries))
     out = console()
-    out.print(f"{'run':<{width}} {'diagram':<{named}} {'status':<11} {'started':<19} {'ms':>10} {'steps':>6} batch",
-              markup=False)
+    out.print(f"{'run':<{width}} {'diagram':<{named}} {'status':<11} {'started':<19} {'ms':>10} {'steps':>6} "
+              f"{'cost $':>10} batch", markup=False)
     for entry in entries:
         out.print(_runs_line(entry, width, named), markup=False)
     # A durable run that stopped halfway continues with `diagrama resume` (README, "Durable runs").
@@ -379,4 +379,12 @@ def _runs_line(entry: dict[str, Any], width: int, named: int) -> str:
     duration = f"{entry['duration_ms']:.1f}" if entry["duration_ms"] is not None else "-"
     steps = entry["steps"] if entry["steps"] is not None else "-"
     return (f"{entry['run_id']:<{width}} {Path(str(entry['diagram'])).name:<{named}} {entry['status']:<11} "
-            f"{started:<19} {duration:>10} {steps:>6} {entry['note']}").rstrip()
+            f"{started:<19} {duration:>10} {steps:>6} {_cost_cell(entry.get('cost')):>10} {entry['note']}").rstrip()
+
+
+def _cost_cell(cost: Any) -> str:
+    """A listed run's cost: USD, `unknown` where a price was, `-` where the record says nothing (a trace's run)."""
+    if not isinstance(cost, dict):
+        return "-"
+    usd = cost.get("usd")
+    return f"{usd:.6f}" if isinstance(usd, (int, float)) else "unknown"

@@ -70,7 +70,7 @@ def result_fields(result: RunResult) -> dict[str, Any]:
     with its duration and steps, and what it waits for when it stopped at a Wait (the result is already scrubbed)."""
     return {"run_id": result.run_id, "status": result.status, "variables": plain(result.variables),
             "path": list(result.path), "errors": plain(result.errors), "steps": result.steps,
-            "duration_ms": round(result.duration * 1000, 3),
+            "duration_ms": round(result.duration * 1000, 3), "cost": dict(result.cost), "usage": dict(result.usage),
             **({"waiting": plain(result.waiting)} if result.waiting is not None else {})}
 
 

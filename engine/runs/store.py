@@ -1,7 +1,7 @@
 """The run store: every run, batch or single, in a SQL database (SQLite by default).
 
 One row per run (id, diagram (its resolved path) and its content hash, inputs, status, times, steps,
-errors, final variables, tokens, batch id, row and attempt, the path of blocks taken). Writes are transactions; SQLite
+errors, final variables, tokens, cost, batch id, row and attempt, the path of blocks taken). Writes are transactions; SQLite
 runs in WAL mode, so a crash leaves the store consistent. A (batch, row) is recorded
 once: a row that already succeeded is never overwritten. Inputs are stored scrubbed of
 keys, as the result's variables and errors already are. A session turn's record loses its
@@ -76,6 +76,8 @@ runs = Table(
     Column("attempt", Integer),
     Column("path", JSON),  # the blocks in the order they ran: `diagrama api` answers a recorded run with them
     Column("session", String(100)),  # the conversation a run was a turn of: `GET /v1/runs?session=` lists them
+    Column("cost_usd", Float),  # what its requests cost; NULL when a price was unknown (or recorded before costs)
+    Column("cost", JSON),  # the result's whole cost: {usd, requests, unknown_steps (, known_usd)}
 )
 Index("runs_batch_row", runs.c.batch_id, runs.c.row, unique=True)
 _RUNS_STARTED = Index("runs_started", runs.c.started, runs.c.run_id)
@@ -385,6 +387,7 @@ def _row(result: RunResult, diagram: Diagram, inputs: dict[str, Any], *, batch_i
         "errors": plain(result.errors), "variables": plain(result.variables), "tokens": result.tokens,
         "batch_id": batch_id, "row": row, "trace": str(result.trace.resolve()) if result.trace else None,
         "attempt": attempt, "path": list(result.path), "session": session,
+        "cost_usd": result.cost.get("usd"), "cost": result.cost,
     }
 
 
@@ -397,9 +400,9 @@ def _count(value: Any) -> int | None:
 
 
 def _add_new_columns(engine: Engine) -> None:
-    """Columns added since a store was made (`attempt`, `session`) are added to it; existing rows read them as NULL.
-    So is the index on `started` (create_all makes the indexes of the tables it makes, not of those it finds). Tables
-    added since (`evals`) are made by create_all, which makes the tables it does not find."""
+    """Columns added since a store was made (`attempt`, `session`, `cost_usd`, `cost`) are added to it; existing rows
+    read them as NULL. So is the index on `started` (create_all makes the indexes of the tables it makes, not of those
+    it finds). Tables added since (`evals`) are made by create_all, which makes the tables it does not find."""
     present = {column["name"] for column in inspect(engine).get_columns("runs")}
     for column in runs.columns:
         if column.name in present:

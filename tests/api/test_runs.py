@@ -48,7 +48,10 @@ def test_a_run_answers_its_result_in_the_shape_of_run_output_json(client: Callab
     assert body["path"] == ["start", "count", "count", "greet"]
     assert body["variables"]["greeting"] == "Olá, Bea! Counted to 2." and body["variables"]["times"] == 2  # typed
     assert body["errors"] == [] and body["steps"] == 4
-    assert set(body) == {"run_id", "robot", "status", "variables", "path", "errors", "steps", "duration_ms"}
+    assert set(body) == {"run_id", "robot", "status", "variables", "path", "errors", "steps", "duration_ms", "cost",
+                         "usage"}
+    assert body["cost"] == {"usd": 0.0, "requests": 0, "unknown_steps": 0, "known_usd": None}  # no request
+    assert body["usage"] == {}
 
 
 def test_bad_inputs_are_refused_with_every_problem(client: Callable[..., httpx.AsyncClient], tmp_path: Path) -> None:
@@ -144,6 +147,7 @@ def test_a_finished_run_is_read_from_the_store_by_a_later_server(make_app: Calla
     body = found.json()
     assert body["status"] == "succeeded" and body["path"] == ["start", "count", "count", "greet"]
     assert body["variables"]["i"] == 2 and body["robot"] == "counter"
+    assert body["cost"] == {"usd": 0.0, "requests": 0, "unknown_steps": 0, "known_usd": None}  # the store's cost
 
 
 def test_the_callers_key_never_reaches_a_result(client: Callable[..., httpx.AsyncClient]) -> None:

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from engine import read_events
 from engine.cli import app
 from engine.providers.prices import cost_of, reset_prices
+from engine.runs.store import RunStore, default_store_url
 
 ROOT = Path(__file__).resolve().parents[2]
 cli = CliRunner()
@@ -23,6 +24,7 @@ cli = CliRunner()
 @pytest.fixture(autouse=True)
 def _fresh_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv("DIAGRAMA_PRICES", raising=False)
+    monkeypatch.delenv("DIAGRAMA_STORE", raising=False)  # the runs folder's own store
     reset_prices()
     yield
     reset_prices()
@@ -78,3 +80,34 @@ def test_a_loops_passes_and_their_children_count_in_the_top_runs_cost(tmp_path: 
     assert payload["cost"] == {"usd": pytest.approx(sum(event["cost"]["usd"] for event in called)), "requests": rows,
                                "unknown_steps": 0}
     assert payload["usage"]["input_tokens"] == sum(event["usage"]["input_tokens"] for event in called)
+
+
+def test_the_run_store_keeps_each_runs_cost_and_diagrama_runs_shows_it(tmp_path: Path) -> None:
+    # A store made before costs: its runs table lacks the cost columns, which opening it adds (existing rows NULL).
+    import sqlalchemy
+
+    old = sqlalchemy.create_engine(default_store_url(tmp_path))
+    with old.begin() as connection:
+        connection.execute(sqlalchemy.text(
+            "CREATE TABLE runs (run_id VARCHAR(80) PRIMARY KEY, diagram TEXT NOT NULL, content_hash VARCHAR(64) NOT "
+            "NULL, inputs JSON, status VARCHAR(16) NOT NULL, started FLOAT, finished FLOAT, duration_ms FLOAT, steps "
+            "INTEGER, errors JSON, variables JSON, tokens INTEGER, batch_id VARCHAR(80), row INTEGER, trace TEXT)"))
+        connection.execute(sqlalchemy.text(
+            "INSERT INTO runs (run_id, diagram, content_hash, status, started, steps) "
+            "VALUES ('20200101-000000-000000', '/x/old.yaml', 'h', 'succeeded', 1, 1)"))
+    old.dispose()
+    unknown, _, _ = _run("order_agent.yaml", tmp_path)
+    priced, _, _ = _run("triage_inbox.yaml", tmp_path)
+    store = RunStore(default_store_url(tmp_path))
+    rows = {row["run_id"]: row for row in store.recent(10)}
+    store.close()
+    assert rows[unknown["run_id"]]["cost_usd"] is None and rows[unknown["run_id"]]["cost"] == unknown["cost"]
+    assert rows[priced["run_id"]]["cost_usd"] == priced["cost"]["usd"] > 0
+    assert rows["20200101-000000-000000"]["cost_usd"] is None and rows["20200101-000000-000000"]["cost"] is None
+    listed = cli.invoke(app, ["runs", "--runs-dir", str(tmp_path)])
+    assert listed.exit_code == 0, listed.output
+    lines = listed.stdout.splitlines()
+    assert "cost $" in lines[0]
+    shown = {line.split()[0]: line.split()[7] for line in lines[1:]}
+    assert shown == {unknown["run_id"]: "unknown", priced["run_id"]: f"{priced['cost']['usd']:.6f}",
+                     "20200101-000000-000000": "-"}

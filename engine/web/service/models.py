@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["SESSION_PATTERN", "ErrorAnswer", "ResumeRequest", "RobotInfo", "RobotList", "RunAccepted", "RunAnswer",
-           "RunRequest", "RunStatus", "SessionAnswer", "WaitingFor"]
+           "RunCost", "RunRequest", "RunStatus", "SessionAnswer", "WaitingFor"]
 
 RunStatus = Literal["queued", "running", "waiting", "succeeded", "failed", "interrupted", "cancelled"]
 """`queued`: waiting for a worker (the Celery backend); `waiting`: stopped at a `Wait` for a person's answer
@@ -69,6 +69,15 @@ class WaitingFor(_Model):
     asked_at: float = Field(description="when the Wait asked, seconds since the epoch")
 
 
+class RunCost(_Model):
+    """What a run's requests cost (README, "Cost"): `usd` null when any request's price is unknown."""
+
+    usd: float | None = Field(description="the total in USD; null when any request's price is unknown")
+    requests: int = Field(description="the requests the run made")
+    unknown_steps: int = Field(description="the requests whose model has no price")
+    known_usd: float | None = Field(default=None, description="with `usd` null: what the priced requests cost")
+
+
 class RunAnswer(_Model):
     """A run: `diagrama run --output json`'s object (less the server's trace path), with its robot, steps and
     duration; variables, path and errors are final once `status` is `succeeded` or `failed`."""
@@ -82,6 +91,9 @@ class RunAnswer(_Model):
     steps: int | None = None
     duration_ms: float | None = None
     waiting: WaitingFor | None = Field(default=None, description="with status `waiting`: what the Wait asks")
+    cost: RunCost | None = Field(default=None, description="what its requests cost (null: not known to this answer, "
+                                                           "as for a run still going)")
+    usage: dict[str, int] | None = Field(default=None, description="its requests' tokens per kind")
 
 
 class RunAccepted(_Model):
