@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from engine.format.levels import MESSAGE_LEVELS, MessageLevel
-from engine.runs.otel_genai import chat_attributes, content_attributes, tool_attributes
+from engine.runs.otel_genai import chat_attributes, content_attributes, run_cost_attributes, tool_attributes
 from engine.runtime.trace import Event
 
 if TYPE_CHECKING:
@@ -365,8 +365,8 @@ class _RunSpans:
         if run is None:
             return
         status = str(event.get("status"))
-        run.set_attribute("diagrama.run.status", status)
-        run.set_attribute("diagrama.run.steps", int(event.get("steps") or 0))
+        run.set_attributes({"diagrama.run.status": status, "diagrama.run.steps": int(event.get("steps") or 0),
+                            **run_cost_attributes(event.get("cost"))})
         if status != "succeeded":
             errors = event.get("errors") or []
             first = errors[0] if errors and isinstance(errors[0], dict) else {}

@@ -16,7 +16,7 @@ import orjson
 if TYPE_CHECKING:
     from engine.format.redact import Redactor
 
-__all__ = ["chat_attributes", "content_attributes", "tool_attributes"]
+__all__ = ["chat_attributes", "content_attributes", "run_cost_attributes", "tool_attributes"]
 
 PROVIDER_NAMES = {"anthropic": "anthropic", "groq": "groq", "gemini": "gcp.gemini"}
 """diagrama's vendor → the conventions' gen_ai.provider.name (Gemini's API at generativelanguage is gcp.gemini)."""
@@ -46,10 +46,30 @@ def chat_attributes(event: Mapping[str, Any]) -> dict[str, Any]:
         attributes["gen_ai.request.temperature"] = float(event["temperature"])
     if usage.get("thinking_tokens") is not None:
         attributes["gen_ai.usage.reasoning_tokens"] = int(usage["thinking_tokens"])
+    if usage.get("cache_write_tokens"):
+        attributes["gen_ai.usage.cache_creation.input_tokens"] = int(usage["cache_write_tokens"])
+    if usage.get("cache_read_tokens"):
+        attributes["gen_ai.usage.cache_read.input_tokens"] = int(usage["cache_read_tokens"])
+    cost = event.get("cost")
+    if isinstance(cost, Mapping) and isinstance(cost.get("usd"), int | float):
+        attributes["diagrama.cost_usd"] = float(cost["usd"])
+    elif "cost" in event:  # the model has no price: said, never 0
+        attributes["diagrama.cost_unknown"] = True
     if event.get("api_version"):
         attributes["diagrama.api_version"] = str(event["api_version"])
     if event.get("cached"):  # answered from the response cache: the vendor was not called
         attributes["diagrama.cached"] = True
+    return attributes
+
+
+def run_cost_attributes(cost: Any) -> dict[str, Any]:
+    """A run's cost (run_finished's) as its span's attributes: the total when every price was known, and how many
+    requests had none."""
+    if not isinstance(cost, Mapping):
+        return {}
+    attributes: dict[str, Any] = {"diagrama.cost_unknown_steps": int(cost.get("unknown_steps") or 0)}
+    if isinstance(cost.get("usd"), int | float):
+        attributes["diagrama.cost_usd"] = float(cost["usd"])
     return attributes
 
 

@@ -200,7 +200,8 @@ class Run:
     def _finish_trace(self, status: str) -> str:
         shown = "failed" if status == "interrupted" else status  # its error says why: run_interrupted
         self.trace.emit(Event.RUN_FINISHED, status=shown, steps=self.steps, path=self.path, errors=self.errors,
-                        duration_ms=round((time.perf_counter() - self.started) * 1000, 3))
+                        duration_ms=round((time.perf_counter() - self.started) * 1000, 3),
+                        cost=self.ctx.spend.as_json())
         file = self.trace.file
         file.close()
         if file.failure is not None and not any(e["type"] == TraceWriteFailed.type for e in self.errors):

@@ -96,6 +96,23 @@ def test_order_agent_exports_a_span_tree_with_genai_attributes(tmp_path: Path) -
     assert header["event"] == "run_started"
     assert header["otel_trace_id"] == f"{root.context.trace_id:032x}"
     assert dict(root.attributes or {})["diagrama.run.id"] == result.run_id
+    # claude-sonnet-5-5 has no price: each chat says its cost is unknown and the run gives no total.
+    assert attributes["diagrama.cost_unknown"] is True and "diagrama.cost_usd" not in attributes
+    assert dict(root.attributes or {})["diagrama.cost_unknown_steps"] == 2
+    assert "diagrama.cost_usd" not in dict(root.attributes or {})
+
+
+def test_a_chat_span_has_every_usage_kind_and_its_cost() -> None:
+    from engine.runs.otel_genai import chat_attributes
+
+    attributes = chat_attributes({
+        "vendor": "anthropic", "model": "claude-sonnet-4-5", "finish": "complete", "cost": {"usd": 0.0123},
+        "usage": {"input_tokens": 4620, "output_tokens": 30, "thinking_tokens": 12, "cache_write_tokens": 1200,
+                  "cache_read_tokens": 3400}})
+    assert {key: value for key, value in attributes.items() if key.startswith(("gen_ai.usage", "diagrama.cost"))} == {
+        "gen_ai.usage.input_tokens": 4620, "gen_ai.usage.output_tokens": 30, "gen_ai.usage.reasoning_tokens": 12,
+        "gen_ai.usage.cache_creation.input_tokens": 1200, "gen_ai.usage.cache_read.input_tokens": 3400,
+        "diagrama.cost_usd": 0.0123}
 
 
 def test_detailed_exports_message_contents_and_never_a_key(tmp_path: Path) -> None:
