@@ -174,11 +174,19 @@ class BatchOutcome:
     durations: list[float] = field(default_factory=list)
     tokens: int = 0
     interrupted: bool = False
+    usd: float = 0.0
+    """What the rows' runs that had a known cost cost."""
+    unknown_cost: int = 0
+    """Rows whose run's cost is unknown (a request whose model has no price; a record from before costs)."""
 
-    def count(self, duration: float, tokens: int, status: str) -> None:
-        """Add one finished run (or one that stopped at a Wait)."""
+    def count(self, duration: float, tokens: int, status: str, usd: float | None = None) -> None:
+        """Add one finished run (or one that stopped at a Wait), with its cost (None: unknown)."""
         self.durations.append(duration)
         self.tokens += tokens
+        if usd is None:
+            self.unknown_cost += 1
+        else:
+            self.usd += usd
         if status == "succeeded":
             self.succeeded += 1
         elif status == "waiting":
@@ -192,6 +200,7 @@ class BatchOutcome:
         return {"batch_id": self.batch_id, "rows": self.total, "succeeded": self.succeeded, "failed": self.failed,
                 "skipped_already_done": self.skipped, "not_run": self.not_run, "waiting": self.waiting,
                 "resumed_from_checkpoint": self.resumed, "tokens": self.tokens,
+                "cost_usd": None if self.unknown_cost else round(self.usd, 9), "cost_unknown_rows": self.unknown_cost,
                 "p50_ms": round(statistics.median(ordered) * 1000, 1) if ordered else None,
                 "p95_ms": round(p95 * 1000, 1) if p95 is not None else None, "interrupted": self.interrupted}
 
@@ -268,7 +277,7 @@ async def run_batch(
                 continue
             result = ran.result
             outcome.resumed += ran.resumed
-            outcome.count(result.duration, result.tokens, result.status)
+            outcome.count(result.duration, result.tokens, result.status, result.cost.get("usd"))
             if progress:
                 progress("finished", result)
 
@@ -345,24 +354,25 @@ def stop_on_signals(notify: Callable[[str], None] | None = None) -> StopSignals:
 
 
 def write_results(path: Path, store: RunStore, batch_id: str, total: int, collect: list[str]) -> None:
-    """One line per input row, in input order: row, run_id, status, collected variables, error."""
+    """One line per input row, in input order: row, run_id, status, cost_usd (null: unknown), collected variables,
+    error."""
     recorded = store.batch_runs(batch_id)
     lines: list[dict[str, Any]] = []
     for number in range(1, total + 1):
         run = recorded.get(number)
         if run is None:
-            lines.append({"row": number, "run_id": None, "status": "not_run",
+            lines.append({"row": number, "run_id": None, "status": "not_run", "cost_usd": None,
                           **{name: None for name in collect}, "error": None})
             continue
         variables = run["variables"] or {}
         errors = [e for e in run["errors"] or [] if not e.get("ignored") and not e.get("handled_by")]
         error = f"{errors[-1]['block']}: {errors[-1]['type']}: {errors[-1]['message']}" if errors else None
-        lines.append({"row": number, "run_id": run["run_id"], "status": run["status"],
+        lines.append({"row": number, "run_id": run["run_id"], "status": run["status"], "cost_usd": run.get("cost_usd"),
                       **{name: variables.get(name) for name in collect}, "error": error})
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".csv":
         with path.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=["row", "run_id", "status", *collect, "error"])
+            writer = csv.DictWriter(handle, fieldnames=["row", "run_id", "status", "cost_usd", *collect, "error"])
             writer.writeheader()
             for line in lines:
                 writer.writerow({k: v if isinstance(v, (str, int, float)) or v is None

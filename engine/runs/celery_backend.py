@@ -265,7 +265,8 @@ def run_batch_on_celery(diagram: Diagram, rows: list[dict[str, Any]], *, batch_i
                 if run is not None and (number not in already or run["run_id"] != already[number]["run_id"]
                                         or run["finished"] != already[number]["finished"]):
                     waiting.discard(number)
-                    outcome.count((run["duration_ms"] or 0) / 1000, run["tokens"] or 0, str(run["status"]))
+                    outcome.count((run["duration_ms"] or 0) / 1000, run["tokens"] or 0, str(run["status"]),
+                                  run.get("cost_usd"))
             if waiting:
                 if timeout is not None and time.monotonic() - began > timeout:
                     break

@@ -140,7 +140,13 @@ def test_cli_batch_writes_results_and_refuses_resume_after_an_edit(project) -> N
                              "--collect", "doubled"])
     assert shown.exit_code == 0, shown.output
     assert "succeeded 200" in shown.stdout
-    batch_id = json.loads(output.read_text().splitlines()[0])["run_id"].rsplit("-r", 1)[0]
+    lines = [json.loads(line) for line in output.read_text().splitlines()]
+    # llama-3.3-70b-versatile is priced: each row says its run's cost, the summary their sum.
+    assert all(line["cost_usd"] > 0 for line in lines)
+    summary = dict(part.split(" ", 1) for part in shown.stdout.strip().splitlines()[-1].split(" · "))
+    assert float(summary["cost_usd"]) == pytest.approx(sum(line["cost_usd"] for line in lines))
+    assert summary["cost_unknown_rows"] == "0"
+    batch_id = lines[0]["run_id"].rsplit("-r", 1)[0]
     project["diagram"].write_text(DIAGRAM.replace("n * 2", "n * 3"))
     refused = cli.invoke(app, ["batch", str(project["diagram"]), "--inputs", str(project["rows"]), "--offline",
                                "--runs-dir", str(project["runs"]), "--resume", batch_id])
@@ -441,3 +447,14 @@ def test_a_store_from_before_attempts_gains_the_column(tmp_path: Path) -> None:
     store = RunStore(url)
     assert store.last_attempt("b", 1) == 1 and store.last_attempt("b", 2) == 0
     assert store.batch_runs("b")[1]["attempt"] is None
+
+
+def test_a_batch_with_a_row_of_unknown_cost_has_no_total() -> None:
+    from engine.runs.batch import BatchOutcome
+
+    outcome = BatchOutcome("b1", 3)
+    outcome.count(0.1, 10, "succeeded", 0.002)
+    outcome.count(0.1, 10, "succeeded", 0.001)
+    assert outcome.summary()["cost_usd"] == pytest.approx(0.003) and outcome.summary()["cost_unknown_rows"] == 0
+    outcome.count(0.1, 10, "failed", None)  # its model has no price
+    assert outcome.summary()["cost_usd"] is None and outcome.summary()["cost_unknown_rows"] == 1
