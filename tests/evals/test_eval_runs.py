@@ -12,6 +12,7 @@ from xml.etree import ElementTree
 
 import httpx
 import orjson
+import pytest
 from click.testing import CliRunner
 
 from blocks.registry import registry
@@ -86,14 +87,34 @@ scorers:
     code, report = as_json(tmp_path)
     (case,) = report["cases"]
     assert case["scores"] == {"same": 1.0, "other": 0.0, "has": 1.0, "pattern": 1.0, "text": 1.0, "number": 0.0,
-                              "near": 1.0, "far": 0.25, "went": 1.0, "not_went": 0.0, "fast": 1.0, "cheap": 0.0,
+                              "near": 1.0, "far": 0.25, "went": 1.0, "not_went": 0.0, "fast": 1.0, "cheap": 1.0,
                               "broken": 0.0, "status": 1.0}
-    assert case["reasons"]["cheap"] == "cost unknown"  # never taken as free
+    assert 0 < case["cost"] < 1 and case["reasons"]["cheap"] == f"cost {case['cost']:g}"  # claude-sonnet-4-5: priced
     assert case["reasons"]["number"].startswith("output:")
     assert case["reasons"]["broken"].startswith("the check failed: ")
     assert case["score"] == round(sum(case["scores"].values()) / 14, 4)
-    assert report["summary"]["cost"] is None
+    assert report["summary"]["cost"] == case["cost"]
     assert code == 0  # no threshold: nothing to fall below
+
+
+def test_a_run_of_unknown_cost_never_meets_max_cost_and_the_summary_says_unknown(tmp_path: Path) -> None:
+    folder_with(tmp_path, EVAL.replace("threshold: 0.75\n", "") + "  - {id: cheap, max_cost: 1}\n",
+                ROBOT.replace("claude-sonnet-4-5", "claude-sonnet-5-5"))  # no price in the table
+    _, report = as_json(tmp_path)
+    assert [case["scores"]["cheap"] for case in report["cases"]] == [0.0, 0.0]
+    assert [case["reasons"]["cheap"] for case in report["cases"]] == ["cost unknown", "cost unknown"]
+    assert [case["cost"] for case in report["cases"]] == [None, None] and report["summary"]["cost"] is None
+    _, table = run_cli(str(tmp_path / "robot.eval.yaml"), "--offline", "--runs-dir", str(tmp_path / "runs"))
+    assert "cost unknown" in table
+
+
+def test_the_summary_costs_the_sum_of_its_runs(tmp_path: Path) -> None:
+    folder_with(tmp_path)
+    _, report = as_json(tmp_path)
+    costs = [case["cost"] for case in report["cases"]]
+    assert all(cost > 0 for cost in costs) and report["summary"]["cost"] == pytest.approx(sum(costs))
+    _, table = run_cli(str(tmp_path / "robot.eval.yaml"), "--offline", "--runs-dir", str(tmp_path / "runs"))
+    assert f"cost ${report['summary']['cost']:.6f}" in table
 
 
 def test_the_json_summary_cases_and_exit_status_follow_the_threshold(tmp_path: Path) -> None:

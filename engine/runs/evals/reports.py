@@ -47,7 +47,7 @@ def table_lines(report: dict[str, Any]) -> list[str]:
     latency = summary["latency_ms"]
     judged = f" (+ {summary['judge_tokens']} the judges')" if summary.get("judge_tokens") else ""
     lines.append(f"{summary['passed']} of {summary['cases']} cases passed · tokens {summary['tokens']}{judged} · "
-                 f"latency p50 {latency['p50']} ms, p95 {latency['p95']} ms · cost unknown")
+                 f"latency p50 {latency['p50']} ms, p95 {latency['p95']} ms · {_cost(summary.get('cost'))}")
     if summary["repeat"] > 1:
         lines.append(f"repeated {summary['repeat']} times: the score moved by {summary['spread']:.3f} between repeats")
     if against and report["delta"]["noise"]:
@@ -125,7 +125,7 @@ def _summary_table(report: dict[str, Any]) -> list[str]:
                      + _cell(f"{summary['passed']} / {summary['cases']}", "num")
                      + "".join(_cell(f"{(summary['scorers'].get(s) or 0):.2f}", "num") for s in scorers)
                      + _cell(summary["tokens"], "num") + _cell(f"{latency['p50']} / {latency['p95']}", "num")
-                     + _cell("unknown") + "</tr>")
+                     + _cell(_cost(summary.get("cost")).removeprefix("cost ")) + "</tr>")
     parts.append("</table>")
     return parts
 
@@ -155,3 +155,8 @@ def _cases_table(report: dict[str, Any]) -> list[str]:
         parts.append("<tr>" + "".join(row) + "</tr>")
     parts.append("</table>")
     return parts
+
+
+def _cost(usd: Any) -> str:
+    """`cost $0.001234`, or `cost unknown` (a run's request had no price, or a report from before costs)."""
+    return f"cost ${usd:.6f}" if isinstance(usd, int | float) else "cost unknown"

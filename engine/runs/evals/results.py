@@ -4,6 +4,7 @@ hand-off to the run store (`keep_eval`, for a store that keeps evals)."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from engine.runs.evals.runner import CaseOutcome, EvalOutcome
@@ -39,7 +40,7 @@ def eval_json(outcome: EvalOutcome, threshold: float | None) -> dict[str, Any]:
     passed = sum(1 for case in cases if case["passed"])
     summary = {
         "score": round(outcome.score, 4), "cases": len(cases), "passed": passed, "failed": len(cases) - passed,
-        "threshold": threshold, "cost": None,  # no run reports a cost yet: unknown, never 0
+        "threshold": threshold, "cost": _total_cost(outcome),
         "tokens": sum(run.result.tokens for case in outcome.cases for run in case.runs),
         "judge_tokens": sum(scored.tokens for case in outcome.cases for run in case.runs
                             for scored in run.scores.values()),
@@ -63,11 +64,27 @@ def _case_json(case: CaseOutcome, threshold: float | None) -> dict[str, Any]:
         "status": last.status, "run_id": last.run_id, "trace": str(last.trace) if last.trace else None,
         "judges": _judges_file(last),
         "reason": judge_reason, "reasons": reasons, "tokens": sum(each.result.tokens for each in case.runs),
+        "cost": _sum_known(each.result.cost.get("usd") for each in case.runs),
         "judge_tokens": sum(scored.tokens for each in case.runs for scored in each.scores.values()),
         "latency_ms": round(statistics.fmean(each.latency_ms for each in case.runs), 1),
         "inputs": last.redact(case.case.inputs), "expected": last.redact(case.case.expected),
         "output": last.redact(run.output),
     }
+
+
+def _total_cost(outcome: EvalOutcome) -> float | None:
+    """What the eval's runs cost in USD (its judges' requests apart); None when any run's cost is unknown."""
+    return _sum_known(run.result.cost.get("usd") for case in outcome.cases for run in case.runs)
+
+
+def _sum_known(costs: Iterable[float | None]) -> float | None:
+    """The sum, or None (unknown) when any is: a partial sum is never shown as the whole."""
+    total = 0.0
+    for cost in costs:
+        if cost is None:
+            return None
+        total += cost
+    return round(total, 9)
 
 
 def _judges_file(result: Any) -> str | None:

@@ -145,8 +145,8 @@ async def run_eval(loaded: LoadedEval, diagram: Diagram, *, services: Services, 
             turn = new_turn(diagram, case.inputs, store=None)
             result = await run_turn(turn, services=ran_on, runs_dir=runs_dir)
             output = result.variables.get(output_name)
-            # A run's cost, once runs report one; until then None, which `max_cost` takes as not met.
-            cost = getattr(result, "cost", None)
+            # The run's cost in USD; None when a request's price is unknown, which `max_cost` takes as not met.
+            cost = result.cost.get("usd")
             seen = Scoring(result, result.redact(case.inputs), case.expected, output, result.duration * 1000, cost)
             judged: list[dict[str, Any]] = []
             scores = await score_case(scorers, seen, ran_on, f"eval/{case.id}", judged, scripted=case.replies)
