@@ -15,7 +15,7 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -78,6 +78,17 @@ class LazyCommands(click.Group):
         module, _, attribute = found[0].partition(":")
         command: click.Command = getattr(importlib.import_module(module), attribute)
         return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        if os.environ.get("DIAGRAMA_PRICES"):  # a user's price file is checked before a command can send a request
+            from engine.errors import DiagramInvalid
+            from engine.providers.prices import check_prices
+
+            try:
+                check_prices()
+            except DiagramInvalid as exc:
+                raise fail(exc) from None
+        return super().invoke(ctx)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from engine.errors import DiagramInvalid, Problem
 from engine.format.yamlfile import LineMap, read_yaml
 
-__all__ = ["PRICES_FILE", "Cost", "Price", "cost_of", "price_of", "read_prices", "reset_prices"]
+__all__ = ["PRICES_FILE", "Cost", "Price", "check_prices", "cost_of", "price_of", "read_prices", "reset_prices"]
 
 PRICES_FILE = Path(__file__).with_name("prices.yaml")
 _MILLION = 1_000_000
@@ -84,7 +84,7 @@ def _problems(file: str, lines: LineMap, at: tuple[Any, ...], exc: ValidationErr
     for error in exc.errors():
         where = at + tuple(error["loc"])
         name = ".".join(str(part) for part in where)
-        found.append(Problem(file, lines.line(where), f"{name}: {error['msg']}", field=name, code="prices"))
+        found.append(Problem(file, lines.line(where), str(error["msg"]).lower(), field=name, code="prices"))
     return found
 
 
@@ -96,6 +96,11 @@ def _table() -> Table:
         for vendor, models in read_prices(Path(own)).items():
             table[vendor] = {**table.get(vendor, {}), **models}
     return table
+
+
+def check_prices() -> None:
+    """Read the table now (prices.yaml and DIAGRAMA_PRICES): DiagramInvalid naming each wrong entry, before a run."""
+    _table()
 
 
 def reset_prices() -> None:

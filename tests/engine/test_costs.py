@@ -111,3 +111,16 @@ def test_the_run_store_keeps_each_runs_cost_and_diagrama_runs_shows_it(tmp_path:
     shown = {line.split()[0]: line.split()[7] for line in lines[1:]}
     assert shown == {unknown["run_id"]: "unknown", priced["run_id"]: f"{priced['cost']['usd']:.6f}",
                      "20200101-000000-000000": "-"}
+
+
+def test_a_wrong_price_file_stops_a_command_before_any_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("anthropic:\n  claude-sonnet-5-5:\n    input: 3\n    output: free\n")
+    monkeypatch.setenv("DIAGRAMA_PRICES", str(prices))
+    reset_prices()
+    result = cli.invoke(app, ["run", str(ROOT / "diagrams/order_agent.yaml"), "--offline", "--runs-dir",
+                              str(tmp_path / "runs")])
+    assert result.exit_code == 2
+    assert f"{prices}:4: field 'anthropic.claude-sonnet-5-5.output': input should be a valid number" in result.stderr
+    assert f"{prices}:2: field 'anthropic.claude-sonnet-5-5.taken': field required" in result.stderr
+    assert not (tmp_path / "runs").exists()  # nothing ran
