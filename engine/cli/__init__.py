@@ -46,8 +46,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "graph": ("engine.cli.diagrams:graph", "Draw a diagram as Mermaid or Graphviz DOT text, optionally with a run's path."),
     "trace": ("engine.cli.traces:trace", "Show a run's steps: block, type, start offset, duration, status, link taken, "
               "short inputs/outputs."),
-    "runs": ("engine.cli.traces:runs", "List recent runs: id, diagram, status, start, duration, steps, and the batch "
-             "row or `scenario`."),
+    "runs": ("engine.cli.traces:runs", "List recent runs: id, diagram, status, start, duration, steps, cost, and the "
+             "batch row or `scenario`."),
     "evals": ("engine.cli.traces:evals", "List recorded eval runs: when, eval file, diagram, revision, score, "
               "passed/failed."),
     "sessions": ("engine.cli.durable:sessions", "List conversations (sessions) with their turns and memory, or forget "
