@@ -69,6 +69,10 @@ class Robot:
         return sum(1 for hit in self.server.hits(self.test_id) if hit.vendor == self.vendor)
 
 
+def _finished(events: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(event for event in events if event["event"] == "run_finished")
+
+
 def _called(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [event for event in events if event["event"] == "provider_called"]
 
@@ -94,6 +98,8 @@ def test_a_second_run_is_answered_from_the_cache(fake_server: FakeVendorServer, 
     assert called.pop("cost") == {"usd": 0.0}  # nothing was spent
     _called(first_events)[0].pop("cost")  # whatever the first cost (its model's price, or unknown)
     assert second.cost == {"usd": 0.0, "requests": 1, "unknown_steps": 0}
+    assert _finished(second_events).pop("cost") == second.cost
+    _finished(first_events).pop("cost")
     assert _stable(second_events) == _stable(first_events)
 
 
@@ -120,6 +126,8 @@ def test_a_streamed_answer_replays_the_same_pieces(fake_server: FakeVendorServer
     assert _called(second_events)[0].pop("cached") is True
     assert _called(second_events)[0].pop("cost") == {"usd": 0.0}  # nothing was spent
     _called(first_events)[0].pop("cost")
+    assert _finished(second_events).pop("cost")["usd"] == 0.0
+    _finished(first_events).pop("cost")
     assert _stable(second_events) == _stable(first_events)
 
 
