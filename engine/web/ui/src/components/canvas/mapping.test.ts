@@ -24,6 +24,7 @@ function run(extra: Partial<RunData> = {}): RunData {
   const step = (block: string, status = 'succeeded') => ({
     number: 1, block, block_type: 'Set', offset_ms: 0, duration_ms: 1, status, next: null, via: null, inputs: {}, outputs: {},
     set: {}, error: null, model: null, tokens: null, called_tools: [], payloads: [], scores: {}, score_parts: {}, failed_tools: [], http_calls: [],
+    cost: null,
   });
   return {
     run_id: 'r1', diagram: 'order_agent.yaml', status: 'succeeded', errors: [], blocks: ['start', 'ask', 'dispatch', 'done'],

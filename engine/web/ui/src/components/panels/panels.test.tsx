@@ -17,7 +17,7 @@ describe('StepDetails', () => {
       number: 2, block: 'ask', block_type: 'ClaudeRequest', offset_ms: 0.2, duration_ms: 8.7338, status: 'succeeded',
       next: 'dispatch', via: 'next', inputs: { model: 'claude-sonnet-5-5' }, outputs: { result: '' }, set: {}, error: null,
       model: 'claude-sonnet-5-5', tokens: [281, 10], called_tools: ['get_order_status'], payloads: [], scores: {}, score_parts: {}, failed_tools: [],
-      http_calls: [],
+      http_calls: [], cost: null,
     } satisfies Step;
     const { container } = render(<StepDetails steps={[step]} />);
     const facts = container.querySelector('.step__facts')!.textContent;
@@ -34,7 +34,7 @@ describe('StepDetails', () => {
     const step = {
       number: 2, block: 'fetch', block_type: 'HttpRequest', offset_ms: 0.2, duration_ms: 3.1, status: 'succeeded',
       next: 'answer', via: 'next', inputs: {}, outputs: {}, set: {}, error: null, model: null, tokens: null, called_tools: [],
-      payloads: [], scores: {}, score_parts: {}, failed_tools: [], http_calls: ['GET 200 after 2 attempts'],
+      payloads: [], scores: {}, score_parts: {}, failed_tools: [], http_calls: ['GET 200 after 2 attempts'], cost: null,
     } satisfies Step;
     const { container } = render(<StepDetails steps={[step]} />);
     expect(container.querySelector('.step__facts')!.textContent).toContain('HTTPGET 200 after 2 attempts');
