@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from engine.runs.checkpoints import CheckpointStore, open_checkpoints
+from engine.runs.outages import outage
 from engine.runs.traces import INTERRUPTED
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from engine.runtime.context import Services
     from engine.runtime.result import RunResult
 
-__all__ = ["HELD", "PATIENCE_S", "RESUME_TASK", "outage", "patiently", "resume_key", "resume_on_worker", "run_on_worker",
+__all__ = ["HELD", "PATIENCE_S", "RESUME_TASK", "patiently", "resume_key", "resume_on_worker", "run_on_worker",
            "trace_lines"]
 
 _T = TypeVar("_T")
@@ -85,13 +86,6 @@ def patiently(work: Callable[[], _T], what: str) -> _T:
                                            retry_in_s=pause)
             time.sleep(pause)
             pause = min(pause * 2, 5.0)
-
-
-def outage(exc: BaseException) -> bool:
-    """Whether `exc` says a service is away (so trying again later may work), not that the request is wrong."""
-    names = {cls.__name__ for cls in type(exc).__mro__}
-    return bool(names & {"ConnectionError", "TimeoutError", "OperationalError", "InterfaceError", "BusyLoadingError"}) \
-        or (isinstance(exc, OSError) and "store" in str(exc))
 
 
 # Long: the three ways a delivered task meets its run (held elsewhere, to carry on, new), in order.

@@ -101,7 +101,7 @@ def _requeued_on_outage() -> Iterator[None]:
     the broker itself away, the message stays unacknowledged and the broker hands it out again once it is back."""
     from celery.exceptions import Reject
 
-    from engine.runs.api_durable import outage
+    from engine.runs.outages import outage
 
     try:
         yield

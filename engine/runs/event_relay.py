@@ -20,6 +20,7 @@ import orjson
 from engine.format.jsonout import plain
 from engine.format.redact import Redactor
 from engine.format.values import dumps, json_default
+from engine.runs.outages import outage
 from engine.runtime.context import RunObserver
 from engine.runtime.result import RunResult
 
@@ -134,7 +135,7 @@ class RedisEventWriter:
         try:
             pipe.execute()
         except Exception as exc:
-            if not _broker_away(exc):
+            if not outage(exc):
                 raise
             # The broker restarts: the events wait here (the trace has them too) and go with the next flush — the
             # end's, which waits for the broker (engine.runs.api_durable.patiently).
@@ -153,13 +154,6 @@ class RedisEventWriter:
 
 
 _AWAY_PAUSE_S = 1.0
-
-
-def _broker_away(exc: BaseException) -> bool:
-    import redis.exceptions
-
-    return isinstance(exc, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, ConnectionError,
-                            TimeoutError))
 
 
 class RedisEventReader:
@@ -183,7 +177,7 @@ class RedisEventReader:
         try:
             found = await self.client.xread({stream_key(run_id): f"0-{after}"}, count=500, block=block_ms)
         except Exception as exc:  # redis-py's ConnectionError is its own class, not the built-in one
-            if not _broker_away(exc):
+            if not outage(exc):
                 raise
             # The broker restarts: the stream's reader waits for it (its client reconnects) rather than end the
             # stream without its terminal event.

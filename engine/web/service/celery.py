@@ -28,7 +28,7 @@ import orjson
 from engine.compile.diagram import Diagram
 from engine.format.jsonout import plain
 from engine.format.levels import MessageLevel, level_name
-from engine.runs.api_durable import PATIENCE_S, RESUME_TASK, outage, resume_key
+from engine.runs.api_durable import PATIENCE_S, RESUME_TASK, resume_key
 from engine.runs.celery_backend import API_TASK, DEFAULT_BROKER, make_app
 from engine.runs.event_relay import (
     END_FIELD,
@@ -39,6 +39,7 @@ from engine.runs.event_relay import (
     run_key,
     stream_key,
 )
+from engine.runs.outages import outage
 from engine.runs.service_logs import log
 from engine.runs.store import RunStore
 from engine.runs.turn import Turn, new_turn

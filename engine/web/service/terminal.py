@@ -85,8 +85,10 @@ async def ended(run_id: str, stream: AsyncIterator[RunEvent], status_of: Callabl
             yield held
             return
         number = held[0]
-    if number == after and after > 0:
+    elif number == after and after > 0:
         return
-    closing = _closing(run_id, number, await status_of(run_id))
+    else:
+        found = await status_of(run_id)
+    closing = _closing(run_id, number, found)
     if closing is not None:
         yield closing
