@@ -78,6 +78,7 @@ runs = Table(
     Column("session", String(100)),  # the conversation a run was a turn of: `GET /v1/runs?session=` lists them
     Column("cost_usd", Float),  # what its requests cost; NULL when a price was unknown (or recorded before costs)
     Column("cost", JSON),  # the result's whole cost: {usd, requests, unknown_steps (, known_usd)}
+    Column("usage", JSON),  # its requests' tokens per kind: the API answers a recorded run as it answered it live
 )
 Index("runs_batch_row", runs.c.batch_id, runs.c.row, unique=True)
 _RUNS_STARTED = Index("runs_started", runs.c.started, runs.c.run_id)
@@ -387,7 +388,7 @@ def _row(result: RunResult, diagram: Diagram, inputs: dict[str, Any], *, batch_i
         "errors": plain(result.errors), "variables": plain(result.variables), "tokens": result.tokens,
         "batch_id": batch_id, "row": row, "trace": str(result.trace.resolve()) if result.trace else None,
         "attempt": attempt, "path": list(result.path), "session": session,
-        "cost_usd": result.cost.get("usd"), "cost": result.cost,
+        "cost_usd": result.cost.get("usd"), "cost": result.cost, "usage": dict(result.usage),
     }
 
 
@@ -400,7 +401,7 @@ def _count(value: Any) -> int | None:
 
 
 def _add_new_columns(engine: Engine) -> None:
-    """Columns added since a store was made (`attempt`, `session`, `cost_usd`, `cost`) are added to it; existing rows
+    """Columns added since a store was made (`attempt`, `session`, `cost_usd`, `cost`, `usage`) are added to it; existing rows
     read them as NULL. So is the index on `started` (create_all makes the indexes of the tables it makes, not of those
     it finds). Tables added since (`evals`) are made by create_all, which makes the tables it does not find."""
     present = {column["name"] for column in inspect(engine).get_columns("runs")}

@@ -48,7 +48,8 @@ from engine.web.service.durable import Durable, Refused, live_answer
 from engine.web.service.ended import RunEnded, RunEndings
 from engine.web.service.keys import checked_limit
 from engine.web.service.models import RunAnswer
-from engine.web.service.runs import RunEvent, recorded_answer, trace_events
+from engine.web.service.recorded import recorded_answer
+from engine.web.service.runs import RunEvent, trace_events
 
 __all__ = ["CeleryBackend", "RedisRateLimits"]
 

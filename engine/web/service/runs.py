@@ -36,7 +36,8 @@ from engine.runtime.execute import RunResult
 from engine.runtime.trace import Event
 from engine.web.service.durable import Durable, Refused, live_answer
 from engine.web.service.ended import RunEnded, RunEndings
-from engine.web.service.models import RunAnswer, RunCost, RunStatus
+from engine.web.service.models import RunAnswer, RunStatus
+from engine.web.service.recorded import recorded_answer
 
 __all__ = ["LocalBackend", "RunEvent", "run_id_shape", "trace_events"]
 
@@ -420,23 +421,6 @@ class LocalBackend:
         if self._writes is not None:
             await self._writes.close()
         self.durable.close()
-
-
-def recorded_answer(row: dict[str, Any]) -> RunAnswer:
-    """A run store row as the API answers it."""
-    status = row["status"]
-    return RunAnswer(run_id=row["run_id"], robot=Path(str(row["diagram"])).stem,
-                     status=status if status in ("succeeded", "failed", "waiting", "cancelled") else "failed",
-                     variables=row.get("variables") or {}, path=row.get("path") or [], errors=row.get("errors") or [],
-                     steps=row.get("steps"), duration_ms=row.get("duration_ms"), cost=_recorded_cost(row.get("cost")))
-
-
-def _recorded_cost(cost: Any) -> RunCost | None:
-    """A store row's cost, when it has one that reads (None: recorded before costs, or damaged)."""
-    try:
-        return RunCost.model_validate(cost) if isinstance(cost, dict) else None
-    except ValueError:
-        return None
 
 
 async def _replay(trace: Path, after: int) -> AsyncIterator[RunEvent]:
