@@ -230,5 +230,8 @@ class RunSettings(BaseModel):
     timeout: float | None = Field(default=None, gt=0, description="deadline for the whole run, seconds")
     durable: bool = Field(default=True, description="checkpoint the run after each block with effects, so that "
                                                     "`diagrama resume` can continue it (false: no checkpoints)")
+    cache: bool = Field(default=False, description="prompt caching for every request block that does not say "
+                                                   "(its `with: cache`): the stable prefix is marked for the vendor's "
+                                                   "cache")
     memory: list[str] = Field(default_factory=lambda: [], description="variables kept per session "
                                                                      "(`diagrama run --session ID`) from run to run")

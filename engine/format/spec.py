@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from engine.format.hosts import read_host_entry
 from engine.format.levels import DEFAULT, ERROR_LEVELS, MESSAGE_LEVELS, ErrorLevel, MessageLevel
@@ -26,11 +26,13 @@ __all__ = [
     "MESSAGE_LEVELS",
     "SECRET_NAME_PATTERN",
     "BlockSpec",
+    "Budget",
     "DiagramSpec",
     "ErrorLevel",
     "LinkSpec",
     "MessageLevel",
     "no_values",
+    "tighter",
 ]
 
 BLOCK_ID_PATTERN = r"^[A-Za-z0-9_-]+$"
@@ -80,6 +82,43 @@ class LinkSpec(BaseModel):
     )
 
 
+class Budget(BaseModel):
+    """A limit a run's requests may not pass: any subset of USD, tokens (input and output) and requests."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    usd: float | None = Field(default=None, gt=0, description="US dollars, at the price table's prices")
+    tokens: int | None = Field(default=None, gt=0, description="input and output tokens together")
+    requests: int | None = Field(default=None, gt=0, description="requests sent to the vendors")
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> Budget:
+        if self.usd is None and self.tokens is None and self.requests is None:
+            raise ValueError("a budget names at least one of usd, tokens, requests")
+        return self
+
+    def within(self, other: Budget | None) -> Budget:
+        """The tighter of this budget and `other`, limit by limit (a limit only one names stands)."""
+        if other is None:
+            return self
+        return Budget(usd=_least(self.usd, other.usd), tokens=_least(self.tokens, other.tokens),
+                      requests=_least(self.requests, other.requests))
+
+    def shown(self) -> str:
+        """`usd=0.5, tokens=20000`, as `--budget` takes it."""
+        return ", ".join(f"{name}={value:g}" for name, value in
+                         (("usd", self.usd), ("tokens", self.tokens), ("requests", self.requests)) if value is not None)
+
+
+def _least(one: float | None, other: float | None) -> Any:
+    return other if one is None else one if other is None else min(one, other)
+
+
+def tighter(one: Budget | None, other: Budget | None) -> Budget | None:
+    """The tighter of two budgets that may be absent (None: no limit)."""
+    return other if one is None else one.within(other)
+
+
 class BlockSpec(BaseModel):
     """The keys every block has; a block type adds its own Settings and ports."""
 
@@ -99,6 +138,9 @@ class BlockSpec(BaseModel):
     on_error: str | None = Field(default=None, description="block that handles this block's errors")
     error_level: ErrorLevelName = DEFAULT
     message_level: MessageLevelName = DEFAULT
+    budget: Budget | None = Field(default=None, description="on Start, the run's limit: {usd, tokens, requests}, any "
+                                                             "subset; on another block, a tighter one for its "
+                                                             "requests (a Subdiagram's or Loop's: for those inside it)")
 
 
 COMMON_BLOCK_KEYS = frozenset(field.alias or name for name, field in BlockSpec.model_fields.items())
