@@ -12,12 +12,13 @@ Each block module only names its adapter, its vendor's refusals, and its own inp
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from blocks._request_trace import Traced, text_sink
 from engine import (
     Block,
     DataTable,
@@ -44,6 +45,7 @@ from engine.providers import (
     ToolSpec,
     WireError,
     cost_of,
+    estimate,
     file_parts,
     parts_of,
     read_output,
@@ -81,6 +83,10 @@ class RequestInputs(BaseModel):
     stream: bool | None = Field(default=None, description="ask the vendor for a stream: each piece of the answer's "
                                                            "text is a text_delta event as it comes, the outputs are "
                                                            "the same; unset: as the run asks (diagrama run --stream)")
+    cache: bool | None = Field(default=None, description="prompt caching: mark the stable prefix (tools, role, the "
+                                                          "history before this turn) for the vendor's cache "
+                                                          "(Anthropic; Gemini and Groq cache on their own); unset: "
+                                                          "Start's `cache`")
 
     @field_validator("request", "role", mode="before")
     @classmethod
@@ -193,64 +199,6 @@ def check_history(value: Any, report: Report) -> None:
         report(_row_field("history", exc), exc.detail, None)
 
 
-def _without_data(value: Any, hidden: dict[str, str]) -> Any:
-    """A request body with each image's or document's base64 (`hidden`: data → how it is shown) left out, also
-    inside a `data:` URL; the rest as it was."""
-    if isinstance(value, str):
-        if value in hidden:
-            return hidden[value]
-        if value.startswith("data:"):
-            head, _, data = value.partition(",")
-            if data in hidden:
-                return f"{head},{hidden[data]}"
-        return value
-    if isinstance(value, dict):
-        return {key: _without_data(item, hidden) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_without_data(item, hidden) for item in value]
-    return value
-
-
-class _Traced:
-    """What the providers' request path tells the run, as trace events: attempts (Detailed) and retries."""
-
-    __slots__ = ("context", "hidden")
-
-    def __init__(self, context: RunContext, hidden: dict[str, str] | None = None) -> None:
-        self.context = context
-        self.hidden = hidden
-        """The request's base64 data, and what the trace shows instead: never the data itself."""
-
-    def requested(self, method: str, url: str, headers: dict[str, str], body: Any, attempt: int) -> None:
-        if self.hidden:
-            body = _without_data(body, self.hidden)
-        self.context.emit(Event.HTTP_REQUEST, method=method, url=url, headers=headers, body=body, attempt=attempt)
-
-    def responded(self, status: int, headers: dict[str, str], body: Any, duration_ms: float, attempt: int) -> None:
-        self.context.emit(Event.HTTP_RESPONSE, status=status, headers=headers, body=body, duration_ms=duration_ms,
-                          attempt=attempt)
-
-    def retried(self, attempt: int, wait_s: float, reason: str) -> None:
-        self.context.emit(Event.PROVIDER_RETRIED, attempt=attempt, wait_s=wait_s, reason=reason)
-
-
-def _text_sink(context: RunContext, block: str) -> Callable[[str], None] | None:
-    """Where a streamed answer's pieces go: a `text_delta` event each (Debug and above; the trace's console and
-    observers, `diagrama api`'s relay among them, hear it as it is recorded) and the run's text observers."""
-    observers = context.services.text_observers
-    emit = context.message_level >= MessageLevel.DEBUG
-    if not emit and not observers:
-        return None
-
-    def on_text(piece: str) -> None:
-        if emit:
-            context.emit(Event.TEXT_DELTA, text=piece)
-        for observer in observers:
-            observer(block, piece)
-
-    return on_text
-
-
 class RequestBlock(Block):
     """Base of ClaudeRequest, GroqChatRequest and GeminiRequest."""
 
@@ -360,7 +308,7 @@ class RequestBlock(Block):
         request = Request(inputs.model, system_text(inputs.role, rows), [r for r in rows if r.role != "system"],
                           tools, inputs.temperature, inputs.max_tokens, inputs.api_version,
                           getattr(inputs, "thinking", None), getattr(inputs, "reasoning_effort", None),
-                          inputs.response_schema)
+                          inputs.response_schema, context.diagram.settings.cache if inputs.cache is None else inputs.cache)
         if context.current.static_inputs is None:  # some input is templated: check what load could not
             self._check_templated(request, history_parts, request_parts)
         try:
@@ -369,10 +317,15 @@ class RequestBlock(Block):
             raise InputError(str(exc)) from None
         services = context.services
         files = file_parts((*history_parts, *request_parts))
-        traced = _Traced(context, {part.data: f"<{part.size} bytes of {part.media_type}>" for part in files
+        traced = Traced(context, {part.data: f"<{part.size} bytes of {part.media_type}>" for part in files
                                    if part.data is not None} or None)
         # Each attempt's request and response are recorded only at Detailed: copying them costs on every request.
         exchanges = traced if context.message_level >= MessageLevel.DETAILED else None
+        if context.budgeted:  # not sent when it could pass a budget: what it may spend, at most, is estimated
+            at_most, at_most_usd = estimate(adapter.vendor, request.model, call.body,
+                                   [len(part.data or part.url or "") for part in files],
+                                   request.max_tokens if request.max_tokens is not None else call.body.get("max_tokens"))
+            context.check_budget(at_most, at_most_usd, f"{adapter.vendor} model {request.model}")
         began = time.perf_counter()
         from engine.providers import ask  # the request path (httpx, the simulator) loads when a run sends
 
@@ -382,7 +335,7 @@ class RequestBlock(Block):
         address = context.address
         answer = await ask(services, adapter, call, block=address, timeout=inputs.timeout, explicit_base=inputs.base_url,
                            exchanges=exchanges, retried=traced.retried, stream=stream,
-                           on_text=_text_sink(context, address) if stream else None)
+                           on_text=text_sink(context, address) if stream else None)
         reply = answer.reply
         answer_rows = list(rows)
         # The turn's sealed parts ride on its first assistant row (a row of their own when the turn has

@@ -23,6 +23,7 @@
         ├── BlockTimeout            a block ran past its timeout
         ├── RunTimeout              the run ran past the Start block's timeout
         ├── StepLimitReached        the run took max_steps steps
+        ├── BudgetExceeded          a request would pass the run's or its block's budget: not sent
         ├── TraceWriteFailed        the trace file could not be written (disk full)
         ├── CheckpointFailed        a durable run's state could not be checkpointed (a value, the store)
         └── WaitTimeout             a Wait was answered after its timeout
@@ -50,7 +51,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal, Self
 
-__all__ = ["BlockError", "BlockTimeout", "CheckpointFailed", "DiagramError", "DiagramInvalid", "DiagramaError",
+__all__ = ["BlockError", "BlockTimeout", "BudgetExceeded", "CheckpointFailed", "DiagramError", "DiagramInvalid", "DiagramaError",
            "DocumentTooLarge", "HttpError", "InputError", "InternalError", "LoopLimitReached", "LoopPassFailed",
            "OutputTruncated", "Problem", "ProviderBlocked", "ProviderError", "ProviderRefused",
            "RetryableProviderError", "RunError", "RunFailed", "RunSuspended", "RunTimeout", "ScenarioFailed",
@@ -288,6 +289,13 @@ class StepLimitReached(RunError):
 
     type = "step_limit_reached"
 
+
+
+class BudgetExceeded(RunError):
+    """A request would pass a budget (the run's, or a tighter one of its block or of a block around it); it is not
+    sent. The block's error level decides what follows, as for any error of the block."""
+
+    type = "budget_exceeded"
 
 
 class TraceWriteFailed(RunError):

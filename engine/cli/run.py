@@ -183,10 +183,12 @@ def console_printer(stream: TextIO | None = None) -> ConsoleLines:
 @click.option("--stream", is_flag=True, help="request blocks stream (unless one says stream: false); the model's text "
               "is printed as it comes: on stdout, on stderr with --output json")
 @click.option("--cache", type=PATH, help=CACHE_HELP)
+@click.option("--budget", "budget", multiple=True, metavar="usd=X,tokens=N,requests=N",
+              help="lower Start's budget for this run (never raise it): a request that would pass it is not sent")
 # Long: one command from its options to its exit code, each step a call; splitting it passes a dozen options on.
 def run(diagram: Path, input: tuple[str, ...], inputs: Path | None, offline: bool, message_level: str | None,
         runs_dir: Path | None, output: str, quiet: bool, record: Path | None, data_root: tuple[Path, ...], otel: bool,
-        session: str | None, stream: bool, cache: Path | None) -> None:
+        session: str | None, stream: bool, cache: Path | None, budget: tuple[str, ...]) -> None:
     """Run a diagram once.
 
     Exit status: 0 succeeded, 1 failed, 2 a bad diagram or usage, 3 waiting for an answer (a Wait block;
@@ -200,6 +202,7 @@ def run(diagram: Path, input: tuple[str, ...], inputs: Path | None, offline: boo
     from engine.compile.loader import load_diagram
     from engine.errors import DiagramaError, UsageError
     from engine.format.levels import MESSAGE_LEVELS
+    from engine.runtime.budgets import budget_from_text
     from engine.runtime.context import Services
 
     export = otel_export(otel, "run")
@@ -212,6 +215,7 @@ def run(diagram: Path, input: tuple[str, ...], inputs: Path | None, offline: boo
     try:
         values = inputs_from_file(loaded, inputs) if inputs else {}
         values.update(parse_input_pairs(loaded, list(input)))
+        lowered = budget_from_text(budget) if budget else None
     except UsageError as exc:
         raise fail(exc) from None
     level = MESSAGE_LEVELS[message_level] if message_level else None
@@ -234,6 +238,7 @@ def run(diagram: Path, input: tuple[str, ...], inputs: Path | None, offline: boo
     from engine.runs.turn import run_turn
 
     turn = open_turn(loaded, folder, session, values)
+    turn.budget = lowered
     try:
         result = asyncio.run(run_turn(turn, services=services, runs_dir=folder, console=printer, message_level=level))
     except DiagramaError as exc:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from engine.providers.groq import Groq, reasoning_refusal
     from engine.providers.groq_inputs import groq_output_refusal, groq_parts_refusal
     from engine.providers.http import Exchanges, Retried
-    from engine.providers.prices import cost_of
+    from engine.providers.prices import cost_of, estimate
     from engine.providers.simulator import RecordedRequest, Simulator
     from engine.providers.structured import ResponseSchema, read_output
     from engine.providers.web import Fetched, Outgoing, checked_url, send_web, status_error, web_outputs
@@ -61,7 +61,7 @@ _HOMES = {
     "engine.providers.groq": ["Groq", "reasoning_refusal"],
     "engine.providers.groq_inputs": ["groq_output_refusal", "groq_parts_refusal"],
     "engine.providers.http": ["Exchanges", "Retried"],
-    "engine.providers.prices": ["cost_of"],
+    "engine.providers.prices": ["cost_of", "estimate"],
     "engine.providers.simulator": ["RecordedRequest", "Simulator"],
     "engine.providers.structured": ["ResponseSchema", "read_output"],
     "engine.providers.web": ["Fetched", "Outgoing", "checked_url", "send_web", "status_error", "web_outputs"],
@@ -104,6 +104,7 @@ __all__ = [
     "claude_output_refusal",
     "claude_parts_refusal",
     "cost_of",
+    "estimate",
     "file_parts",
     "gemini_output_refusal",
     "gemini_parts_refusal",

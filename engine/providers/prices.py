@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from engine.errors import DiagramInvalid, Problem
 from engine.format.yamlfile import LineMap, read_yaml
 
-__all__ = ["PRICES_FILE", "Cost", "Price", "check_prices", "cost_of", "price_of", "read_prices", "reset_prices"]
+__all__ = ["PRICES_FILE", "Cost", "Price", "check_prices", "cost_of", "estimate", "price_of", "read_prices",
+           "reset_prices"]
 
 PRICES_FILE = Path(__file__).with_name("prices.yaml")
 _MILLION = 1_000_000
@@ -142,3 +143,23 @@ def cost_of(vendor: str, model: str, usage: dict[str, int]) -> Cost | None:
              + (usage.get("output_tokens", 0) - thinking) * price.output
              + thinking * (price.thinking or 0.0))
     return Cost(round(total / _MILLION, 9))
+
+
+FILE_TOKENS = 1_600
+"""What a budget's estimate counts for one image or document part: about what a page-sized image costs at the
+vendors (a document's pages are not counted before it is sent)."""
+
+
+def estimate(vendor: str, model: str, body: dict[str, Any], files: list[int],
+             max_tokens: int | None) -> tuple[int, float | None]:
+    """What a request may spend at most, for a budget's check before it is sent: (tokens, USD or None when the
+    model has no price). Input: about four characters a token of its JSON body, less each file part's data
+    (`files`: each file part's data length in the body, its base64 or URL text) and FILE_TOKENS for it; output: its
+    `max_tokens` (None: none counted; the vendor's own default bounds it)."""
+    import orjson
+
+    characters = len(orjson.dumps(body)) - sum(files)
+    tokens_in = max(1, characters // 4) + FILE_TOKENS * len(files)
+    tokens_out = max_tokens or 0
+    cost = cost_of(vendor, model, {"input_tokens": tokens_in, "output_tokens": tokens_out})
+    return tokens_in + tokens_out, None if cost is None else cost.usd

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from engine.compile.block import BlockRegistry
     from engine.compile.diagram import Diagram
     from engine.format.levels import MessageLevel
+    from engine.format.spec import Budget
     from engine.runtime.context import Services
     from engine.runtime.result import RunResult
     from engine.runtime.trace import Console
@@ -81,6 +82,9 @@ class Turn:
     """Whether the turn holds its session (`hold_session`)."""
     stored: dict[str, Any] | None = None
     """The session's memory as its last good turn stored it, once held (None: a new session)."""
+    budget: Budget | None = None
+    """What whoever starts it lowers Start's budget to (`--budget`, the API's `budget`); a resumed run keeps the
+    one it started with, lowered again by this."""
 
     @property
     def memory(self) -> tuple[str, ...]:
@@ -285,7 +289,8 @@ async def run_turn(turn: Turn, *, services: Services, runs_dir: Path | None = Pa
     try:
         result = await execute(turn.diagram, turn.inputs if turn.resumed is None else None, runs_dir=runs_dir,
                                services=services, run_id=turn.run_id, console=console, message_level=message_level,
-                               secrets=secrets, resume=turn.resumed, remembered=remembered, record=turn.record)
+                               secrets=secrets, resume=turn.resumed, remembered=remembered, record=turn.record,
+                               budget=turn.budget)
     except Exception:
         if turn.session is not None and reach is not None:  # it never got going (its store could not be written)
             await reach(_releaser(turn, None))

@@ -13,6 +13,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from engine.errors import CheckpointFailed, RunSuspended
+from engine.format.spec import tighter
 from engine.runtime.durable import Checkpoints, Resumed, SnapshotError, encode_state
 from engine.runtime.trace import Event
 
@@ -85,6 +86,8 @@ class Checkpointer:
                   "from": came_from.id if came_from is not None else None, "steps": run.steps,
                   "tokens": run.tokens, "errors": run.errors, "segment": run.path[self.marked:],
                   "calls": run.root.calls, "spend": run.ctx.spend.state()}
+        if run.ctx.ceiling is not None and not run.nested:  # lowered when it started (--budget): so it resumes
+            header["budget"] = run.ctx.ceiling.model_dump(exclude_none=True)
         functions = run.diagram.env.functions
         values = {name: value for name, value in run.ctx.scope.values.items() if name not in functions}
         blocks = run.diagram.blocks
@@ -185,6 +188,8 @@ class Checkpointer:
             spend.usd, spend.requests, spend.unknown = resumed.spend["usd"], resumed.spend["requests"], \
                 resumed.spend["unknown"]
             spend.usage = dict(resumed.spend["usage"])
+        if resumed.budget is not None and not run.nested:
+            run.ctx.ceiling = tighter(run.ctx.ceiling, resumed.budget)
         if run.nested and not resumed.steps_counted:  # its caller's checkpoint came before them: they count again
             run.root.steps += resumed.steps
         run.errors.extend(resumed.errors)

@@ -22,6 +22,7 @@ from engine.compile.templating import Scope
 from engine.errors import TemplateError
 from engine.format.levels import MessageLevel
 from engine.format.values import full_value, short_value
+from engine.runtime.budgets import SharedBudget, check_budget
 from engine.runtime.trace import EVENT_LEVELS, RunTrace
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from engine.compile.diagram import CompiledBlock, Diagram
     from engine.format.levels import ErrorLevel
     from engine.format.redact import Redactor
+    from engine.format.spec import Budget
     from engine.providers.response_cache import ResponseCache
     from engine.runtime.durable import Answer, Checkpoints
     from engine.runtime.result import SubdiagramRun
@@ -156,6 +158,8 @@ class Services:
     """Called with (block id, piece) for each piece of a streamed answer as it arrives, whatever the message level."""
     scripted: ScriptedBlocks | None = None
     """A scenario's replies for blocks it scripts itself (a Function's), and the calls they make; None outside one."""
+    shared_budget: SharedBudget | None = None
+    """A budget the runs of these services draw on together (a batch's `--budget-total`); None: none."""
     stops: dict[str, str] = field(default_factory=dict)
     """Top runs asked to stop at their next step, by id: `cancelled` (a caller cancelled it) or `interrupted` (the
     server drains: it goes on from its last checkpoint when resumed). The step loop looks here before each step."""
@@ -194,6 +198,8 @@ class RunContext:
 
     __slots__ = (
         "answer",
+        "ceiling",
+        "ceiling_of",
         "concurrent",
         "current",
         "deadline",
@@ -255,6 +261,11 @@ class RunContext:
         """Whether this run is a concurrent Loop's pass, or nested in one: its steps run beside others'."""
         self.spend = Spend()
         """What the run's requests cost so far; a nested run's context shares its caller's."""
+        self.ceiling: Budget | None = None
+        """The budget of this run's requests (engine.runtime.budgets): the top run's, tightened by the child's
+        own Start budget and the Subdiagram's or Loop's own around it; a block's own tightens it again."""
+        self.ceiling_of = "the run's budget"
+        """Whose budget `ceiling` is, as a budget_exceeded error names it."""
 
     @property
     def message_level(self) -> MessageLevel:
@@ -282,6 +293,26 @@ class RunContext:
     def count_request(self, usage: Mapping[str, int], usd: float | None) -> None:
         """Count one request in the run's totals: its tokens per kind, and its cost in USD (None: price unknown)."""
         self.spend.add(usage, usd)
+        shared = self.services.shared_budget
+        if shared is not None:
+            shared.add(usage, usd)
+
+    @property
+    def budgeted(self) -> bool:
+        """Whether a budget bounds the current block's requests (else a request block estimates nothing)."""
+        return self.ceiling is not None or self.current.impl.spec.budget is not None \
+            or self.services.shared_budget is not None
+
+    def check_budget(self, tokens: int, usd: float | None, what: str) -> None:
+        """Before a request is sent: BudgetExceeded when one estimated at `tokens` and `usd` (None: no price) would
+        pass the current block's budget, the run's (as inherited here), or the shared one of a batch."""
+        own = self.current.impl.spec.budget
+        if own is not None:
+            check_budget(own, self.spend, tokens, usd, what, f"the budget of block '{self.address}'")
+        check_budget(self.ceiling, self.spend, tokens, usd, what, self.ceiling_of)
+        shared = self.services.shared_budget
+        if shared is not None:
+            shared.check(tokens, usd, what)
 
     def emit(self, event: str, **fields: Any) -> None:
         """Write an event about the current block, if its message level keeps it."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.format.snapshot import SnapshotDamaged, SnapshotError, decode, encode_value
+from engine.format.spec import Budget
 
 if TYPE_CHECKING:
     from engine.compile.diagram import Diagram
@@ -85,6 +86,8 @@ class Resumed:
     """The top run's Subdiagram calls so far per block address (a child's run id counts them)."""
     spend: dict[str, Any] | None = None
     """The top run's cost and usage so far (Spend.state); None from a checkpoint written before runs had one."""
+    budget: Budget | None = None
+    """The top run's budget as it started (Start's, lowered by `--budget`); None: none, or an older checkpoint."""
     steps_counted: bool = False
     """A child's: whether the top run's restored step count has its steps already (it stopped waiting in it)."""
 
@@ -131,7 +134,8 @@ def resumed_from(states: list[bytes], *, seq: int) -> Resumed:
                        steps=_field(header, "steps", int), tokens=_field(header, "tokens", int),
                        errors=_field(header, "errors", list), path=path, seq=seq,
                        calls=_field(header, "calls", dict, optional=True) or {},
-                       spend=_spend(_field(header, "spend", dict, optional=True)))
+                       spend=_spend(_field(header, "spend", dict, optional=True)),
+                       budget=_budget(_field(header, "budget", dict, optional=True)))
 
 
 @contextlib.contextmanager
@@ -159,6 +163,16 @@ def _spend(state: dict[str, Any] | None) -> dict[str, Any] | None:
     except (KeyError, TypeError, ValueError, AttributeError):
         raise SnapshotDamaged("its header's 'spend' is not a cost so far") from None
     return checked
+
+
+def _budget(state: dict[str, Any] | None) -> Budget | None:
+    """A header's budget, checked, else SnapshotDamaged."""
+    if state is None:
+        return None
+    try:
+        return Budget.model_validate(state)
+    except ValueError:
+        raise SnapshotDamaged("its header's 'budget' is not a budget") from None
 
 
 def _field(header: Mapping[str, Any], name: str, kind: type, *, optional: bool = False) -> Any:

@@ -19,6 +19,7 @@ from typing import IO, Any
 from engine.compile.diagram import Diagram
 from engine.compile.secrets import run_environ
 from engine.format.levels import MessageLevel, level_name
+from engine.format.spec import Budget, tighter
 from engine.format.values import short_value
 from engine.runtime.checkpointing import Checkpointer
 from engine.runtime.context import RunContext, Services
@@ -45,6 +46,7 @@ async def execute(
     resume: Resumed | None = None,
     remembered: Mapping[str, Any] | None = None,
     record: Mapping[str, Any] | None = None,
+    budget: Budget | None = None,
 ) -> RunResult:
     """Run `diagram` once. `runs_dir=None` keeps no trace file (events are still built).
 
@@ -54,7 +56,8 @@ async def execute(
     A run is durable when the services have a checkpoint store and Start does not say `durable: false`:
     `resume` continues one from a checkpoint (`run_id` is then the run's own); `remembered` are a session's
     memory values, set over Start's after its variables (except where an input of that name is given); `record`
-    adds fields to the run's record in the store (its parent run, session, the run it replays).
+    adds fields to the run's record in the store (its parent run, session, the run it replays). `budget` lowers
+    Start's (never raises it: each limit is the tighter of the two; a resumed run keeps the one it started with).
     """
     services = services or Services()
     if diagram.tools is not None and diagram.tools.unlisted:
@@ -67,6 +70,7 @@ async def execute(
     trace = _trace(diagram, run_id, trace_path, levels, services, [*secrets], console, trace_file)
     scope = diagram.env.new_scope({}, run_environ(services.environ, offline=services.offline))  # read by `secret()`
     run = Run(diagram, RunContext(run_id, diagram, scope, trace, services, levels), trace)
+    run.ctx.ceiling = tighter(diagram.start.impl.spec.budget, budget)
     if services.checkpoints is not None and diagram.settings.durable:
         run.durable = Checkpointer(run, services.checkpoints)
     elif resume is not None:

@@ -33,6 +33,7 @@ from engine.errors import (
 )
 from engine.format.names import suggest
 from engine.format.paths import PathRefused
+from engine.format.spec import tighter
 from engine.format.values import short_value
 from engine.runtime.advance import advance
 from engine.runtime.checkpointing import Checkpointer
@@ -48,6 +49,7 @@ from engine.runtime.trace_lane import lane_of
 
 if TYPE_CHECKING:
     from engine.compile.diagram import CompiledBlock, Diagram
+    from engine.format.spec import Budget
 
 __all__ = ["MAX_DEPTH", "run_child", "run_passes"]
 
@@ -82,6 +84,8 @@ async def run_child(run: Run, context: RunContext, written: str, inputs: Mapping
     ctx.started = root.ctx.started  # offsets from the top run's start, as its own steps have
     ctx.deadline, ctx.concurrent = context.deadline, context.concurrent
     ctx.spend = context.spend  # the child's requests count in the caller's cost
+    _inherit_budget(ctx, context, block.impl.spec.budget, f"the budget of block '{address}'")
+    _inherit_budget(ctx, ctx, child.start.impl.spec.budget, f"the budget of {child.name}'s Start (in '{address}')")
     nested = Run(child, ctx, trace, root=root, depth=depth, lane=lane, own_limit=child.settings.max_steps)
     if context.message_level:
         fields: dict[str, Any] = {"diagram": child.name, "file": str(child.path), "sub_run_id": run_id}
@@ -267,10 +271,18 @@ def _pass(run: Run, context: RunContext, loop: CompiledBlock, index: int, bindin
     ctx.started = context.started
     ctx.deadline, ctx.concurrent = context.deadline, True
     ctx.spend = context.spend  # the pass's requests count in the loop's run's cost
+    _inherit_budget(ctx, context, loop.impl.spec.budget, f"the budget of block '{context.prefix}{loop.id}'")
     nested = Run(run.diagram, ctx, trace, root=run.root, depth=run.depth, lane=lane)
     if context.message_level:
         trace.record(Event.LOOP_PASS_STARTED, {"block": loop.id, "block_type": loop.type_name, "index": index})
     return nested
+
+
+def _inherit_budget(ctx: RunContext, outer: RunContext, own: Budget | None, whose: str) -> None:
+    """A nested run's budget: the one around it, tightened by `own` (a block's around it, a child's Start's)."""
+    ctx.ceiling, ctx.ceiling_of = outer.ceiling, outer.ceiling_of
+    if own is not None:
+        ctx.ceiling, ctx.ceiling_of = tighter(outer.ceiling, own), whose
 
 
 async def _segment(nested: Run, head: CompiledBlock, loop: CompiledBlock) -> bool:
