@@ -45,6 +45,11 @@ class Step:
     cost: dict[str, Any] | None = None
     """Its request's cost as the trace says it: `{"usd": x}`, `{"usd": None}` when the price is unknown; None when
     the step made no request or its trace predates costs."""
+    usage: dict[str, int] | None = None
+    """Its request's tokens per kind as the trace says them (`input_tokens`, `output_tokens`, and where the reply
+    reported them `cache_write_tokens`, `cache_read_tokens`, `thinking_tokens`); None when it made no request."""
+    cached: bool = False
+    """Its request was answered from the response cache: nothing was spent."""
     called_tools: list[str] = field(default_factory=list)
     payloads: list[dict[str, Any]] = field(default_factory=list)
     scores: dict[str, float | None] = field(default_factory=dict)
@@ -147,6 +152,8 @@ def _detail(step: Step, name: Any, event: dict[str, Any]) -> None:
         usage = event.get("usage") or {}
         step.model = event.get("model")
         step.tokens = (int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
+        step.usage = {str(kind): int(count) for kind, count in usage.items() if isinstance(count, int)}
+        step.cached = bool(event.get("cached"))
         if "cost" in event:
             step.cost = event["cost"] if isinstance(event["cost"], dict) else {"usd": None}
         step.called_tools = list(event.get("called_tools") or [])

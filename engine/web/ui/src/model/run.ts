@@ -4,6 +4,7 @@
  * link it took `next` (+ `via`), the tools it called `called_tools`.
  */
 import type { RunData, Step } from '../api/types';
+import { tokenCount } from './cost';
 
 /** The blocks that failed the run, whatever form `failed` came in (null, one id, a list). */
 export function failedBlocks(data: Pick<RunData, 'failed'> | null | undefined): string[] {
@@ -12,11 +13,11 @@ export function failedBlocks(data: Pick<RunData, 'failed'> | null | undefined): 
   return Array.isArray(failed) ? failed : [];
 }
 
-/** Tokens as text: `[input, output]` → "in 281 · out 10". */
+/** Tokens as text: `[input, output]` → "in 1,281 · out 10". */
 export function tokensText(tokens: Step['tokens']): string {
   if (!tokens) return '';
   const [input, output] = tokens;
-  return `in ${input} · out ${output}`;
+  return `in ${tokenCount(input)} · out ${tokenCount(output)}`;
 }
 
 /** The link a step took: "dispatch" or "apologise (on_error)"; null when it took none. */

@@ -17,7 +17,7 @@ function rightHandleTop(i: number, count: number): string {
 }
 
 function BlockNodeView({ data, selected }: NodeProps<BlockNodeType>) {
-  const { block, errors, warnings, firstProblem, run, steps, passes, ports, nextKey, errorKey, typeInfo, unknownType, isStart,
+  const { block, errors, warnings, firstProblem, run, steps, passes, cost, ports, nextKey, errorKey, typeInfo, unknownType, isStart,
     overview } = data;
   const title = block.label || block.id;
   const classes = ['block-node'];
@@ -55,6 +55,10 @@ function BlockNodeView({ data, selected }: NodeProps<BlockNodeType>) {
       </div>
       <div className={`block-node__title${fit(title, 'title')}`}>{title}</div>
       <div className={`block-node__id${fit(idLine, 'id')}`}>{idLine}</div>
+      {cost && (
+        <span className={`cost-badge cost-badge--${cost.state}`} data-testid={`cost-${block.id}`} title={cost.title}>
+          {cost.text}</span>
+      )}
       {nextKey !== undefined && (
         <Handle type="source" position={Position.Right} id={nextKey} className="handle handle--next"
           style={{ top: rightHandleTop(0, right) }} aria-label={`${block.id} ${nextKey}`} />

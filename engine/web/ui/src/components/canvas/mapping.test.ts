@@ -24,7 +24,7 @@ function run(extra: Partial<RunData> = {}): RunData {
   const step = (block: string, status = 'succeeded') => ({
     number: 1, block, block_type: 'Set', offset_ms: 0, duration_ms: 1, status, next: null, via: null, inputs: {}, outputs: {},
     set: {}, error: null, model: null, tokens: null, called_tools: [], payloads: [], scores: {}, score_parts: {}, failed_tools: [], http_calls: [],
-    cost: null,
+    cost: null, usage: null, cached: false,
   });
   return {
     run_id: 'r1', diagram: 'order_agent.yaml', status: 'succeeded', errors: [], blocks: ['start', 'ask', 'dispatch', 'done'],
@@ -127,6 +127,25 @@ describe('the canvas mapping: blocks to nodes', () => {
     expect(nodes.get('apologise')!.data.run).toBe('skipped');
     const idle = createCanvasMapping()(input(orderAgent()));
     expect(byId(idle.blocks).get('ask')!.data.run).toBeNull();
+  });
+  it('puts each request block\'s cost on its node: the sum of its steps (a loop\'s too, with the count), unknown as such', () => {
+    const base = run();
+    const priced = (usd: number | null, input: number, output: number) => ({ model: 'claude-sonnet-4-5', tokens: [input, output] as [number, number],
+      usage: { input_tokens: input, output_tokens: output }, cost: { usd } });
+    const steps = base.steps.map((s, i) => (i === 1 ? { ...s, ...priced(0.0012, 1000, 50) } : i === 3 ? { ...s, ...priced(0.0006, 500, 10) } : s));
+    const { blocks } = createCanvasMapping()(input(orderAgent(), { run: { ...base, steps } }));
+    const ask = byId(blocks).get('ask')!.data.cost!;
+    expect(ask).toMatchObject({ text: '$0.0018 · 2 calls', state: 'known' });
+    expect(ask.title).toBe('$0.0018 — 2 requests; tokens in 1,500 · out 60');
+    expect(byId(blocks).get('dispatch')!.data.cost).toBeUndefined();  // no request: no badge, never "$0"
+
+    const unknown = steps.map((s, i) => (i === 3 ? { ...s, cost: { usd: null } } : s));
+    const partly = byId(createCanvasMapping()(input(orderAgent(), { run: { ...base, steps: unknown } })).blocks).get('ask')!.data.cost!;
+    expect(partly).toMatchObject({ text: '≥ $0.0012 · 2 calls', state: 'partial' });
+    const none = unknown.map((s, i) => (i === 1 ? { ...s, cost: null } : s));
+    expect(byId(createCanvasMapping()(input(orderAgent(), { run: { ...base, steps: none } })).blocks).get('ask')!.data.cost)
+      .toMatchObject({ text: 'cost unknown · 2 calls', state: 'unknown' });
+    expect(byId(createCanvasMapping()(input(orderAgent())).blocks).get('ask')!.data.cost).toBeUndefined();
   });
   it('draws a block being dragged where the drag has it, before the document has it', () => {
     const d = orderAgent();

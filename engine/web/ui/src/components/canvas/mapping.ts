@@ -12,11 +12,12 @@ import { diagramEdges, loopBodies } from '../../model/graph';
 import { IN_PORT, type LayoutResult } from '../../model/layout';
 import { counts } from '../../model/problems';
 import { failedBlocks } from '../../model/run';
+import { badgeText, badgeTitle, costsByBlock } from '../../model/cost';
 import { handlePoint, routeAround, selfLoop, type Rect, type Route } from '../../model/route';
 import { edgeLabelText, GROUP_PADDING, labelWidth, NODE_HEIGHT, NODE_WIDTH } from '../../model/sizes';
 import type { XY } from '../../store';
 import { blockHandles } from './handles';
-import type { BlockNodeType, GroupNodeType, LinkEdgeType, LinkLook, RunMark } from './types';
+import type { BlockCost, BlockNodeType, GroupNodeType, LinkEdgeType, LinkLook, RunMark } from './types';
 
 export interface CanvasInput {
   diagram: Diagram | null;
@@ -76,6 +77,20 @@ export function runMarks(run: RunData | null): Map<string, { mark: RunMark; step
   return marks;
 }
 
+/** Each block's cost badge from a run: its requests' sum (a block a loop ran several times: all of its steps). */
+export function runCosts(run: RunData | null): Map<string, BlockCost> {
+  const costs = new Map<string, BlockCost>();
+  if (!run) return costs;
+  for (const [block, sum] of costsByBlock(run.steps)) {
+    costs.set(block, {
+      text: badgeText(sum),
+      title: badgeTitle(sum),
+      state: sum.unknown === 0 ? 'known' : sum.unknown === sum.requests ? 'unknown' : 'partial',
+    });
+  }
+  return costs;
+}
+
 function problemsByBlock(problems: Problem[]): Map<string, Problem[]> {
   const byBlock = new Map<string, Problem[]>();
   for (const p of problems) if (p.block) byBlock.set(p.block, [...(byBlock.get(p.block) ?? []), p]);
@@ -98,6 +113,10 @@ interface NodeFacts {
   run: RunMark;
   steps: number;
   passes: number | undefined;
+  /** its cost badge's text, tooltip and whether the price is known ('' when it made no request) */
+  costText: string;
+  costTitle: string;
+  costState: BlockCost['state'] | '';
   links: LinkKeys | null;
   ports: readonly string[];
   overview: boolean;
@@ -149,6 +168,7 @@ function blockNode(f: NodeFacts, old?: BlockNodeType): BlockNodeType {
       run: f.run,
       steps: f.steps,
       passes: f.passes,
+      cost: f.costText ? { text: f.costText, title: f.costTitle, state: f.costState || 'known' } : undefined,
       nextKey: f.links?.next,
       errorKey: f.links?.error,
       ports: f.ports,
@@ -285,6 +305,7 @@ export function movedBy(before: Record<string, XY> | null, after: Record<string,
 export function createCanvasMapping(): (input: CanvasInput) => CanvasPicture {
   const byBlock = memo(problemsByBlock);
   const marks = memo(runMarks);
+  const costs = memo(runCosts);
   const types = memo((palette: BlockType[]) => new Map(palette.map((t) => [t.type, t])));
   const bodies = memo((diagram: Diagram | null, compiled: Compiled | null, links: LinkKeys | null) =>
     (diagram && links ? loopBodies(diagram, compiled, links) : []));
@@ -324,6 +345,7 @@ export function createCanvasMapping(): (input: CanvasInput) => CanvasPicture {
     lastInput = input;
     const problems = byBlock(input.problems);
     const runMarks = marks(run);
+    const blockCosts = costs(run);
     const typeOf = types(palette);
     const selected = new Set(selection);
     const next = only ? cache : new Map<string, { facts: NodeFacts; node: BlockNodeType }>();
@@ -337,6 +359,7 @@ export function createCanvasMapping(): (input: CanvasInput) => CanvasPicture {
       const mine = problems.get(b.id) ?? [];
       const c = mine.length ? counts(mine) : { errors: 0, warnings: 0 };
       const mark = runMarks.get(b.id);
+      const cost = blockCosts.get(b.id);
       const typeInfo = typeOf.get(b.type);
       const facts: NodeFacts = {
         block: b,
@@ -354,6 +377,9 @@ export function createCanvasMapping(): (input: CanvasInput) => CanvasPicture {
         run: run ? (mark?.mark ?? 'skipped') : null,
         steps: mark?.steps ?? 0,
         passes: run?.passes[b.id],
+        costText: cost?.text ?? '',
+        costTitle: cost?.title ?? '',
+        costState: cost?.state ?? '',
         links,
         ports: links ? portsOf(b, links) : [],
         overview: input.overview,

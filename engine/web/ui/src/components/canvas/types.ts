@@ -5,6 +5,9 @@ import type { LayoutResult } from '../../model/layout';
 
 export type RunMark = 'ok' | 'failed' | 'running' | 'skipped' | null;
 
+/** A block's cost in a run (model/cost.ts): the badge's text and tooltip; `unknown`: no price known, `partial`: some. */
+export type BlockCost = { text: string; title: string; state: 'known' | 'partial' | 'unknown' };
+
 export type BlockNodeData = {
   block: Block;
   typeInfo?: BlockType;
@@ -18,6 +21,8 @@ export type BlockNodeData = {
   run: RunMark;
   steps: number;
   passes?: number;
+  /** its requests' cost in the run shown (none: no run, or no request) */
+  cost?: BlockCost;
   /** the handles links leave from: the format's next and error keys (unknown until the format is), the type's ports */
   nextKey?: string;
   errorKey?: string;

@@ -4,7 +4,8 @@ import { useMemo } from 'react';
 import type { Block, BlockType, RunData } from '../../api/types';
 import { formatScalar, parseScalar } from '../../model/scalars';
 import { isDirty, useStudio } from '../../store';
-import { msText, startedText, tokensText } from '../../model/run';
+import { msText, startedText } from '../../model/run';
+import { type CostSum, stepCostText, stepUsage, sumCosts, sumText, usageText } from '../../model/cost';
 import { useKeptState } from '../keptState';
 import { WaitForm } from './WaitForm';
 
@@ -50,6 +51,7 @@ export function RunPanel() {
   };
 
   const data = run?.data;
+  const cost = useMemo(() => sumCosts(data?.steps ?? []), [data?.steps]);
   return (
     <div className="run-panel">
       {run && (
@@ -62,6 +64,7 @@ export function RunPanel() {
             <span className="field__spacer" />
             <button type="button" className="btn-link" onClick={closeRun}>clear</button>
           </div>
+          {data && cost.requests > 0 && <RunCost cost={cost} running={data.status === 'running'} />}
           {data && data.status === 'waiting' && data.waiting && <WaitForm key={waitingAt(run.runId, data)} keptAs={waitingAt(run.runId, data)} waiting={data.waiting} />}
           {data && data.status === 'interrupted' && data.checkpointed && (
             <div className="note note--warning">
@@ -72,7 +75,7 @@ export function RunPanel() {
           {data && data.status !== 'running' && <RunResult data={data} />}
           {data && data.steps.length > 0 && (
             <table className="grid steps-table" aria-label="Steps">
-              <thead><tr><th scope="col">#</th><th scope="col">Block</th><th scope="col">Status</th><th scope="col">ms</th><th scope="col">Tokens</th></tr></thead>
+              <thead><tr><th scope="col">#</th><th scope="col">Block</th><th scope="col">Status</th><th scope="col">ms</th><th scope="col">Tokens</th><th scope="col">Cost</th></tr></thead>
               <tbody>
                 {data.steps.map((s, i) => (
                   <tr key={i} className={`step-row step-row--${s.status}`}>
@@ -85,7 +88,8 @@ export function RunPanel() {
                     </td>
                     <td>{s.status}</td>
                     <td>{msText(s.duration_ms)}</td>
-                    <td className="small">{tokensText(s.tokens)}</td>
+                    <td className="small">{usageText(stepUsage(s))}</td>
+                    <td className="small step-row__cost">{stepCostText(s)}</td>
                   </tr>
                 ))}
               </tbody>
@@ -188,6 +192,20 @@ export function RunPanel() {
           )
         )}
       </section>
+    </div>
+  );
+}
+
+/** The run's cost so far: its total (a lower bound, saying how many steps are unpriced, when some prices are unknown),
+ * its requests and its tokens per kind. */
+function RunCost({ cost, running }: { cost: CostSum; running: boolean }) {
+  const unknown = cost.unknown > 0;
+  return (
+    <div className={`run-cost${unknown ? ' run-cost--unknown' : ''}`} data-testid="run-cost">
+      <span className="run-cost__label">{running ? 'Cost so far' : 'Cost'}</span>{' '}
+      <strong className="run-cost__total" data-testid="run-cost-total">{sumText(cost)}</strong>
+      <span className="muted small"> · {cost.requests} request{cost.requests === 1 ? '' : 's'}
+        {cost.cached ? ` (${cost.cached} cached)` : ''} · tokens {usageText(cost.usage)}</span>
     </div>
   );
 }

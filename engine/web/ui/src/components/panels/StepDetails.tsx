@@ -1,5 +1,7 @@
-/** What a run did in one block: each step's status, duration, tokens, HTTP calls, tool calls, inputs, outputs, error. */
+/** What a run did in one block: each step's status, duration, tokens per kind and cost, HTTP calls, tool calls, inputs,
+ * outputs, error; over the steps, the block's cost summed (a block a loop ran several times). */
 import type { Step } from '../../api/types';
+import { badgeTitle, stepCostText, stepUsage, sumCosts, sumText, usageText } from '../../model/cost';
 import { linkText, msText, tokensText } from '../../model/run';
 
 export { tokensText };
@@ -13,12 +15,20 @@ const empty = (v: unknown) => v === null || v === undefined || (Array.isArray(v)
 
 export function StepDetails({ steps, passes }: { steps: Step[]; passes?: number }) {
   if (!steps.length) return <div className="muted small">This block did not run.</div>;
+  const total = sumCosts(steps);
   return (
     <div className="steps-detail">
       {passes !== undefined && <div className="small">Loop passes: <strong>{passes}</strong></div>}
+      {total.requests > 1 && (
+        <div className="small step-cost-sum" data-testid="block-cost" title={badgeTitle(total)}>
+          Cost of its {total.requests} requests: <strong>{sumText(total)}</strong> · tokens {usageText(total.usage)}
+        </div>
+      )}
       {steps.map((s, i) => {
         const link = linkText(s);
         const calls = s.called_tools;
+        const usage = usageText(stepUsage(s));
+        const cost = stepCostText(s);
         return (
           <details key={i} className={`step step--${s.status}`} open={i === steps.length - 1}>
             <summary>
@@ -29,9 +39,10 @@ export function StepDetails({ steps, passes }: { steps: Step[]; passes?: number 
             </summary>
             <dl className="step__facts">
               {typeof s.model === 'string' && s.model && <><dt>Model</dt><dd><code>{s.model}</code></dd></>}
-              {!empty(s.tokens) && <><dt>Tokens</dt><dd>{tokensText(s.tokens)}</dd></>}
+              {usage && <><dt>Tokens</dt><dd>{usage}</dd></>}
               {s.http_calls.length > 0 && <><dt>HTTP</dt><dd><code>{s.http_calls.join('; ')}</code></dd></>}
               {link && <><dt>Link taken</dt><dd><code>{link}</code></dd></>}
+              {cost && <><dt>Cost</dt><dd className={cost === 'cost unknown' ? 'cost cost--unknown' : 'cost'}>{cost}</dd></>}
             </dl>
             {!empty(s.error) && <div className="step__error" role="alert"><Json value={s.error} /></div>}
             {calls.length > 0 && <><h4>Tool calls</h4><Json value={calls} /></>}

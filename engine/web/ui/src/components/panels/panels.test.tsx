@@ -17,7 +17,7 @@ describe('StepDetails', () => {
       number: 2, block: 'ask', block_type: 'ClaudeRequest', offset_ms: 0.2, duration_ms: 8.7338, status: 'succeeded',
       next: 'dispatch', via: 'next', inputs: { model: 'claude-sonnet-5-5' }, outputs: { result: '' }, set: {}, error: null,
       model: 'claude-sonnet-5-5', tokens: [281, 10], called_tools: ['get_order_status'], payloads: [], scores: {}, score_parts: {}, failed_tools: [],
-      http_calls: [], cost: null,
+      http_calls: [], cost: null, usage: { input_tokens: 281, output_tokens: 10 }, cached: false,
     } satisfies Step;
     const { container } = render(<StepDetails steps={[step]} />);
     const facts = container.querySelector('.step__facts')!.textContent;
@@ -30,11 +30,33 @@ describe('StepDetails', () => {
     expect(facts).not.toContain('HTTP');
   });
 
+  it('shows each step\'s tokens per kind and cost, and the sum of a block that ran twice with its count', () => {
+    const ask = (usd: number | null, usage: Record<string, number>, cached = false) => ({
+      number: 2, block: 'ask', block_type: 'ClaudeRequest', offset_ms: 0.2, duration_ms: 8.7, status: 'succeeded',
+      next: 'dispatch', via: 'next', inputs: {}, outputs: {}, set: {}, error: null, model: 'claude-sonnet-4-5',
+      tokens: [usage.input_tokens, usage.output_tokens] as [number, number], called_tools: [], payloads: [], scores: {}, score_parts: {},
+      failed_tools: [], http_calls: [], cost: { usd }, usage, cached,
+    } satisfies Step);
+    const { container } = render(<StepDetails steps={[
+      ask(0.0012, { input_tokens: 1281, output_tokens: 10, cache_read_tokens: 2048 }), ask(null, { input_tokens: 300, output_tokens: 5 })]} />);
+    const [first, second] = [...container.querySelectorAll('.step__facts')].map((f) => f.textContent);
+    expect(first).toContain('Tokensin 1,281 · out 10 · cache read 2,048');
+    expect(first).toContain('Cost$0.0012');
+    expect(second).toContain('Costcost unknown');
+    expect(screen.getByTestId('block-cost').textContent).toBe(
+      'Cost of its 2 requests: ≥ $0.0012, 1 step unpriced · tokens in 1,581 · out 15 · cache read 2,048');
+    cleanup();
+    const cached = render(<StepDetails steps={[ask(0, { input_tokens: 1, output_tokens: 2 }, true)]} />);
+    expect(cached.container.querySelector('.step__facts')!.textContent).toContain('Cost$0 (cached)');
+    expect(cached.queryByTestId('block-cost')).toBeNull();
+  });
+
   it("shows an HttpRequest's calls: method, status and attempts", () => {
     const step = {
       number: 2, block: 'fetch', block_type: 'HttpRequest', offset_ms: 0.2, duration_ms: 3.1, status: 'succeeded',
       next: 'answer', via: 'next', inputs: {}, outputs: {}, set: {}, error: null, model: null, tokens: null, called_tools: [],
       payloads: [], scores: {}, score_parts: {}, failed_tools: [], http_calls: ['GET 200 after 2 attempts'], cost: null,
+      usage: null, cached: false,
     } satisfies Step;
     const { container } = render(<StepDetails steps={[step]} />);
     expect(container.querySelector('.step__facts')!.textContent).toContain('HTTPGET 200 after 2 attempts');
