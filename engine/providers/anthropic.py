@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Discriminator, Tag
 
 from engine.format.parts import TextPart
 from engine.format.tables import HistoryRow
-from engine.providers.anthropic_inputs import file_block
+from engine.providers.anthropic_inputs import file_block, mark_cache_prefix
 from engine.providers.anthropic_stream import AnthropicStream
 from engine.providers.wire import (
     HttpCall,
@@ -333,6 +333,8 @@ class Anthropic:
                                 else {"type": "enabled", "budget_tokens": request.thinking})
         if request.response_schema is not None:
             body["output_config"] = {"format": {"type": "json_schema", "schema": request.response_schema}}
+        if request.cache:
+            mark_cache_prefix(body)
         if request.temperature is not None:
             body["temperature"] = request.temperature
             if not request.api_version:

@@ -1,9 +1,10 @@
-"""What Claude takes beyond text: image and PDF blocks, and a response schema (`output_config.format`).
+"""What Claude takes beyond text: image and PDF blocks, a response schema (`output_config.format`), cache marks.
 
 The one place these facts are written (docs/VENDORS.md, Anthropic): the block's load check,
 the adapter and the simulator all read them. Which models take a response schema, which
 JSON Schema keywords Anthropic's structured output has, which image types and sizes a
-request may carry, and which models read PDFs.
+request may carry, which models read PDFs, and where prompt-cache breakpoints (`cache_control`)
+go, how many a request may have and how long a prefix must be to be cached.
 """
 
 from __future__ import annotations
@@ -16,14 +17,20 @@ from engine.providers.structured import subschemas
 from engine.providers.wire import Refusal, file_parts
 
 __all__ = [
+    "CACHE_BREAKPOINTS",
+    "CACHE_MARK",
+    "CACHE_MINIMUM_TOKENS",
+    "CACHE_TTL_S",
     "IMAGE_TYPES",
     "MAX_IMAGES",
     "MAX_IMAGE_BYTES",
     "NO_DOCUMENT_FAMILIES",
     "NO_SCHEMA_FAMILIES",
+    "cache_minimum",
     "claude_output_refusal",
     "claude_parts_refusal",
     "file_block",
+    "mark_cache_prefix",
     "schema_refusal",
 ]
 
@@ -107,3 +114,53 @@ def claude_output_refusal(model: str | None, schema: Any) -> Refusal | None:
         if problem:
             return Refusal("response_schema", problem)
     return None
+
+
+# -- prompt caching (Anthropic's prompt-caching docs) --------------------------------------------
+
+CACHE_MARK = {"type": "ephemeral"}
+"""The breakpoint Anthropic takes: the prefix up to the marked block is cached for 5 minutes from its last use."""
+CACHE_TTL_S = 300.0
+CACHE_BREAKPOINTS = 4
+"""Blocks with cache_control one request may have; a fifth is the vendor's 400."""
+# A marked prefix shorter than its model's minimum is sent and billed as plain input, without an error.
+CACHE_MINIMUM_TOKENS = {
+    ("claude-haiku-4-5", "claude-opus-4-5", "claude-opus-4-6", "claude-opus-4-7"): 4096,
+    ("claude-sonnet-4-6", "claude-3-5-haiku", "claude-3-haiku"): 2048,
+}
+_DEFAULT_CACHE_MINIMUM = 1024
+# Content blocks that take cache_control; thinking blocks and the server tools' blocks carried back are not marked.
+_MARKABLE = ("text", "image", "document", "tool_use", "tool_result")
+
+
+def cache_minimum(model: str) -> int:
+    """The fewest prompt tokens a cached prefix of this model may have."""
+    return next((count for families, count in CACHE_MINIMUM_TOKENS.items() if model.startswith(families)),
+                _DEFAULT_CACHE_MINIMUM)
+
+
+def _mark_last_block(message: dict[str, Any]) -> bool:
+    """A breakpoint on the message's last block that takes one (a text message becomes one text block)."""
+    content = message["content"]
+    if isinstance(content, str):
+        if not content:
+            return False
+        message["content"] = [{"type": "text", "text": content, "cache_control": dict(CACHE_MARK)}]
+        return True
+    for block in reversed(content):
+        if block.get("type") in _MARKABLE and (block.get("type") != "text" or block.get("text")):
+            block["cache_control"] = dict(CACHE_MARK)
+            return True
+    return False
+
+
+def mark_cache_prefix(body: dict[str, Any]) -> None:
+    """Breakpoints on the prefix that is the same from turn to turn, in the order Anthropic caches it: the last tool,
+    the system text, and the last message before the new turn (the conversation so far, which the next turn
+    finds again and reads). Three at most, within the vendor's CACHE_BREAKPOINTS."""
+    if body.get("tools"):
+        body["tools"][-1] = {**body["tools"][-1], "cache_control": dict(CACHE_MARK)}
+    if body.get("system"):
+        body["system"] = [{"type": "text", "text": body["system"], "cache_control": dict(CACHE_MARK)}]
+    if len(body["messages"]) >= 2:
+        _mark_last_block(body["messages"][-2])

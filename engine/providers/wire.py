@@ -123,6 +123,9 @@ class Request:
     """Groq's reasoning_effort, passed as it is."""
     response_schema: dict[str, Any] | None = None
     """A JSON Schema the answer must match (structured output), sent in the vendor's own form."""
+    cache: bool = False
+    """Mark the stable prefix (tools, system text, the history before the new turn) for the vendor's prompt
+    cache, where the vendor asks for marks (Anthropic's cache_control); the others cache on their own."""
 
     def parts(self) -> list[Part]:
         """Every part of the conversation's user rows (images, documents, text among them), in order."""

@@ -8,7 +8,8 @@ made up deterministically: an echo, a call of the offered tool that best
 matches the request, or, for a request with a response schema, an object that matches it
 (`shapes`, seeded by the simulator's `seed` and the request). Requests are checked as the vendor
 would check them (Gemini's in either JSON spelling, as Google's parser takes both); bodies
-are rendered by `replies`, and told as the vendor streams them by `streams` when the request asks.
+are rendered by `replies`, and told as the vendor streams them by `streams` when the request asks. A
+prefix seen before is reported read from the vendor's prompt cache (`prompt_cache`), as each vendor reports it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import httpx
 import orjson
 
 from engine.providers.simulator.checks import Rejected, camel_gemini, check_anthropic, check_gemini, check_groq
+from engine.providers.simulator.prompt_cache import CacheUse, PromptCache, check_breakpoints
 from engine.providers.simulator.replies import Outcome, render, vendor_error
 from engine.providers.simulator.shapes import conforming
 from engine.providers.simulator.streams import sse_events
@@ -75,6 +77,8 @@ class Simulator:
     """Seeds the made-up structured answers (with the request itself): the same seed and request, the same object."""
     _count: int = 0
     _transports: dict[str, httpx.AsyncBaseTransport] = field(default_factory=dict, init=False, repr=False)
+    prompt_cache: PromptCache = field(default_factory=PromptCache, init=False, repr=False)
+    """The prefixes the vendors hold: a repeated one is reported read from the cache, as the vendors report it."""
     web: ScriptedWeb = field(init=False, repr=False)
     """HttpRequest blocks' scripted far side (`transport("http")`), over the same scripts."""
 
@@ -185,6 +189,7 @@ class Simulator:
             if path != "/v1/messages":
                 raise Rejected(404, {"type": "error", "error": {"type": "not_found_error", "message": f"Not Found: {path}"}})
             check_anthropic(headers, body)
+            check_breakpoints(body)
             return str(body["model"])
         if vendor == "groq":
             if path != "/openai/v1/chat/completions":
@@ -229,7 +234,12 @@ class Simulator:
         output_tokens = int(usage.get("output_tokens", max(1, (len(text) + 40 * len(calls)) // 4)))
         thinking_on = vendor == "anthropic" and isinstance(body.get("thinking"), dict) and \
             body["thinking"].get("type") in ("enabled", "adaptive")
-        return render(vendor, Outcome(model, digest, text, calls, input_tokens, output_tokens, reply, thinking_on))
+        cache = CacheUse()
+        if "input_tokens" not in usage:  # scripted figures are told as they are
+            cache = self.prompt_cache.anthropic(body, input_tokens) if vendor == "anthropic" else \
+                CacheUse(read=self.prompt_cache.implicit(vendor, model, body, input_tokens))
+        return render(vendor, Outcome(model, digest, text, calls, input_tokens, output_tokens, reply, thinking_on,
+                                      cache))
 
 
 def _streaming(vendor: str, path: str, headers: Mapping[str, str]) -> bool:

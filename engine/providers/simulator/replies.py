@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from engine.providers.simulator.prompt_cache import CacheUse
+
 __all__ = ["Outcome", "render", "vendor_error"]
 
 _ANTHROPIC_STOP = {"complete": "end_turn", "tool_calls": "tool_use", "max_tokens": "max_tokens", "refused": "refusal",
@@ -65,6 +67,8 @@ class Outcome:
     output_tokens: int
     script: dict[str, Any] = field(default_factory=dict)
     thinking_on: bool = False
+    cache: CacheUse = field(default_factory=CacheUse)
+    """Of input_tokens, those written to and read from the prompt cache."""
 
     @property
     def finish(self) -> str:
@@ -124,8 +128,9 @@ def _anthropic(outcome: Outcome) -> dict[str, Any]:
     return {"id": f"msg_sim{outcome.digest}", "type": "message", "role": "assistant", "model": outcome.model,
             "content": content, "stop_reason": script.get("stop_reason") or _ANTHROPIC_STOP.get(finish, "end_turn"),
             "stop_sequence": None, "stop_details": stop_details,
-            "usage": {"input_tokens": outcome.input_tokens, "output_tokens": outcome.output_tokens,
-                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+            "usage": {"input_tokens": outcome.input_tokens - outcome.cache.written - outcome.cache.read,
+                      "output_tokens": outcome.output_tokens, "cache_creation_input_tokens": outcome.cache.written,
+                      "cache_read_input_tokens": outcome.cache.read}}
 
 
 def _groq(outcome: Outcome) -> dict[str, Any]:
@@ -149,6 +154,8 @@ def _groq(outcome: Outcome) -> dict[str, Any]:
                              "total_tokens": outcome.input_tokens + outcome.output_tokens}
     if outcome.thinking:
         usage["completion_tokens_details"] = {"reasoning_tokens": max(1, len(outcome.thinking) // 4)}
+    if outcome.cache.read:
+        usage["prompt_tokens_details"] = {"cached_tokens": outcome.cache.read}
     return {"id": f"chatcmpl-sim{outcome.digest}", "object": "chat.completion", "created": 1764680400,
             "model": outcome.model, "choices": [{"index": 0, "logprobs": None, "message": message, "finish_reason": reason}],
             "usage": usage, "system_fingerprint": "fp_simulated", "x_groq": {"id": f"req_sim{outcome.digest}"}}
@@ -161,6 +168,8 @@ def _gemini(outcome: Outcome) -> dict[str, Any]:
     if outcome.thinking:
         usage["thoughtsTokenCount"] = max(1, len(outcome.thinking) // 4)
         usage["totalTokenCount"] += usage["thoughtsTokenCount"]
+    if outcome.cache.read:
+        usage["cachedContentTokenCount"] = outcome.cache.read
     if finish == "blocked":
         feedback: dict[str, Any] = {"blockReason": str(script.get("blocked") or "SAFETY")}
         if script.get("refusal"):
