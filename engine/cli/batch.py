@@ -19,6 +19,7 @@ from engine.cli.run import CACHE_HELP, OTEL_HELP, open_cache_option, otel_export
 
 if TYPE_CHECKING:
     from engine.compile.diagram import Diagram
+    from engine.format.spec import Budget
     from engine.runs.batch import BatchOutcome
     from engine.runs.checkpoints import CheckpointStore
     from engine.runs.otel import OtelExport
@@ -45,11 +46,14 @@ if TYPE_CHECKING:
               help="a folder besides the diagram's own that it may read files from (repeatable)")
 @click.option("--otel", is_flag=True, help=OTEL_HELP + "; with Celery, start the workers with --otel")
 @click.option("--cache", type=PATH, help=CACHE_HELP + " (local batches)")
+@click.option("--budget-total", "budget_total", multiple=True, metavar="usd=X,tokens=N,requests=N",
+              help="what all the rows may spend together (local batches): a request past it is not sent, and no "
+                   "new row starts once it is spent")
 # Long: one command from its options to its exit code, each step a call; split, a dozen options pass on.
 def batch(diagram: Path, inputs: Path, concurrency: int, output: Path | None, collect: str, resume: str | None,
           force: bool, store_url: str | None, backend: str, broker: str | None, offline: bool, rpm: tuple[str, ...],
           max_concurrent: tuple[str, ...], grace: float, runs_dir: Path | None, data_root: tuple[Path, ...],
-          otel: bool, cache: Path | None) -> None:
+          otel: bool, cache: Path | None, budget_total: tuple[str, ...]) -> None:
     """Run a diagram over many inputs, N at a time, recorded in the run store; resumable."""
     require_extra("sqlalchemy", "batch", "batch")
     if backend == "celery":
@@ -60,6 +64,7 @@ def batch(diagram: Path, inputs: Path, concurrency: int, output: Path | None, co
     from engine.runs.batch import read_rows, start_batch, write_results
     from engine.runs.limits import parse_limits
     from engine.runs.store import open_store
+    from engine.runtime.budgets import budget_from_text
 
     try:
         # Run here, the batch runs with this environment: a secret('NAME') written out must be set in it. Celery's
@@ -71,6 +76,7 @@ def batch(diagram: Path, inputs: Path, concurrency: int, output: Path | None, co
     folder = runs_folder(runs_dir)
     try:
         rows = read_rows(inputs, loaded)
+        total = budget_from_text(budget_total, "--budget-total") if budget_total else None
         rpm_limits = parse_limits(list(rpm), "--rpm")
         concurrent_limits = parse_limits(list(max_concurrent), "--max-concurrent")
     except (DiagramaError, ValueError) as exc:
@@ -86,6 +92,9 @@ def batch(diagram: Path, inputs: Path, concurrency: int, output: Path | None, co
 
         if cache is not None:
             raise fail(UsageError("--cache works with local batches; Celery's workers make their own services"))
+        if total is not None:
+            raise fail(UsageError("--budget-total works with local batches: Celery's workers keep no spend in "
+                                  "common; give the diagram's Start a budget, which each row keeps"))
 
         if otel:
             console(stderr=True).print("note: with Celery the workers export the spans; start them with --otel")
@@ -100,7 +109,7 @@ def batch(diagram: Path, inputs: Path, concurrency: int, output: Path | None, co
         try:
             outcome = _run_local(loaded, rows, batch_id, store, folder, offline=offline, concurrency=concurrency,
                                  grace=grace, rpm_limits=rpm_limits, concurrent_limits=concurrent_limits, export=export,
-                                 cache=cache)
+                                 cache=cache, total=total)
         except DiagramaError as exc:  # rows naming sessions where the store cannot keep them
             raise fail(exc) from None
         finally:
@@ -117,7 +126,8 @@ def batch(diagram: Path, inputs: Path, concurrency: int, output: Path | None, co
         ("--broker", broker), ("--store", store_url), ("--runs-dir", runs_dir), ("--concurrency", concurrency),
         *(("--rpm", pair) for pair in rpm or []), *(("--max-concurrent", pair) for pair in max_concurrent or []),
         ("--grace", grace if grace != 10.0 else None), *(("--data-root", root) for root in data_root or []),
-        ("--offline", offline), ("--force", force), ("--otel", otel), ("--cache", cache)]
+        ("--offline", offline), ("--force", force), ("--otel", otel), ("--cache", cache),
+        *(("--budget-total", limit) for limit in budget_total or [])]
     _report(outcome, resume_command(diagram, inputs, options))
     raise click.exceptions.Exit(0 if outcome.failed == 0 and outcome.not_run == 0 else 1)
 
@@ -141,6 +151,8 @@ def _report(outcome: BatchOutcome, resume_command: str) -> None:
 
     summary = outcome.summary()
     console().print(" · ".join(f"{k} {v}" for k, v in summary.items() if v is not None), markup=False)
+    if outcome.budget_spent:
+        console(stderr=True).print("the batch's total budget (--budget-total) is spent: no new row was started")
     if outcome.interrupted or outcome.not_run:
         console(stderr=True).print(f"stopped; nothing done is lost. Resume with:\n  {escape(resume_command)}")
 
@@ -149,7 +161,7 @@ def _report(outcome: BatchOutcome, resume_command: str) -> None:
 def _run_local(loaded: Diagram, rows: list[dict[str, Any]], batch_id: str, store: RunStore, folder: Path, *,
                offline: bool, concurrency: int, grace: float, rpm_limits: dict[str, float],
                concurrent_limits: dict[str, float], export: OtelExport | None = None,
-               cache: Path | None = None) -> BatchOutcome:
+               cache: Path | None = None, total: Budget | None = None) -> BatchOutcome:
     """The batch in this process, with a progress bar on stderr; Ctrl-C stops it (see stop_on_signals).
 
     Its runs share one MCP session per server (the process's), closed when the batch ends.
@@ -164,6 +176,10 @@ def _run_local(loaded: Diagram, rows: list[dict[str, Any]], batch_id: str, store
     from engine.runtime.context import Services
 
     services = Services(offline=offline, response_cache=open_cache_option(cache))
+    if total is not None:
+        from engine.runtime.budgets import SharedBudget
+
+        services.shared_budget = SharedBudget(total)
     checkpoints = _checkpoint_store(store, folder)
     services.limits = VendorLimits(
         rpm={vendor: TokenBucket(value) for vendor, value in rpm_limits.items()},

@@ -90,7 +90,8 @@ def patiently(work: Callable[[], _T], what: str) -> _T:
 
 # Long: the three ways a delivered task meets its run (held elsewhere, to carry on, new), in order.
 def run_on_worker(*, run_id: str, diagram: Diagram, inputs: dict[str, Any], store: RunStore, redis: Any,
-                  runs_dir: Path, offline: bool, message_level: str | None, session: str | None) -> str:
+                  runs_dir: Path, offline: bool, message_level: str | None, session: str | None,
+                  budget: Mapping[str, Any] | None = None) -> str:
     """One API run on a worker, as a turn (engine.runs.turn): durable (its checkpoints beside the run store), in its
     session's turn when it has one. The worker holds the run's lease while it runs it (engine.runs.leases): a task
     delivered again while another worker's lease is alive is HELD (the caller looks again later); one whose run's
@@ -118,6 +119,10 @@ def run_on_worker(*, run_id: str, diagram: Diagram, inputs: dict[str, Any], stor
             if began is not None and began["status"] in ("running", "waiting"):
                 return "already_running"  # its process on this host is still alive, or it waits for a person
             turn = new_turn(diagram, inputs, store=checkpoints, session=session, run_id=run_id)
+            if budget:  # as the API's run request lowered it (a run carried on keeps its checkpoint's)
+                from engine.format.spec import Budget
+
+                turn.budget = Budget.model_validate(budget)
         level = MessageLevel[message_level.upper()] if message_level else None
         try:
             result, writer = _execute(turn, redis, runs_dir, level, services)

@@ -34,6 +34,7 @@ from engine.runs.batch_ids import batch_run_id, claim_attempt
 from engine.runs.batch_rows import SESSION_COLUMN, has_session_column, run_row
 from engine.runs.checkpoints import CheckpointStore
 from engine.runs.store import RunStore
+from engine.runtime.budgets import SharedBudget
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult
 from engine.runtime.trace import new_run_id
@@ -178,6 +179,8 @@ class BatchOutcome:
     """What the rows' runs that had a known cost cost."""
     unknown_cost: int = 0
     """Rows whose run's cost is unknown (a request whose model has no price; a record from before costs)."""
+    budget_spent: bool = False
+    """Whether the batch stopped starting rows because its total budget (`--budget-total`) was spent."""
 
     def count(self, duration: float, tokens: int, status: str, usd: float | None = None) -> None:
         """Add one finished run (or one that stopped at a Wait), with its cost (None: unknown)."""
@@ -202,7 +205,8 @@ class BatchOutcome:
                 "resumed_from_checkpoint": self.resumed, "tokens": self.tokens,
                 "cost_usd": None if self.unknown_cost else round(self.usd, 9), "cost_unknown_rows": self.unknown_cost,
                 "p50_ms": round(statistics.median(ordered) * 1000, 1) if ordered else None,
-                "p95_ms": round(p95 * 1000, 1) if p95 is not None else None, "interrupted": self.interrupted}
+                "p95_ms": round(p95 * 1000, 1) if p95 is not None else None, "interrupted": self.interrupted,
+                **({"budget_spent": True} if self.budget_spent else {})}
 
 
 Progress = Callable[[str, RunResult | None], None]
@@ -243,7 +247,12 @@ async def run_batch(
         services.checkpoints = checkpoints
     turns: dict[str, asyncio.Lock] = {}
     done = store.succeeded_rows(batch_id)
-    attempts = {number: run.get("attempt") or 1 for number, run in store.batch_runs(batch_id).items()}
+    recorded_runs = store.batch_runs(batch_id)
+    attempts = {number: run.get("attempt") or 1 for number, run in recorded_runs.items()}
+    shared = services.shared_budget
+    if shared is not None:  # a resumed batch's total counts what its recorded rows spent already
+        for run in recorded_runs.values():
+            spent_before(shared, run)
     outcome = BatchOutcome(batch_id, len(rows), skipped=len(done))
     for _ in done:
         if progress:
@@ -256,6 +265,9 @@ async def run_batch(
 
     async def worker() -> None:
         while not stop.is_set():
+            if shared is not None and shared.spent_out():  # each row left would fail at its first request
+                outcome.budget_spent = True
+                return
             try:
                 number, row = queue.get_nowait()
             except asyncio.QueueEmpty:
@@ -299,6 +311,17 @@ async def run_batch(
     recorded = store.succeeded_rows(batch_id)
     outcome.not_run = len(rows) - len(recorded) - outcome.failed - outcome.waiting
     return outcome
+
+
+def spent_before(shared: SharedBudget, run: dict[str, Any]) -> None:
+    """Count a recorded row's run in a batch's total budget: its requests, tokens and known cost."""
+    recorded = run.get("cost")
+    cost: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
+    usd = cost.get("usd") if cost.get("usd") is not None else cost.get("known_usd")
+    spent = shared.spent
+    spent.requests += int(cost.get("requests") or 0)
+    spent.tokens += int(run.get("tokens") or 0)
+    spent.usd += float(usd or 0.0)
 
 
 async def _finish_within(workers: list[asyncio.Task[None]], grace: float, now: asyncio.Event) -> set[asyncio.Task[None]]:

@@ -64,6 +64,13 @@ class SharedBudget:
             else:
                 spent.usd += usd
 
+    def spent_out(self) -> bool:
+        """Whether nothing more can be spent: a limit reached (a batch starts no new row then)."""
+        limit, spent = self.limit, self.spent
+        return ((limit.requests is not None and spent.requests >= limit.requests)
+                or (limit.tokens is not None and spent.tokens >= limit.tokens)
+                or (limit.usd is not None and spent.usd >= limit.usd))
+
     def check(self, tokens: int, usd: float | None, what: str) -> None:
         with self._lock:
             _check(self.limit, self.spent, tokens, usd, what, "the batch's total budget")

@@ -458,3 +458,25 @@ def test_a_batch_with_a_row_of_unknown_cost_has_no_total() -> None:
     assert outcome.summary()["cost_usd"] == pytest.approx(0.003) and outcome.summary()["cost_unknown_rows"] == 0
     outcome.count(0.1, 10, "failed", None)  # its model has no price
     assert outcome.summary()["cost_usd"] is None and outcome.summary()["cost_unknown_rows"] == 1
+
+
+def test_a_total_budget_stops_the_batch_and_a_resume_counts_what_was_spent(project, tmp_path: Path) -> None:
+    rows = tmp_path / "rows10.csv"
+    rows.write_text("n,question\n" + "".join(f"{i},question {i}\n" for i in range(1, 11)))
+    common = [str(project["diagram"]), "--inputs", str(rows), "--offline", "--runs-dir", str(project["runs"]),
+              "--concurrency", "1"]
+    first = cli.invoke(app, ["batch", *common, "--budget-total", "requests=4"])
+    assert first.exit_code == 1, first.output
+    summary = dict(part.split(" ", 1) for part in first.stdout.strip().split(" · "))
+    assert summary["succeeded"] == "4" and summary["not_run"] == "6" and summary["budget_spent"] == "True"
+    assert "total budget (--budget-total) is spent" in first.stderr and "--budget-total requests=4" in first.stderr
+    batch_id = summary["batch_id"]
+    # Resumed with the same total: the four recorded rows spent it all, so nothing more runs.
+    again = cli.invoke(app, ["batch", *common, "--resume", batch_id, "--budget-total", "requests=4"])
+    assert dict(part.split(" ", 1) for part in again.stdout.strip().split(" · "))["not_run"] == "6"
+    more = cli.invoke(app, ["batch", *common, "--resume", batch_id, "--budget-total", "requests=7"])
+    assert dict(part.split(" ", 1) for part in more.stdout.strip().split(" · "))["succeeded"] == "3"
+    wrong = cli.invoke(app, ["batch", *common, "--budget-total", "usd=lots"])
+    assert wrong.exit_code == 2 and "--budget-total: usd: input should be a valid number" in wrong.output
+    celery = cli.invoke(app, ["batch", *common, "--backend", "celery", "--budget-total", "usd=1"])
+    assert celery.exit_code == 2 and "--budget-total works with local batches" in celery.output

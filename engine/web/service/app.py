@@ -26,6 +26,7 @@ from engine.compile.diagram import Diagram
 from engine.errors import DiagramaError, DiagramInvalid
 from engine.format.levels import MessageLevel
 from engine.format.redact import Redactor
+from engine.format.spec import Budget
 from engine.format.validation import dotted, validation_message
 from engine.runs.turn import Turn
 from engine.web.files import FolderError
@@ -73,7 +74,8 @@ class Backend(Protocol):
     """Set while the server drains (SIGTERM): no new runs; `/ready` answers 503."""
 
     async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
-                    key_id: str | None, secrets: list[str], session: str | None = None) -> str: ...
+                    key_id: str | None, secrets: list[str], session: str | None = None,
+                    budget: Budget | None = None) -> str: ...
 
     async def cancel(self, run_id: str) -> bool: ...
 
@@ -233,7 +235,7 @@ class RobotsApi:
         except ValidationError as exc:
             problems = [f"{dotted(error['loc']) or 'body'}: {validation_message(error)}"
                         for error in exc.errors(include_url=False)]
-            raise ApiError(400, "the body is not a run request: {inputs, session?, wait?, message_level?}",
+            raise ApiError(400, "the body is not a run request: {inputs, session?, wait?, message_level?, budget?}",
                            problems) from None
         diagram = await self._diagram(name)
         caller = self.tenants.caller(request)
@@ -248,7 +250,7 @@ class RobotsApi:
         key = state.get("key")
         try:
             run_id = await self.backend.start(name, diagram, inputs, level, state.get("key_id"),
-                                              [*self.secrets, *([key] if key else [])], session)
+                                              [*self.secrets, *([key] if key else [])], session, asked.budget)
         except Refused as exc:  # the session's: named as the caller names it
             named = self.tenants.as_named
             raise Refused(exc.status, named(str(session), str(asked.session), exc.message),

@@ -28,6 +28,7 @@ import orjson
 from engine.compile.diagram import Diagram
 from engine.format.jsonout import plain
 from engine.format.levels import MessageLevel, level_name
+from engine.format.spec import Budget
 from engine.runs.api_durable import PATIENCE_S, RESUME_TASK, resume_key
 from engine.runs.celery_backend import API_TASK, DEFAULT_BROKER, make_app
 from engine.runs.event_relay import (
@@ -110,7 +111,8 @@ class CeleryBackend:
         return 0  # the runs are the workers'
 
     async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
-                    key_id: str | None, secrets: list[str], session: str | None = None) -> str:
+                    key_id: str | None, secrets: list[str], session: str | None = None,
+                    budget: Budget | None = None) -> str:
         # `secrets` (the caller's key) stay here: sent with the task, they would sit in the broker. The workers scrub
         # their own environment's keys.
         turn = new_turn(diagram, inputs, store=self.durable.store, session=session)
@@ -124,7 +126,9 @@ class CeleryBackend:
             await client.expire(run_key(run_id), 24 * 3600)  # a run left queued that long is forgotten
             await asyncio.to_thread(self.app.send_task, API_TASK, args=[
                 run_id, str(diagram.path.resolve()), plain(inputs), self.store.url, str(self.runs_dir), self.offline,
-                level_name(level) if level is not None else None], kwargs={"key_id": key_id, "session": session})
+                level_name(level) if level is not None else None],
+                kwargs={"key_id": key_id, "session": session,
+                        **({"budget": budget.model_dump(exclude_none=True)} if budget is not None else {})})
         except Exception as exc:
             if not outage(exc):
                 raise

@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.format.spec import Budget
+
 __all__ = ["SESSION_PATTERN", "ErrorAnswer", "ResumeRequest", "RobotInfo", "RobotList", "RunAccepted", "RunAnswer",
            "RunCost", "RunRequest", "RunStatus", "SessionAnswer", "WaitingFor"]
 
@@ -42,6 +44,9 @@ class RunRequest(_Model):
     message_level: Literal["Release", "Debug", "Detailed"] | None = Field(
         default=None, description="the run's message level (its trace and its events); default: the diagram's own")
     callback_url: str | None = Field(default=None, max_length=2048, description=_CALLBACK)
+    budget: Budget | None = Field(default=None, description="lower the robot's budget (Start `budget`) for this run, "
+                                                            "never raise it: {usd, tokens, requests}, any subset; a "
+                                                            "request that would pass it fails with budget_exceeded")
 
 
 class RobotInfo(_Model):

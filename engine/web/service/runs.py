@@ -27,6 +27,7 @@ from engine.compile.diagram import Diagram
 from engine.errors import TurnRefused
 from engine.format.levels import MessageLevel
 from engine.format.redact import Redactor
+from engine.format.spec import Budget
 from engine.runs.api_durable import trace_lines
 from engine.runs.event_relay import event_name, render_event, result_fields
 from engine.runs.service_logs import log
@@ -222,9 +223,11 @@ class LocalBackend:
                                "once it is back")
 
     async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
-                    key_id: str | None, secrets: list[str], session: str | None = None) -> str:
+                    key_id: str | None, secrets: list[str], session: str | None = None,
+                    budget: Budget | None = None) -> str:
         self._open()
         turn = new_turn(diagram, inputs, store=self.durable.store, session=session)
+        turn.budget = budget
         if session is not None:
             await self.durable.hold(turn)
 
