@@ -250,3 +250,9 @@ def test_gemini_and_groq_cache_fields_are_read_into_the_usage(runner, write, ven
     assert result.succeeded, result.errors
     assert "cache_control" not in vendor.seen[0].content.decode()  # nothing to mark: they cache on their own
     assert called(runner, result)["usage"] == {"input_tokens": 2266, "output_tokens": 4, "cache_read_tokens": 2048}
+
+
+def test_a_streamed_turn_reports_the_same_cache_use(runner, write) -> None:
+    first, second = chat_turns(runner, write, chat_diagram("cache: true", "stream: true"), 2)
+    assert first["usage"]["cache_write_tokens"] > 1024
+    assert second["usage"]["cache_read_tokens"] == first["usage"]["cache_write_tokens"]
