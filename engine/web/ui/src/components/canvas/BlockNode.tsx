@@ -54,11 +54,14 @@ function BlockNodeView({ data, selected }: NodeProps<BlockNodeType>) {
         )}
       </div>
       <div className={`block-node__title${fit(title, 'title')}`}>{title}</div>
-      <div className={`block-node__id${fit(idLine, 'id')}`}>{idLine}</div>
-      {cost && (
-        <span className={`cost-badge cost-badge--${cost.state}`} data-testid={`cost-${block.id}`} title={cost.title}>
-          {cost.text}</span>
-      )}
+      {cost ? (
+        // its id, and beside it what its requests cost in the run shown (clipped, the whole in its tooltip)
+        <div className="block-node__foot">
+          <div className="block-node__id is-clipped">{idLine}</div>
+          <span className={`cost-badge cost-badge--${cost.state}`} data-testid={`cost-${block.id}`} title={cost.title}>
+            {cost.text}</span>
+        </div>
+      ) : <div className={`block-node__id${fit(idLine, 'id')}`}>{idLine}</div>}
       {nextKey !== undefined && (
         <Handle type="source" position={Position.Right} id={nextKey} className="handle handle--next"
           style={{ top: rightHandleTop(0, right) }} aria-label={`${block.id} ${nextKey}`} />
