@@ -12,12 +12,13 @@ Each block module only names its adapter, its vendor's refusals, and its own inp
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from blocks._fallback import Attempt, RequestSettings, answer_in_turn, check_fallbacks, fallback_blocks
 from blocks._request_trace import Traced, text_sink
 from engine import (
     Block,
@@ -36,6 +37,7 @@ from engine import (
 )
 from engine.providers import (
     Adapter,
+    Answer,
     Message,
     Part,
     PartsError,
@@ -45,7 +47,6 @@ from engine.providers import (
     ToolSpec,
     WireError,
     cost_of,
-    estimate,
     file_parts,
     parts_of,
     read_output,
@@ -131,6 +132,8 @@ class RequestOutputs(BaseModel):
     citations: list[dict[str, str]] = Field(default=[], description="[{text, source}] the answer cites")
     output: Any = Field(default=None, description="with response_schema: the answer parsed as JSON and validated "
                                                   "against it (None when the turn called tools)")
+    answered_by: str = Field(default="", description="the model id that answered: `model`, or the `fallback` "
+                                                     "model that answered instead")
 
 
 def tool_specs(table: DataTable | None, name_limit: int) -> list[ToolSpec]:
@@ -204,12 +207,19 @@ class RequestBlock(Block):
 
     Inputs = RequestInputs
     Outputs = RequestOutputs
+    Settings = RequestSettings
     adapter: ClassVar[Adapter]
     effects: ClassVar[bool] = True  # a vendor call: checkpointed after, and sent again only if in flight at a crash
+
+    def __init__(self, spec: Any, settings: BaseModel | None = None) -> None:
+        super().__init__(spec, settings)
+        self.fallbacks = fallback_blocks(self, settings)
+        """Each `fallback` entry: a block of its type (its vendor's adapter and checks) and its model."""
 
     def check(self, constants: Mapping[str, Any], report: Report) -> None:
         check_history(constants.get("history"), report)
         tools = constants.get("tools")
+        specs: list[ToolSpec] | None = None
         if tools is not None:
             try:
                 specs = tool_specs(to_table(tools) if not isinstance(tools, DataTable) else tools,
@@ -220,8 +230,8 @@ class RequestBlock(Block):
             except WireError as exc:
                 report("tools", str(exc), getattr(exc, "hint", None))
         model = constants.get("model") if isinstance(constants.get("model"), str) else None
-        refusals = [self.parts_refusal(model, _constant_parts(field, constants.get(field)), field)
-                    for field in ("request", "history")]
+        parts = {field: _constant_parts(field, constants.get(field)) for field in ("request", "history")}
+        refusals = [self.parts_refusal(model, parts[field], field) for field in ("request", "history")]
         schema = constants.get("response_schema")
         if isinstance(schema, dict) and set(schema) != {"file"}:  # a file is read, and its schema checked, when validated
             has_tools = bool(tools) if "tools" in constants else "tools" in self.spec.with_  # templated: offered, surely
@@ -230,6 +240,8 @@ class RequestBlock(Block):
             if refusal is not None:
                 report(refusal.field, refusal.message, None)
         self.check_vendor(constants, report)
+        if self.fallbacks:
+            check_fallbacks(self, constants, parts, specs, report)
 
     @classmethod
     def parts_refusal(cls, model: str | None, parts: tuple[Part, ...], field: str) -> Refusal | None:
@@ -277,7 +289,8 @@ class RequestBlock(Block):
                 raise InputError(f"with.{refusal.field}: {refusal.message}")
         self.check_request(request)
 
-    def _key(self, context: RunContext) -> str:
+    def api_key(self, context: RunContext) -> str:
+        """The vendor's key from the environment (any, offline); missing_api_key without one."""
         environ = context.services.environ
         for variable in self.adapter.key_variables:
             if environ.get(variable):
@@ -292,7 +305,7 @@ class RequestBlock(Block):
     # is a call into the providers' face, and splitting it would only pass the same locals around.
     async def run(self, inputs: RequestInputs, context: RunContext) -> dict[str, Any]:
         adapter = self.adapter
-        key = self._key(context)
+        key = self.api_key(context)
         try:
             rows = history_rows(inputs.history)
             tools = tool_specs(inputs.tools, adapter.name_limit)
@@ -321,11 +334,6 @@ class RequestBlock(Block):
                                    if part.data is not None} or None)
         # Each attempt's request and response are recorded only at Detailed: copying them costs on every request.
         exchanges = traced if context.message_level >= MessageLevel.DETAILED else None
-        if context.budgeted:  # not sent when it could pass a budget: what it may spend, at most, is estimated
-            at_most, at_most_usd = estimate(adapter.vendor, request.model, call.body,
-                                   [len(part.data or part.url or "") for part in files],
-                                   request.max_tokens if request.max_tokens is not None else call.body.get("max_tokens"))
-            context.check_budget(at_most, at_most_usd, f"{adapter.vendor} model {request.model}")
         began = time.perf_counter()
         from engine.providers import ask  # the request path (httpx, the simulator) loads when a run sends
 
@@ -333,21 +341,30 @@ class RequestBlock(Block):
         # Addressed from the top run (`sub/ask` in a Subdiagram's child): scripted replies, recordings and the
         # streamed pieces' listeners name the block so.
         address = context.address
-        answer = await ask(services, adapter, call, block=address, timeout=inputs.timeout, explicit_base=inputs.base_url,
-                           exchanges=exchanges, retried=traced.retried, stream=stream,
-                           on_text=text_sink(context, address) if stream else None)
-        reply = answer.reply
+        on_text = text_sink(context, address) if stream else None
+
+        def send(attempt: Attempt, timeout: float) -> Awaitable[Answer]:  # timeout: what the block's own has left
+            return ask(services, attempt.block.adapter, attempt.call, block=address, timeout=timeout,
+                       explicit_base=inputs.base_url if attempt.own else None, exchanges=exchanges,
+                       retried=traced.retried, stream=stream, on_text=on_text)
+
+        answer, attempt = await answer_in_turn(
+            context, Attempt(self, request, call), self.fallbacks, send, timeout=inputs.timeout,
+            parts={"request": request_parts, "history": history_parts},
+            files=lambda: [len(part.data or part.url or "") for part in files])
+        reply, adapter, request, call = answer.reply, attempt.block.adapter, attempt.request, attempt.call
         answer_rows = list(rows)
         # The turn's sealed parts ride on its first assistant row (a row of their own when the turn has
-        # neither text nor calls: a paused turn), so that the same vendor gets them back with the turn.
-        sealed = reply.signature
+        # neither text nor calls: a paused turn), so that the same vendor gets them back with the turn; a
+        # fallback's are its vendor's, which the block's own would not take back: they are left out.
+        sealed = reply.signature if attempt.own else None
         if reply.text:
             answer_rows.append(HistoryRow("assistant", reply.text, signature=sealed))
             sealed = None
         called = []
         for tool_call in reply.calls:
             answer_rows.append(HistoryRow("assistant", orjson.dumps(tool_call.arguments).decode(), tool_call.id,
-                                          tool_call.name, tool_call.signature or sealed))
+                                          tool_call.name, (tool_call.signature if attempt.own else None) or sealed))
             sealed = None
             called.append({"id": tool_call.id, "name": tool_call.name, "arguments": tool_call.arguments})
         if sealed:
@@ -364,6 +381,8 @@ class RequestBlock(Block):
             extra["parts"] = [part.shown() for part in files]
         if request.response_schema is not None:
             extra["structured"] = True
+        if not attempt.own:
+            extra.update(requested_model=inputs.model, answered_by=attempt.shown)
         if answer.cached:  # the vendor was not called: its usage is as it said, but nothing was spent
             extra["cached"] = True
             usd: float | None = 0.0
@@ -375,7 +394,7 @@ class RequestBlock(Block):
                      cost=None if usd is None else {"usd": usd},
                      stop_reason=reply.stop_reason, finish=reply.finish, called_tools=[c["name"] for c in called],
                      attempts=answer.attempts, duration_ms=round((time.perf_counter() - began) * 1000, 3),
-                     offline=services.offline, notes=list(call.notes), api_version=call.api_version,
+                     offline=services.offline, notes=[*call.notes, *attempt.notes], api_version=call.api_version,
                      max_tokens=request.max_tokens, temperature=request.temperature, **extra)
         # After the call is told (its tokens were spent either way): an answer that does not match is `invalid_output`.
         output = read_output(adapter.vendor, reply, request.response_schema) if request.response_schema is not None \
@@ -391,4 +410,5 @@ class RequestBlock(Block):
             "stop_details": reply.stop_details,
             "citations": reply.citations,
             "output": output,
+            "answered_by": request.model,
         }

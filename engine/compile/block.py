@@ -35,7 +35,8 @@ __all__ = [
 ]
 
 Report = Callable[[str, str, str | None], None]
-"""report(field, message, hint): a load-time problem found by a block's `check`."""
+"""report(field, message, hint): a load-time problem found by a block's `check`; `field` names an input (`tools.2`),
+or one of the type's own Settings keys (`fallback.0.type`), and the problem is placed there."""
 
 
 class NoInputs(BaseModel):

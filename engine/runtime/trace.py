@@ -58,6 +58,7 @@ class Event:
     LOOP_PASS_STARTED = "loop_pass_started"
     PROVIDER_CALLED = "provider_called"
     PROVIDER_RETRIED = "provider_retried"
+    PROVIDER_FALLBACK = "provider_fallback"
     HTTP_REQUEST = "http_request"
     HTTP_RESPONSE = "http_response"
     HTTP_CALLED = "http_called"
@@ -82,6 +83,7 @@ EVENT_LEVELS: dict[str, MessageLevel] = {
     Event.LOOP_PASS_STARTED: MessageLevel.DEBUG,
     Event.PROVIDER_CALLED: MessageLevel.DEBUG,
     Event.PROVIDER_RETRIED: MessageLevel.DEBUG,
+    Event.PROVIDER_FALLBACK: MessageLevel.DEBUG,
     Event.TOOLS_SELECTED: MessageLevel.DEBUG,
     Event.TOOL_CALLED: MessageLevel.DEBUG,
     Event.HTTP_CALLED: MessageLevel.DEBUG,

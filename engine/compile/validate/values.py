@@ -220,8 +220,13 @@ def _check_constants(c: Compilation, compiled: CompiledBlock, constants: dict[st
     """The constant inputs, by the Inputs model and the block's own `check`; templated ones wait for the run."""
     where = ("blocks", c.index_of[compiled.id], "with")
     checked: dict[str, Any] = {}
+    settings = type(compiled.impl).Settings
+    own_keys = set(settings.model_fields).difference(compiled.inputs_model.model_fields) if settings is not None else ()
 
     def report(field: str, message: str, hint: str | None) -> None:
+        if field.partition(".")[0] in own_keys:  # one of the type's own keys (a request block's `fallback.0.type`)
+            _place(c, where[:-1], field, {}, message, block=compiled.id, shown=field, hint=hint)
+            return
         _place(c, where, field, checked, message, block=compiled.id, shown=f"with.{field.partition('.')[0]}", hint=hint)
 
     if not constants and not templated:
