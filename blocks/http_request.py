@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from urllib.parse import urlencode
 
@@ -135,24 +136,32 @@ class HttpRequest(Block):
             report("url", *refusal)
 
     async def run(self, inputs: HttpRequestInputs, context: RunContext) -> dict[str, Any]:
-        from engine.providers import Outgoing, checked_url, send_web, status_error, web_outputs  # httpx loads here
+        return await send_request(inputs, context, context.diagram.spec.allowed_hosts)
 
-        url = checked_url(inputs.url, inputs.query, context.diagram.spec.allowed_hosts)
-        headers = {name: _text(value) for name, value in inputs.headers.items()}
-        content, shown, content_type = _body(inputs)
-        if content_type is not None and not any(name.lower() == "content-type" for name in headers):
-            headers["content-type"] = content_type
-        traced = _Traced(context)
-        # Each attempt's request and response are recorded only at Detailed: copying them costs on every call.
-        exchanges = traced if context.message_level >= MessageLevel.DETAILED else None
-        services = context.services
-        began = time.perf_counter()
-        fetched = await send_web(services, Outgoing(inputs.method, url, headers, content, shown), block=context.address,
-                                 timeout=inputs.timeout, retries=inputs.retries, exchanges=exchanges,
-                                 retried=traced.retried)
-        context.emit(Event.HTTP_CALLED, method=inputs.method, url=str(url), status=fetched.status,
-                     attempts=fetched.attempts, duration_ms=round((time.perf_counter() - began) * 1000, 3),
-                     offline=services.offline)
-        if inputs.fail_on_status and fetched.status >= 400:
-            raise status_error(fetched, inputs.method)
-        return web_outputs(fetched)
+
+async def send_request(inputs: HttpRequestInputs, context: RunContext, allowed_hosts: Sequence[str],
+                       **called: Any) -> dict[str, Any]:
+    """HttpRequest's call, for the block and for a registry's `http:` tool (blocks/_http_tool.py): the URL held to
+    `allowed_hosts`, sent for the current block, traced (`called`: more fields of its `http_called` event); its
+    outputs, or `http_error` for a 4xx or 5xx unless `fail_on_status: false`."""
+    from engine.providers import Outgoing, checked_url, send_web, status_error, web_outputs  # httpx loads here
+
+    url = checked_url(inputs.url, inputs.query, allowed_hosts)
+    headers = {name: _text(value) for name, value in inputs.headers.items()}
+    content, shown, content_type = _body(inputs)
+    if content_type is not None and not any(name.lower() == "content-type" for name in headers):
+        headers["content-type"] = content_type
+    traced = _Traced(context)
+    # Each attempt's request and response are recorded only at Detailed: copying them costs on every call.
+    exchanges = traced if context.message_level >= MessageLevel.DETAILED else None
+    services = context.services
+    began = time.perf_counter()
+    fetched = await send_web(services, Outgoing(inputs.method, url, headers, content, shown), block=context.address,
+                             timeout=inputs.timeout, retries=inputs.retries, exchanges=exchanges,
+                             retried=traced.retried)
+    context.emit(Event.HTTP_CALLED, method=inputs.method, url=str(url), status=fetched.status,
+                 attempts=fetched.attempts, duration_ms=round((time.perf_counter() - began) * 1000, 3),
+                 offline=services.offline, **called)
+    if inputs.fail_on_status and fetched.status >= 400:
+        raise status_error(fetched, inputs.method)
+    return web_outputs(fetched)

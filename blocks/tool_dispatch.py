@@ -106,6 +106,10 @@ class ToolDispatch(Block):
         stubs = context.services.tool_stubs
         if name in stubs:
             return stubs[name]
+        if tool.entry.http is not None:  # a registry's http tool: HttpRequest's call (blocks/_http_tool.py)
+            from blocks._http_tool import call_http_tool
+
+            return await call_http_tool(tool, arguments, context)
         handler = tool.handler()
         try:
             return await call_handler(handler, arguments, timeout=tool.entry.timeout, name=name,

@@ -262,6 +262,8 @@ class Diagram:
         for block in self.blocks.values():
             if block.child is not None:
                 names.update(dict.fromkeys(block.child.listed_secrets))
+        if self.tools is not None:  # a registry may list its own, for its http tools
+            names.update(dict.fromkeys(name for tool in self.tools.tools.values() for name in tool.secrets))
         return tuple(names)
 
     @functools.cached_property

@@ -95,8 +95,8 @@ def _load_text(text: str, path: Path, loading: Loading) -> Diagram:
     problems.extend(_ambiguity_warnings(ambiguous, data, str(path)))
     extra: dict[str, Any] = dict(functions or {})
     listed = data.get("secrets") if isinstance(data, dict) else None  # another shape is DiagramSpec's to report
-    extra.setdefault(SECRET_FUNCTION, secret_function(
-        [name for name in listed if isinstance(name, str)] if isinstance(listed, list) else [], environ))
+    secrets = [name for name in listed if isinstance(name, str)] if isinstance(listed, list) else []
+    extra.setdefault(SECRET_FUNCTION, secret_function(secrets, environ))
     tools = None
     spec = data.get("tools") if isinstance(data, dict) else None
     # Another shape is DiagramSpec's problem to report.
@@ -110,6 +110,9 @@ def _load_text(text: str, path: Path, loading: Loading) -> Diagram:
             except DiagramInvalid as exc:
                 problems.extend(exc.problems)
             else:
+                from engine.compile.http_tools import compile_http_tools
+
+                problems.extend(compile_http_tools(tools, secrets, environ))
                 extra["tools"] = tools.template_function()
                 problems.extend(_offered_tool_problems(data, registry, tools))
                 # The tools of its MCP servers, listed when a run starts them, meet the same check then.

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine.errors import DiagramInvalid, Problem, ToolError
 from engine.format.names import suggest, valid_tool_name
 from engine.format.schemas import schema_refusal
+from engine.format.spec import SecretName
 from engine.format.validation import dotted, validation_message
 from engine.format.yamlfile import LineMap, read_yaml
 from engine.tools.embeddings import Embedder, EmbeddingCache, make_embedder
@@ -33,6 +34,7 @@ from engine.tools.handlers import (
     load_handler,
     module_allowed,
 )
+from engine.tools.http_tools import HTTP_TEMPLATED, HttpToolSpec, RenderedHttp, literal_host_problem
 from engine.tools.ranking import EmbeddedText, Ranker, Ranking, ToolScore, tool_document, tool_text
 from engine.tools.selection import RankedTools
 from engine.tools.tools_table import ToolsTable
@@ -49,7 +51,9 @@ class ToolEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     function: str = Field(description="unique name; the name the model calls")
-    handler: str = Field(description="package.module:callable or package.module:Class.method")
+    handler: str | None = Field(default=None, description="package.module:callable or package.module:Class.method")
+    http: HttpToolSpec | None = Field(default=None, description="instead of a handler: an HTTP call, the arguments "
+                                                                 "templated into it (engine.tools.http_tools)")
     version: int = Field(default=1, ge=1, description="raising it refreshes the stored embedding and metadata")
     description: str = Field(description="what it does; the model reads it")
     examples: list[str] = Field(default=[], description="example user requests, embedded with the description")
@@ -62,6 +66,12 @@ class ToolEntry(BaseModel):
     short_description: str = ""
     timeout: float = Field(default=30, gt=0, description="seconds a call may take")
 
+    @model_validator(mode="after")
+    def _one_kind(self) -> ToolEntry:
+        if (self.handler is None) == (self.http is None):
+            raise ValueError("a tool has a handler or an http call: give one of them")
+        return self
+
 
 class RegistryFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -73,6 +83,8 @@ class RegistryFile(BaseModel):
     groups: dict[str, str] = Field(default={})
     standard_tools: list[str] = Field(default=[], description="standard tools to include by name")
     embedder: dict[str, Any] | None = None
+    secrets: list[SecretName] = Field(default=[], description="environment variables its http tools may read with "
+                                                               "secret('NAME') besides the diagram's; redacted everywhere")
     tools: list[dict[str, Any]] = Field(default=[])
     mcp_servers: list[Any] = Field(default=[], description="MCP servers whose tools join the registry")
 
@@ -91,6 +103,12 @@ class Tool:
     mcp_server: McpServer | None = field(default=None, repr=False)
     folder: Path | None = None
     """The diagram's folder: its handler modules are imported from there (see `_import_handler_module`)."""
+    http_lines: dict[str, int | None] = field(default_factory=dict)
+    """An `http:` tool's lines, by field (`url`, `headers`, ...): where its template problems are reported."""
+    http_templates: RenderedHttp | None = field(default=None, repr=False)
+    """An `http:` tool's templates, compiled by the loader (engine.compile.http_tools)."""
+    secrets: tuple[str, ...] = ()
+    """The secrets its registry file lists (an http tool's templates may read them)."""
 
     @property
     def name(self) -> str:
@@ -118,6 +136,8 @@ class Tool:
 
     def handler(self) -> Callable[..., Any]:
         if self._callable is None:
+            if self.entry.handler is None:  # an http tool: ToolDispatch sends it (blocks/_http_tool.py)
+                raise HandlerUnloadable(f"tool '{self.name}' has no handler")
             self._callable = load_handler(self.entry.handler, self.allowed_hosts, self.folder)
         return self._callable
 
@@ -365,7 +385,12 @@ class _Reading:
         if entry.function in self.seen:
             add(f"duplicate function '{entry.function}' (also in {self.seen[entry.function]})", "function")
         self.seen[entry.function] = source
-        self.check_handler(entry.handler, registry.allowed_modules, add)
+        if entry.handler is not None:
+            self.check_handler(entry.handler, registry.allowed_modules, add)
+        refused = literal_host_problem(entry.http) if entry.http is not None else None
+        if refused is not None:
+            self.problems.append(Problem(source, lines.line((*where, "http", "url")) or line, refused[0],
+                                         field=f"{tool_field}.http.url", hint=refused[1], code="host_not_allowed"))
         if registry.groups and entry.group not in registry.groups and index >= 0:
             add(f"group '{entry.group}' is not declared in groups", "group",
                 f"declare it, or use one of: {', '.join(registry.groups)}")
@@ -374,7 +399,8 @@ class _Reading:
             add(f"parameters is not a valid JSON Schema: {problem}", "parameters")
         if function is not None:
             tool = Tool(entry, registry.registry, source, line, tuple(registry.allowed_hosts),
-                        lines.line((*where, "handler")) or line, folder=self.folder)
+                        lines.line((*where, "handler")) or line, folder=self.folder, secrets=tuple(registry.secrets),
+                        http_lines={key: lines.line((*where, "http", key)) or line for key in HTTP_TEMPLATED})
             self.tools.append(tool)
             self.slots.append(tool)
 
@@ -395,6 +421,8 @@ class _Reading:
     def import_handlers(self) -> None:
         """Each tool's handler imported and resolved now, so a bad one is a load error, not a failed call."""
         for tool in self.tools:
+            if tool.entry.http is not None:
+                continue
             try:
                 tool.handler()
             except HandlerRefused as exc:
