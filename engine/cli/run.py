@@ -137,7 +137,14 @@ def _provider_line(event: Mapping[str, Any]) -> str:
     return (f"    {event.get('model')}: {usage.get('input_tokens', 0)} in / {usage.get('output_tokens', 0)} out, "
             f"{event.get('stop_reason')}"
             + (f", ${usd:.6f}" if isinstance(usd, (int, float)) else ", cost unknown" if "cost" in event else "")
-            + (" (cached)" if event.get("cached") else ""))
+            + (" (cached)" if event.get("cached") else "")
+            + (f" (fallback for {event.get('requested_model')})" if event.get("requested_model") else ""))
+
+
+def _fallback_line(event: Mapping[str, Any]) -> str:
+    failed, to, error = event.get("failed") or {}, event.get("to"), event.get("error") or {}
+    then = f"asking {to.get('vendor')} {to.get('model')}" if isinstance(to, dict) else "no fallback left to ask"
+    return f"    {failed.get('vendor')} {failed.get('model')} failed ({error.get('type')}): {then}"
 
 
 def _http_line(event: Mapping[str, Any]) -> str:
@@ -156,6 +163,7 @@ _LINES: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "run_started": _started_line,
     "run_finished": _run_finished_line,
     "provider_called": _provider_line,
+    "provider_fallback": _fallback_line,
     "http_called": _http_line,
 }
 """The other events shown, one line each (the event names are engine.runtime.trace.Event's)."""

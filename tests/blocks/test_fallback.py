@@ -5,6 +5,7 @@ request goes to the next model, in that vendor's wire format. Vendors are fake s
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import orjson
 import pytest
 
 from engine import DiagramInvalid, Services, execute
+from engine.cli.run import console_printer
 from engine.compile.loader import load_diagram
 from engine.providers import Simulator, cost_of
 from tests.blocks.files import PDF
@@ -111,6 +113,19 @@ def test_claude_overloaded_after_its_retries_is_answered_by_its_gemini_fallback(
     [called] = events(runner, result, "provider_called")
     assert called["vendor"] == "gemini" and called["requested_model"] == "claude-sonnet-4-5"
     assert called["answered_by"] == switch["to"]
+
+
+def test_the_console_tells_the_switch_and_who_answered(runner, write) -> None:
+    anthropic, gemini = overloaded(), FakeVendor().reply(200, GEMINI_TEXT)
+    shown = io.StringIO()
+    loaded = load_diagram(write(diagram()), runner.registry)
+    result = asyncio.run(execute(loaded, runs_dir=runner.runs_dir, services=services(anthropic, gemini),
+                                 console=console_printer(shown)))
+    assert result.status == "succeeded", result.errors
+    lines = shown.getvalue().splitlines()
+    assert "    anthropic claude-sonnet-4-5 failed (provider_error): asking gemini gemini-2.5-flash" in lines
+    assert any(line.startswith("    gemini-2.5-flash: 187 in / 30 out, STOP, $") and
+               line.endswith(" (fallback for claude-sonnet-4-5)") for line in lines), lines
 
 
 def test_a_fallback_adds_no_request_when_the_first_vendor_answers(runner, write) -> None:
