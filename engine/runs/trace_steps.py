@@ -151,6 +151,8 @@ def _detail(step: Step, name: Any, event: dict[str, Any]) -> None:
     if name == Event.PROVIDER_CALLED:
         usage = event.get("usage") or {}
         step.model = event.get("model")
+        if event.get("requested_model"):  # a fallback answered: which, for which
+            step.model = f"{step.model} (fallback for {event['requested_model']})"
         step.tokens = (int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)))
         step.usage = {str(kind): int(count) for kind, count in usage.items() if isinstance(count, int)}
         step.cached = bool(event.get("cached"))
@@ -169,6 +171,14 @@ def _detail(step: Step, name: Any, event: dict[str, Any]) -> None:
             parts = chosen.get("lexical"), chosen.get("embedding")
             if all(isinstance(part, (int, float)) for part in parts):
                 step.score_parts[str(chosen.get("name"))] = (float(parts[0]), float(parts[1]))
+    elif name == Event.PASSAGES_RETRIEVED:
+        for passage in event.get("passages") or []:
+            page, line = passage.get("page"), passage.get("line")
+            label = f"{passage.get('source')}" + (f" p.{page}" if page else f":{line}" if line else "")
+            step.scores[label] = passage.get("score")
+            parts = passage.get("lexical"), passage.get("embedding")
+            if all(isinstance(part, (int, float)) for part in parts):
+                step.score_parts[label] = (float(parts[0]), float(parts[1]))
     elif name == Event.TOOL_CALLED and event.get("ok") is False:
         step.failed_tools.append(f"{event.get('tool')}: {event.get('error')}")
 

@@ -18,6 +18,7 @@ from engine import DiagramInvalid, Services, execute
 from engine.cli.run import console_printer
 from engine.compile.loader import load_diagram
 from engine.providers import Simulator, cost_of
+from engine.runs.trace_steps import steps
 from tests.blocks.files import PDF
 from tests.blocks.vendors import ORDER_TOOL, FakeVendor
 
@@ -113,6 +114,8 @@ def test_claude_overloaded_after_its_retries_is_answered_by_its_gemini_fallback(
     [called] = events(runner, result, "provider_called")
     assert called["vendor"] == "gemini" and called["requested_model"] == "claude-sonnet-4-5"
     assert called["answered_by"] == switch["to"]
+    shown = [step.model for step in steps(runner.events(result)) if step.block == "ask"]
+    assert shown == ["gemini-2.5-flash (fallback for claude-sonnet-4-5)"]  # as diagrama trace and the studio say
 
 
 def test_the_console_tells_the_switch_and_who_answered(runner, write) -> None:
