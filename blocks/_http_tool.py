@@ -38,7 +38,7 @@ async def call_http_tool(tool: Tool, arguments: Mapping[str, Any], context: RunC
         rendered = templates.render(arguments, services.environ, offline=services.offline)
         inputs = HttpRequestInputs.model_validate({"method": spec.method, **rendered, "timeout": tool.entry.timeout,
                                                    "retries": spec.retries})
-        outputs = await send_request(inputs, context, spec.allowed_hosts, tool=tool.name)
+        outputs = await send_request(inputs, context, spec.allowed_hosts, observed=False, tool=tool.name)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"])

@@ -139,11 +139,12 @@ class HttpRequest(Block):
         return await send_request(inputs, context, context.diagram.spec.allowed_hosts)
 
 
-async def send_request(inputs: HttpRequestInputs, context: RunContext, allowed_hosts: Sequence[str],
-                       **called: Any) -> dict[str, Any]:
+async def send_request(inputs: HttpRequestInputs, context: RunContext, allowed_hosts: Sequence[str], *,
+                       observed: bool = True, **called: Any) -> dict[str, Any]:
     """HttpRequest's call, for the block and for a registry's `http:` tool (blocks/_http_tool.py): the URL held to
     `allowed_hosts`, sent for the current block, traced (`called`: more fields of its `http_called` event); its
-    outputs, or `http_error` for a 4xx or 5xx unless `fail_on_status: false`."""
+    outputs, or `http_error` for a 4xx or 5xx unless `fail_on_status: false`. `observed`: whether `--record` hears
+    the answer as the block's scripted reply."""
     from engine.providers import Outgoing, checked_url, send_web, status_error, web_outputs  # httpx loads here
 
     url = checked_url(inputs.url, inputs.query, allowed_hosts)
@@ -158,7 +159,7 @@ async def send_request(inputs: HttpRequestInputs, context: RunContext, allowed_h
     began = time.perf_counter()
     fetched = await send_web(services, Outgoing(inputs.method, url, headers, content, shown), block=context.address,
                              timeout=inputs.timeout, retries=inputs.retries, exchanges=exchanges,
-                             retried=traced.retried)
+                             retried=traced.retried, observed=observed)
     context.emit(Event.HTTP_CALLED, method=inputs.method, url=str(url), status=fetched.status,
                  attempts=fetched.attempts, duration_ms=round((time.perf_counter() - began) * 1000, 3),
                  offline=services.offline, **called)

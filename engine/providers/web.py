@@ -59,16 +59,18 @@ def checked_url(url: str, query: Mapping[str, Any], allowed: Sequence[str]) -> h
 
 
 async def send_web(services: Services, outgoing: Outgoing, *, block: str, timeout: float,  # noqa: ASYNC109  # see fetch
-                   retries: int, exchanges: Exchanges | None = None, retried: Retried | None = None) -> Fetched:
+                   retries: int, exchanges: Exchanges | None = None, retried: Retried | None = None,
+                   observed: bool = True) -> Fetched:
     """Send `outgoing` for `block`: to its host, or offline to the scripted replies (the services' simulator); the
-    services' reply observers hear the answer (or the timeout)."""
+    services' reply observers hear the answer (or the timeout), unless not `observed` (a registry's http tool, which a
+    scenario stubs by the tool's name rather than scripting a block's replies)."""
     if services.offline:
         client = client_for(services, f"simulated-{HTTP}", simulator_for(services).transport(HTTP))
         outgoing = dataclasses.replace(outgoing, headers={**outgoing.headers, BLOCK_HEADER: block})
     else:
         client = client_for(services, HTTP)
     hooks = SendHooks(services.clock, services.sleep, None, exchanges, retried)
-    observers = services.reply_observers
+    observers = services.reply_observers if observed else []
     try:
         fetched = await fetch(client, outgoing, block=block, timeout=timeout, hooks=hooks, max_retries=retries)
     except BlockTimeout:

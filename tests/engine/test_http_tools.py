@@ -213,3 +213,12 @@ def test_the_weather_agent_example_runs_offline(registry) -> None:
     assert result.path == ["start", "ask", "dispatch", "ask", "done"]
     tool_row = result.variables["history"][2]
     assert tool_row["name"] == "get_weather" and "offline" in tool_row["content"]  # the network is never reached
+
+
+def test_recording_a_run_keeps_no_http_tool_answer_as_a_block_reply(runner, write) -> None:
+    heard: list[tuple[str, Any]] = []
+    services = Weather().services()
+    services.reply_observers.append(lambda block, reply: heard.append((block, reply)))
+    result = runner.run(agent(write), services=services)
+    assert result.status == "succeeded", result.errors
+    assert heard == []  # a recorded scenario stubs the tool by name; `dispatch` takes no HTTP replies
