@@ -188,6 +188,7 @@ class Checkpointer:
             spend.usd, spend.requests, spend.unknown = resumed.spend["usd"], resumed.spend["requests"], \
                 resumed.spend["unknown"]
             spend.usage = dict(resumed.spend["usage"])
+            spend.blocks = resumed.spend["blocks"]
         if resumed.budget is not None and not run.nested:
             run.ctx.ceiling = tighter(run.ctx.ceiling, resumed.budget)
         if run.nested and not resumed.steps_counted:  # its caller's checkpoint came before them: they count again

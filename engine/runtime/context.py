@@ -48,17 +48,19 @@ class Spend:
     A Subdiagram's child and a Loop's passes add to their caller's: one Spend per top run.
     """
 
-    __slots__ = ("requests", "unknown", "usage", "usd")
+    __slots__ = ("blocks", "requests", "unknown", "usage", "usd")
 
     def __init__(self, usd: float = 0.0, requests: int = 0, unknown: int = 0,
-                 usage: dict[str, int] | None = None) -> None:
+                 usage: dict[str, int] | None = None, blocks: dict[str, dict[str, Any]] | None = None) -> None:
         self.usd = usd
         self.requests = requests
         self.unknown = unknown
         self.usage: dict[str, int] = usage or {}
         """The requests' tokens, per kind."""
+        self.blocks: dict[str, dict[str, Any]] = blocks or {}
+        """The same per block address (`ask`, `sub/ask`): {requests, usd, unknown, usage}; as many as the blocks."""
 
-    def add(self, usage: Mapping[str, int], usd: float | None) -> None:
+    def add(self, usage: Mapping[str, int], usd: float | None, block: str = "") -> None:
         self.requests += 1
         if usd is None:
             self.unknown += 1
@@ -67,10 +69,31 @@ class Spend:
         totals = self.usage
         for kind, count in usage.items():
             totals[kind] = totals.get(kind, 0) + count
+        own = self.blocks.get(block)
+        if own is None:
+            own = self.blocks[block] = {"requests": 0, "usd": 0.0, "unknown": 0, "usage": {}}
+        own["requests"] += 1
+        if usd is None:
+            own["unknown"] += 1
+        else:
+            own["usd"] += usd
+        kinds = own["usage"]
+        for kind, count in usage.items():
+            kinds[kind] = kinds.get(kind, 0) + count
+
+    def by_block(self) -> dict[str, dict[str, Any]]:
+        """Each block's requests, tokens per kind and cost, shown as the run's `cost` is (usd null when unknown)."""
+        shown = {}
+        for block, own in self.blocks.items():
+            usd = round(own["usd"], 9)
+            cost = {"usd": None, "known_usd": usd} if own["unknown"] else {"usd": usd}
+            shown[block] = {"requests": own["requests"], "usage": dict(own["usage"]), **cost}
+        return shown
 
     def state(self) -> dict[str, Any]:
         """As a checkpoint keeps it (Spend(**state) again)."""
-        return {"usd": self.usd, "requests": self.requests, "unknown": self.unknown, "usage": self.usage}
+        return {"usd": self.usd, "requests": self.requests, "unknown": self.unknown, "usage": self.usage,
+                "blocks": self.blocks}
 
     def as_json(self) -> dict[str, Any]:
         """`{"usd": total, "requests": n, "unknown_steps": 0}`; with any unknown price, `usd` is null and the known
@@ -292,7 +315,7 @@ class RunContext:
 
     def count_request(self, usage: Mapping[str, int], usd: float | None) -> None:
         """Count one request in the run's totals: its tokens per kind, and its cost in USD (None: price unknown)."""
-        self.spend.add(usage, usd)
+        self.spend.add(usage, usd, self.address)
         shared = self.services.shared_budget
         if shared is not None:
             shared.add(usage, usd)

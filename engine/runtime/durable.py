@@ -159,7 +159,11 @@ def _spend(state: dict[str, Any] | None) -> dict[str, Any] | None:
     try:
         usage = state["usage"]
         checked = {"usd": float(state["usd"]), "requests": int(state["requests"]), "unknown": int(state["unknown"]),
-                   "usage": {str(kind): int(count) for kind, count in usage.items()}}
+                   "usage": {str(kind): int(count) for kind, count in usage.items()},
+                   "blocks": {str(block): {"requests": int(own["requests"]), "usd": float(own["usd"]),
+                                           "unknown": int(own["unknown"]),
+                                           "usage": {str(kind): int(count) for kind, count in own["usage"].items()}}
+                              for block, own in (state.get("blocks") or {}).items()}}
     except (KeyError, TypeError, ValueError, AttributeError):
         raise SnapshotDamaged("its header's 'spend' is not a cost so far") from None
     return checked

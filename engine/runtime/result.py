@@ -38,6 +38,8 @@ class RunResult:
     when any request's price is unknown (engine.runtime.context.Spend)."""
     usage: dict[str, int] = field(default_factory=dict)
     """Its requests' tokens, per kind (input_tokens, output_tokens, thinking_tokens, cache_write_tokens, ...)."""
+    usage_by_block: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The same per request block (its address: `ask`, `sub/ask`): requests, usage per kind, usd (Spend.by_block)."""
 
     @property
     def succeeded(self) -> bool:
@@ -58,6 +60,7 @@ class RunResult:
             "trace": str(self.trace) if self.trace else None,
             "cost": self.cost,
             "usage": self.usage,
+            "usage_by_block": self.usage_by_block,
             **({"waiting": self.waiting} if self.waiting is not None else {}),
         }
 

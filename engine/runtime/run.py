@@ -219,7 +219,8 @@ class Run:
                          errors=redact(self.errors), trace=self.trace.path,
                          duration=time.perf_counter() - self.started, steps=self.steps, diagram=self.diagram.name,
                          outputs=redact(self.outputs), tokens=self.tokens, redactor=self.trace.redactor,
-                         waiting=self.waiting, cost=self.ctx.spend.as_json(), usage=dict(self.ctx.spend.usage))
+                         waiting=self.waiting, cost=self.ctx.spend.as_json(), usage=dict(self.ctx.spend.usage),
+                         usage_by_block=self.ctx.spend.by_block())
 
 
 def _fresh(value: Any, diagram: Diagram) -> Any:

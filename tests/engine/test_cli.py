@@ -25,8 +25,10 @@ def test_run_output_json_is_exactly_one_object(tmp_path: Path) -> None:
                               "--input", "name=Giulia", "--runs-dir", str(tmp_path), "--output", "json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
-    assert set(payload) == {"run_id", "status", "variables", "path", "errors", "trace", "cost", "usage"}
+    assert set(payload) == {"run_id", "status", "variables", "path", "errors", "trace", "cost", "usage",
+                            "usage_by_block"}
     assert payload["cost"] == {"usd": 0.0, "requests": 0, "unknown_steps": 0} and payload["usage"] == {}  # no request
+    assert payload["usage_by_block"] == {}
     assert payload["variables"]["greeting"] == "Olá, Giulia! Counted to 2."
     assert payload["path"] == ["start", "count", "count", "greet"]
     assert Path(payload["trace"]).is_file()

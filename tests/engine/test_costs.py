@@ -43,6 +43,7 @@ def test_a_model_with_no_price_makes_the_runs_cost_unknown(tmp_path: Path) -> No
     payload, called, console = _run("order_agent.yaml", tmp_path)  # claude-sonnet-5-5: not in the table
     assert [event["cost"] for event in called] == [None, None]
     assert payload["cost"] == {"usd": None, "known_usd": 0.0, "requests": 2, "unknown_steps": 2}
+    assert payload["usage_by_block"]["ask"]["usd"] is None and payload["usage_by_block"]["ask"]["requests"] == 2
     assert payload["usage"] == {kind: sum(event["usage"][kind] for event in called)
                                 for kind in ("input_tokens", "output_tokens")}
     assert console.count("cost unknown") == 2
@@ -63,6 +64,9 @@ def test_a_priced_model_costs_its_usage_at_the_tables_prices(tmp_path: Path, mon
     assert costs == [(e["usage"]["input_tokens"] * 3 + e["usage"]["output_tokens"] * 15) / 1e6 for e in called]
     assert all(cost > 0 for cost in costs)
     assert payload["cost"] == {"usd": pytest.approx(sum(costs)), "requests": 2, "unknown_steps": 0}
+    assert payload["usage_by_block"] == {"ask": {  # per request block: both of ask's requests
+        "requests": 2, "usd": pytest.approx(sum(costs)),
+        "usage": {kind: sum(e["usage"][kind] for e in called) for kind in ("input_tokens", "output_tokens")}}}
     assert f"${costs[0]:.6f}" in console
     table = cli.invoke(app, ["trace", payload["run_id"], "--runs-dir", str(tmp_path)])
     shown = [line for line in table.stdout.splitlines() if "ClaudeRequest" in line]
