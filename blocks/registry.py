@@ -8,6 +8,7 @@ from blocks.gemini_request import GeminiRequest
 from blocks.groq_chat_request import GroqChatRequest
 from blocks.http_request import HttpRequest
 from blocks.loop import Loop
+from blocks.retrieve import Retrieve
 from blocks.set import Set
 from blocks.start import Start
 from blocks.subdiagram import Subdiagram
@@ -18,7 +19,7 @@ from engine import Block, BlockRegistry, entry_point_blocks
 __all__ = ["BUILTIN_BLOCKS", "registry"]
 
 BUILTIN_BLOCKS: tuple[type[Block], ...] = (Start, Set, Loop, ClaudeRequest, GroqChatRequest, GeminiRequest,
-                                            ToolDispatch, Wait, Function, HttpRequest, Subdiagram)
+                                            ToolDispatch, Wait, Function, HttpRequest, Subdiagram, Retrieve)
 
 
 def registry(*, plugins: bool = True) -> BlockRegistry:

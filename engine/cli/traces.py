@@ -53,7 +53,8 @@ def _step_line(step: Step) -> str:
     if step.http_calls:
         detail.append("; ".join(step.http_calls))
     if step.scores:
-        detail.append("tools " + ", ".join(_tool_score(step, name, score) for name, score in step.scores.items()))
+        ranked = ", ".join(_tool_score(step, name, score) for name, score in step.scores.items())
+        detail.append(("passages " if step.block_type == "Retrieve" else "tools ") + ranked)
     if step.called_tools:
         detail.append("called " + ", ".join(step.called_tools))
     if step.error:

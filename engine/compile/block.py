@@ -135,6 +135,10 @@ class Block:
         with `concurrency`): then only what it collects flows out, and its `run` returns an awaitable."""
         return False
 
+    knowledge_input: ClassVar[str | None] = None
+    """An input naming one of the diagram's knowledge bases (Retrieve's `knowledge`); written literally, loading
+    checks that the base is declared."""
+
     tools_input: ClassVar[str | None] = None
     """The input through which a tool registry's tools reach this block's model (`tools('group', ...)`)."""
 

@@ -37,6 +37,7 @@ from engine.format.yamlfile import LineMap
 if TYPE_CHECKING:
     import networkx as nx
 
+    from engine.tools.knowledge.index import KnowledgeBase
     from engine.tools.registry import ToolRegistry
 
 __all__ = ["CompiledBlock", "CompiledLink", "Diagram", "InheritedLevels", "resolve_levels"]
@@ -215,6 +216,8 @@ class Diagram:
     lines: LineMap
     content_hash: str
     tools: ToolRegistry | None = None
+    knowledge: dict[str, KnowledgeBase] = field(default_factory=dict)
+    """Its knowledge bases by name: its own `knowledge:` and its registry files'."""
     data_roots: tuple[Path, ...] = ()
     """Folders besides its own the diagram may read data from (`--data-root`)."""
     warnings: list[Problem] = field(default_factory=list)

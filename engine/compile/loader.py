@@ -27,10 +27,12 @@ from engine.compile.secrets import SECRET_FUNCTION, secret_function
 from engine.compile.validate import compile_diagram
 from engine.errors import DiagramInvalid, Problem
 from engine.format.dialect import ambiguity
+from engine.format.names import suggest
 from engine.format.paths import DataFolder, PathRefused, shown_path
 from engine.format.yamlfile import Ambiguous, LineMap, decode_text, read_yaml_text
 
 if TYPE_CHECKING:
+    from engine.tools.knowledge.index import KnowledgeBase
     from engine.tools.registry import Tool, ToolRegistry
 
 __all__ = ["load_diagram", "load_diagram_text"]
@@ -122,10 +124,13 @@ def _load_text(text: str, path: Path, loading: Loading) -> Diagram:
                         tools.start_servers()
                     except DiagramInvalid as exc:
                         problems.extend(exc.problems)
+    knowledge = _knowledge(data, lines, path, DataFolder(path.parent, data_roots), tools, environ, problems)
+    problems.extend(_knowledge_input_problems(data, lines, path, registry, knowledge))
     children = load_children(data, lines, path, loading, problems)
     diagram = compile_diagram(data, lines, path, registry, source=text, functions=extra, extra_problems=problems,
                               data_roots=data_roots, children=children)
     diagram.tools = tools
+    diagram.knowledge = knowledge
     # What a run renders as a Subdiagram path is loaded as this diagram was (the depth is the executor's to cap).
     diagram.load_child = lambda child: _load_run_time_child(child, loading)
     return diagram
@@ -136,6 +141,44 @@ def _load_run_time_child(path: Path, loading: Loading) -> Diagram:
         return _load_text(_read(path), path, Loading(loading.registry, loading.functions, loading.data_roots,
                                                      loading.start_servers, _load_child, (path.resolve(),),
                                                      environ=loading.environ))
+
+
+def _knowledge(data: Any, lines: LineMap, path: Path, folder: DataFolder, tools: ToolRegistry | None,
+               environ: Mapping[str, str] | None, problems: list[Problem]) -> dict[str, KnowledgeBase]:
+    """The knowledge bases the diagram declares, then those of its registry files; a problem for each unusable one."""
+    own = data.get("knowledge") if isinstance(data, dict) else None
+    declared = tools.knowledge if tools is not None else []
+    if not own and not declared:
+        return {}
+    from engine.tools.knowledge.bases import declared_bases  # SQL and the readers load for a diagram with knowledge
+
+    found: dict[str, KnowledgeBase] = {}
+    declared_bases(own, path, lines, folder, found, problems, report_shape=False, environ=environ)
+    for file, file_lines, raw in declared:
+        declared_bases(raw, file, file_lines, folder, found, problems, report_shape=True, environ=environ)
+    return found
+
+
+def _knowledge_input_problems(data: Any, lines: LineMap, path: Path, blocks: BlockRegistry,
+                              knowledge: Mapping[str, KnowledgeBase]) -> list[Problem]:
+    """A problem at each block input that names, literally, a knowledge base the diagram does not declare."""
+    raw_blocks = data.get("blocks") if isinstance(data, dict) else None
+    problems: list[Problem] = []
+    for index, raw in enumerate(raw_blocks if isinstance(raw_blocks, list) else []):
+        kind = raw.get("type") if isinstance(raw, dict) else None
+        cls = blocks.get(kind) if isinstance(kind, str) else None
+        if cls is None or cls.knowledge_input is None or not isinstance(raw.get("with"), dict):
+            continue
+        name = raw["with"].get(cls.knowledge_input)
+        if not isinstance(name, str) or "{" in name or name in knowledge:
+            continue
+        block_id = raw.get("id") if isinstance(raw.get("id"), str) else None
+        hint = suggest(name, knowledge) or (f"declared: {', '.join(sorted(knowledge))}" if knowledge else
+                                            "declare it under `knowledge:` at the top of the diagram")
+        problems.append(Problem(str(path), lines.line(("blocks", index, "with", str(cls.knowledge_input))),
+                                f"no knowledge base '{name}'", block=block_id, field=f"with.{cls.knowledge_input}",
+                                hint=hint, code="unknown_knowledge"))
+    return problems
 
 
 def _ambiguity_warnings(found: list[Ambiguous], data: Any, file: str) -> list[Problem]:

@@ -24,6 +24,7 @@ import orjson
 from jinja2 import meta, nodes
 from jinja2.runtime import Context
 
+from engine.compile.citations import cite
 from engine.compile.evaluators import (
     Compiled,
     Constant,
@@ -159,7 +160,7 @@ class TemplateEnv:
         self.native = NativeSandbox(**options, optimized=False)
         self.text = TextSandbox(**options)
         for env in (self.native, self.text):
-            env.bound_filters({"to_json": _to_json, "from_json": _from_json, "last_turns": last_turns,
+            env.bound_filters({"to_json": _to_json, "from_json": _from_json, "last_turns": last_turns, "cite": cite,
                                **REGEX_FILTERS})
         # jinja2's standard globals (range, dict, namespace, ...) are template functions like the diagram's own:
         # bound in every scope, known to the name check, and no variable may hide one.

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from engine.format.hosts import read_host_entry
+from engine.format.knowledge import KNOWLEDGE_NAME_PATTERN, KnowledgeSpec
 from engine.format.levels import DEFAULT, ERROR_LEVELS, MESSAGE_LEVELS, ErrorLevel, MessageLevel
 from engine.format.links import LINK_KEYS
 
@@ -171,5 +172,8 @@ class DiagramSpec(BaseModel):
     )
     allowed_modules: list[str] = Field(
         default_factory=lambda: [], description="modules whose functions Function blocks may call (and their submodules)"
+    )
+    knowledge: dict[Annotated[str, Field(pattern=KNOWLEDGE_NAME_PATTERN)], KnowledgeSpec] = Field(
+        default_factory=no_values, description="knowledge bases Retrieve blocks search: {name: {folder, include, chunk}}"
     )
     blocks: list[dict[str, Any]] = Field(min_length=1)

@@ -64,6 +64,7 @@ class Event:
     HTTP_CALLED = "http_called"
     HTTP_RETRIED = "http_retried"
     TOOLS_SELECTED = "tools_selected"
+    PASSAGES_RETRIEVED = "passages_retrieved"
     TOOL_CALLED = "tool_called"
     FUNCTION_CALLED = "function_called"
     TEXT_DELTA = "text_delta"
@@ -85,6 +86,7 @@ EVENT_LEVELS: dict[str, MessageLevel] = {
     Event.PROVIDER_RETRIED: MessageLevel.DEBUG,
     Event.PROVIDER_FALLBACK: MessageLevel.DEBUG,
     Event.TOOLS_SELECTED: MessageLevel.DEBUG,
+    Event.PASSAGES_RETRIEVED: MessageLevel.DEBUG,
     Event.TOOL_CALLED: MessageLevel.DEBUG,
     Event.HTTP_CALLED: MessageLevel.DEBUG,
     Event.HTTP_RETRIED: MessageLevel.DEBUG,

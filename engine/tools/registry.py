@@ -87,6 +87,8 @@ class RegistryFile(BaseModel):
                                                                "secret('NAME') besides the diagram's; redacted everywhere")
     tools: list[dict[str, Any]] = Field(default=[])
     mcp_servers: list[Any] = Field(default=[], description="MCP servers whose tools join the registry")
+    knowledge: dict[str, Any] = Field(default={}, description="knowledge bases the diagrams naming this file may "
+                                                              "search: {name: {folder, include, chunk}}")
 
 
 @dataclass
@@ -156,6 +158,8 @@ class ToolRegistry:
         self._unlisted: list[DeclaredServer] = []
         self._listing = threading.Lock()
         self.offered_check: Callable[[set[str]], list[Problem]] | None = None
+        self.knowledge: list[tuple[Path, LineMap, dict[str, Any]]] = []
+        """Each registry file's `knowledge:` as written, with its lines (the loader checks and declares them)."""
         """Problems of newly listed tools with the blocks that may be offered them (set by the loader)."""
 
     def declare_servers(self, slots: list[Tool | DeclaredServer]) -> None:
@@ -303,6 +307,7 @@ def load_registries(spec: str | list[str], diagram_path: Path, diagram_lines: Li
     registry_object = ToolRegistry(reading.tools, make_embedder(reading.embedder_spec, environ),
                                    list(reading.caches.values()))
     registry_object.declare_servers(reading.slots)
+    registry_object.knowledge = reading.knowledge
     registry_object.prepare(reading.caches)
     if start_servers:
         registry_object.start_servers()
@@ -327,6 +332,7 @@ class _Reading:
         self.seen: dict[str, str] = {}
         self.slots: list[Tool | DeclaredServer] = []
         """Tools and MCP servers (not started) in the order the files declare them."""
+        self.knowledge: list[tuple[Path, LineMap, dict[str, Any]]] = []
 
     def file(self, file: Path) -> None:
         """One registry file: its own tools, the standard tools it includes, its MCP servers."""
@@ -346,6 +352,8 @@ class _Reading:
                                              field=dotted(location)))
             return
         self.embedder_spec = self.embedder_spec or registry.embedder
+        if registry.knowledge:
+            self.knowledge.append((file, lines, registry.knowledge))
         entries = [(index, raw) for index, raw in enumerate(registry.tools)]
         for wanted in registry.standard_tools:
             if wanted not in self.standard_tools:
