@@ -47,8 +47,8 @@ if TYPE_CHECKING:
 @click.option("--otel", is_flag=True, help=OTEL_HELP + "; with Celery, start the workers with --otel")
 @click.option("--cache", type=PATH, help=CACHE_HELP + " (local batches)")
 @click.option("--budget-total", "budget_total", multiple=True, metavar="usd=X,tokens=N,requests=N",
-              help="what all the rows may spend together (local batches): a request past it is not sent, and no "
-                   "new row starts once it is spent")
+              help="what all the rows may spend together (on Celery, counted in Redis): a request past it is not "
+                   "sent, and no new row starts once it is spent")
 # Long: one command from its options to its exit code, each step a call; split, a dozen options pass on.
 def batch(diagram: Path, inputs: Path, concurrency: int, output: Path | None, collect: str, resume: str | None,
           force: bool, store_url: str | None, backend: str, broker: str | None, offline: bool, rpm: tuple[str, ...],
@@ -92,9 +92,6 @@ def batch(diagram: Path, inputs: Path, concurrency: int, output: Path | None, co
 
         if cache is not None:
             raise fail(UsageError("--cache works with local batches; Celery's workers make their own services"))
-        if total is not None:
-            raise fail(UsageError("--budget-total works with local batches: Celery's workers keep no spend in "
-                                  "common; give the diagram's Start a budget, which each row keeps"))
 
         if otel:
             console(stderr=True).print("note: with Celery the workers export the spans; start them with --otel")
@@ -102,7 +99,7 @@ def batch(diagram: Path, inputs: Path, concurrency: int, output: Path | None, co
             console(stderr=True).print(
                 "note: --max-concurrent is per worker process with Celery; set each worker's --concurrency")
         outcome = run_batch_on_celery(loaded, rows, batch_id=batch_id, store=store, broker=broker, runs_dir=folder,
-                                      offline=offline, console=console(stderr=True), rpm=rpm_limits)
+                                      offline=offline, console=console(stderr=True), rpm=rpm_limits, total=total)
     elif backend != "local":
         raise fail(UsageError(f"--backend is local or celery, not {backend!r}"))
     else:

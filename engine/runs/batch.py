@@ -16,7 +16,7 @@ import csv
 import io
 import signal
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from engine.runs.batch_ids import batch_run_id, claim_attempt
 from engine.runs.batch_rows import SESSION_COLUMN, has_session_column, run_row
 from engine.runs.checkpoints import CheckpointStore
 from engine.runs.store import RunStore
-from engine.runtime.budgets import SharedBudget
+from engine.runtime.budgets import Spent
 from engine.runtime.context import Services
 from engine.runtime.execute import RunResult
 from engine.runtime.trace import new_run_id
@@ -251,8 +251,7 @@ async def run_batch(
     attempts = {number: run.get("attempt") or 1 for number, run in recorded_runs.items()}
     shared = services.shared_budget
     if shared is not None:  # a resumed batch's total counts what its recorded rows spent already
-        for run in recorded_runs.values():
-            spent_before(shared, run)
+        shared.spent = recorded_spend(recorded_runs.values())
     outcome = BatchOutcome(batch_id, len(rows), skipped=len(done))
     for _ in done:
         if progress:
@@ -313,15 +312,17 @@ async def run_batch(
     return outcome
 
 
-def spent_before(shared: SharedBudget, run: dict[str, Any]) -> None:
-    """Count a recorded row's run in a batch's total budget: its requests, tokens and known cost."""
-    recorded = run.get("cost")
-    cost: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
-    usd = cost.get("usd") if cost.get("usd") is not None else cost.get("known_usd")
-    spent = shared.spent
-    spent.requests += int(cost.get("requests") or 0)
-    spent.tokens += int(run.get("tokens") or 0)
-    spent.usd += float(usd or 0.0)
+def recorded_spend(recorded: Iterable[dict[str, Any]]) -> Spent:
+    """What a batch's recorded rows spent, as its total budget counts it: their requests, tokens and known cost."""
+    spent = Spent()
+    for run in recorded:
+        kept = run.get("cost")
+        cost: dict[str, Any] = kept if isinstance(kept, dict) else {}
+        usd = cost.get("usd") if cost.get("usd") is not None else cost.get("known_usd")
+        spent.requests += int(cost.get("requests") or 0)
+        spent.tokens += int(run.get("tokens") or 0)
+        spent.usd += float(usd or 0.0)
+    return spent
 
 
 async def _finish_within(workers: list[asyncio.Task[None]], grace: float, now: asyncio.Event) -> set[asyncio.Task[None]]:

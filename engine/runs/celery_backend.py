@@ -22,8 +22,10 @@ from typing import Any, NoReturn
 from celery import Celery
 
 from engine.compile.diagram import Diagram
+from engine.format.spec import Budget
 from engine.runs.api_durable import HELD, RESUME_TASK
-from engine.runs.batch import BatchOutcome
+from engine.runs.batch import BatchOutcome, recorded_spend
+from engine.runs.batch_budget import RedisBudget, skipped_key
 from engine.runs.batch_rows import run_row as run_batch_row
 from engine.runs.checkpoints import CheckpointStore, open_checkpoints
 from engine.runs.leases import Lease
@@ -142,7 +144,8 @@ def make_app(broker: str | None = None) -> Celery:
 
     @app.task(name=TASK, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
     def run_row(task: Any, batch_id: str, row: int, diagram_path: str, inputs: dict[str, Any], store_url: str,
-                runs_dir: str, offline: bool, rpm: dict[str, float] | None = None) -> str:
+                runs_dir: str, offline: bool, rpm: dict[str, float] | None = None,
+                budget_total: dict[str, Any] | None = None) -> str:
         from blocks.registry import registry  # wiring, as the CLI does
         from engine.compile.loader import load_diagram
 
@@ -153,6 +156,11 @@ def make_app(broker: str | None = None) -> Celery:
         services = Services(offline=offline)
         if rpm:
             services.limits = RedisBuckets(broker, rpm)
+        if budget_total:  # the batch's total, counted in Redis by every worker
+            services.shared_budget = RedisBudget(_cached_redis(broker), batch_id, Budget.model_validate(budget_total))
+            if services.shared_budget.spent_out():
+                _cached_redis(broker).sadd(skipped_key(batch_id), row)
+                return "budget_spent"
         checkpoints = _cached_checkpoints(store_url, runs_dir)
         services.checkpoints = checkpoints
         # The row's lease (engine.runs.leases): a delivery while another worker runs the row looks again later; one
@@ -243,9 +251,12 @@ def start_worker(broker: str | None, concurrency: int) -> None:
 def run_batch_on_celery(diagram: Diagram, rows: list[dict[str, Any]], *, batch_id: str, store: RunStore,
                         broker: str | None, runs_dir: Path, offline: bool, console: Any,
                         rpm: dict[str, float] | None = None, poll: float = 0.2,
-                        timeout: float | None = None) -> BatchOutcome:
-    """Send the unfinished rows as tasks, then follow the run store until each row is recorded."""
+                        timeout: float | None = None, total: Budget | None = None) -> BatchOutcome:
+    """Send the unfinished rows as tasks, then follow the run store until each row is recorded (or skipped, its
+    batch's total budget spent)."""
     app = make_app(broker)
+    redis = _cached_redis(broker or os.environ.get("DIAGRAMA_BROKER") or DEFAULT_BROKER) if total is not None else None
+    skipped: set[int] = set()
     done = store.succeeded_rows(batch_id)
     outcome = BatchOutcome(batch_id, len(rows), skipped=len(done))
     already = store.batch_runs(batch_id)
@@ -253,14 +264,22 @@ def run_batch_on_celery(diagram: Diagram, rows: list[dict[str, Any]], *, batch_i
     asking = {n for n, run in already.items() if run["status"] == "waiting"}
     outcome.waiting = len(asking)
     pending = [n for n in range(1, len(rows) + 1) if n not in done and n not in asking]
+    if redis is not None and total is not None:
+        RedisBudget(redis, batch_id, total).start(recorded_spend(already.values()))
+        redis.delete(skipped_key(batch_id))
     for number in pending:
         app.send_task(TASK, args=[batch_id, number, str(diagram.path.resolve()), rows[number - 1], store.url,
-                                  str(runs_dir.resolve()), offline, rpm or {}])
+                                  str(runs_dir.resolve()), offline, rpm or {}],
+                      kwargs={"budget_total": total.model_dump(exclude_none=True)} if total is not None else {})
     began = time.monotonic()
     waiting = set(pending)
     try:
         while waiting:
             recorded = store.batch_runs(batch_id)
+            if redis is not None:
+                skipped |= {int(row) for row in redis.smembers(skipped_key(batch_id))} & waiting
+                outcome.budget_spent = bool(skipped)
+                waiting -= skipped
             for number in list(waiting):
                 run = recorded.get(number)
                 if run is not None and (number not in already or run["run_id"] != already[number]["run_id"]
@@ -274,7 +293,7 @@ def run_batch_on_celery(diagram: Diagram, rows: list[dict[str, Any]], *, batch_i
                 time.sleep(poll)
     except KeyboardInterrupt:
         outcome.interrupted = True  # queued tasks stay queued; the workers finish them and resume skips them
-    outcome.not_run = len(waiting)
+    outcome.not_run = len(waiting) + len(skipped)
     if console is not None:
         console.print(f"celery: {outcome.succeeded} succeeded, {outcome.failed} failed, {outcome.not_run} pending")
     return outcome

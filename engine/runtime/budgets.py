@@ -47,12 +47,17 @@ class Spent:
 
 class SharedBudget:
     """A budget several runs draw on together (a batch's `--budget-total`): their requests are counted here as
-    they are made, from any thread."""
+    they are made, from any thread. A batch on Celery keeps the count in Redis instead (engine.runs.batch_budget),
+    through the same three methods."""
 
-    def __init__(self, limit: Budget) -> None:
+    def __init__(self, limit: Budget, spent: Spent | None = None) -> None:
         self.limit = limit
-        self.spent = Spent()
+        self.spent = spent or Spent()
+        """What was spent before (a resumed batch's recorded rows) and since."""
         self._lock = threading.Lock()
+
+    def spent_now(self) -> Spent:
+        return self.spent
 
     def add(self, usage: Mapping[str, int], usd: float | None) -> None:
         with self._lock:
@@ -66,14 +71,14 @@ class SharedBudget:
 
     def spent_out(self) -> bool:
         """Whether nothing more can be spent: a limit reached (a batch starts no new row then)."""
-        limit, spent = self.limit, self.spent
+        limit, spent = self.limit, self.spent_now()
         return ((limit.requests is not None and spent.requests >= limit.requests)
                 or (limit.tokens is not None and spent.tokens >= limit.tokens)
                 or (limit.usd is not None and spent.usd >= limit.usd))
 
     def check(self, tokens: int, usd: float | None, what: str) -> None:
         with self._lock:
-            _check(self.limit, self.spent, tokens, usd, what, "the batch's total budget")
+            _check(self.limit, self.spent_now(), tokens, usd, what, "the batch's total budget")
 
 
 def check_budget(limit: Budget | None, spend: Spend, tokens: int, usd: float | None, what: str, whose: str) -> None:

@@ -478,5 +478,3 @@ def test_a_total_budget_stops_the_batch_and_a_resume_counts_what_was_spent(proje
     assert dict(part.split(" ", 1) for part in more.stdout.strip().split(" · "))["succeeded"] == "3"
     wrong = cli.invoke(app, ["batch", *common, "--budget-total", "usd=lots"])
     assert wrong.exit_code == 2 and "--budget-total: usd: input should be a valid number" in wrong.output
-    celery = cli.invoke(app, ["batch", *common, "--backend", "celery", "--budget-total", "usd=1"])
-    assert celery.exit_code == 2 and "--budget-total works with local batches" in celery.output

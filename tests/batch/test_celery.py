@@ -232,3 +232,30 @@ blocks:
         assert kept is not None and kept["turns"] == 4 and kept["held_by"] is None
         # One turn at a time, none lost: every message once (in the order the workers took the session).
         assert sorted(kept["memory"]["history"]) == sorted(f"m{n}" for n in numbers)
+
+
+def test_a_total_budget_is_shared_by_the_workers_and_a_resume_counts_what_was_spent(broker: str, project,
+                                                                                   tmp_path: Path) -> None:
+    from engine.format.spec import Budget
+    from engine.runs.celery_backend import run_batch_on_celery
+
+    diagram = load_diagram(project["diagram"], registry())
+    rows = read_rows(project["rows"], diagram)  # 12 rows, one request each
+    store = RunStore(f"sqlite:///{tmp_path / 'shared.db'}")
+    worker = start_worker(broker, tmp_path)
+    try:
+        first = run_batch_on_celery(diagram, rows, batch_id="capped", store=store, broker=broker,
+                                    runs_dir=project["runs"], offline=True, console=None, timeout=60,
+                                    total=Budget(requests=5))
+        spent = sum((run["cost"] or {}).get("requests", 0) for run in store.batch_runs("capped").values())
+        again = run_batch_on_celery(diagram, rows, batch_id="capped", store=store, broker=broker,
+                                    runs_dir=project["runs"], offline=True, console=None, timeout=60,
+                                    total=Budget(requests=8))
+    finally:
+        stop(worker)
+    # Counted in Redis by both worker processes: two rows checking at the same moment may each send one request.
+    assert 5 <= spent <= 6 and first.budget_spent and first.not_run >= 12 - 6
+    assert first.succeeded + first.failed + first.not_run == 12
+    recorded = store.batch_runs("capped").values()
+    assert sum((run["cost"] or {}).get("requests", 0) for run in recorded) <= 8 + 1
+    assert again.budget_spent and again.succeeded >= 1
