@@ -39,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
              "optionally beside a second version."),
     "validate": ("engine.cli.diagrams:validate", "Check diagrams without running them; every problem of each file is "
                  "listed."),
+    "index": ("engine.cli.index:index", "Build or refresh the knowledge indexes of a diagram or registry file; only "
+              "changed files are read again."),
     "schema": ("engine.cli.diagrams:schema", "Print the JSON Schema of diagram files (for editors: diagrama schema > "
                "diagram.schema.json)."),
     "test": ("engine.cli.testing:test_scenarios", "Run robot scenario files (*.scenario.yaml) against the offline "

@@ -226,6 +226,10 @@ def run(diagram: Path, input: tuple[str, ...], inputs: Path | None, offline: boo
         lowered = budget_from_text(budget) if budget else None
     except UsageError as exc:
         raise fail(exc) from None
+    if loaded.knowledge:  # indexed now, with a bar for a large folder, rather than silently at the first retrieval
+        from engine.cli.index import indexed
+
+        indexed(loaded.knowledge)
     level = MESSAGE_LEVELS[message_level] if message_level else None
     err = console(stderr=True)
     if not quiet:

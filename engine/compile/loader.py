@@ -125,7 +125,7 @@ def _load_text(text: str, path: Path, loading: Loading) -> Diagram:
                     except DiagramInvalid as exc:
                         problems.extend(exc.problems)
     knowledge = _knowledge(data, lines, path, DataFolder(path.parent, data_roots), tools, environ, problems)
-    problems.extend(_knowledge_input_problems(data, lines, path, registry, knowledge))
+    problems.extend(_knowledge_input_problems(data, lines, path, registry, _declared_names(data, tools)))
     children = load_children(data, lines, path, loading, problems)
     diagram = compile_diagram(data, lines, path, registry, source=text, functions=extra, extra_problems=problems,
                               data_roots=data_roots, children=children)
@@ -159,8 +159,17 @@ def _knowledge(data: Any, lines: LineMap, path: Path, folder: DataFolder, tools:
     return found
 
 
+def _declared_names(data: Any, tools: ToolRegistry | None) -> set[str]:
+    """The knowledge bases' names as written, usable or not (a wrong one has its own problem)."""
+    own = data.get("knowledge") if isinstance(data, dict) else None
+    names = {str(name) for name in own} if isinstance(own, dict) else set()
+    for _, _, raw in tools.knowledge if tools is not None else []:
+        names.update(str(name) for name in raw)
+    return names
+
+
 def _knowledge_input_problems(data: Any, lines: LineMap, path: Path, blocks: BlockRegistry,
-                              knowledge: Mapping[str, KnowledgeBase]) -> list[Problem]:
+                              knowledge: set[str]) -> list[Problem]:
     """A problem at each block input that names, literally, a knowledge base the diagram does not declare."""
     raw_blocks = data.get("blocks") if isinstance(data, dict) else None
     problems: list[Problem] = []

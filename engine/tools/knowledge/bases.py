@@ -50,9 +50,9 @@ def declared_bases(raw: Any, file: Path, lines: LineMap, folder: DataFolder, fou
                                     code="duplicate_knowledge"))
             continue
         try:
-            target = folder.resolve(str(file.parent / spec.folder))
+            target = folder.resolve(str(file.parent.absolute() / spec.folder))
         except PathRefused as exc:
-            message = str(exc).replace(str(file.parent / spec.folder), spec.folder)
+            message = str(exc).replace(str(file.parent.absolute() / spec.folder), spec.folder)
             problems.append(Problem(source, line, f"knowledge base '{name}': {message}", field=f"knowledge.{name}.folder",
                                     hint="keep documents in the diagram's folder, or pass their folder with --data-root"
                                     if exc.leaves else None, code="path_outside_folder" if exc.leaves else "bad_path"))

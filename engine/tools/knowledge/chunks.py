@@ -49,15 +49,21 @@ def _cut(text: str, start: int, end: int) -> int:
 
 
 def _next_start(text: str, end: int, overlap: int, start: int) -> int:
-    """Where the next window starts: `overlap` characters before `end`, moved on to the start of a word."""
+    """Where the next window starts: within the last `overlap` characters before `end`, at the first line or sentence
+    that begins there, else at the first word."""
     if overlap <= 0:
         return end
     back = max(end - overlap, start + 1)
     if back > 0 and not text[back - 1].isspace():
-        space = text.find(" ", back, end)
-        newline = text.find("\n", back, end)
-        found = min((at for at in (space, newline) if at >= 0), default=-1)
-        back = found + 1 if found >= 0 else end
+        limit = len(text[:end].rstrip())  # a sentence that begins only after the window's last words repeats nothing
+        sentence = _SENTENCE_END.search(text, back, limit)
+        newline = text.find("\n", back, limit)
+        found = min((at for at in (sentence.end() if sentence else -1, newline + 1 if newline >= 0 else -1)
+                     if 0 <= at < limit), default=-1)
+        if found < 0:
+            space = text.find(" ", back, limit)
+            found = space + 1 if space >= 0 else end
+        back = found
     return back
 
 
