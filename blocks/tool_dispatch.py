@@ -110,6 +110,10 @@ class ToolDispatch(Block):
             from blocks._http_tool import call_http_tool
 
             return await call_http_tool(tool, arguments, context)
+        if tool.entry.knowledge is not None:  # a registry's knowledge tool: Retrieve's search (blocks/_knowledge_tool.py)
+            from blocks._knowledge_tool import call_knowledge_tool
+
+            return await call_knowledge_tool(tool, arguments, context)
         handler = tool.handler()
         try:
             return await call_handler(handler, arguments, timeout=tool.entry.timeout, name=name,

@@ -23,6 +23,7 @@ from jinja2 import nodes
 from engine.compile.block import BlockRegistry
 from engine.compile.children import Loading, load_children
 from engine.compile.diagram import Diagram
+from engine.compile.knowledge_tools import knowledge_tool_problems
 from engine.compile.secrets import SECRET_FUNCTION, secret_function
 from engine.compile.validate import compile_diagram
 from engine.errors import DiagramInvalid, Problem
@@ -126,6 +127,8 @@ def _load_text(text: str, path: Path, loading: Loading) -> Diagram:
                         problems.extend(exc.problems)
     knowledge = _knowledge(data, lines, path, DataFolder(path.parent, data_roots), tools, environ, problems)
     problems.extend(_knowledge_input_problems(data, lines, path, registry, _declared_names(data, tools)))
+    if tools is not None:
+        problems.extend(knowledge_tool_problems(tools, _declared_names(data, tools)))
     children = load_children(data, lines, path, loading, problems)
     diagram = compile_diagram(data, lines, path, registry, source=text, functions=extra, extra_problems=problems,
                               data_roots=data_roots, children=children)

@@ -24,7 +24,6 @@ import orjson
 from jinja2 import meta, nodes
 from jinja2.runtime import Context
 
-from engine.compile.citations import cite
 from engine.compile.evaluators import (
     Compiled,
     Constant,
@@ -40,6 +39,7 @@ from engine.compile.expressions import Expression, PythonCode, compile_expressio
 from engine.compile.regex import REGEX_FILTERS, check_pattern
 from engine.compile.sandbox import TEMPLATE_GLOBALS, NativeSandbox, TextSandbox
 from engine.errors import TemplateSyntax
+from engine.format.citations import cite
 from engine.format.names import suggest
 from engine.format.values import dumps
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from engine.tools.arguments import check_arguments
     from engine.tools.calls import HandlerTimeout, call_handler, described, start_call
     from engine.tools.knowledge.index import KnowledgeBase, Passage
+    from engine.tools.knowledge_tools import KNOWLEDGE_TOP_K, knowledge_answer
     from engine.tools.registry import Tool, ToolRegistry, load_registries
     from engine.tools.tools_table import ToolsTable
 
@@ -22,6 +23,7 @@ _HOMES = {
     "engine.tools.arguments": ["check_arguments"],
     "engine.tools.calls": ["HandlerTimeout", "call_handler", "described", "start_call"],
     "engine.tools.knowledge.index": ["KnowledgeBase", "Passage"],
+    "engine.tools.knowledge_tools": ["KNOWLEDGE_TOP_K", "knowledge_answer"],
     "engine.tools.registry": ["Tool", "ToolRegistry", "load_registries"],
     "engine.tools.tools_table": ["ToolsTable"],
 }
@@ -30,5 +32,5 @@ _HOMES = {
 __getattr__, __dir__ = lazy_face(__name__, _HOMES, globals())
 
 
-__all__ = ["HandlerTimeout", "KnowledgeBase", "Passage", "Tool", "ToolRegistry", "ToolsTable", "call_handler",
-           "check_arguments", "described", "load_registries", "start_call"]
+__all__ = ["KNOWLEDGE_TOP_K", "HandlerTimeout", "KnowledgeBase", "Passage", "Tool", "ToolRegistry", "ToolsTable",
+           "call_handler", "check_arguments", "described", "knowledge_answer", "load_registries", "start_call"]

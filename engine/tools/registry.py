@@ -35,6 +35,7 @@ from engine.tools.handlers import (
     module_allowed,
 )
 from engine.tools.http_tools import HTTP_TEMPLATED, HttpToolSpec, RenderedHttp, literal_host_problem
+from engine.tools.knowledge_tools import knowledge_parameters
 from engine.tools.ranking import EmbeddedText, Ranker, Ranking, ToolScore, tool_document, tool_text
 from engine.tools.selection import RankedTools
 from engine.tools.tools_table import ToolsTable
@@ -54,6 +55,7 @@ class ToolEntry(BaseModel):
     handler: str | None = Field(default=None, description="package.module:callable or package.module:Class.method")
     http: HttpToolSpec | None = Field(default=None, description="instead of a handler: an HTTP call, the arguments "
                                                                  "templated into it (engine.tools.http_tools)")
+    knowledge: str | None = Field(default=None, description="instead of a handler: a knowledge base searched for a query")
     version: int = Field(default=1, ge=1, description="raising it refreshes the stored embedding and metadata")
     description: str = Field(description="what it does; the model reads it")
     examples: list[str] = Field(default=[], description="example user requests, embedded with the description")
@@ -68,8 +70,10 @@ class ToolEntry(BaseModel):
 
     @model_validator(mode="after")
     def _one_kind(self) -> ToolEntry:
-        if (self.handler is None) == (self.http is None):
-            raise ValueError("a tool has a handler or an http call: give one of them")
+        if sum(kind is not None for kind in (self.handler, self.http, self.knowledge)) != 1:
+            raise ValueError("a tool has a handler, an http call or a knowledge base: give one of them")
+        if self.knowledge is not None and "parameters" not in self.model_fields_set:
+            self.parameters = knowledge_parameters()
         return self
 
 
@@ -138,7 +142,7 @@ class Tool:
 
     def handler(self) -> Callable[..., Any]:
         if self._callable is None:
-            if self.entry.handler is None:  # an http tool: ToolDispatch sends it (blocks/_http_tool.py)
+            if self.entry.handler is None:  # an http or knowledge tool: ToolDispatch calls it (blocks/_*_tool.py)
                 raise HandlerUnloadable(f"tool '{self.name}' has no handler")
             self._callable = load_handler(self.entry.handler, self.allowed_hosts, self.folder)
         return self._callable
@@ -407,7 +411,8 @@ class _Reading:
             add(f"parameters is not a valid JSON Schema: {problem}", "parameters")
         if function is not None:
             tool = Tool(entry, registry.registry, source, line, tuple(registry.allowed_hosts),
-                        lines.line((*where, "handler")) or line, folder=self.folder, secrets=tuple(registry.secrets),
+                        lines.line((*where, "knowledge" if entry.knowledge else "handler")) or line, folder=self.folder,
+                        secrets=tuple(registry.secrets),
                         http_lines={key: lines.line((*where, "http", key)) or line for key in HTTP_TEMPLATED})
             self.tools.append(tool)
             self.slots.append(tool)
@@ -429,7 +434,7 @@ class _Reading:
     def import_handlers(self) -> None:
         """Each tool's handler imported and resolved now, so a bad one is a load error, not a failed call."""
         for tool in self.tools:
-            if tool.entry.http is not None:
+            if tool.entry.handler is None:  # an http or a knowledge tool
                 continue
             try:
                 tool.handler()

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from engine.cli import app
 from engine.compile.block import BlockRegistry
-from engine.compile.citations import cite
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramInvalid, Problem
+from engine.format.citations import cite
 from engine.format.tables import DataTable
 from engine.runtime.context import Services
 from tests.conftest import Runner
