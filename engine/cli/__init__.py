@@ -58,6 +58,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
               "browser; the YAML files stay the source."),
     "api": ("engine.cli.api:api", "Serve the folder's robots over HTTP: list them, run them, follow their events "
             "(SSE); bearer keys required."),
+    "mcp": ("engine.cli.mcp:mcp", "Serve the folder's robots as MCP tools over stdio (Claude Desktop, IDEs, agents): "
+            "each robot a tool."),
     "api-key": ("engine.cli.api:api_key", "Make an API key: prints the key (give it to the caller; it is not kept) "
                 "and its keys-file line."),
     "worker": ("engine.cli.batch:worker", "A Celery worker that runs batch rows (`diagrama batch --backend celery`) "

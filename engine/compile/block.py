@@ -240,3 +240,5 @@ class RunSettings(BaseModel):
                                                    "cache")
     memory: list[str] = Field(default_factory=lambda: [], description="variables kept per session "
                                                                      "(`diagrama run --session ID`) from run to run")
+    output: list[str] = Field(default_factory=lambda: [], description="the variables a run answers as the robot's "
+                                                                     "result (`diagrama mcp`, `/mcp`); none: all of them")

@@ -206,8 +206,10 @@ class RunStore:
         started, where it is recorded a while after it ended)."""
         if not recorded:
             return
-        rows = [{**_row(result, diagram, inputs), **(known or {}).get(result.run_id, {})}
-                for result, diagram, inputs in recorded]
+        # A run that waited and was answered within one batch's wait (an MCP client's elicitation) is in it twice:
+        # its last part is its row.
+        rows = list({result.run_id: {**_row(result, diagram, inputs), **(known or {}).get(result.run_id, {})}
+                     for result, diagram, inputs in recorded}.values())
         with self.engine.begin() as connection:
             connection.execute(delete(runs).where(runs.c.run_id.in_([row["run_id"] for row in rows])))
             connection.execute(insert(runs), rows)

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import structlog
 from starlette.applications import Starlette
+from starlette.routing import BaseRoute, Route
 
 from engine.compile.block import BlockRegistry
 from engine.errors import UsageError
@@ -45,6 +46,15 @@ from engine.web.service.tenants import Tenants
 __all__ = ["DIR_VARIABLE", "create_app"]
 
 DIR_VARIABLE = "DIAGRAMA_API_DIR"
+
+
+def _mcp(api: RobotsApi) -> Any:
+    """`/mcp`'s app (engine.web.service.mcp_http), or None without the mcp extra."""
+    try:
+        from engine.web.service.mcp_http import McpEndpoint
+    except ImportError:
+        return None
+    return McpEndpoint(api)
 
 
 def _store(runs_dir: Path, url: str | None) -> Any:
@@ -136,14 +146,16 @@ def create_app(
                               callback_hosts=callback_hosts, export=export,
                               tenants=api.tenants)  # each key lists its own runs
     pruner = Pruner(chosen.durable, retention, run_store) if retention is not None else None
+    mcp = _mcp(api)  # the robots as MCP tools, behind the same Gate
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         pruning = asyncio.create_task(pruner.run(), name="prune") if pruner is not None else None
         if resume_interrupted:  # a drained or killed server's runs go on here (each taken over by one process)
             await resume_left(api)
-        with reload_on_hangup(ring):  # SIGHUP reads the keys file again
-            yield
+        async with mcp.running() if mcp is not None else contextlib.nullcontext():
+            with reload_on_hangup(ring):  # SIGHUP reads the keys file again
+                yield
         if pruning is not None:
             pruning.cancel()
             await asyncio.gather(pruning, return_exceptions=True)
@@ -151,7 +163,8 @@ def create_app(
         await around.close()
         tenants.close()
 
-    app = Starlette(routes=api.routes(around), lifespan=lifespan, exception_handlers=exception_handlers())
+    routes: list[BaseRoute] = [*api.routes(around), *([Route("/mcp", mcp)] if mcp is not None else [])]
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=exception_handlers())
     app.state.api = api
     app.state.backend = chosen
     app.state.pruner = pruner
