@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.errors import RunError, UsageError
-from engine.format.spec import no_values
+from engine.format.spec import ChatSettings, no_values
 
 if TYPE_CHECKING:
     from engine.compile.diagram import Diagram
@@ -240,5 +240,6 @@ class RunSettings(BaseModel):
                                                    "cache")
     memory: list[str] = Field(default_factory=lambda: [], description="variables kept per session "
                                                                      "(`diagrama run --session ID`) from run to run")
-    output: list[str] = Field(default_factory=lambda: [], description="the variables a run answers as the robot's "
-                                                                     "result (`diagrama mcp`, `/mcp`); none: all of them")
+    chat: ChatSettings | None = Field(default=None, description="the robot as a chat (`diagrama api`'s "
+                                                                "/v1/chat/completions): {input: the Start input the "
+                                                                "user's message fills, output: the variable answered}")

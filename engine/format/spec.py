@@ -28,6 +28,7 @@ __all__ = [
     "SECRET_NAME_PATTERN",
     "BlockSpec",
     "Budget",
+    "ChatSettings",
     "DiagramSpec",
     "ErrorLevel",
     "LinkSpec",
@@ -109,6 +110,16 @@ class Budget(BaseModel):
         """`usd=0.5, tokens=20000`, as `--budget` takes it."""
         return ", ".join(f"{name}={value:g}" for name, value in
                          (("usd", self.usd), ("tokens", self.tokens), ("requests", self.requests)) if value is not None)
+
+
+class ChatSettings(BaseModel):
+    """Start's `chat`: which input a chat's message fills and which variable is the answer (`diagrama api`'s
+    OpenAI-compatible endpoint, engine.web.service.chat)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: str = Field(description="the Start input the last user message fills")
+    output: str = Field(description="the variable whose value at the run's end is the answer")
 
 
 def _least(one: float | None, other: float | None) -> Any:

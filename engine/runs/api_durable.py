@@ -91,7 +91,7 @@ def patiently(work: Callable[[], _T], what: str) -> _T:
 # Long: the three ways a delivered task meets its run (held elsewhere, to carry on, new), in order.
 def run_on_worker(*, run_id: str, diagram: Diagram, inputs: dict[str, Any], store: RunStore, redis: Any,
                   runs_dir: Path, offline: bool, message_level: str | None, session: str | None,
-                  budget: Mapping[str, Any] | None = None) -> str:
+                  budget: Mapping[str, Any] | None = None, stream: bool = False) -> str:
     """One API run on a worker, as a turn (engine.runs.turn): durable (its checkpoints beside the run store), in its
     session's turn when it has one. The worker holds the run's lease while it runs it (engine.runs.leases): a task
     delivered again while another worker's lease is alive is HELD (the caller looks again later); one whose run's
@@ -102,7 +102,7 @@ def run_on_worker(*, run_id: str, diagram: Diagram, inputs: dict[str, Any], stor
     from engine.runs.turn import carry_on, new_turn
     from engine.runtime.context import Services
 
-    services = Services(offline=offline)
+    services = Services(offline=offline, stream=stream)  # `stream`: a streamed chat's run (its blocks stream)
     lease = Lease(redis, run_id, services.stops)
     if not patiently(lease.take, "the run's lease"):
         return HELD

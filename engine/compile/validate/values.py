@@ -59,13 +59,23 @@ def _check_bound_names(c: Compilation, start: CompiledBlock, settings: RunSettin
         for name in compiled.impl.spec.set:
             _check_name(c, name, ("blocks", c.index_of[compiled.id], "set", name), compiled.id, f"set.{name}",
                         functions)
+    if settings.chat is not None:
+        _check_chat(c, start, settings)
+
+
+def _check_chat(c: Compilation, start: CompiledBlock, settings: RunSettings) -> None:
+    """Start's `chat`: its input is a Start input, its output a variable the robot sets (Start's or a `set`'s)."""
+    assert settings.chat is not None
+    where = ("blocks", c.index_of[start.id], "chat")
+    if settings.chat.input not in settings.inputs:
+        c.problems.add((*where, "input"), f"chat's input '{settings.chat.input}' is no Start input", block=start.id,
+                       field="chat.input", hint=suggest(settings.chat.input, settings.inputs)
+                       or "declare it under inputs, with a default", code="chat_undeclared")
     set_names = {name for compiled in c.blocks.values() for name in compiled.impl.spec.set}
-    for index, name in enumerate(settings.output):
-        if name not in declared | set_names:
-            c.problems.add((*start_path, "output", index), f"output names '{name}', which is no Start input or "
-                           "variable, and no block sets it", block=start.id, field=f"output[{index}]",
-                           hint=suggest(name, declared | set_names) or "declare it under variables, or set it",
-                           code="output_undeclared")
+    if settings.chat.output not in set(settings.variables) | set_names:
+        c.problems.add((*where, "output"), f"chat's output '{settings.chat.output}' is no variable the robot sets",
+                       block=start.id, field="chat.output", hint=suggest(settings.chat.output, set_names)
+                       or "set it in a block's `set`, or declare it under variables", code="chat_undeclared")
 
 
 def _check_name(c: Compilation, name: str, path: Where, block: str, field: str, functions: set[str]) -> None:

@@ -33,6 +33,8 @@ from engine.web.files import FolderError
 from engine.web.http import JSON, answer, read_body
 from engine.web.service.around import AROUND_OPERATIONS, AroundRuns
 from engine.web.service.cancelling import CANCEL_OPERATION, cancel_run
+from engine.web.service.chat import ChatDoor
+from engine.web.service.chat_wire import CHAT_OPERATIONS
 from engine.web.service.durable import Durable, Refused
 from engine.web.service.models import (
     SESSION_PATTERN,
@@ -75,7 +77,8 @@ class Backend(Protocol):
 
     async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
                     key_id: str | None, secrets: list[str], session: str | None = None,
-                    budget: Budget | None = None) -> str: ...
+                    budget: Budget | None = None, *, stream: bool = False) -> str: ...
+    """`stream`: the run's request blocks stream unless their `stream` input says otherwise (a streamed chat's)."""
 
     async def cancel(self, run_id: str) -> bool: ...
 
@@ -153,6 +156,7 @@ OPERATIONS: tuple[Operation, ...] = (
               headers={"Last-Event-ID": "the last event's number the client has: the stream goes on after it"}),
     *DURABLE_OPERATIONS,
     *AROUND_OPERATIONS,
+    *CHAT_OPERATIONS,
     Operation("GET", "/openapi.json", "openapi", "This document",
               {200: Answer("the OpenAPI document", schema={"type": "object"})}, public=True),
 )
@@ -180,6 +184,8 @@ class RobotsApi:
             "runEvents": self.run_events, "openapi": self.openapi, "resumeRun": self.resume_run,
             "getSession": self.get_session, "forgetSession": self.forget_session,
             "cancelRun": functools.partial(cancel_run, self)}
+        chat = ChatDoor(self)  # the OpenAI-compatible routes (engine.web.service.chat)
+        handlers.update(listModels=chat.list_models, chatCompletion=chat.chat_completion)
         if around is not None:
             handlers = around.wrapped(handlers, self._answer_run, _run_answer, self.shown_for)
         return [Route(op.path, self._answering(handlers[op.name]), methods=[op.method], name=op.name)

@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine.errors import UsageError
 from engine.runs.service_logs import log
+from engine.web.service.chat_wire import CHAT_PATHS, error_body
 from engine.web.service.failures import failure_body
 from engine.web.service.keys import KeyRing, retry_after
 
@@ -30,8 +31,10 @@ class RateLimits(Protocol):
     async def take(self, key_id: str, rpm: float) -> float: ...
 
 
-async def _refuse(send: Send, status: int, message: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
-    await _send_json(send, status, orjson.dumps({"error": message, "problems": []}), headers)
+async def _refuse(send: Send, status: int, message: str, headers: Iterable[tuple[bytes, bytes]] = (),
+                  path: str = "") -> None:
+    body = error_body(status, message) if path in CHAT_PATHS else orjson.dumps({"error": message, "problems": []})
+    await _send_json(send, status, body, headers)
 
 
 async def _send_json(send: Send, status: int, body: bytes, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
@@ -74,7 +77,7 @@ class Gate:
         key = self.ring.identify(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
         if key is None:
             await _refuse(send, 401, "send a key of this server as `Authorization: Bearer KEY`",
-                          [(b"www-authenticate", b'Bearer realm="diagrama"')])
+                          [(b"www-authenticate", b'Bearer realm="diagrama"')], scope["path"])
             return
         _state(scope)["key_id"] = key.key_id
         _state(scope)["admin"] = key.admin  # sees every caller's runs (engine.web.service.tenants)
@@ -83,7 +86,7 @@ class Gate:
             wait = await self.limits.take(key.key_id, rpm)
             if wait > 0:
                 await _refuse(send, 429, f"key '{key.key_id}' is past its {rpm:g} requests a minute",
-                              [(b"retry-after", retry_after(wait).encode())])
+                              [(b"retry-after", retry_after(wait).encode())], scope["path"])
                 return
         _state(scope)["key"] = token.strip()  # only for the run's redactor: it scrubs the caller's key from the run
         await self.app(scope, receive, send)

@@ -80,7 +80,7 @@ def openapi_document(operations: Sequence[Operation], *, title: str, version: st
     for op in operations:
         answers = dict(op.answers)
         if secured and not op.public:
-            answers = {**answers, **_REFUSALS}
+            answers = {**_REFUSALS, **answers}  # an operation's own 401/429 stand (OpenAI's error shape)
         item: dict[str, Any] = {
             "operationId": op.name,
             "summary": op.summary,

@@ -12,6 +12,7 @@ Runs are durable where the checkpoint store is (engine.web.service.durable): one
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import itertools
 import re
@@ -224,15 +225,16 @@ class LocalBackend:
 
     async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
                     key_id: str | None, secrets: list[str], session: str | None = None,
-                    budget: Budget | None = None) -> str:
+                    budget: Budget | None = None, *, stream: bool = False) -> str:
         self._open()
         turn = new_turn(diagram, inputs, store=self.durable.store, session=session)
+        services = dataclasses.replace(self.services, stream=True) if stream else self.services  # the same shared parts
         turn.budget = budget
         if session is not None:
             await self.durable.hold(turn)
 
         async def run() -> RunResult:
-            return await run_turn(turn, services=self.services, runs_dir=self.runs_dir, message_level=level,
+            return await run_turn(turn, services=services, runs_dir=self.runs_dir, message_level=level,
                                   secrets=secrets, access=self.durable.access)
 
         self._launch(RunRecord(turn.run_id, robot, self.runs_dir / turn.run_id / "trace.jsonl"), diagram, inputs, run,
