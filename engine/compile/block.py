@@ -240,6 +240,8 @@ class RunSettings(BaseModel):
                                                    "cache")
     memory: list[str] = Field(default_factory=lambda: [], description="variables kept per session "
                                                                      "(`diagrama run --session ID`) from run to run")
+    output: list[str] = Field(default_factory=lambda: [], description="the variables a run answers as the robot's "
+                                                                     "result (`diagrama mcp`, `/mcp`); none: all of them")
     chat: ChatSettings | None = Field(default=None, description="the robot as a chat (`diagrama api`'s "
                                                                 "/v1/chat/completions): {input: the Start input the "
                                                                 "user's message fills, output: the variable answered}")

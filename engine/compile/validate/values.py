@@ -59,6 +59,13 @@ def _check_bound_names(c: Compilation, start: CompiledBlock, settings: RunSettin
         for name in compiled.impl.spec.set:
             _check_name(c, name, ("blocks", c.index_of[compiled.id], "set", name), compiled.id, f"set.{name}",
                         functions)
+    set_names = {name for compiled in c.blocks.values() for name in compiled.impl.spec.set}
+    for index, name in enumerate(settings.output):
+        if name not in declared | set_names:
+            c.problems.add((*start_path, "output", index), f"output names '{name}', which is no Start input or "
+                           "variable, and no block sets it", block=start.id, field=f"output[{index}]",
+                           hint=suggest(name, declared | set_names) or "declare it under variables, or set it",
+                           code="output_undeclared")
     if settings.chat is not None:
         _check_chat(c, start, settings)
 
