@@ -22,8 +22,11 @@ tuning, measured once the settings were chosen).
     python -m benchmarks.tool_selection_quality /tmp/gorilla --part held-out --json
     python -m benchmarks.tool_selection_quality /tmp/gorilla --toollens /tmp/COLT/datasets/ToolLens --grid
 
-Rankings side by side: `today` (the hashed n-gram embedding of description and examples,
-cosine alone: the ranking before the hybrid one), `bm25` (BM25 over descriptions, the usual
+`--embedder` picks what the registries embed with (`local`, a registry's default: hashed
+n-grams and WordLlama side by side; `wordllama`; `hashed-ngrams`, the default before).
+
+Rankings side by side: `today` (the embedder's cosine of description and examples alone:
+with `--embedder hashed-ngrams`, the ranking before the hybrid one), `bm25` (BM25 over descriptions, the usual
 baseline), `words` (the hybrid's BM25F part alone: names, descriptions, parameters),
 `hybrid` (what `tools(query=…)` does now: ranking.py's `Ranking()`), `hybrid-rrf`
 (reciprocal-rank fusion at its best setting on the grid) and `hybrid-0.8` (the fused
@@ -55,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.tools.embeddings import EmbeddingCache, HashedNgramEmbedder
+from engine.tools.embeddings import Embedder, EmbeddingCache, make_embedder
 from engine.tools.lexical import Bm25f, LexicalIndex
 from engine.tools.ranking import Ranking, tool_document, tool_text
 from engine.tools.registry import Tool, ToolEntry, ToolRegistry
@@ -157,12 +160,16 @@ def held_out(case: Case) -> bool:
     return hashlib.sha256(case.id.encode()).digest()[0] % 2 == 1
 
 
+EMBEDDER: list[Embedder] = [make_embedder(None)]
+"""The embedder the registries are ranked with: a registry's default unless `--embedder` names another."""
+
+
 def registry_of(tools: Sequence[dict[str, Any]], folder: Path, ranking: Ranking | None = None) -> ToolRegistry:
     """A ToolRegistry of the data's tools, embedded into a cache under `folder` (handlers never resolved)."""
     ranking = ranking or Ranking()
     cache = EmbeddingCache(folder / f"quality-{ranking.embedded}-{ranking.hubs}.embeddings.json")
     entries = [Tool(ToolEntry(handler="bench:none", **tool), "quality", "quality.yaml", None) for tool in tools]
-    registry = ToolRegistry(entries, HashedNgramEmbedder(), [cache], ranking)
+    registry = ToolRegistry(entries, EMBEDDER[0], [cache], ranking)
     registry.prepare({"quality.yaml": cache})
     return registry
 
@@ -262,9 +269,17 @@ def main() -> None:
     parser.add_argument("--part", choices=("tuning", "held-out", "both"), default="both")
     parser.add_argument("--json", action="store_true", help="one JSON line per part and ranking")
     parser.add_argument("--grid", action="store_true", help="every setting's figures on the tuning parts only")
+    parser.add_argument("--embedder", choices=("local", "wordllama", "hashed-ngrams"),
+                        help="the embedder fused with words (a registry's default when not given)")
     options = parser.parse_args()
+    if options.embedder:
+        EMBEDDER[0] = make_embedder({"type": options.embedder})
+    print(json.dumps({"embedder": EMBEDDER[0].name}))
     if options.grid:
+        import benchmarks.tool_selection_quality as imported  # this module as the grid sees it (not __main__)
         from benchmarks.tool_selection_grid import grid  # it imports this module's readers
+
+        imported.EMBEDDER[0] = EMBEDDER[0]
 
         sets = {"BFCL": bfcl(options.gorilla)}
         if options.toollens:

@@ -1,12 +1,15 @@
-"""Text embeddings for tool selection and knowledge: a local dense default, hashed n-grams, an endpoint, a cache.
+"""Text embeddings for tool selection and knowledge: a local dense one, hashed n-grams, both, an endpoint, a cache.
 
-The default (`WordLlamaEmbedder`) averages WordLlama's 256-dimension token embeddings
+The dense one (`WordLlamaEmbedder`, knowledge's default) averages WordLlama's 256-dimension token embeddings
 (l2_supercat: Llama 2's token table distilled for sentence similarity, MIT), which its
 wheel ships — 16 MB of weights and the tokenizer — so it needs no download: they are read
 from the installed package's own files with safetensors and tokenizers, and nothing of
 WordLlama's loader (which looks for the tokenizer under another folder and then downloads)
 runs. `HashedNgramEmbedder` (`{type: hashed-ngrams}`) hashes character n-grams of
 accent-folded words; `HttpEmbedder` (`{type: http}`) asks an OpenAI-compatible endpoint.
+A registry's default (`{type: local}`, `CombinedEmbedder`) is the n-grams and WordLlama
+side by side: ranking.py compares each part alone and averages the two cosines, which
+ranked tools better on benchmarks/tool_selection_quality.py's tuning parts than either.
 """
 
 from __future__ import annotations
@@ -30,8 +33,8 @@ if TYPE_CHECKING:
     import httpx
     import numpy as np
 
-__all__ = ["EMBEDDERS", "Embedder", "EmbeddingCache", "HashedNgramEmbedder", "HttpEmbedder", "WordLlamaEmbedder",
-           "default_embedder", "make_embedder"]
+__all__ = ["EMBEDDERS", "CombinedEmbedder", "Embedder", "EmbeddingCache", "HashedNgramEmbedder", "HttpEmbedder",
+           "WordLlamaEmbedder", "default_embedder", "make_embedder"]
 
 
 class Embedder(Protocol):
@@ -149,6 +152,26 @@ def default_embedder() -> WordLlamaEmbedder:
     return WordLlamaEmbedder()
 
 
+
+class CombinedEmbedder:
+    """Several local embedders' unit vectors side by side, one row per text; `blocks` gives each part's width.
+
+    A ranking reads the parts apart (ranking.py's Ranker: each block's cosine, then their
+    mean); a plain cosine of two such rows is the mean of the parts' cosines as well.
+    """
+
+    def __init__(self, parts: Sequence[HashedNgramEmbedder | WordLlamaEmbedder] | None = None) -> None:
+        self.parts = tuple(parts) if parts else (HashedNgramEmbedder(), default_embedder())
+        self.name = "+".join(part.name for part in self.parts)
+        self.blocks = tuple(part.dimension for part in self.parts)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
+        joined = np.hstack([part.embed(texts) for part in self.parts])
+        return np.asarray(joined / np.sqrt(len(self.parts)), dtype=np.float32)
+
+
 class HttpEmbedder:
     """An OpenAI-compatible `/v1/embeddings` endpoint (many providers and local servers speak it)."""
 
@@ -175,17 +198,25 @@ class HttpEmbedder:
         return np.asarray(matrix / norms, dtype=np.float32)
 
 
-EMBEDDERS: dict[str, Any] = {"wordllama": WordLlamaEmbedder, "hashed-ngrams": HashedNgramEmbedder,
-                              "http": HttpEmbedder}
+@functools.cache
+def _local() -> CombinedEmbedder:
+    """A registry's default embedder, one per process."""
+    return CombinedEmbedder()
+
+
+EMBEDDERS: dict[str, Any] = {"local": CombinedEmbedder, "wordllama": WordLlamaEmbedder,
+                              "hashed-ngrams": HashedNgramEmbedder, "http": HttpEmbedder}
 """Embedder kinds a registry may name (`embedder: {type: …}`); a local model can be added here by name."""
 
 
 def make_embedder(spec: Mapping[str, Any] | None, environ: Mapping[str, str] | None = None) -> Embedder:
-    """The embedder a registry's `embedder:` names; hashed n-grams when it names none."""
+    """The embedder a registry's `embedder:` names; hashed n-grams and WordLlama together when it names none."""
     options = dict(spec or {})
-    kind = options.pop("type", "hashed-ngrams")
+    kind = options.pop("type", "local")
     if kind == "wordllama" and not options:
         return default_embedder()
+    if kind == "local" and not options:
+        return _local()
     if kind == "http":
         key_variable = options.pop("api_key_env", None)
         environ = environ if environ is not None else os.environ

@@ -84,7 +84,7 @@ class RankedTools:
                 vectors.append(np.frombuffer(vector, dtype=np.float32))
                 documents.append(document)
             matrix = np.vstack(vectors) if vectors else np.zeros((0, 1), dtype=np.float32)
-            self._ranker = Ranker(documents, matrix, self._ranking)
+            self._ranker = Ranker(documents, matrix, self._ranking, getattr(self.embedder, "blocks", ()))
             # Ties are broken by name: positions in name order, sorted stably by score.
             self._by_name = np.array(sorted(range(len(self._tools)), key=lambda i: self._tools[i].name), dtype=np.intp)
             self._groups = {}

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from engine.tools.embeddings import WordLlamaEmbedder, default_embedder, make_embedder
+from engine.tools.embeddings import CombinedEmbedder, WordLlamaEmbedder, default_embedder, make_embedder
 from engine.tools.knowledge.search import Hit, PassageIndex
+from engine.tools.ranking import Ranker, Ranking
 
 PASSAGES = [
     "O reembolso é feito em até 10 dias úteis depois de recebermos a devolução do produto.",
@@ -74,6 +75,24 @@ def test_the_registry_names_the_embedders() -> None:
     assert make_embedder({"type": "wordllama"}) is default_embedder()
     assert make_embedder({"type": "wordllama", "dimension": 64}).embed(["a b"]).shape == (1, 64)
     assert make_embedder({"type": "hashed-ngrams"}).name.startswith("hashed-ngrams")
+
+
+def test_a_registrys_default_embedder_is_the_ngrams_and_wordllama_side_by_side() -> None:
+    embedder = make_embedder(None)
+    assert isinstance(embedder, CombinedEmbedder) and embedder is make_embedder({"type": "local"})
+    assert embedder.blocks == (1024, 256) and embedder.name == "hashed-ngrams-v1-1024+wordllama-l2-supercat-256"
+    vectors = embedder.embed(["Onde está o meu pedido?", "Where is my order?"])
+    assert vectors.shape == (2, 1280) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_tools_embedding_score_is_the_mean_of_its_blocks_cosines_each_clipped() -> None:
+    tools = np.array([[1, 0, 0.6, 0.8], [1, 0, -1, 0]], dtype=np.float32)  # two blocks of two dimensions
+    documents = [{"name": ["a"]}, {"name": ["b"]}]
+    ranker = Ranker(documents, tools, Ranking(hubs="none"), blocks=(2, 2))
+    embedding = ranker.scores("", np.array([1, 0, 1, 0], dtype=np.float32))[2]
+    assert np.allclose(embedding, [(1 + 0.6) / 2, (1 + 0) / 2])  # the second tool's -1 counts as 0, not against its 1
+    whole = Ranker(documents, tools, Ranking(hubs="none")).scores("", np.array([1, 0, 1, 0], dtype=np.float32))[2]
+    assert np.allclose(whole, [0.8, 0.0])  # without blocks: one cosine over the whole row
 
 
 @pytest.mark.parametrize(("query", "expected"), [
