@@ -30,6 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.api.conftest import free_port
 
 ROOT = Path(__file__).parents[2]
+_STREAMABLE = {"Accept": "application/json, text/event-stream"}
 KEY = "dgk_mcp-key-0123456789abcdef"
 OTHER_KEY = "dgk_mcp-other-0123456789abcdef"
 
@@ -311,6 +312,18 @@ def test_mcp_needs_a_key_of_the_server_and_runs_stay_the_key_s(api: str) -> None
                          json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert refused.status_code == 401
     assert httpx.post(f"{api}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 401
+    opened = httpx.post(f"{api}/mcp", headers={"Authorization": f"Bearer {KEY}", **_STREAMABLE}, json={
+        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    session = opened.headers["mcp-session-id"]
+    borrowed = httpx.post(f"{api}/mcp", headers={"Authorization": f"Bearer {OTHER_KEY}", "mcp-session-id": session,
+                                                 "mcp-protocol-version": "2025-11-25", **_STREAMABLE},
+                          json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert borrowed.status_code == 404  # a session is the key's that opened it
+    mine = httpx.post(f"{api}/mcp", headers={"Authorization": f"Bearer {KEY}", "mcp-session-id": session,
+                                             "mcp-protocol-version": "2025-11-25", **_STREAMABLE},
+                      json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert mine.status_code == 202
 
     async def go() -> tuple[types.CallToolResult, types.CallToolResult]:
         async with _http(f"{api}/mcp", {"Authorization": f"Bearer {KEY}"})() as mine:

@@ -251,7 +251,8 @@ class RobotsMcp:
             text = (f"Run {found.run_id} waits for an answer: {found.waiting.prompt}\nAnswer it with the "
                     f"{RESUME_TOOL} tool: {{\"run_id\": \"{found.run_id}\", \"answer\": {{...}}}} (the answer fits "
                     f"the form: {orjson.dumps(found.waiting.form).decode()})")
-            return types.CallToolResult(content=[types.TextContent(text=self.api.shown.text(text))],
+            shown_text = text if call.caller.sees_all else self.api.shown.text(text)
+            return types.CallToolResult(content=[types.TextContent(text=shown_text)],
                                         structured_content=waiting, meta=meta)
         errors = found.errors or [{"block": None, "type": found.status, "message": f"the run is {found.status}"}]
         problems = [f"{error.get('block') or 'run'}: {error.get('type')}: {error.get('message')}" for error in errors]
