@@ -203,6 +203,8 @@ def _approving(answers: list[dict[str, Any]]) -> Any:
     async def elicit(_context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
         assert isinstance(params, types.ElicitRequestFormParams)
         answers.append({"message": params.message, "schema": params.requested_schema})
+        if len(answers) == 1:  # the form refuses it: the run still waits, and the client is asked again
+            return types.ElicitResult(action="accept", content={"approved": "yes"})
         return types.ElicitResult(action="accept", content={"approved": True, "note": "ok"})
 
     return elicit
@@ -262,9 +264,10 @@ def test_a_wait_asks_a_client_that_takes_elicitation_and_the_answer_resumes_the_
     result = _run(go)
     assert not result.is_error, result.content
     assert result.structured_content["sent"] is True
-    assert answers == [{"message": "Send Reply: hi?", "schema": {
+    asked = {"message": "Send Reply: hi?", "schema": {
         "type": "object", "properties": {"approved": {"type": "boolean"}, "note": {"type": "string"}},
-        "required": ["approved"]}}]
+        "required": ["approved"]}}
+    assert answers == [asked, asked]
     store = tmp_path / "stdio-runs" / "diagrama.db"
     if store.is_file():  # stdio: the server recorded its runs as it closed (its waiting part and its end: the end)
         from engine.runs.store import open_store

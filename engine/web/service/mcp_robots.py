@@ -178,7 +178,8 @@ class RobotsMcp:
         run_id = str(params.request_state)
         response = (params.input_responses or {}).get(_ANSWER_KEY)
         if isinstance(response, types.ElicitResult) and response.action == "accept":
-            return await self._resume(call, run_id, dict(response.content or {}))
+            with contextlib.suppress(_Refusal):  # one the form refuses leaves the run waiting: it is asked again
+                return await self._resume(call, run_id, dict(response.content or {}))
         found = await self.api.backend.get(run_id) if run_id_shape(run_id) and \
             await self.api.tenants.sees(run_id, call.caller) else None
         if found is None:
