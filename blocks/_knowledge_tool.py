@@ -11,15 +11,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from engine import Event, MessageLevel, ToolError
-from engine.tools import KNOWLEDGE_TOP_K, knowledge_answer
+from engine.tools import KNOWLEDGE_TOP_K, knowledge_answer, traced_passages
 
 if TYPE_CHECKING:
     from engine import RunContext
     from engine.tools import Tool
 
 __all__ = ["call_knowledge_tool"]
-
-_TRACED = ("source", "line", "page", "score", "lexical", "embedding")
 
 
 async def call_knowledge_tool(tool: Tool, arguments: Mapping[str, Any], context: RunContext) -> dict[str, Any]:
@@ -38,5 +36,5 @@ async def call_knowledge_tool(tool: Tool, arguments: Mapping[str, Any], context:
     rows = [passage.row() for passage in base.retrieve(query, top_k)]
     if context.message_level >= MessageLevel.DEBUG:
         context.emit(Event.PASSAGES_RETRIEVED, knowledge=base.name, query=query, tool=tool.name,
-                     passages=[{name: row[name] for name in _TRACED} for row in rows])
+                     passages=traced_passages(rows))
     return knowledge_answer(rows)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine import Block, DataTable, Event, InputError, MessageLevel, Table
+from engine.tools import traced_passages
 
 if TYPE_CHECKING:
     from engine import RunContext  # annotations only: importing the run context loads asyncio
@@ -60,7 +61,6 @@ class Retrieve(Block):
         passages = base.retrieve(inputs.query, inputs.top_k, inputs.min_score, inputs.filter or None)
         rows = [passage.row() for passage in passages]
         if context.message_level >= MessageLevel.DEBUG:
-            context.emit(Event.PASSAGES_RETRIEVED, knowledge=base.name, query=inputs.query, passages=[
-                {name: row[name] for name in ("source", "line", "page", "score", "lexical", "embedding")}
-                for row in rows])
+            context.emit(Event.PASSAGES_RETRIEVED, knowledge=base.name, query=inputs.query,
+                         passages=traced_passages(rows))
         return {"result": DataTable(PASSAGE_COLUMNS, [tuple(row[name] for name in PASSAGE_COLUMNS) for row in rows])}

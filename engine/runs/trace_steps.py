@@ -21,7 +21,23 @@ from engine.compile.graph import RunPath
 from engine.format.levels import MessageLevel
 from engine.runtime.trace import EVENT_LEVELS, Event, read_events
 
-__all__ = ["Step", "event_level", "keep_event", "run_path", "steps"]
+__all__ = ["RetrievedPassage", "Step", "event_level", "keep_event", "run_path", "steps"]
+
+
+@dataclass
+class RetrievedPassage:
+    """A passage a Retrieve step (or a knowledge tool) found, as its `passages_retrieved` event traced it."""
+
+    knowledge: str
+    query: str
+    source: str
+    line: int | None
+    page: int | None
+    score: float | None
+    lexical: float | None
+    embedding: float | None
+    text: str
+    """The passage's first words (traces older than the snippet have none: '')."""
 
 
 @dataclass
@@ -58,6 +74,8 @@ class Step:
     failed_tools: list[str] = field(default_factory=list)
     http_calls: list[str] = field(default_factory=list)
     """An HttpRequest's calls, each as `GET 200` (with its attempts when it was retried)."""
+    passages: list[RetrievedPassage] = field(default_factory=list)
+    """What a Retrieve step or a knowledge tool found, best first (traced at Debug)."""
     # What `diagrama trace` lays out by; the studio's answers leave them out (its page reads `block`: `sub/ask`).
     lane: Annotated[str | None, Field(exclude=True)] = None
     """The lane of a nested run's step (TraceLane): `sub`, `each[3]`; None for the top run's own."""
@@ -174,6 +192,7 @@ def _detail(step: Step, name: Any, event: dict[str, Any]) -> None:
     elif name == Event.PASSAGES_RETRIEVED:
         for passage in event.get("passages") or []:
             page, line = passage.get("page"), passage.get("line")
+            step.passages.append(_passage(event, passage))
             label = f"{passage.get('source')}" + (f" p.{page}" if page else f":{line}" if line else "")
             step.scores[label] = passage.get("score")
             parts = passage.get("lexical"), passage.get("embedding")
@@ -181,6 +200,17 @@ def _detail(step: Step, name: Any, event: dict[str, Any]) -> None:
                 step.score_parts[label] = (float(parts[0]), float(parts[1]))
     elif name == Event.TOOL_CALLED and event.get("ok") is False:
         step.failed_tools.append(f"{event.get('tool')}: {event.get('error')}")
+
+
+def _passage(event: dict[str, Any], passage: dict[str, Any]) -> RetrievedPassage:
+    def number(name: str) -> float | None:
+        value = passage.get(name)
+        return float(value) if isinstance(value, int | float) else None
+
+    line, page = passage.get("line"), passage.get("page")
+    return RetrievedPassage(str(event.get("knowledge", "")), str(event.get("query", "")), str(passage.get("source")),
+                            line if isinstance(line, int) else None, page if isinstance(page, int) else None,
+                            number("score"), number("lexical"), number("embedding"), str(passage.get("text") or ""))
 
 
 def event_level(event: dict[str, Any]) -> MessageLevel:

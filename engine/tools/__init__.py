@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from engine.tools.arguments import check_arguments
     from engine.tools.calls import HandlerTimeout, call_handler, described, start_call
     from engine.tools.knowledge.index import KnowledgeBase, Passage
-    from engine.tools.knowledge_tools import KNOWLEDGE_TOP_K, knowledge_answer
+    from engine.tools.knowledge_tools import KNOWLEDGE_TOP_K, knowledge_answer, traced_passages
     from engine.tools.registry import Tool, ToolRegistry, load_registries
     from engine.tools.tools_table import ToolsTable
 
@@ -23,7 +23,7 @@ _HOMES = {
     "engine.tools.arguments": ["check_arguments"],
     "engine.tools.calls": ["HandlerTimeout", "call_handler", "described", "start_call"],
     "engine.tools.knowledge.index": ["KnowledgeBase", "Passage"],
-    "engine.tools.knowledge_tools": ["KNOWLEDGE_TOP_K", "knowledge_answer"],
+    "engine.tools.knowledge_tools": ["KNOWLEDGE_TOP_K", "knowledge_answer", "traced_passages"],
     "engine.tools.registry": ["Tool", "ToolRegistry", "load_registries"],
     "engine.tools.tools_table": ["ToolsTable"],
 }
@@ -33,4 +33,5 @@ __getattr__, __dir__ = lazy_face(__name__, _HOMES, globals())
 
 
 __all__ = ["KNOWLEDGE_TOP_K", "HandlerTimeout", "KnowledgeBase", "Passage", "Tool", "ToolRegistry", "ToolsTable",
-           "call_handler", "check_arguments", "described", "knowledge_answer", "load_registries", "start_call"]
+           "call_handler", "check_arguments", "described", "knowledge_answer", "load_registries", "start_call",
+           "traced_passages"]

@@ -13,7 +13,7 @@ from typing import Any
 
 from engine.format.citations import cite
 
-__all__ = ["KNOWLEDGE_PARAMETERS", "KNOWLEDGE_TOP_K", "knowledge_answer", "knowledge_parameters"]
+__all__ = ["KNOWLEDGE_PARAMETERS", "KNOWLEDGE_TOP_K", "knowledge_answer", "knowledge_parameters", "traced_passages"]
 
 KNOWLEDGE_TOP_K = (5, 20)
 """Passages a call returns when the model gives no `top_k`, and the most it may ask for."""
@@ -38,3 +38,17 @@ def knowledge_answer(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                                                               {"line": row.get("line")}), "score": row.get("score")}
                for number, row in enumerate(rows, start=1)]
     return {"passages": cite(list(rows)) or "no passage matches the query", "sources": sources}
+
+
+_SNIPPET = 240
+"""Characters of a passage's text its trace keeps (the run view shows them; the whole text is the step's output)."""
+
+
+def traced_passages(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Passages as `passages_retrieved` traces them: source, line, page, the three scores and the text's start."""
+    traced = []
+    for row in rows:
+        text = " ".join(str(row.get("text", "")).split())
+        traced.append({**{name: row.get(name) for name in ("source", "line", "page", "score", "lexical", "embedding")},
+                       "text": text if len(text) <= _SNIPPET else text[:_SNIPPET - 1] + "…"})
+    return traced

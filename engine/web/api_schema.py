@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, models_json_schema
 
 from engine.web.evals import EvalListed, EvalRecord
+from engine.web.knowledge import KnowledgeIndexed, KnowledgeListed, KnowledgeSearch
 from engine.web.models import (
     AnswerRefused,
     BlockType,
@@ -87,11 +88,15 @@ ANSWERS: dict[str, type[BaseModel] | None] = {
     "GET /api/sessions/{session}": ChatSession,
     "GET /api/diagrams/{path}/evals": EvalListed,
     "GET /api/diagrams/{path}/evals/{eval_id}": EvalRecord,
+    "GET /api/diagrams/{path}/knowledge": KnowledgeListed,
+    "POST /api/diagrams/{path}/knowledge/{name}/search": KnowledgeSearch,
+    "POST /api/diagrams/{path}/knowledge/{name}/index": KnowledgeIndexed,
 }
 """Each route's answer when it succeeds (a list of the model for the listings, None for no body); a refusal is
 an ErrorAnswer, a refused save a Conflict, a refused answer to a Wait an AnswerRefused."""
 LISTS = frozenset({"GET /api/blocks", "GET /api/diagrams", "GET /api/scenarios", "GET /api/diagrams/{path}/runs",
-                   "GET /api/registries", "GET /api/diagrams/{path}/versions", "GET /api/diagrams/{path}/evals"})
+                   "GET /api/registries", "GET /api/diagrams/{path}/versions", "GET /api/diagrams/{path}/evals",
+                   "GET /api/diagrams/{path}/knowledge"})
 
 
 class _Generator(GenerateJsonSchema):

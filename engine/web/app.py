@@ -36,6 +36,7 @@ from engine.web.evals import EvalRoutes
 from engine.web.files import Folder, FolderError, write_failure
 from engine.web.guard import TOKEN_HEADER, Guard, allowed_hosts, new_token
 from engine.web.http import answer, handle, json_body
+from engine.web.knowledge import KnowledgeRoutes
 from engine.web.layouts import LayoutCache
 from engine.web.models import (
     BlockType,
@@ -363,6 +364,7 @@ def create_app(
     runs = RunRoutes(folder, runs_dir.resolve(), registry, services, allow_online=allow_online)
     durable = DurableRoutes(runs)
     evals = EvalRoutes(folder, runs_dir.resolve())
+    knowledge = KnowledgeRoutes(studio)
     source = SourceRoutes(studio, registry)
     layouts = LayoutCache()
 
@@ -418,6 +420,9 @@ def create_app(
         Route("/api/diagrams/{path:path}/runs", handle(runs.start), methods=["POST"]),
         Route("/api/diagrams/{path:path}/evals", handle(evals.listing), methods=["GET"]),
         Route("/api/diagrams/{path:path}/evals/{eval_id}", handle(evals.get), methods=["GET"]),
+        Route("/api/diagrams/{path:path}/knowledge", handle(knowledge.listing), methods=["GET"]),
+        Route("/api/diagrams/{path:path}/knowledge/{name}/search", handle(knowledge.search), methods=["POST"]),
+        Route("/api/diagrams/{path:path}/knowledge/{name}/index", writes(knowledge.index), methods=["POST"]),
         Route("/api/diagrams/{path:path}/chat", handle(durable.chat), methods=["POST"]),
         Route("/api/diagrams/{path:path}/hash", handle(studio.hash), methods=["GET"]),
         Route("/api/diagrams/{path:path}/csv", handle(studio.csv), methods=["GET"]),

@@ -14,6 +14,7 @@ from engine.compile.block import BlockRegistry
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramInvalid
 from engine.providers import Simulator
+from engine.runs.trace_steps import steps
 from engine.runtime.context import Services
 from engine.tools.knowledge_tools import KNOWLEDGE_PARAMETERS, knowledge_answer
 from engine.tools.registry import ToolEntry
@@ -116,6 +117,12 @@ def test_the_model_calls_the_knowledge_tool_and_reads_cited_passages(agent: Call
     [event] = [e for e in runner.events(result) if e["event"] == "passages_retrieved"]
     assert (event["block"], event["knowledge"], event["tool"]) == ("dispatch", "policies", "search_policies")
     assert event["passages"][0]["source"] == "refunds.md" and len(event["passages"]) == 2
+    # The run view's step carries them (engine.runs.trace_steps).
+    [dispatch] = [step for step in steps(runner.events(result)) if step.block == "dispatch"]
+    top = dispatch.passages[0]
+    assert (top.knowledge, top.source, top.line) == ("policies", "refunds.md", 8)
+    assert dispatch.passages[0].text.startswith("## How long you have You may return any item within 30 days")
+    assert dispatch.passages[0].query == "return an item refund days" and dispatch.passages[0].score
 
 
 def test_a_query_nothing_matches_says_so(agent: Callable[..., Path], runner: Runner) -> None:

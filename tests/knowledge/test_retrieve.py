@@ -54,8 +54,10 @@ def test_the_policy_bot_answers_offline_from_cited_passages(policy_bot: Path, ru
                                                                                 "have to return an item?")
     [event] = [e for e in runner.events(result) if e["event"] == "passages_retrieved"]
     assert event["knowledge"] == "policies" and event["block"] == "search"
-    assert event["passages"][0] == {key: first[key] for key in ("source", "line", "page", "score", "lexical",
-                                                                  "embedding")}
+    traced = event["passages"][0]
+    assert {key: traced[key] for key in ("source", "line", "page", "score", "lexical", "embedding")} == {
+        key: first[key] for key in ("source", "line", "page", "score", "lexical", "embedding")}
+    assert " ".join(first["text"].split()).startswith(traced["text"].rstrip("…")) and len(traced["text"]) <= 240
 
 
 def test_a_release_run_does_not_trace_the_passages(policy_bot: Path, runner: Runner) -> None:

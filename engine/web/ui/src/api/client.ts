@@ -126,6 +126,15 @@ export const api = {
   /** one recorded eval run with its report (each case's scores) */
   evalRecord: (path: string, evalId: string) =>
     request('GET /api/diagrams/{path}/evals/{eval_id}', `${d(path)}/evals/${encodeURIComponent(evalId)}`),
+  /** the diagram's knowledge bases (its own `knowledge:` and its registry files'): folder, files, chunks, when indexed */
+  knowledge: (path: string) => request('GET /api/diagrams/{path}/knowledge', `${d(path)}/knowledge`),
+  /** the retrieval test: a base searched as its Retrieve block searches it */
+  searchKnowledge: (path: string, name: string, query: string, topK: number) =>
+    request('POST /api/diagrams/{path}/knowledge/{name}/search', `${d(path)}/knowledge/${encodeURIComponent(name)}/search`,
+      { query, top_k: topK }),
+  /** index the base again (only changed files are read) */
+  indexKnowledge: (path: string, name: string) =>
+    request('POST /api/diagrams/{path}/knowledge/{name}/index', `${d(path)}/knowledge/${encodeURIComponent(name)}/index`, {}),
   scenarios: () => request('GET /api/scenarios', '/api/scenarios'),
   /** an automatic layout a page stored for the layout graph with this SHA-256 (404 when none) */
   layout: (key: string) => request('GET /api/layouts/{key}', `/api/layouts/${key}`),

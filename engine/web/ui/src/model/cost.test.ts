@@ -7,7 +7,7 @@ function step(block: string, extra: Partial<Step> = {}): Step {
   return {
     number: 1, block, block_type: 'Set', offset_ms: 0, duration_ms: 1, status: 'succeeded', next: null, via: null, inputs: {},
     outputs: {}, set: {}, error: null, model: null, tokens: null, cost: null, usage: null, cached: false, called_tools: [],
-    payloads: [], scores: {}, score_parts: {}, failed_tools: [], http_calls: [], ...extra,
+    payloads: [], scores: {}, score_parts: {}, failed_tools: [], http_calls: [], passages: [], ...extra,
   };
 }
 

@@ -6,7 +6,7 @@ import type { StateCreator } from 'zustand';
 import type { LayoutResult } from '../model/layout';
 import type { StudioState } from './index';
 
-export type PanelTab = 'properties' | 'run' | 'chat' | 'evals' | 'problems';
+export type PanelTab = 'properties' | 'run' | 'chat' | 'evals' | 'knowledge' | 'problems';
 
 export interface Toast {
   id: number;

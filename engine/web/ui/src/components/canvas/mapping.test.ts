@@ -23,7 +23,7 @@ const byId = (nodes: BlockNodeType[]) => new Map(nodes.map((n) => [n.id, n]));
 function run(extra: Partial<RunData> = {}): RunData {
   const step = (block: string, status = 'succeeded') => ({
     number: 1, block, block_type: 'Set', offset_ms: 0, duration_ms: 1, status, next: null, via: null, inputs: {}, outputs: {},
-    set: {}, error: null, model: null, tokens: null, called_tools: [], payloads: [], scores: {}, score_parts: {}, failed_tools: [], http_calls: [],
+    set: {}, error: null, model: null, tokens: null, called_tools: [], payloads: [], scores: {}, score_parts: {}, failed_tools: [], http_calls: [], passages: [],
     cost: null, usage: null, cached: false,
   });
   return {

@@ -16,6 +16,8 @@ export interface SchemaFieldProps {
   problems: Problem[];
   registries?: Registry[];
   diagramPath?: string;
+  /** the diagram's knowledge bases: a `knowledge` field (Retrieve's) picks one of them */
+  knowledge?: string[];
 }
 
 const isTemplate = (v: unknown) => typeof v === 'string' && v.includes('{{');
@@ -48,6 +50,22 @@ export function SchemaField(props: SchemaFieldProps) {
     <button type="button" className="btn-link mono" title="compute this value with a template"
       aria-label={`Use a template expression for ${spec.title}`} onClick={() => onChange('{{  }}')}>{'{{ }}'}</button>
   ) : undefined;
+
+  const knowledge = props.knowledge ?? [];
+  if (spec.name === 'knowledge' && spec.kind === 'string' && knowledge.length > 0 && !isTemplate(value)) {
+    const current = typeof value === 'string' ? value : '';
+    return (
+      <FieldRow {...row} extra={<button type="button" className="btn-link mono" title="compute the name with a template"
+        aria-label={`Use a template expression for ${spec.title}`} onClick={() => onChange('{{  }}')}>{'{{ }}'}</button>}>
+        <select id={id} data-testid={testId} value={current} aria-invalid={invalid || undefined}
+          onChange={(e) => onChange(e.target.value === '' ? undefined : e.target.value)}>
+          <option value="">(pick a knowledge base)</option>
+          {knowledge.map((name) => <option key={name} value={name}>{name}</option>)}
+          {current && !knowledge.includes(current) && <option value={current}>{current} (not declared in this diagram)</option>}
+        </select>
+      </FieldRow>
+    );
+  }
 
   switch (spec.kind) {
     case 'number':

@@ -123,3 +123,26 @@ describe('TemplateInput', () => {
     expect(onChange).toHaveBeenLastCalledWith('Q: {{ question }}');
   });
 });
+
+describe("Retrieve's knowledge field", () => {
+  const [knowledge] = formFields({ type: 'object', properties: { knowledge: { type: 'string', minLength: 1, title: 'Knowledge' } },
+    required: ['knowledge'] });
+
+  it("picks one of the diagram's knowledge bases", () => {
+    const onChange = vi.fn();
+    render(<SchemaField spec={knowledge} value="policies" onChange={onChange} names={[]} problems={[]} knowledge={['faq', 'policies']} />);
+    const select = screen.getByTestId('field-knowledge') as HTMLSelectElement;
+    expect(select.tagName).toBe('SELECT');
+    expect([...select.options].map((o) => o.value)).toEqual(['', 'faq', 'policies']);
+    fireEvent.change(select, { target: { value: 'faq' } });
+    expect(onChange).toHaveBeenLastCalledWith('faq');
+  });
+
+  it('keeps a name the diagram does not declare (a registry file may), and types it where the diagram declares none', () => {
+    render(<SchemaField spec={knowledge} value="shared" onChange={vi.fn()} names={[]} problems={[]} knowledge={['policies']} />);
+    expect(screen.getByRole('option', { name: 'shared (not declared in this diagram)' })).toBeTruthy();
+    cleanup();
+    render(<SchemaField spec={knowledge} value="shared" onChange={vi.fn()} names={[]} problems={[]} knowledge={[]} />);
+    expect(screen.getByTestId('field-knowledge').tagName).not.toBe('SELECT');
+  });
+});

@@ -6,6 +6,7 @@ import { fieldProblems, blockProblems } from '../../model/problems';
 import { linkKeysOf, portsOf } from '../../model/format';
 import { renameBlock, setField } from '../../model/ops';
 import { scopeNames } from '../../model/completion';
+import { knowledgeNames } from '../../model/knowledge';
 import { useStudio } from '../../store';
 import { SchemaField } from '../fields/SchemaField';
 import { FieldRow, ProblemList } from '../fields/FieldRow';
@@ -41,6 +42,7 @@ export function BlockProperties({ block, type, diagram }: { block: Block; type: 
   const setNames = scopeNames(diagram, compiled, palette, id, 'set');
   const whenNames = scopeNames(diagram, compiled, palette, id, 'when');
   const inputs = formFields(type?.inputs_schema, type?.table_fields ?? {});
+  const bases = knowledgeNames(diagram);
   const settings = formFields(type?.settings_schema);
   const settingKeys = new Set(settings.map((s) => s.name));
   const withValue = (block.with ?? {}) as Record<string, unknown>;
@@ -112,7 +114,7 @@ export function BlockProperties({ block, type, diagram }: { block: Block; type: 
             <h3>Inputs <span className="muted small">(with)</span></h3>
             {inputs.map((f) => (
               <SchemaField key={f.name} spec={f} value={withValue[f.name]} names={withNames} registries={registries} diagramPath={path ?? undefined}
-                problems={fieldProblems(problems, id, `with.${f.name}`)} onChange={(v) => set(['with', f.name], v)} />
+                knowledge={bases} problems={fieldProblems(problems, id, `with.${f.name}`)} onChange={(v) => set(['with', f.name], v)} />
             ))}
             {unknownWith.map((k) => (
               <FieldRow key={k} label={`${k} (not an input of ${block.type})`} problems={fieldProblems(problems, id, `with.${k}`)}

@@ -1,5 +1,5 @@
 /** The right-hand panel: Properties (block / link / diagram), Run, Chat (a diagram that keeps memory), Evaluations
- * (its recorded eval runs), Problems. */
+ * (its recorded eval runs), Knowledge (a diagram with knowledge bases: the retrieval test), Problems. */
 import { useMemo } from 'react';
 import { useStudio, type PanelTab } from '../../store';
 import { memoryNames } from '../../store/chat';
@@ -9,11 +9,13 @@ import { EdgeProperties } from './EdgeProperties';
 import { DiagramProperties } from './DiagramProperties';
 import { RunPanel } from './RunPanel';
 import { EvalsPanel } from './EvalsPanel';
+import { KnowledgePanel } from './KnowledgePanel';
 import { ProblemsPanel } from './ProblemsPanel';
 import { counts } from '../../model/problems';
+import { hasKnowledge } from '../../model/knowledge';
 
 const TABS: Array<[PanelTab, string]> = [['properties', 'Properties'], ['run', 'Run'], ['chat', 'Chat'], ['evals', 'Evaluations'],
-  ['problems', 'Problems']];
+  ['knowledge', 'Knowledge'], ['problems', 'Problems']];
 
 export function SidePanel() {
   const tab = useStudio((s) => s.panelTab);
@@ -27,13 +29,16 @@ export function SidePanel() {
   const c = counts(problems);
   // the chat talks to the saved file: its Start decides
   const chat = useMemo(() => memoryNames((saved ?? diagram)?.blocks ?? [], palette).length > 0, [saved, diagram, palette]);
-  const tabs = chat ? TABS : TABS.filter(([t]) => t !== 'chat');
+  // the Knowledge tab for a diagram with knowledge bases, or a Retrieve block (its base may be a registry file's)
+  const knowledge = useMemo(() => hasKnowledge(saved ?? diagram), [saved, diagram]);
+  const tabs = TABS.filter(([t]) => (t !== 'chat' || chat) && (t !== 'knowledge' || knowledge));
 
   let body = null;
   if (tab === 'run') body = <RunPanel />;
   else if (tab === 'chat' && chat) body = <ChatPanel />;
   else if (tab === 'problems') body = <ProblemsPanel />;
   else if (tab === 'evals') body = <EvalsPanel />;
+  else if (tab === 'knowledge' && knowledge) body = <KnowledgePanel />;
   else if (diagram) {
     const blocks = diagram.blocks.filter((b) => selection.includes(b.id));
     if (blocks.length === 1) {

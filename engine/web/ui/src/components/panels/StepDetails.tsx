@@ -1,8 +1,9 @@
-/** What a run did in one block: each step's status, duration, tokens per kind and cost, HTTP calls, tool calls, inputs,
- * outputs, error; over the steps, the block's cost summed (a block a loop ran several times). */
+/** What a run did in one block: each step's status, duration, tokens per kind and cost, HTTP calls, passages retrieved,
+ * tool calls, inputs, outputs, error; over the steps, the block's cost summed (a block a loop ran several times). */
 import type { Step } from '../../api/types';
 import { badgeTitle, stepCostText, stepUsage, sumCosts, sumText, usageText } from '../../model/cost';
 import { linkText, msText, tokensText } from '../../model/run';
+import { Passages } from './Passages';
 
 export { tokensText };
 
@@ -45,6 +46,10 @@ export function StepDetails({ steps, passes }: { steps: Step[]; passes?: number 
               {cost && <><dt>Cost</dt><dd className={cost === 'cost unknown' ? 'cost cost--unknown' : 'cost'}>{cost}</dd></>}
             </dl>
             {!empty(s.error) && <div className="step__error" role="alert"><Json value={s.error} /></div>}
+            {s.passages.length > 0 && (
+              <><h4>Passages <span className="muted small">{s.passages[0].knowledge} · “{s.passages[0].query}”</span></h4>
+                <Passages passages={s.passages} label="Passages retrieved" /></>
+            )}
             {calls.length > 0 && <><h4>Tool calls</h4><Json value={calls} /></>}
             {!empty(s.inputs) && <><h4>Inputs</h4><Json value={s.inputs} /></>}
             {!empty(s.outputs) && <><h4>Outputs</h4><Json value={s.outputs} /></>}

@@ -17,7 +17,7 @@ describe('StepDetails', () => {
       number: 2, block: 'ask', block_type: 'ClaudeRequest', offset_ms: 0.2, duration_ms: 8.7338, status: 'succeeded',
       next: 'dispatch', via: 'next', inputs: { model: 'claude-sonnet-5-5' }, outputs: { result: '' }, set: {}, error: null,
       model: 'claude-sonnet-5-5', tokens: [281, 10], called_tools: ['get_order_status'], payloads: [], scores: {}, score_parts: {}, failed_tools: [],
-      http_calls: [], cost: null, usage: { input_tokens: 281, output_tokens: 10 }, cached: false,
+      http_calls: [], passages: [], cost: null, usage: { input_tokens: 281, output_tokens: 10 }, cached: false,
     } satisfies Step;
     const { container } = render(<StepDetails steps={[step]} />);
     const facts = container.querySelector('.step__facts')!.textContent;
@@ -35,7 +35,7 @@ describe('StepDetails', () => {
       number: 2, block: 'ask', block_type: 'ClaudeRequest', offset_ms: 0.2, duration_ms: 8.7, status: 'succeeded',
       next: 'dispatch', via: 'next', inputs: {}, outputs: {}, set: {}, error: null, model: 'claude-sonnet-4-5',
       tokens: [usage.input_tokens, usage.output_tokens] as [number, number], called_tools: [], payloads: [], scores: {}, score_parts: {},
-      failed_tools: [], http_calls: [], cost: { usd }, usage, cached,
+      failed_tools: [], http_calls: [], passages: [], cost: { usd }, usage, cached,
     } satisfies Step);
     const { container } = render(<StepDetails steps={[
       ask(0.0012, { input_tokens: 1281, output_tokens: 10, cache_read_tokens: 2048 }), ask(null, { input_tokens: 300, output_tokens: 5 })]} />);
@@ -55,7 +55,7 @@ describe('StepDetails', () => {
     const step = {
       number: 2, block: 'fetch', block_type: 'HttpRequest', offset_ms: 0.2, duration_ms: 3.1, status: 'succeeded',
       next: 'answer', via: 'next', inputs: {}, outputs: {}, set: {}, error: null, model: null, tokens: null, called_tools: [],
-      payloads: [], scores: {}, score_parts: {}, failed_tools: [], http_calls: ['GET 200 after 2 attempts'], cost: null,
+      payloads: [], scores: {}, score_parts: {}, failed_tools: [], http_calls: ['GET 200 after 2 attempts'], passages: [], cost: null,
       usage: null, cached: false,
     } satisfies Step;
     const { container } = render(<StepDetails steps={[step]} />);
