@@ -198,7 +198,7 @@ def test_a_tool_needs_a_handler_or_an_http_call(runner, write) -> None:
           - {id: start, type: Start}
     """)
     [problem] = load_problems(runner, path)
-    assert problem.line == 3 and "a handler or an http call" in problem.message
+    assert problem.line == 3 and "a handler, an http call or a knowledge base" in problem.message
 
 
 def test_the_weather_agent_example_runs_offline(registry) -> None:
