@@ -17,6 +17,8 @@ import click
 from engine.cli import LEVELS, PATH, blocks_registry, console, fail, has_module, redactor, require_extra, runs_folder
 
 if TYPE_CHECKING:
+    import datetime
+
     from rich.console import Console
 
     from engine.compile.diagram import Diagram
@@ -193,10 +195,12 @@ def console_printer(stream: TextIO | None = None) -> ConsoleLines:
 @click.option("--cache", type=PATH, help=CACHE_HELP)
 @click.option("--budget", "budget", multiple=True, metavar="usd=X,tokens=N,requests=N",
               help="lower Start's budget for this run (never raise it): a request that would pass it is not sent")
+@click.option("--clock", metavar="ISO", help="the run's clock, as now() and today() read it (2026-03-01T09:00:00+00:00; "
+                                            "no offset: UTC); default: the time it starts")
 # Long: one command from its options to its exit code, each step a call; splitting it passes a dozen options on.
 def run(diagram: Path, input: tuple[str, ...], inputs: Path | None, offline: bool, message_level: str | None,
         runs_dir: Path | None, output: str, quiet: bool, record: Path | None, data_root: tuple[Path, ...], otel: bool,
-        session: str | None, stream: bool, cache: Path | None, budget: tuple[str, ...]) -> None:
+        session: str | None, stream: bool, cache: Path | None, budget: tuple[str, ...], clock: str | None) -> None:
     """Run a diagram once.
 
     Exit status: 0 succeeded, 1 failed, 2 a bad diagram or usage, 3 waiting for an answer (a Wait block;
@@ -224,6 +228,7 @@ def run(diagram: Path, input: tuple[str, ...], inputs: Path | None, offline: boo
         values = inputs_from_file(loaded, inputs) if inputs else {}
         values.update(parse_input_pairs(loaded, list(input)))
         lowered = budget_from_text(budget) if budget else None
+        instant = _clock(clock) if clock else None
     except UsageError as exc:
         raise fail(exc) from None
     if loaded.knowledge:  # indexed now, with a bar for a large folder, rather than silently at the first retrieval
@@ -239,7 +244,8 @@ def run(diagram: Path, input: tuple[str, ...], inputs: Path | None, offline: boo
     printer = None if quiet else console_printer(sys.stderr)
     folder = runs_folder(runs_dir)
     # One run in this process's main thread: a plain def Function runs on it, held to its timeout by a timer signal.
-    services = Services(offline=offline, stream=stream, inline_calls=True, response_cache=open_cache_option(cache))
+    services = Services(offline=offline, stream=stream, inline_calls=True, response_cache=open_cache_option(cache),
+                        run_clock=instant)
     streamed = _stream_printer(services, printer, to_stderr=output == "json") if stream else None
     if export is not None:
         services.run_observers.append(export)
@@ -375,3 +381,14 @@ def _store_run(diagram: Diagram, inputs: dict[str, Any], result: RunResult, fold
     except (SQLAlchemyError, OSError) as exc:
         console(stderr=True).print(
             f"warning: the run was not recorded in the run store ({escape(type(exc).__name__)})")
+
+
+def _clock(text: str) -> datetime.datetime:
+    """`--clock`'s instant; UsageError for text that is no ISO instant."""
+    from engine.compile.clock import parse_clock
+    from engine.errors import UsageError
+
+    try:
+        return parse_clock(text)
+    except ValueError:
+        raise UsageError(f"--clock {text!r} is no ISO instant (e.g. 2026-03-01T09:00:00+00:00)") from None

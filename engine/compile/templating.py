@@ -17,13 +17,14 @@ import re
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 import orjson
 from jinja2 import meta, nodes
 from jinja2.runtime import Context
 
+from engine.compile.clock import CLOCK_FUNCTIONS
 from engine.compile.evaluators import (
     Compiled,
     Constant,
@@ -42,6 +43,9 @@ from engine.errors import TemplateSyntax
 from engine.format.citations import cite
 from engine.format.names import suggest
 from engine.format.values import dumps
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 # Evaluator, Inline, Scope, template_error and truthy live in engine.compile.evaluators; named here too, as the
 # compile layer's one face for templates.
@@ -164,7 +168,7 @@ class TemplateEnv:
                                **REGEX_FILTERS})
         # jinja2's standard globals (range, dict, namespace, ...) are template functions like the diagram's own:
         # bound in every scope, known to the name check, and no variable may hide one.
-        self.functions: dict[str, Any] = {**TEMPLATE_GLOBALS, **(functions or {})}
+        self.functions: dict[str, Any] = {**TEMPLATE_GLOBALS, **CLOCK_FUNCTIONS, **(functions or {})}
         self._parsed: dict[str, _Parsed] = {}
         self._compiled: dict[tuple[str, bool], tuple[Callable[[Context], Any], bool]] = {}
         self._evaluators: dict[str, Evaluator] = {}
@@ -322,10 +326,15 @@ class TemplateEnv:
         # Surrounding whitespace (YAML block scalars add a newline) does not make text.
         return stripped.startswith("{{") and stripped.endswith("}}")
 
-    def new_scope(self, values: dict[str, Any], environ: Mapping[str, str] | None = None) -> Scope:
+    def new_scope(self, values: dict[str, Any], environ: Mapping[str, str] | None = None, *,
+                  clock: datetime | None = None) -> Scope:
         """A run's scope: `values`, then each template function; one that reads the environment (`secret`, by its
-        `for_run`) bound to the run's `environ`."""
+        `for_run`) bound to the run's `environ`, one that reads the time (`now`, `today`: `for_clock`) to `clock`."""
         for name, function in self.functions.items():
             bind = getattr(function, "for_run", None) if environ is not None else None
-            values.setdefault(name, function if bind is None else bind(environ))
+            if bind is not None:
+                function = bind(environ)
+            elif clock is not None and (at := getattr(function, "for_clock", None)) is not None:
+                function = at(clock)
+            values.setdefault(name, function)
         return Scope(self, values)

@@ -4,9 +4,9 @@ JSON (orjson) for what JSON holds as it is: text, booleans, null, 64-bit integer
 floats, lists and mappings with text keys. The rest is written as a tagged object whose one
 key is `"\\u0000"`, a key no template writes: data tables (columns, rows and the CSV source
 they came from), integers past 64 bits, NaN and the infinities, tuples, sets, mappings whose
-keys are not text (or that use the tag's key). So a checkpointed scope comes back equal and
-of the same types. A value of another type (a handle, a model object) cannot be written: the
-error names the variable and the path to it.
+keys are not text (or that use the tag's key), dates and datetimes (a template's `now()`, `today()`).
+So a checkpointed scope comes back equal and of the same types. A value of another type (a
+handle, a model object) cannot be written: the error names the variable and the path to it.
 
 The walk copies nothing while nothing needs a tag, so a scope of plain values costs one pass
 over it before orjson's own.
@@ -17,11 +17,13 @@ what the decoder met: the store's readers name the run and the row and refuse to
 
 from __future__ import annotations
 
+import datetime
 import math
 from typing import Any
 
 import orjson
 
+from engine.format.instant import Instant
 from engine.format.tables import DataTable
 
 __all__ = ["SnapshotDamaged", "SnapshotError", "decode", "encode", "encode_value"]
@@ -83,6 +85,10 @@ def _enc(value: Any, where: str) -> Any:
         return {TAG: "tuple", "v": _enc_list(list(value), where)}
     if kind is set or kind is frozenset:
         return {TAG: kind.__name__, "v": _enc_list(list(value), where)}
+    if isinstance(value, datetime.datetime):
+        return {TAG: "datetime", "v": value.isoformat(), "z": value.tzname(), "i": kind is Instant}
+    if kind is datetime.date:
+        return {TAG: "date", "v": value.isoformat()}
     if isinstance(value, bool | int | float | str | list | dict):  # subclasses (an enum of text): their plain form
         return _enc(_plain_of(value), where)
     raise SnapshotError(where, type(value).__name__)
@@ -148,4 +154,20 @@ def _dec(value: Any) -> Any:
         return frozenset(_dec(value["v"]))
     if tag == "dict":
         return {_dec(k): _dec(v) for k, v in value["v"]}
+    if tag == "datetime":
+        return _datetime(value)
+    if tag == "date":
+        return datetime.date.fromisoformat(value["v"])
     raise ValueError(f"an unknown tag {tag!r}")
+
+
+def _datetime(value: dict[str, Any]) -> datetime.datetime:
+    """A datetime as `_enc` wrote it: its zone's offset and name kept (a fixed offset, as `now()` gives)."""
+    written = datetime.datetime.fromisoformat(value["v"])
+    offset, name = written.utcoffset(), value.get("z")
+    if offset is not None and isinstance(name, str):
+        written = written.replace(tzinfo=datetime.timezone(offset, name))
+    if value.get("i"):
+        return Instant(written.year, written.month, written.day, written.hour, written.minute, written.second,
+                       written.microsecond, tzinfo=written.tzinfo)
+    return written

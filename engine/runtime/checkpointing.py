@@ -86,6 +86,8 @@ class Checkpointer:
                   "from": came_from.id if came_from is not None else None, "steps": run.steps,
                   "tokens": run.tokens, "errors": run.errors, "segment": run.path[self.marked:],
                   "calls": run.root.calls, "spend": run.ctx.spend.state()}
+        if run.ctx.clock is not None:  # a resumed run's `now()` reads the instant it started at
+            header["clock"] = run.ctx.clock.isoformat()
         if run.ctx.ceiling is not None and not run.nested:  # lowered when it started (--budget): so it resumes
             header["budget"] = run.ctx.ceiling.model_dump(exclude_none=True)
         functions = run.diagram.env.functions

@@ -10,6 +10,7 @@ out: this layer names what it needs of them as small Protocols.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import os
 import re
 import time
@@ -186,6 +187,9 @@ class Services:
     stops: dict[str, str] = field(default_factory=dict)
     """Top runs asked to stop at their next step, by id: `cancelled` (a caller cancelled it) or `interrupted` (the
     server drains: it goes on from its last checkpoint when resumed). The step loop looks here before each step."""
+    run_clock: datetime.datetime | None = None
+    """The instant every top run of these services starts at, as templates' `now()` and `today()` read it (a
+    scenario's or eval's `clock:`, `diagrama run --clock`); None: the real time when each run starts."""
     inline_calls: bool = False
     """A plain `def` Function runs on the run's own thread, stopped at its timeout by a timer signal, rather than on a
     handler thread: for a process that runs one run in its main thread (`diagrama run`, `resume`), where holding the
@@ -208,6 +212,7 @@ class Services:
         self.stream = source.stream
         self.text_observers = source.text_observers
         self.stops = source.stops
+        self.run_clock = source.run_clock
 
     def secrets(self, names: Iterable[str] = ()) -> list[str]:
         """Values of environment variables that hold keys, and of those `names` (a diagram's `secrets:`), so that the
@@ -223,6 +228,7 @@ class RunContext:
         "answer",
         "ceiling",
         "ceiling_of",
+        "clock",
         "concurrent",
         "current",
         "deadline",
@@ -289,6 +295,8 @@ class RunContext:
         own Start budget and the Subdiagram's or Loop's own around it; a block's own tightens it again."""
         self.ceiling_of = "the run's budget"
         """Whose budget `ceiling` is, as a budget_exceeded error names it."""
+        self.clock: datetime.datetime | None = None
+        """The run's clock: the instant it started (a resumed run's, from its checkpoint), as `now()` reads it."""
 
     @property
     def message_level(self) -> MessageLevel:

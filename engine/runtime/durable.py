@@ -12,6 +12,7 @@ secrets (a key held in a variable comes back as `[REDACTED]`). The store is the 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import functools
 import os
 import socket
@@ -88,6 +89,8 @@ class Resumed:
     """The top run's cost and usage so far (Spend.state); None from a checkpoint written before runs had one."""
     budget: Budget | None = None
     """The top run's budget as it started (Start's, lowered by `--budget`); None: none, or an older checkpoint."""
+    clock: datetime.datetime | None = None
+    """The run's clock, the instant it started (`now()`); None: a checkpoint written before runs kept one."""
     steps_counted: bool = False
     """A child's: whether the top run's restored step count has its steps already (it stopped waiting in it)."""
 
@@ -135,7 +138,8 @@ def resumed_from(states: list[bytes], *, seq: int) -> Resumed:
                        errors=_field(header, "errors", list), path=path, seq=seq,
                        calls=_field(header, "calls", dict, optional=True) or {},
                        spend=_spend(_field(header, "spend", dict, optional=True)),
-                       budget=_budget(_field(header, "budget", dict, optional=True)))
+                       budget=_budget(_field(header, "budget", dict, optional=True)),
+                       clock=_clock(_field(header, "clock", str, optional=True)))
 
 
 @contextlib.contextmanager
@@ -167,6 +171,19 @@ def _spend(state: dict[str, Any] | None) -> dict[str, Any] | None:
     except (KeyError, TypeError, ValueError, AttributeError):
         raise SnapshotDamaged("its header's 'spend' is not a cost so far") from None
     return checked
+
+
+def _clock(text: str | None) -> datetime.datetime | None:
+    """A header's clock, checked (an aware ISO instant), else SnapshotDamaged."""
+    if text is None:
+        return None
+    try:
+        instant = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise SnapshotDamaged("its header's 'clock' is not an ISO instant") from None
+    if instant.tzinfo is None:
+        raise SnapshotDamaged("its header's 'clock' has no offset")
+    return instant
 
 
 def _budget(state: dict[str, Any] | None) -> Budget | None:

@@ -11,6 +11,7 @@ it) is the caller's: engine.runs.turn.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -68,8 +69,12 @@ async def execute(
     run_level = message_level if message_level is not None else diagram.message_level
     levels = diagram.message_levels(message_level)  # None unless `message_level` changes some block's
     trace = _trace(diagram, run_id, trace_path, levels, services, [*secrets], console, trace_file)
-    scope = diagram.env.new_scope({}, run_environ(services.environ, offline=services.offline))  # read by `secret()`
+    # The run's clock: fixed at its start (a resumed run's own, from its checkpoint), as `now()` reads it.
+    clock = (resume.clock if resume is not None else None) or services.run_clock or datetime.datetime.now(datetime.UTC)
+    scope = diagram.env.new_scope({}, run_environ(services.environ, offline=services.offline),  # read by `secret()`
+                                  clock=clock)
     run = Run(diagram, RunContext(run_id, diagram, scope, trace, services, levels), trace)
+    run.ctx.clock = clock
     run.ctx.ceiling = tighter(diagram.start.impl.spec.budget, budget)
     if services.checkpoints is not None and diagram.settings.durable:
         run.durable = Checkpointer(run, services.checkpoints)

@@ -79,8 +79,10 @@ async def run_child(run: Run, context: RunContext, written: str, inputs: Mapping
     prefix = f"{address}/"
     trace = lane_of(run.trace, lane, prefix=prefix, depth=depth)
     services = context.services
-    scope = child.env.new_scope({}, run_environ(services.environ, offline=services.offline))  # read by `secret()`
+    scope = child.env.new_scope({}, run_environ(services.environ, offline=services.offline),  # read by `secret()`
+                                clock=root.ctx.clock)  # the top run's clock: `now()` is one instant in the whole run
     ctx = RunContext(run_id, child, scope, trace, services, levels.messages, error_levels=levels.errors, prefix=prefix)
+    ctx.clock = root.ctx.clock
     ctx.started = root.ctx.started  # offsets from the top run's start, as its own steps have
     ctx.deadline, ctx.concurrent = context.deadline, context.concurrent
     ctx.spend = context.spend  # the child's requests count in the caller's cost

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from engine.compile.block import BlockRegistry
 from engine.compile.diagram import CompiledBlock, Diagram
@@ -115,6 +115,9 @@ class Scenario(BaseModel):
                                                                       "(a scenario sees no other; a secret not given "
                                                                       "reads as offline-secret-NAME)")
     tags: list[str] = Field(default_factory=list)
+    clock: AwareDatetime | None = Field(default=None, description="the run's clock, as now() and today() read it "
+                                                                   "(an ISO instant with its offset); none: the time "
+                                                                   "the run starts")
     expect: Expect = Field(default_factory=Expect)
 
 
@@ -124,6 +127,7 @@ class Setup(BaseModel):
     inputs: dict[str, Any] = Field(default_factory=dict)
     secrets: Secrets = Field(default_factory=dict)
     tags: list[str] = Field(default_factory=list)
+    clock: AwareDatetime | None = None
 
 
 class ScenarioFile(BaseModel):
@@ -178,7 +182,8 @@ def load_scenarios(path: Path) -> list[LoadedScenario]:
                                           field="diagram", hint="add 'diagram: path/to/diagram.yaml'")])
         merged = scenario.model_copy(update={"inputs": {**parsed.setup.inputs, **scenario.inputs},
                                              "secrets": {**parsed.setup.secrets, **scenario.secrets},
-                                             "tags": [*parsed.setup.tags, *scenario.tags]})
+                                             "tags": [*parsed.setup.tags, *scenario.tags],
+                                             "clock": scenario.clock or parsed.setup.clock})
         loaded.append(LoadedScenario(merged, path, lines.line(where), (path.parent / diagram).resolve()))
     return loaded
 
@@ -333,7 +338,8 @@ async def run_scenario_async(scenario: LoadedScenario, registry: BlockRegistry, 
         await asyncio.sleep(0)  # retries happen at once: scenarios test behaviour, not clocks
 
     services = Services(environ=dict(scenario.spec.secrets), offline=True, sleep=no_wait,
-                        simulator=simulator, tool_stubs=dict(scenario.spec.tools), scripted=scripted)
+                        simulator=simulator, tool_stubs=dict(scenario.spec.tools), scripted=scripted,
+                        run_clock=scenario.spec.clock)
     result = await execute(diagram, inputs, runs_dir=runs_dir, services=services, secrets=secrets,
                            run_id=new_run_id() + SCENARIO_SUFFIX)  # `diagrama runs` marks it a scenario run
     found = [*_check(scenario.spec, result, simulator, scripted)]

@@ -14,9 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_order_agent_scope_per_block_and_section() -> None:
     scope = template_scope(load_diagram(ROOT / "diagrams/order_agent.yaml", registry()))
     assert set(scope) == {"start", "ask", "dispatch", "apologise", "done"}
-    # inputs, variables, every `set`, tools(), secret(), and jinja2's standard globals
-    everywhere = {"question", "history", "answer", "calls", "tools", "secret", "range", "dict", "namespace", "cycler",
-                  "joiner", "lipsum"}
+    # inputs, variables, every `set`, tools(), secret(), now(), today(), and jinja2's standard globals
+    everywhere = {"question", "history", "answer", "calls", "tools", "secret", "now", "today", "range", "dict",
+                  "namespace", "cycler", "joiner", "lipsum"}
     assert set(scope["ask"]["with"]) == everywhere
     assert {"result", "called_tools", "usage"} <= set(scope["ask"]["set"]) and scope["ask"]["set"] == scope["ask"]["when"]
     assert "result" not in scope["ask"]["with"] and "results" in scope["dispatch"]["set"]

@@ -9,6 +9,7 @@ eval's score over the repeats says how much of a difference is noise.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -142,6 +143,9 @@ async def run_eval(loaded: LoadedEval, diagram: Diagram, *, services: Services, 
                 return
             case = outcome.case
             ran_on = _scripted(services, case) if case.replies else services
+            clock = case.clock or loaded.spec.clock
+            if clock is not None:  # the case's runs read this instant as now(): its answers do not drift by the day
+                ran_on = dataclasses.replace(ran_on, run_clock=clock)
             turn = new_turn(diagram, case.inputs, store=None)
             result = await run_turn(turn, services=ran_on, runs_dir=runs_dir)
             output = result.variables.get(output_name)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from engine.errors import DiagramInvalid, Problem
 from engine.format.validation import validation_message
@@ -103,6 +103,8 @@ class Case(BaseModel):
     replies: dict[str, list[dict[str, Any]]] = Field(
         default_factory=dict, description="scripted replies, as a scenario's: a request block's id (or a judge "
                                           "scorer's id) → its replies in order; the case then runs on them, offline")
+    clock: AwareDatetime | None = Field(default=None, description="this case's run clock (now(), today()), over the "
+                                                                   "file's")
 
 
 class CaseFile(BaseModel):
@@ -127,6 +129,9 @@ class EvalFile(BaseModel):
     scorers: list[Scorer] = Field(min_length=1)
     threshold: float | None = Field(default=None, ge=0, le=1,
                                     description="the mean score below which `diagrama eval` exits 1")
+    clock: AwareDatetime | None = Field(default=None, description="the cases' run clock, as now() and today() read "
+                                                                   "it (an ISO instant with its offset); none: the "
+                                                                   "time each run starts")
 
     @field_validator("cases", mode="before")
     @classmethod
