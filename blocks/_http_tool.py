@@ -28,14 +28,16 @@ _TYPES = {"block_timeout": "tool_timeout"}
 """Error types said as a tool's, as a Python tool's are (its timeout is the tool's, not a block's)."""
 
 
-async def call_http_tool(tool: Tool, arguments: Mapping[str, Any], context: RunContext) -> dict[str, Any]:
-    """The tool's HTTP call with these (checked) arguments: HttpRequest's outputs, or a ToolError."""
+async def call_http_tool(tool: Tool, arguments: Mapping[str, Any], context: RunContext,
+                         values: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The tool's HTTP call with these (checked) arguments: HttpRequest's outputs, or a ToolError. `values`:
+    ToolDispatch's `context`, which the templates read as `context.NAME` (the model never sees them)."""
     spec, templates = tool.entry.http, tool.http_templates
     if spec is None or templates is None:  # pragma: no cover - the loader compiles every http tool or refuses it
         raise ToolError(f"tool '{tool.name}' is not an http tool", type="tool_failed")
     services = context.services
     try:
-        rendered = templates.render(arguments, services.environ, offline=services.offline)
+        rendered = templates.render(arguments, services.environ, offline=services.offline, context=values)
         inputs = HttpRequestInputs.model_validate({"method": spec.method, **rendered, "timeout": tool.entry.timeout,
                                                    "retries": spec.retries})
         outputs = await send_request(inputs, context, spec.allowed_hosts, observed=False, tool=tool.name)

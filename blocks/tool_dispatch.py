@@ -8,6 +8,10 @@ model can read, unless this block's own error level is Handle, which the executo
 applies: the failures go back with the outputs (`WithFailures`). Results are keyed by
 call id, so parallel calls never mix. Each result becomes JSON data (`engine.json_result`: a
 Decimal a number, bytes base64 text, an unknown type an `unserializable_result` row), never a repr.
+`context` holds values for the handlers that the model never sees (the user's id, a tenant): a Python handler gets
+each as a keyword argument where it declares a parameter of that name (over any argument the model sent by that
+name), an `http:` tool's templates read them as `context.NAME`; they are in no schema offered to the model and in no
+tool row, unless a handler returns them.
 """
 
 from __future__ import annotations
@@ -54,6 +58,9 @@ class ToolDispatchInputs(BaseModel):
     registry: str | None = Field(default=None, description="only tools of this registry")
     group: str | None = Field(default=None, description="only tools of this group")
     concurrency: int = Field(default=4, ge=1, description="calls run at once")
+    context: dict[str, Any] = Field(default_factory=lambda: {},
+                                    description="values for the handlers the model never sees (user_id, tenant): a "
+                                                "handler's parameter of that name, an http tool's context.NAME")
 
 
 class ToolDispatchOutputs(BaseModel):
@@ -62,6 +69,26 @@ class ToolDispatchOutputs(BaseModel):
     history: Any = Field(default=None, description="the history with one tool row per call")
     results: dict[str, Any] = Field(default={}, description="call id → result")
     errors: list[dict[str, Any]] = Field(default=[], description="[{id, name, error}] for failed calls")
+
+
+_DECLARED: dict[Any, frozenset[str]] = {}
+"""Each handler's parameters that a keyword can fill, read once."""
+
+
+def _with_context(handler: Any, arguments: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """The model's arguments, and each context value the handler declares a parameter for (the context's wins: the
+    model cannot say whose orders to read)."""
+    declared = _DECLARED.get(handler)
+    if declared is None:
+        import inspect
+
+        try:
+            parameters = inspect.signature(handler).parameters.values()
+        except (TypeError, ValueError):  # a builtin without a signature: it takes no context
+            parameters = ()  # type: ignore[assignment]  # an empty view of no parameters
+        declared = _DECLARED[handler] = frozenset(
+            p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+    return {**arguments, **{name: value for name, value in values.items() if name in declared}}
 
 
 def _text(result: Any) -> str:
@@ -109,12 +136,14 @@ class ToolDispatch(Block):
         if tool.entry.http is not None:  # a registry's http tool: HttpRequest's call (blocks/_http_tool.py)
             from blocks._http_tool import call_http_tool
 
-            return await call_http_tool(tool, arguments, context)
+            return await call_http_tool(tool, arguments, context, inputs.context)
         if tool.entry.knowledge is not None:  # a registry's knowledge tool: Retrieve's search (blocks/_knowledge_tool.py)
             from blocks._knowledge_tool import call_knowledge_tool
 
             return await call_knowledge_tool(tool, arguments, context)
         handler = tool.handler()
+        if inputs.context:
+            arguments = _with_context(handler, arguments, inputs.context)
         try:
             return await call_handler(handler, arguments, timeout=tool.entry.timeout, name=name,
                                       on_held=lambda seconds: context.emit(

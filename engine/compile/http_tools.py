@@ -1,7 +1,8 @@
 """An `http:` registry tool's templates, compiled at load: a syntax error, an unknown filter, a name that is neither
-one of the tool's parameters nor a template function, or a `secret('NAME')` neither the diagram nor the registry
-lists is a load problem at the registry file's line. At a call, `render` evaluates them over the model's arguments
-(engine.tools.http_tools.RenderedHttp); sending is ToolDispatch's.
+one of the tool's parameters nor a template function (nor `context`, ToolDispatch's values for the handlers), or a
+`secret('NAME')` neither the diagram nor the registry lists is a load problem at the registry file's line. At a
+call, `render` evaluates them over the model's arguments (engine.tools.http_tools.RenderedHttp); sending is
+ToolDispatch's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = ["compile_http_tools"]
 
+CONTEXT = "context"
+"""The name an http tool's templates read ToolDispatch's `context:` by (`context.user_id`)."""
+
 
 class _HttpTemplates:
     """One tool's compiled fields, evaluated in a scope of its arguments (a parameter not given reads as None)."""
@@ -28,8 +32,10 @@ class _HttpTemplates:
     def __init__(self, env: TemplateEnv, fields: dict[str, Evaluator], parameters: Iterable[str]) -> None:
         self.env, self.fields, self.parameters = env, fields, tuple(parameters)
 
-    def render(self, arguments: Mapping[str, Any], environ: Mapping[str, str], *, offline: bool) -> dict[str, Any]:
-        values = {**dict.fromkeys(self.parameters), **arguments}
+    def render(self, arguments: Mapping[str, Any], environ: Mapping[str, str], *, offline: bool,
+               context: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The fields over the model's arguments and `context` (ToolDispatch's `context:`, over an argument so named)."""
+        values = {**dict.fromkeys(self.parameters), **arguments, CONTEXT: dict(context or {})}
         scope = self.env.new_scope(values, run_environ(environ, offline=offline))  # `secret()` bound to this run
         return {name: evaluator.evaluate(scope) for name, evaluator in self.fields.items()}
 
@@ -51,7 +57,7 @@ def _compile_one(tool: Tool, diagram_secrets: tuple[str, ...], environ: Mapping[
     assert tool.entry.http is not None
     env = TemplateEnv({SECRET_FUNCTION: secret_function([*diagram_secrets, *tool.secrets], environ)})
     parameters = (tool.entry.parameters.get("properties") or {}).keys()
-    known = {*parameters, *env.functions}
+    known = {*parameters, *env.functions, CONTEXT}
     fields: dict[str, Evaluator] = {}
     found = len(problems)
     for name, written in tool.entry.http.templated().items():

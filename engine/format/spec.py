@@ -17,6 +17,7 @@ from engine.format.hosts import read_host_entry
 from engine.format.knowledge import KNOWLEDGE_NAME_PATTERN, KnowledgeSpec
 from engine.format.levels import DEFAULT, ERROR_LEVELS, MESSAGE_LEVELS, ErrorLevel, MessageLevel
 from engine.format.links import LINK_KEYS
+from engine.format.notes import NoteSpec
 
 __all__ = [
     "BLOCK_ID_PATTERN",
@@ -186,5 +187,9 @@ class DiagramSpec(BaseModel):
     )
     knowledge: dict[Annotated[str, Field(pattern=KNOWLEDGE_NAME_PATTERN)], KnowledgeSpec] = Field(
         default_factory=no_values, description="knowledge bases Retrieve blocks search: {name: {folder, include, chunk}}"
+    )
+    notes: list[NoteSpec] = Field(
+        default_factory=lambda: [], description="the studio's sticky notes and frames: [{text, x, y, width, height, "
+                                                "color, frame}]; studio only, the engine ignores them"
     )
     blocks: list[dict[str, Any]] = Field(min_length=1)

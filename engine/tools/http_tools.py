@@ -66,9 +66,11 @@ class HttpToolSpec(BaseModel):
 class RenderedHttp(Protocol):
     """An `http:` tool's templates, compiled at load (engine.compile.http_tools)."""
 
-    def render(self, arguments: Mapping[str, Any], environ: Mapping[str, str], *, offline: bool) -> dict[str, Any]:
+    def render(self, arguments: Mapping[str, Any], environ: Mapping[str, str], *, offline: bool,
+               context: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The request's fields (`url`, `query`, `headers`, `json`, `body`) for these arguments; `secret()` reads
-        `environ` (offline, an unset secret reads as a stand-in). Raises RunError for a template that fails."""
+        `environ` (offline, an unset secret reads as a stand-in), `context.NAME` ToolDispatch's `context:`. Raises
+        RunError for a template that fails."""
         ...
 
 

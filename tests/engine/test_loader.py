@@ -362,3 +362,26 @@ def test_cli_reports_deep_input_with_file_and_line_and_exit_2(tmp_path: Path, co
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert f"{path}:{line}" in done.stderr
+
+
+def test_studio_notes_load_and_a_malformed_note_names_its_line(write, registry) -> None:
+    path = write("""
+        diagram: d
+        blocks:
+          - id: start
+            type: Start
+        notes:
+          - {text: "# Why\\nbecause", x: 0, y: -120, width: 240, height: 100, color: yellow}
+          - {text: Retries, x: -20, y: -20, width: 400, height: 200, frame: true}
+    """)
+    assert [b.id for b in load_diagram(path, registry).blocks.values()] == ["start"]
+    bad = write("""
+        diagram: d
+        blocks:
+          - id: start
+            type: Start
+        notes:
+          - {text: hi, x: 0, y: 0, width: -5}
+    """)
+    problem = next(p for p in problems_of(bad, registry) if "notes" in (p.field or "") or p.line == 6)
+    assert problem.line == 6

@@ -1028,3 +1028,24 @@ def test_the_tree_holds_what_the_reader_reads_in_dumped_yaml(value: dict[str, An
         lines.insert(rnd.randrange(len(lines) + 1), rnd.choice(["", "# c", "  # deeper"]))
         _tree_agrees(text)
         _tree_agrees("\n".join(lines))
+
+
+# ---------------------------------------------------------------- the studio's notes (a top-level list after the blocks)
+
+
+def test_notes_are_added_after_the_blocks_and_edited_line_by_line() -> None:
+    note = {"text": "# Why\nThe *greeting* loop.", "x": 10, "y": -40, "width": 240, "height": 120, "color": "yellow"}
+    added, _ = edited(GREETING, lambda n: n.__setitem__("notes", [note]))
+    tail = added[len(GREETING):]
+    assert added.startswith(GREETING)
+    assert tail == ("notes:\n  - text: |-\n      # Why\n      The *greeting* loop.\n    x: 10\n    y: -40\n"
+                    "    width: 240\n    height: 120\n    color: yellow\n")
+    moved, _ = edited(added, lambda n: n["notes"][0].__setitem__("x", 55))
+    line = added.count("\n") - 4  # the note's `x:`, 5 lines from the end
+    assert diff(added, moved) == f"@@ -{line} +{line} @@\n-    x: 10\n+    x: 55"
+    frame = {"text": "Retries", "x": 0, "y": 0, "width": 500, "height": 300, "frame": True}
+    framed, _ = edited(moved, lambda n: n["notes"].append(frame))
+    gone, _ = edited(framed, lambda n: n["notes"].pop(0))
+    assert "Why" not in gone and "frame: true" in gone
+    cleared, _ = edited(gone, lambda n: n.pop("notes"))
+    assert cleared == GREETING

@@ -151,6 +151,10 @@ def _remove_keys(doc: Doc, names: list[str], pairs: list[tuple[Node, Node]], new
         doc.edit(doc.with_comments_above(line, key_col), doc.with_deeper_comments(_entry_end(doc, pairs, i), key_col), "")
 
 
+# Top-level keys written after the blocks: the studio's notes are layout, not a header a reader wants first.
+_AFTER_BLOCKS = frozenset({"blocks", "notes"})
+
+
 def _add_keys(doc: Doc, names: list[str], pairs: list[tuple[Node, Node]], old: dict[str, Any], new: dict[str, Any], top: bool) -> None:
     added = [k for k in new if k not in old]
     if not added:
@@ -162,7 +166,7 @@ def _add_keys(doc: Doc, names: list[str], pairs: list[tuple[Node, Node]], old: d
         at = at_end
         if name == "position" and ("label" in old or "type" in old):
             at = _entry_end(doc, pairs, names.index("label" if "label" in old else "type"))
-        elif top and "blocks" in old and name != "blocks":
+        elif top and "blocks" in old and name not in _AFTER_BLOCKS:
             at = doc.line_start(doc.span(pairs[names.index("blocks")][0])[0])  # header keys before the blocks
         groups.setdefault(at, []).append(doc.render.entry(name, new[name], key_col))
     for at, lines in groups.items():
