@@ -11,7 +11,7 @@ from engine.compile.diagram import CompiledBlock, CompiledLink
 from engine.compile.graph import LinkMap, build_graph
 from engine.compile.templating import Evaluator, has_template
 from engine.compile.validate.compilation import Compilation, compile_template
-from engine.format.links import written_links
+from engine.format.links import WrittenLink, written_links
 from engine.format.names import suggest
 
 __all__ = ["check_bodies", "check_reachable", "check_start", "link_blocks"]
@@ -35,7 +35,10 @@ def link_blocks(c: Compilation) -> None:
     at once, not this one after the block is fixed.
     """
     compiled_at = {index: c.blocks[block_id] for block_id, index in c.index_of.items()}
+    fallbacks: dict[int, str] = {}  # a block's first `next` link always taken (no `when`): the links after it never run
     for link in written_links(c.data, c.registry.ports_of):
+        if link.kind == "next":
+            _check_dead(c, link, fallbacks)
         compiled = compiled_at.get(link.index)
         if compiled is None:
             if link.source is not None:
@@ -63,6 +66,19 @@ def link_blocks(c: Compilation) -> None:
                 c.problems.add(("blocks", c.index_of[block_id]), f"a {compiled.type_name} block needs '{port}'",
                                block=block_id, field=port, hint=f"'{port}' names the first block of its chain",
                                code="missing_key")
+
+
+def _check_dead(c: Compilation, link: WrittenLink, fallbacks: dict[int, str]) -> None:
+    """A `next` link after one always taken (no `when`, or `when: true`) can never run: a warning, as an unreachable
+    block is (a draft may have just drawn it), that `validate --strict` fails on."""
+    before = fallbacks.get(link.index)
+    if before is not None:
+        c.problems.add(link.where, f"this link to '{link.target}' never runs: the link to '{before}' before it has no "
+                       "'when', so it is always taken", block=link.source, field=f"next[{link.position}]",
+                       hint=f"give it a 'when' (and move it above the link to '{before}'), or remove it",
+                       code="dead_link", severity="warning")
+    elif link.when is None or link.when is True:
+        fallbacks[link.index] = link.target
 
 
 def _compile_when(c: Compilation, when: str | bool | None, path: Where, compiled: CompiledBlock,

@@ -91,6 +91,7 @@ export function linkClasses(data: LinkEdgeData, selected: boolean): string[] {
   const classes = ['link', `link--${data.look}`];
   if (data.taken) classes.push('is-taken');
   if (data.dimmed) classes.push('is-dimmed');
+  if (data.problem) classes.push('has-problem');
   if (selected) classes.push('is-selected');
   return classes;
 }
@@ -102,6 +103,7 @@ function LinkEdgeView(props: EdgeProps<LinkEdgeType>) {
   const classes = linkClasses(data, !!selected);
   const select = () => useStudio.getState().select([], id);
   const chipText = data.label || (selected ? (data.look === 'error' ? 'on error' : data.look === 'port' ? data.kind : 'always') : '');
+  const title = data.problem ?? data.when ?? undefined;
   return (
     <>
       <BaseEdge id={id} path={path} markerEnd={markerEnd} className={classes.join(' ')} interactionWidth={16} />
@@ -109,12 +111,12 @@ function LinkEdgeView(props: EdgeProps<LinkEdgeType>) {
           React Flow's store, a cost on every frame of a drag when a large diagram mounts one per link */}
       {(chipText || (selected && data.look === 'next')) && (
         <EdgeLabelRenderer>
-          <div className={`edge-label edge-label--${data.look}${selected ? ' is-selected' : ''}${data.taken ? ' is-taken' : ''} nodrag nopan`}
+          <div className={`edge-label edge-label--${data.look}${selected ? ' is-selected' : ''}${data.taken ? ' is-taken' : ''}${data.problem ? ' has-problem' : ''} nodrag nopan`}
             style={{ transform: `translate(-50%, -50%) translate(${label.x}px, ${label.y}px)` }}>
             {chipText && (
-              <button type="button" className="edge-label__chip" onClick={select} title={data.when ?? undefined}
-                aria-label={`link ${id.replace(/^\w+:/, '')}${data.when ? ` when ${data.when}` : ''}`}>
-                {chipText}
+              <button type="button" className="edge-label__chip" onClick={select} title={title}
+                aria-label={`link ${id.replace(/^\w+:/, '')}${data.when ? ` when ${data.when}` : ''}${data.problem ? `: ${data.problem}` : ''}`}>
+                {data.problem && <span className="edge-label__warn" aria-hidden="true">⚠ </span>}{chipText}
               </button>
             )}
             {selected && data.look === 'next' && <SelectedWhenEditor id={id} />}

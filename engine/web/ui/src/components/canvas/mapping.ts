@@ -8,7 +8,7 @@
 import { MarkerType, type Node } from '@xyflow/react';
 import type { BlockType, Compiled, Diagram, Problem, RunData } from '../../api/types';
 import { ERROR, NEXT, portsOf, type LinkKeys } from '../../model/format';
-import { diagramEdges, loopBodies } from '../../model/graph';
+import { diagramEdges, edgeId, loopBodies } from '../../model/graph';
 import { IN_PORT, type LayoutResult } from '../../model/layout';
 import { counts } from '../../model/problems';
 import { failedBlocks } from '../../model/run';
@@ -245,9 +245,21 @@ export function linkRoutes(diagram: Diagram | null, links: LinkKeys | null, layo
   return routes;
 }
 
+/** The problems written at a `next` link (field `next[1]`, `next[1].to`, `next[1].when`), by the link's edge id. */
+export function linkProblems(problems: Problem[]): Map<string, string> {
+  const byLink = new Map<string, string>();
+  for (const p of problems) {
+    const m = p.block && p.field ? /^next\[(\d+)\]/.exec(p.field) : null;
+    if (!m || byLink.has(edgeId(NEXT, p.block!, Number(m[1])))) continue;
+    byLink.set(edgeId(NEXT, p.block!, Number(m[1])), `${p.message}${p.hint ? ` — ${p.hint}` : ''}`);
+  }
+  return byLink;
+}
+
 function linkEdges(diagram: Diagram | null, links: LinkKeys | null, routes: Map<string, Route>, selectedEdge: string | null,
-  run: RunData | null): LinkEdgeType[] {
+  run: RunData | null, problems: Problem[]): LinkEdgeType[] {
   if (!diagram || !links) return [];
+  const atLink = linkProblems(problems);
   const taken = new Set((run?.links ?? []).map(([s, t]) => `${s}→${t}`));
   return diagramEdges(diagram, links).map((e): LinkEdgeType => {
     const look: LinkLook = e.kind === NEXT ? 'next' : e.kind === ERROR ? 'error' : 'port';
@@ -265,7 +277,7 @@ function linkEdges(diagram: Diagram | null, links: LinkKeys | null, routes: Map<
       animated: isTaken && run?.status === 'running',
       zIndex: selected ? 10 : 0,
       markerEnd: { type: MarkerType.ArrowClosed, width: 16, height: 16, color: colour },
-      ariaLabel: `${e.kind} link from ${e.source} to ${e.target}${e.when ? ` when ${e.when}` : ''}`,
+      ariaLabel: `${e.kind} link from ${e.source} to ${e.target}${e.when ? ` when ${e.when}` : ''}${atLink.has(e.id) ? `: ${atLink.get(e.id)}` : ''}`,
       data: {
         kind: e.kind,
         look,
@@ -277,6 +289,7 @@ function linkEdges(diagram: Diagram | null, links: LinkKeys | null, routes: Map<
         self: e.source === e.target,
         taken: isTaken,
         dimmed: !!run && !isTaken,
+        problem: atLink.get(e.id),
       },
     };
   });
@@ -319,7 +332,7 @@ export function createCanvasMapping(): (input: CanvasInput) => CanvasPicture {
     const out = list.map((e) => {
       const d = e.data!;
       const key = [e.source, e.target, e.sourceHandle, e.selected, e.animated, e.zIndex, d.label, d.when, d.index, d.count, d.taken,
-        d.dimmed, d.self, (e.markerEnd as { color?: string }).color].join('\u0000');
+        d.dimmed, d.self, d.problem, (e.markerEnd as { color?: string }).color].join('\u0000');
       const old = edgeCache.get(e.id);
       const kept = old && old.key === key && old.edge.data!.route === d.route ? old.edge : e;
       next.set(e.id, { key, edge: kept });
@@ -401,7 +414,7 @@ export function createCanvasMapping(): (input: CanvasInput) => CanvasPicture {
     return {
       nodes: lastNodes,
       blocks: lastBlocks,
-      edges: stable(edges(diagram, links, routes(diagram, links, layout), input.selectedEdge, run)),
+      edges: stable(edges(diagram, links, routes(diagram, links, layout), input.selectedEdge, run, input.problems)),
       placed: !lastBlocks.some((n) => n.hidden),
     };
   };

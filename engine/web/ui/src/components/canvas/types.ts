@@ -50,5 +50,7 @@ export type LinkEdgeData = {
   self: boolean;
   taken: boolean;
   dimmed: boolean;
+  /** a problem written at this link (a `next` link that never runs: `dead_link`), its message and hint */
+  problem?: string;
 };
 export type LinkEdgeType = Edge<LinkEdgeData, 'link'>;
