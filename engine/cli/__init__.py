@@ -56,6 +56,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
                  "one."),
     "serve": ("engine.cli.serve:serve", "The studio: build, edit, run and debug the folder's diagrams in the "
               "browser; the YAML files stay the source."),
+    "publish": ("engine.cli.publish:publish", "Pin a diagram and every file it loads as its next version, the one "
+                "`diagrama api` serves."),
+    "versions": ("engine.cli.publish:versions", "List a diagram's published versions: number, time, author, note, and "
+                 "which is live."),
+    "rollback": ("engine.cli.publish:rollback", "Serve an earlier version again: a new version holding version N's "
+                 "files."),
     "api": ("engine.cli.api:api", "Serve the folder's robots over HTTP: list them, run them, follow their events "
             "(SSE); bearer keys required."),
     "mcp": ("engine.cli.mcp:mcp", "Serve the folder's robots as MCP tools over stdio (Claude Desktop, IDEs, agents): "

@@ -91,13 +91,15 @@ def _finite(_context: click.Context, _param: click.Parameter, value: float) -> f
                    "localhost:8080; repeatable); default $DIAGRAMA_CALLBACK_HOSTS, comma-separated; none: no callbacks")
 @click.option("--otel", is_flag=True, help="export each run as OpenTelemetry spans over OTLP (OTEL_EXPORTER_OTLP_* "
               "variables; or DIAGRAMA_OTEL=1); on Celery, start the workers with --otel")
+@click.option("--drafts", is_flag=True, help="serve each robot's file as it is now, not its published version "
+              "(development)")
 @log_options("info")
 def api(folder: Path, port: int, host: str, keys_file: Path | None, admin_key: tuple[str, ...],
         cors_origin: tuple[str, ...], no_auth: bool, rpm: float, offline: bool, backend: str, broker: str | None,
         store_url: str | None, runs_dir: Path | None, data_root: tuple[Path, ...],
         prune_after: str | None, drain_timeout: float, resume_interrupted: bool, log_format: str | None,
         log_level: str, callback_secret: str | None, callback_host: tuple[str, ...],
-        otel: bool) -> None:
+        otel: bool, drafts: bool) -> None:
     """Serve the folder's robots over HTTP: list them, run them, follow their events (SSE); bearer keys required."""
     for module in ("starlette", "uvicorn", "sse_starlette"):
         require_extra(module, "web", "api")
@@ -129,7 +131,7 @@ def api(folder: Path, port: int, host: str, keys_file: Path | None, admin_key: t
                          prune_after=prune_after, callback_secret=callback_secret,
                          callback_hosts=callback_host or None, otel=otel, resume_interrupted=resume_interrupted,
                          admin_keys=admin_key,
-                         cors_origins=cors_origin)
+                         cors_origins=cors_origin, drafts=drafts)
     except DiagramaError as exc:
         raise fail(exc) from None
     from engine.runs.prune import RETENTION_VARIABLE
@@ -137,9 +139,22 @@ def api(folder: Path, port: int, host: str, keys_file: Path | None, admin_key: t
     log("diagrama.api").info("serving", url=f"http://{host}:{port}/v1/robots", folder=str(folder), backend=backend,
                              auth="none" if no_auth else "keys", offline=offline,
                              prune_after=prune_after or services.environ.get(RETENTION_VARIABLE) or None)
+    _warn_unpublished(folder, drafts)
     from engine.web.serving import serve
 
     serve(app, host=host, port=port, drain_timeout=drain_timeout)
+
+
+def _warn_unpublished(folder: Path, drafts: bool) -> None:
+    """Say which robots are served as their files are because they were never published (edits go live on save)."""
+    from engine.runs.published import live_version
+    from engine.runs.service_logs import log
+
+    names = sorted(path.stem for path in folder.glob("*.yaml") if not path.name.endswith(".scenario.yaml"))
+    never = [] if drafts else [name for name in names if live_version(folder / f"{name}.yaml") is None]
+    if never:
+        log("diagrama.api").warning("never published: served as their files are (an edit goes live when saved); "
+                                    "`diagrama publish FILE` pins one", robots=never)
 
 
 @click.command("api-key")

@@ -225,6 +225,8 @@ class Diagram:
     load_child: Callable[[Path], Diagram] | None = None
     """Loads a diagram file (resolved, inside the folder or a data root) as this one was loaded: the diagrams a run
     reaches through a templated Subdiagram path (engine.compile.children)."""
+    published: int | None = None
+    """The published version this is (`diagrama api` serving it: engine.runs.published); None: the file as it is."""
     _inherited: dict[tuple[ErrorLevel, MessageLevel], InheritedLevels] = field(default_factory=dict, repr=False)
 
     @functools.cached_property

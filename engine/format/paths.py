@@ -2,15 +2,32 @@
 
 Every path a diagram names (a `{csv: …}` table, a tool registry) is resolved, symlinks first, and
 refused when it leaves those folders. A refusal names the path as written, never the file's content.
-Reads nothing; only resolves names.
+Reads nothing; only resolves names. `recorded_paths` collects every path resolved within it (what a load reads:
+`diagrama publish` pins those files).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DataFolder", "PathRefused", "shown_path"]
+__all__ = ["DataFolder", "PathRefused", "recorded_paths", "shown_path"]
+
+_RECORDED: ContextVar[set[Path] | None] = ContextVar("diagrama_recorded_paths", default=None)
+
+
+@contextlib.contextmanager
+def recorded_paths() -> Iterator[set[Path]]:
+    """The set of every path a DataFolder resolves (allowed ones, symlinks resolved) while the block runs."""
+    found: set[Path] = set()
+    token = _RECORDED.set(found)
+    try:
+        yield found
+    finally:
+        _RECORDED.reset(token)
 
 _SHOWN = 80
 
@@ -48,4 +65,7 @@ class DataFolder:
         if not any(target.is_relative_to(place) for place in allowed):
             where = "the diagram's folder" + (" and the data roots" if self.roots else "")
             raise PathRefused(f"the path '{shown_path(written)}' leaves {where}", leaves=True)
+        recording = _RECORDED.get()
+        if recording is not None:
+            recording.add(target)
         return target

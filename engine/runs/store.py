@@ -79,6 +79,7 @@ runs = Table(
     Column("cost_usd", Float),  # what its requests cost; NULL when a price was unknown (or recorded before costs)
     Column("cost", JSON),  # the result's whole cost: {usd, requests, unknown_steps (, known_usd)}
     Column("usage", JSON),  # its requests' tokens per kind: the API answers a recorded run as it answered it live
+    Column("version", Integer),  # the published version it ran (engine.runs.published); NULL: the file as it was
 )
 Index("runs_batch_row", runs.c.batch_id, runs.c.row, unique=True)
 _RUNS_STARTED = Index("runs_started", runs.c.started, runs.c.run_id)
@@ -391,6 +392,7 @@ def _row(result: RunResult, diagram: Diagram, inputs: dict[str, Any], *, batch_i
         "batch_id": batch_id, "row": row, "trace": str(result.trace.resolve()) if result.trace else None,
         "attempt": attempt, "path": list(result.path), "session": session,
         "cost_usd": result.cost.get("usd"), "cost": result.cost, "usage": dict(result.usage),
+        "version": diagram.published,
     }
 
 

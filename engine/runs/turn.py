@@ -106,6 +106,8 @@ def new_turn(diagram: Diagram, inputs: Mapping[str, Any], *, store: CheckpointSt
     if durable or session is not None:
         _check_kept(inputs)
     record: dict[str, Any] = {"inputs": dict(inputs)}
+    if diagram.published is not None:
+        record["version"] = diagram.published
     if session is not None:
         record["session"] = session
     return Turn(diagram, run_id or new_run_id(), store if durable or session is not None else None, dict(inputs),

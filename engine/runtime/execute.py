@@ -85,6 +85,8 @@ async def execute(
     # pid and host let a reader tell a run still going from one whose process died (SIGKILL, power loss).
     start_fields: dict[str, Any] = {"diagram": diagram.name, "path": str(diagram.path.resolve()),
                                     "message_level": level_name(run_level), "pid": os.getpid(), "host": host_name()}
+    if diagram.published is not None:
+        start_fields["version"] = diagram.published
     if run_level >= MessageLevel.DEBUG:
         start_fields["inputs"] = {k: short_value(v) for k, v in (inputs or {}).items()}
     if resume is not None:

@@ -87,6 +87,7 @@ def create_app(
     resume_interrupted: bool = False,
     admin_keys: tuple[str, ...] = (),
     cors_origins: tuple[str, ...] = (),
+    drafts: bool = False,
 ) -> Starlette | Any:
     """The robots API over `folder` (default $DIAGRAMA_API_DIR, else `diagrams`) as an ASGI app; UsageError when it
     cannot serve (no keys without `no_auth`, a bad keys file, not a folder, a retention that is no duration).
@@ -95,7 +96,8 @@ def create_app(
     $DIAGRAMA_CALLBACK_HOSTS); `otel` (or DIAGRAMA_OTEL=1) exports each run's spans (engine.web.service.around).
     `resume_interrupted`: at start, resume the folder's interrupted durable runs (engine.web.service.recovery).
     `admin_keys` (and $DIAGRAMA_API_ADMINS): ids of keys that see every caller's runs (engine.web.service.tenants);
-    `cors_origins`: origins whose pages may call the API (engine.web.service.cors)."""
+    `cors_origins`: origins whose pages may call the API (engine.web.service.cors). `drafts`: serve each robot's file
+    as it is, not its published version (engine.runs.published)."""
     from engine.runtime.api import default_registry
 
     root = Path(folder if folder is not None else os.environ.get(DIR_VARIABLE, "diagrams"))
@@ -138,7 +140,7 @@ def create_app(
     else:
         raise UsageError(f"the backend is local or celery, not {backend!r}")
     tenants = Tenants(open_owners(chosen.durable.store.url) if ring is not None else None, secured=ring is not None)
-    api = RobotsApi(root, Robots(root, registry or default_registry(), data_roots), chosen, plain,
+    api = RobotsApi(root, Robots(root, registry or default_registry(), data_roots, drafts=drafts), chosen, plain,
                     secured=ring is not None, tenants=tenants,
                     shown=Shown.of(root, runs, chosen.durable.store.where, data_roots))
 

@@ -41,6 +41,7 @@ from engine.runs.event_relay import (
     stream_key,
 )
 from engine.runs.outages import outage
+from engine.runs.published import robot_folder
 from engine.runs.service_logs import log
 from engine.runs.store import RunStore
 from engine.runs.turn import Turn, new_turn
@@ -217,7 +218,7 @@ class CeleryBackend:
         row = await asyncio.to_thread(self.store.run, run_id)
         if row is not None:
             return await self._live(run_id, recorded_answer(row)) \
-                if Path(str(row["diagram"])).parent == self.folder else None
+                if robot_folder(Path(str(row["diagram"]))) == self.folder else None
         robot = await self._robot(run_id)
         if robot is None:
             return None

@@ -20,6 +20,7 @@ from engine.compile.block import BlockRegistry
 from engine.errors import TurnRefused
 from engine.format.jsonout import plain
 from engine.runs.checkpoints import CheckpointStore, open_checkpoints
+from engine.runs.published import robot_folder
 from engine.runs.sessions import forget_session, read_session
 from engine.runs.traces import INTERRUPTED
 from engine.runs.turn import Turn, hold_session, resume_turn
@@ -62,7 +63,7 @@ class Durable:
         return await asyncio.to_thread(locked)
 
     def _ours(self, diagram: object) -> bool:
-        return Path(str(diagram)).resolve().parent == self.folder
+        return robot_folder(Path(str(diagram)).resolve()) == self.folder
 
     async def row(self, run_id: str) -> dict[str, Any] | None:
         """The run's durable record (live status, what it waits for), if it is a run of this folder's robots."""

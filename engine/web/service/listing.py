@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import Response
 
+from engine.runs.published import robot_folder
 from engine.web.http import answer
 from engine.web.service.durable import Refused
 from engine.web.service.models import SESSION_PATTERN, ErrorAnswer, RunAnswer, RunStatus
@@ -265,7 +266,7 @@ class RunListing:
 
     async def _summary(self, request: Request, row: dict[str, Any], url: str) -> RunSummary | None:
         diagram = Path(str(row["diagram"]))
-        if diagram.parent != self.folder:
+        if robot_folder(diagram) != self.folder:
             return None  # a diagram in a subfolder (not a robot), recorded in the same store
         status = cast("RunStatus", row["status"] if row["status"] in ("succeeded", "failed", "waiting") else "failed")
         if status == "waiting":

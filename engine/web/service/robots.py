@@ -2,7 +2,9 @@
 the JSON Schema of its inputs; a request's inputs typed and checked as `--input` types them.
 
 Only files directly in the folder are robots (its subfolders hold data, registries and other files the diagrams
-read); a name is letters, digits, `_` and `-`, so a request's name never reaches a path unchecked.
+read); a name is letters, digits, `_` and `-`, so a request's name never reaches a path unchecked. A robot that has
+published versions is served as its live one (engine.runs.published), its files then read inside the version's folder;
+one never published, or every robot with `drafts` (`diagrama api --drafts`), is served as its file is.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from engine.compile.inputs import typed_input
 from engine.compile.loader import load_diagram
 from engine.errors import DiagramInvalid, UsageError
 from engine.format.jsonout import plain
+from engine.runs.published import VERSIONS, Version, code_changes, live_version
+from engine.runs.service_logs import log
 from engine.format.names import suggest
 
 __all__ = ["InputProblems", "Robots", "can_wait", "input_schema", "memory", "typed_inputs"]
@@ -43,14 +47,23 @@ class _Loaded:
     diagram: Diagram
 
 
+_DRAFT = 0
+"""The stamp's first part for a file served as it is; a live version's is minus its number."""
+
+
 class Robots:
     """The folder's diagrams as robots; a changed file is loaded again on its next use."""
 
-    def __init__(self, folder: Path, registry: BlockRegistry, data_roots: tuple[Path, ...] = ()) -> None:
+    def __init__(self, folder: Path, registry: BlockRegistry, data_roots: tuple[Path, ...] = (), *,
+                 drafts: bool = False) -> None:
         self.folder = folder.resolve()
         self.registry = registry
         self.data_roots = data_roots
+        self.drafts = drafts
+        """Serve every robot's file as it is, published or not (development)."""
         self._loaded: dict[str, _Loaded] = {}
+        self._live: dict[str, tuple[int, Version | None]] = {}
+        """Robot → its versions folder's mtime and its live version then (a publish renames a folder into it)."""
         self._loading: dict[str, asyncio.Lock] = {}
 
     def names(self) -> list[str]:
@@ -73,8 +86,12 @@ class Robots:
         path = self.path(name)
         if path is None:
             return None
-        stat = path.stat()
-        stamp = (stat.st_mtime_ns, stat.st_size)
+        live = self.live(name)
+        if live is not None:
+            stamp, path = (-live.number, _DRAFT), live.diagram
+        else:
+            stat = path.stat()
+            stamp = (stat.st_mtime_ns, stat.st_size)
         kept = self._loaded.get(name)
         if kept is not None and kept.stamp == stamp:
             return kept.diagram
@@ -84,8 +101,28 @@ class Robots:
             if kept is not None and kept.stamp == stamp:
                 return kept.diagram
             diagram = await asyncio.to_thread(load_diagram, path, self.registry, data_roots=self.data_roots)
+            if live is not None:
+                diagram.published = live.number
+                changed = await asyncio.to_thread(code_changes, live)
+                if changed:  # served all the same: code is deployed with the server, on purpose
+                    log("diagrama.api").warning("code changed since publishing", robot=name, version=live.number,
+                                                files=changed)
             self._loaded[name] = _Loaded(stamp, diagram)
             return diagram
+
+    def live(self, name: str) -> Version | None:
+        """The robot's version to serve: its live one (None: never published, or serving drafts)."""
+        if self.drafts:
+            return None
+        try:
+            changed = (self.folder / VERSIONS / name).stat().st_mtime_ns
+        except OSError:
+            return None
+        kept = self._live.get(name)
+        if kept is None or kept[0] != changed:
+            kept = (changed, live_version(self.folder / f"{name}.yaml"))
+            self._live[name] = kept
+        return kept[1]
 
     async def valid(self) -> list[tuple[str, Diagram]]:
         """Every robot whose diagram loads; a file with problems is left out (`diagrama validate` names them)."""

@@ -31,6 +31,7 @@ from engine.format.redact import Redactor
 from engine.format.spec import Budget
 from engine.runs.api_durable import trace_lines
 from engine.runs.event_relay import event_name, render_event, result_fields
+from engine.runs.published import robot_folder
 from engine.runs.service_logs import log
 from engine.runs.turn import Turn, new_turn, run_turn
 from engine.runtime.context import RunObserver, Services
@@ -365,7 +366,7 @@ class LocalBackend:
 
     def _recorded(self, row: dict[str, Any]) -> RunAnswer | None:
         diagram = Path(str(row["diagram"]))
-        if diagram.parent != self.folder:
+        if robot_folder(diagram) != self.folder:
             return None  # a run of another diagram, recorded in the same store
         return recorded_answer(row)
 
