@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 @click.command("eval")
 @click.argument("files", type=PATH, nargs=-1, required=True)
 @click.option("--offline", is_flag=True, help="answer request blocks (and judges) with the simulator")
-@click.option("--against", help="a second version to compare: another diagram file, or a git revision (HEAD~1, main)")
+@click.option("--against", help="a second version to compare: another diagram file, a git revision (HEAD~1, main), "
+              "or a published version (`published`: the live one; `v3`)")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="runs at once")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="run each case N times and report the spread")
@@ -51,6 +52,7 @@ def evaluate(files: tuple[Path, ...], offline: bool, against: str | None, concur
     from engine.runs.evals.evaluate import diagram_at_revision, evaluate, load_for_eval
     from engine.runs.evals.reports import html_report, junit_xml, table_lines
     from engine.runs.evals.results import verdict_threshold
+    from engine.runs.published import published_diagram
 
     registry = blocks_registry()
     folder = runs_folder(runs_dir)
@@ -63,9 +65,12 @@ def evaluate(files: tuple[Path, ...], offline: bool, against: str | None, concur
                 other, revision, shown_against = None, None, ""
                 if against is not None:
                     other_path = Path(against)
-                    if other_path.suffix in (".yaml", ".yml") and not other_path.is_file():
+                    pinned = published_diagram(loaded.diagram, against)
+                    if pinned is not None:
+                        other_path, revision, shown_against = pinned[0], pinned[1], loaded.diagram.name
+                    elif other_path.suffix in (".yaml", ".yml") and not other_path.is_file():
                         raise UsageError(f"--against {against}: no such diagram file (or give a git revision)")
-                    if other_path.suffix not in (".yaml", ".yml"):
+                    elif other_path.suffix not in (".yaml", ".yml"):
                         revision = against
                         other_path = diagram_at_revision(loaded.diagram, against, Path(scratch))
                         shown_against = other_path.relative_to(scratch).as_posix()

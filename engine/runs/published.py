@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from engine.compile.diagram import Diagram
 
 __all__ = ["MANIFEST", "VERSIONS", "Version", "code_changes", "draft_matches", "live_version", "publish",
-           "published_number", "robot_folder", "rollback", "versions"]
+           "published_diagram", "published_number", "robot_folder", "rollback", "versions"]
 
 VERSIONS = Path(".diagrama") / "versions"
 """Where a folder's published versions live, under the diagrams' own folder."""
@@ -122,6 +122,20 @@ def robot_folder(path: Path) -> Path:
 def published_number(path: Path) -> int | None:
     """The version number a diagram file belongs to (None: a draft, the file as it is)."""
     return int(path.parts[-2]) if robot_folder(path) != path.parent else None
+
+
+def published_diagram(diagram: Path, which: str) -> tuple[Path, str] | None:
+    """`published` (the live version) or `vN` as the version's pinned diagram file and how to name it ("published v3");
+    None when `which` is neither form, or `vN` names no version (a git tag, then); UsageError for `published` when
+    the diagram was never published."""
+    found = versions(diagram)
+    if which == "published":
+        if not found:
+            raise UsageError(f"--against published: {diagram.name} was never published (diagrama publish {diagram})")
+        return found[-1].diagram, f"published v{found[-1].number}"
+    wanted = which[1:] if which.startswith("v") else ""
+    chosen = next((version for version in found if wanted.isdigit() and version.number == int(wanted)), None)
+    return (chosen.diagram, f"published v{chosen.number}") if chosen is not None else None
 
 
 def draft_matches(diagram: Path, version: Version) -> bool:

@@ -104,3 +104,20 @@ def test_a_diagram_with_errors_is_not_published(tmp_path: Path) -> None:
     refused = cli.invoke(app, ["publish", str(folder / "bad.yaml")])
     assert refused.exit_code == 2 and "nowhere" in refused.output
     assert versions(folder / "bad.yaml") == [] and not (folder / ".diagrama" / "versions" / "bad").exists()
+
+
+def test_an_eval_compares_the_draft_with_the_published_version(tmp_path: Path) -> None:
+    folder = _diagrams(tmp_path)
+    assert cli.invoke(app, ["publish", str(folder / "triage_inbox.yaml")]).exit_code == 0
+    eval_file = str(folder / "evals" / "triage_inbox.eval.yaml")
+    compared = cli.invoke(app, ["eval", eval_file, "--offline", "--against", "published", "--output", "json",
+                                "--runs-dir", str(tmp_path / "runs"), "--cache", "off"])
+    assert compared.exit_code in (0, 1), compared.output
+    result = json.loads(compared.stdout)
+    assert result["against"]["revision"] == "published v1"
+    assert result["against"]["summary"]["diagram"] == "published v1:triage_inbox.yaml"
+    assert cli.invoke(app, ["eval", eval_file, "--offline", "--against", "v1", "--output", "json", "--runs-dir",
+                            str(tmp_path / "runs"), "--cache", "off"]).exit_code in (0, 1)
+    never = cli.invoke(app, ["eval", str(folder / "evals" / "order_agent.eval.yaml"), "--offline", "--against",
+                             "published", "--runs-dir", str(tmp_path / "runs"), "--cache", "off"])
+    assert never.exit_code == 2 and "never published" in never.output
