@@ -64,6 +64,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                  "files."),
     "api": ("engine.cli.api:api", "Serve the folder's robots over HTTP: list them, run them, follow their events "
             "(SSE); bearer keys required."),
+    "schedules": ("engine.cli.schedules:schedules", "List each robot's schedules with the next time `diagrama api` "
+                  "fires each, in its timezone."),
     "mcp": ("engine.cli.mcp:mcp", "Serve the folder's robots as MCP tools over stdio (Claude Desktop, IDEs, agents): "
             "each robot a tool."),
     "api-key": ("engine.cli.api:api_key", "Make an API key: prints the key (give it to the caller; it is not kept) "

@@ -10,10 +10,11 @@ import orjson
 
 from engine.compile.diagram import Diagram
 from engine.errors import DiagramInvalid, UsageError
+from engine.format.jsonout import plain
 from engine.format.names import suggest
 from engine.format.yamlfile import read_yaml_value
 
-__all__ = ["inputs_from_file", "parse_input_pairs", "typed_input"]
+__all__ = ["fitted_inputs", "inputs_from_file", "parse_input_pairs", "typed_input"]
 
 _TRUE = {"true", "yes", "on", "1", "sim", "si", "sì"}
 _FALSE = {"false", "no", "off", "0", "não", "nao"}
@@ -99,3 +100,60 @@ def inputs_from_file(diagram: Diagram, path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UsageError(f"inputs file {path} must hold a mapping of input names to values")
     return check_inputs(diagram, data)
+
+
+def fitted_inputs(known: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """Values given as JSON (an API request's, a schedule's) typed by Start's defaults (`known`): text converted as
+    `--input` converts it, any other value kept if it is of the default's JSON type. The typed values, and a
+    (name, problem) for every name Start lacks and every value that does not fit."""
+    problems: list[tuple[str, str]] = []
+    typed: dict[str, Any] = {}
+    for name, value in values.items():
+        if name not in known:
+            hint = suggest(name, list(known))
+            problems.append((name, f"the robot has no input '{name}'"
+                             + (f"; {hint}" if hint else f" (inputs: {', '.join(known) or 'none'})")))
+            continue
+        try:
+            typed[name] = _fitted(name, value, known[name])
+        except UsageError as exc:
+            problems.append((name, str(exc)))
+    return typed, problems
+
+
+def _fitted(name: str, value: Any, default: Any) -> Any:
+    """`value` if it is of the default's JSON type; text converted as `--input name=text` converts it; else
+    UsageError saying what the input takes."""
+    if isinstance(value, str) and not isinstance(default, str):
+        return typed_input(name, value, default)
+    if default is None:
+        return value
+    if isinstance(default, bool):
+        fits = isinstance(value, bool)
+    elif isinstance(default, int):
+        fits = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, float):
+        fits = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif isinstance(default, dict) and set(default) == {"csv"}:
+        fits = isinstance(value, (list, dict))
+    elif isinstance(default, (list, dict, str)):
+        fits = isinstance(value, type(default))
+    else:
+        fits = True
+    if not fits:
+        raise UsageError(f"input '{name}' is {_kind(default)} (its default is {plain(default)!r}), got {plain(value)!r}")
+    return value
+
+
+def _kind(default: Any) -> str:
+    if isinstance(default, bool):
+        return "true or false"
+    if isinstance(default, int):
+        return "a whole number"
+    if isinstance(default, float):
+        return "a number"
+    if isinstance(default, str):
+        return "text"
+    if isinstance(default, dict) and set(default) == {"csv"}:
+        return "a table (a list of rows)"
+    return "a list" if isinstance(default, list) else "a mapping"

@@ -18,6 +18,7 @@ from engine.format.knowledge import KNOWLEDGE_NAME_PATTERN, KnowledgeSpec
 from engine.format.levels import DEFAULT, ERROR_LEVELS, MESSAGE_LEVELS, ErrorLevel, MessageLevel
 from engine.format.links import LINK_KEYS
 from engine.format.notes import NoteSpec
+from engine.format.triggers import ScheduleSpec, WebhookSpec
 
 __all__ = [
     "BLOCK_ID_PATTERN",
@@ -187,6 +188,14 @@ class DiagramSpec(BaseModel):
     )
     knowledge: dict[Annotated[str, Field(pattern=KNOWLEDGE_NAME_PATTERN)], KnowledgeSpec] = Field(
         default_factory=no_values, description="knowledge bases Retrieve blocks search: {name: {folder, include, chunk}}"
+    )
+    schedules: list[ScheduleSpec] = Field(
+        default_factory=lambda: [], description="when `diagrama api` runs the robot by itself: [{cron, inputs, "
+                                                "timezone}] (`diagrama schedules` lists the next ticks)"
+    )
+    webhook: WebhookSpec | None = Field(
+        default=None, description="POST /v1/hooks/{robot}: a signed request starts a run, its inputs templates over "
+                                  "its JSON `body` and `headers`"
     )
     notes: list[NoteSpec] = Field(
         default_factory=lambda: [], description="the studio's sticky notes and frames: [{text, x, y, width, height, "

@@ -91,7 +91,7 @@ def patiently(work: Callable[[], _T], what: str) -> _T:
 # Long: the three ways a delivered task meets its run (held elsewhere, to carry on, new), in order.
 def run_on_worker(*, run_id: str, diagram: Diagram, inputs: dict[str, Any], store: RunStore, redis: Any,
                   runs_dir: Path, offline: bool, message_level: str | None, session: str | None,
-                  budget: Mapping[str, Any] | None = None, stream: bool = False) -> str:
+                  budget: Mapping[str, Any] | None = None, stream: bool = False, trigger: str | None = None) -> str:
     """One API run on a worker, as a turn (engine.runs.turn): durable (its checkpoints beside the run store), in its
     session's turn when it has one. The worker holds the run's lease while it runs it (engine.runs.leases): a task
     delivered again while another worker's lease is alive is HELD (the caller looks again later); one whose run's
@@ -133,7 +133,7 @@ def run_on_worker(*, run_id: str, diagram: Diagram, inputs: dict[str, Any], stor
                     "errors": [{"block": None, "type": refused.reason, "message": refused.message}]}
             patiently(lambda: RedisEventWriter(redis, run_id).end(said), "the broker")
             return "refused"
-        return _recorded(result, writer, diagram, inputs, store, redis)
+        return _recorded(result, writer, diagram, inputs, store, redis, trigger)
 
 
 def resume_on_worker(*, run_id: str, answer: Mapping[str, Any] | None, store: RunStore, redis: Any, runs_dir: Path,
@@ -181,12 +181,12 @@ def _execute(turn: Turn, redis: Any, runs_dir: Path, level: MessageLevel | None,
 
 
 def _recorded(result: RunResult, writer: RedisEventWriter, diagram: Diagram, inputs: dict[str, Any],
-              store: RunStore, redis: Any) -> str:
+              store: RunStore, redis: Any, trigger: str | None = None) -> str:
     """The run in the run store, then the end of its stream (the API's wait is over), and its resume let go."""
     from engine.runs.event_relay import result_fields
     from engine.runs.leases import cancel_key
 
-    patiently(lambda: store.record(result, diagram, inputs), "the run store")
+    patiently(lambda: store.record(result, diagram, inputs, trigger=trigger), "the run store")
     patiently(lambda: redis.delete(resume_key(result.run_id)), "the broker")
     patiently(lambda: writer.end(result_fields(result)), "the broker")
     if result.status in ("cancelled", "interrupted"):

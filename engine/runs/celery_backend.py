@@ -181,7 +181,7 @@ def make_app(broker: str | None = None) -> Celery:
     @app.task(name=API_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)  # type: ignore[untyped-decorator]
     def run_api(task: Any, run_id: str, diagram_path: str, inputs: dict[str, Any], store_url: str, runs_dir: str, offline: bool,
                 message_level: str | None = None, key_id: str | None = None, session: str | None = None,
-                budget: dict[str, Any] | None = None, stream: bool = False) -> str:
+                budget: dict[str, Any] | None = None, stream: bool = False, trigger: str | None = None) -> str:
         import structlog
 
         from blocks.registry import registry
@@ -193,7 +193,8 @@ def make_app(broker: str | None = None) -> Celery:
         with _requeued_on_outage(), structlog.contextvars.bound_contextvars(key_id=key_id):  # key id, never the key
             done = run_on_worker(run_id=run_id, diagram=diagram, inputs=inputs, store=store,
                                  redis=_cached_redis(broker), runs_dir=Path(runs_dir), offline=offline,
-                                 message_level=message_level, session=session, budget=budget, stream=stream)
+                                 message_level=message_level, session=session, budget=budget, stream=stream,
+                                 trigger=trigger)
         if done == HELD:
             _look_again(task)
         return done

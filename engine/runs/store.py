@@ -79,6 +79,7 @@ runs = Table(
     Column("cost_usd", Float),  # what its requests cost; NULL when a price was unknown (or recorded before costs)
     Column("cost", JSON),  # the result's whole cost: {usd, requests, unknown_steps (, known_usd)}
     Column("usage", JSON),  # its requests' tokens per kind: the API answers a recorded run as it answered it live
+    Column("trigger", String(40)),  # what started it besides a request: `schedule:0`, `webhook` (diagrama api)
     Column("version", Integer),  # the published version it ran (engine.runs.published); NULL: the file as it was
 )
 Index("runs_batch_row", runs.c.batch_id, runs.c.row, unique=True)
@@ -178,10 +179,12 @@ class RunStore:
         _add_new_columns(self.engine)
 
     def record(self, result: RunResult, diagram: Diagram, inputs: dict[str, Any], *, batch_id: str | None = None,
-               row: int | None = None, attempt: int = 1, session: str | None = None) -> bool:
-        """Store a run (a turn of `session`, if given); False when its (batch, row) already succeeded (nothing is
-        stored twice)."""
-        values = _row(result, diagram, inputs, batch_id=batch_id, row=row, attempt=attempt, session=session)
+               row: int | None = None, attempt: int = 1, session: str | None = None,
+               trigger: str | None = None) -> bool:
+        """Store a run (a turn of `session`, if given; started by `trigger`, if any); False when its (batch, row)
+        already succeeded (nothing is stored twice)."""
+        values = {**_row(result, diagram, inputs, batch_id=batch_id, row=row, attempt=attempt, session=session),
+                  "trigger": trigger}
         with self.engine.begin() as connection:
             if batch_id is None:
                 # A batch row's run continued on its own (`diagrama resume` answering its Wait) stays the row's.
@@ -272,7 +275,7 @@ class RunStore:
         wanted = runs.c.diagram == str(diagram.resolve()) if diagram is not None \
             else runs.c.diagram.startswith(f"{folder.resolve()}/", autoescape=True)
         query = select(runs.c.run_id, runs.c.diagram, runs.c.status, runs.c.started, runs.c.finished,
-                       runs.c.duration_ms, runs.c.steps, runs.c.tokens, runs.c.session) \
+                       runs.c.duration_ms, runs.c.steps, runs.c.tokens, runs.c.session, runs.c.trigger) \
             .where(wanted, runs.c.started.is_not(None))
         if statuses is not None:
             query = query.where(runs.c.status.in_(list(statuses)))
@@ -391,7 +394,7 @@ def _row(result: RunResult, diagram: Diagram, inputs: dict[str, Any], *, batch_i
         "errors": plain(result.errors), "variables": plain(result.variables), "tokens": result.tokens,
         "batch_id": batch_id, "row": row, "trace": str(result.trace.resolve()) if result.trace else None,
         "attempt": attempt, "path": list(result.path), "session": session,
-        "cost_usd": result.cost.get("usd"), "cost": result.cost, "usage": dict(result.usage),
+        "cost_usd": result.cost.get("usd"), "cost": result.cost, "usage": dict(result.usage), "trigger": None,
         "version": diagram.published,
     }
 

@@ -40,8 +40,10 @@ from engine.web.service.recovery import resume_left
 from engine.web.service.robots import Robots
 from engine.web.service.rotation import LiveKeys, reload_on_hangup
 from engine.web.service.runs import LocalBackend
+from engine.web.service.schedules import Scheduler
 from engine.web.service.shown import Shown
 from engine.web.service.tenants import Tenants
+from engine.web.service.webhooks import Webhooks
 
 __all__ = ["DIR_VARIABLE", "create_app"]
 
@@ -55,6 +57,14 @@ def _mcp(api: RobotsApi) -> Any:
     except ImportError:
         return None
     return McpEndpoint(api)
+
+
+def _trigger_claims(run_store: Any) -> Any:
+    """Schedules' ticks and webhooks' deliveries claimed in the run store (engine.runs.trigger_claims), or in this
+    process without one."""
+    from engine.runs.trigger_claims import MemoryClaims, TriggerClaims
+
+    return TriggerClaims(run_store) if run_store is not None else MemoryClaims()
 
 
 def _store(runs_dir: Path, url: str | None) -> Any:
@@ -148,11 +158,15 @@ def create_app(
                               callback_hosts=callback_hosts, export=export,
                               tenants=api.tenants)  # each key lists its own runs
     pruner = Pruner(chosen.durable, retention, run_store) if retention is not None else None
+    claims = _trigger_claims(run_store)  # a tick or a delivery starts one run across processes sharing the store
+    api.hooks = Webhooks(api, claims, services.environ)
+    scheduler = Scheduler(api.robots, chosen, claims, plain)
     mcp = _mcp(api)  # the robots as MCP tools, behind the same Gate
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         pruning = asyncio.create_task(pruner.run(), name="prune") if pruner is not None else None
+        scheduling = asyncio.create_task(scheduler.run(), name="schedules")
         if resume_interrupted:  # a drained or killed server's runs go on here (each taken over by one process)
             await resume_left(api)
         async with mcp.running() if mcp is not None else contextlib.nullcontext():
@@ -161,6 +175,9 @@ def create_app(
         if pruning is not None:
             pruning.cancel()
             await asyncio.gather(pruning, return_exceptions=True)
+        scheduling.cancel()
+        await asyncio.gather(scheduling, return_exceptions=True)
+        await scheduler.close()
         await chosen.close()  # a local run still going is interrupted (its trace says so)
         await around.close()
         tenants.close()
@@ -170,6 +187,7 @@ def create_app(
     app.state.api = api
     app.state.backend = chosen
     app.state.pruner = pruner
+    app.state.scheduler = scheduler
     public = frozenset(op.path for op in OPERATIONS if op.public)
     gate = Gate(app, ring, limits, rpm, public)
     return RequestLog(Cors(gate, origins) if origins else gate, "diagrama.api")

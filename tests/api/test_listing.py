@@ -68,7 +68,7 @@ def test_pages_newest_first_walk_every_run_once_and_filter(make_app: Callable[..
     assert found["all"]["next_cursor"] is None
     assert [run["started"] for run in listed] == sorted((run["started"] for run in listed), reverse=True)
     assert listed[0] == {"run_id": ids[6], "robot": "chat", "status": "succeeded", "started": listed[0]["started"],
-                         "duration_ms": listed[0]["duration_ms"], "steps": 2, "session": "ana",
+                         "duration_ms": listed[0]["duration_ms"], "steps": 2, "session": "ana", "trigger": None,
                          "run": f"/v1/runs/{ids[6]}"}
     assert found["pages"] == [ids[6:3:-1], ids[3:0:-1], ids[:1]]  # 3, 3, 1: each run once
     # A run that starts between two pages is on neither later page: the cursor holds the place, not an offset.

@@ -23,6 +23,7 @@ from engine.compile.validate.compilation import Compilation
 from engine.compile.validate.concurrency import check_concurrent_bodies
 from engine.compile.validate.links import check_bodies, check_reachable, check_start, link_blocks
 from engine.compile.validate.scope import template_scope
+from engine.compile.validate.triggers import check_triggers
 from engine.compile.validate.values import compile_values
 from engine.errors import DiagramInvalid, Problem
 from engine.format.yamlfile import LineMap
@@ -30,6 +31,7 @@ from engine.format.yamlfile import LineMap
 __all__ = ["compile_diagram", "template_scope"]
 
 
+# Long: the stages in order, one call each, then the compiled Diagram's fields.
 def compile_diagram(
     data: Any,
     lines: LineMap,
@@ -64,6 +66,7 @@ def compile_diagram(
         check_reachable(c, links, start)
         check_bodies(c, links)
         compile_values(c, start, links)
+        check_triggers(c, start)
         check_concurrent_bodies(c, links)
     if c.problems.errors or start is None:
         raise DiagramInvalid(c.problems.items)

@@ -53,6 +53,7 @@ from engine.web.service.runs import RunEvent, run_id_shape
 from engine.web.service.shown import Shown
 from engine.web.service.tenants import Tenants
 from engine.web.service.terminal import ended
+from engine.web.service.webhooks import HOOK_OPERATION, Webhooks
 
 __all__ = ["DURABLE_OPERATIONS", "MAX_EVENT_DIGITS", "OPERATIONS", "Backend", "RobotsApi", "last_event_id"]
 
@@ -77,8 +78,9 @@ class Backend(Protocol):
 
     async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
                     key_id: str | None, secrets: list[str], session: str | None = None,
-                    budget: Budget | None = None, *, stream: bool = False) -> str: ...
-    """`stream`: the run's request blocks stream unless their `stream` input says otherwise (a streamed chat's)."""
+                    budget: Budget | None = None, *, stream: bool = False, trigger: str | None = None) -> str: ...
+    """`stream`: the run's request blocks stream unless their `stream` input says otherwise (a streamed chat's).
+    `trigger`: what started it other than a request (`schedule:0`, `webhook`), kept in its record."""
 
     async def cancel(self, run_id: str) -> bool: ...
 
@@ -157,6 +159,7 @@ OPERATIONS: tuple[Operation, ...] = (
     *DURABLE_OPERATIONS,
     *AROUND_OPERATIONS,
     *CHAT_OPERATIONS,
+    HOOK_OPERATION,
     Operation("GET", "/openapi.json", "openapi", "This document",
               {200: Answer("the OpenAPI document", schema={"type": "object"})}, public=True),
 )
@@ -176,6 +179,8 @@ class RobotsApi:
         self.document = openapi_document(OPERATIONS, title="diagrama robots", version="1", secured=secured)
         self._document = orjson.dumps(self.document)  # rendered once: it never changes while the server runs
         self._redactor = Redactor(secrets)
+        self.hooks = Webhooks(self)
+        """`POST /v1/hooks/{name}` (engine.web.service.webhooks); create_app gives it the run store's claims."""
 
     def routes(self, around: AroundRuns | None = None) -> list[Route]:
         """The routes of OPERATIONS; with `around`, its parts' too (health, metrics, listing, idempotency, callbacks)."""
@@ -186,6 +191,7 @@ class RobotsApi:
             "cancelRun": functools.partial(cancel_run, self)}
         chat = ChatDoor(self)  # the OpenAI-compatible routes (engine.web.service.chat)
         handlers.update(listModels=chat.list_models, chatCompletion=chat.chat_completion)
+        handlers.update(receiveHook=self.hooks.receive)  # signed webhooks (engine.web.service.webhooks)
         if around is not None:
             handlers = around.wrapped(handlers, self._answer_run, _run_answer, self.shown_for)
         return [Route(op.path, self._answering(handlers[op.name]), methods=[op.method], name=op.name)

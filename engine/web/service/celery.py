@@ -113,7 +113,7 @@ class CeleryBackend:
 
     async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
                     key_id: str | None, secrets: list[str], session: str | None = None,
-                    budget: Budget | None = None, *, stream: bool = False) -> str:
+                    budget: Budget | None = None, *, stream: bool = False, trigger: str | None = None) -> str:
         # `secrets` (the caller's key) stay here: sent with the task, they would sit in the broker. The workers scrub
         # their own environment's keys.
         turn = new_turn(diagram, inputs, store=self.durable.store, session=session)
@@ -130,7 +130,7 @@ class CeleryBackend:
                 level_name(level) if level is not None else None],
                 kwargs={"key_id": key_id, "session": session,
                         **({"budget": budget.model_dump(exclude_none=True)} if budget is not None else {}),
-                        **({"stream": True} if stream else {})})
+                        **({"stream": True} if stream else {}), **({"trigger": trigger} if trigger else {})})
         except Exception as exc:
             if not outage(exc):
                 raise

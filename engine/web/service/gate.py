@@ -63,9 +63,14 @@ class Gate:
         self.limits = limits
         self.rpm = rpm
         self.public = public
+        # A public path with a parameter (`/v1/hooks/{name}`: a webhook, whose signature authenticates it) is a pattern
+        # of one path segment per parameter; only those paths pass, never a path below them.
+        self._public_patterns = [re.compile(re.sub(r"\\\{[A-Za-z_]+\\\}", "[^/]+", re.escape(path)))
+                                 for path in public if "{" in path]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.ring is None or scope["path"] in self.public:
+        if scope["type"] != "http" or self.ring is None or scope["path"] in self.public \
+                or any(pattern.fullmatch(scope["path"]) for pattern in self._public_patterns):
             await self.app(scope, receive, send)
             return
         presented = b""

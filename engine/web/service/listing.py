@@ -61,6 +61,8 @@ class RunSummary(BaseModel):
     duration_ms: float | None = None
     steps: int | None = None
     session: str | None = Field(default=None, description="the conversation it was a turn of")
+    trigger: str | None = Field(default=None, description="what started it besides a request (`schedule:0`: the "
+                                                          "diagram's first schedule; `webhook`), once it is recorded")
     run: str = Field(description="the run's URL (GET)")
 
 
@@ -274,7 +276,8 @@ class RunListing:
             status = found.status if found is not None else status
         return RunSummary(run_id=row["run_id"], robot=diagram.stem, status=status, started=row["started"],
                           duration_ms=row["duration_ms"], steps=row["steps"],
-                          session=self._session(request, row["session"]), run=f"{url}/{row['run_id']}")
+                          session=self._session(request, row["session"]), trigger=row.get("trigger"),
+                          run=f"{url}/{row['run_id']}")
 
     async def _stored_ids(self, run_ids: list[str]) -> set[str]:
         if self.store is None or not run_ids:

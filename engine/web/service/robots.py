@@ -18,13 +18,12 @@ from typing import Any
 
 from engine.compile.block import BlockRegistry
 from engine.compile.diagram import Diagram
-from engine.compile.inputs import typed_input
+from engine.compile.inputs import fitted_inputs
 from engine.compile.loader import load_diagram
-from engine.errors import DiagramInvalid, UsageError
+from engine.errors import DiagramInvalid
 from engine.format.jsonout import plain
 from engine.runs.published import VERSIONS, Version, code_changes, live_version
 from engine.runs.service_logs import log
-from engine.format.names import suggest
 
 __all__ = ["InputProblems", "Robots", "can_wait", "input_schema", "memory", "typed_inputs"]
 
@@ -171,59 +170,9 @@ def input_schema(diagram: Diagram) -> dict[str, Any]:
             "properties": {name: _value_schema(default) for name, default in diagram.settings.inputs.items()}}
 
 
-def _typed(name: str, value: Any, default: Any) -> Any:
-    """`value` if it is of the default's JSON type; text converted as `--input name=text` converts it; else
-    UsageError saying what the input takes."""
-    if isinstance(value, str) and not isinstance(default, str):
-        return typed_input(name, value, default)
-    if default is None:
-        return value
-    if isinstance(default, bool):
-        fits = isinstance(value, bool)
-    elif isinstance(default, int):
-        fits = isinstance(value, int) and not isinstance(value, bool)
-    elif isinstance(default, float):
-        fits = isinstance(value, (int, float)) and not isinstance(value, bool)
-    elif isinstance(default, dict) and set(default) == {"csv"}:
-        fits = isinstance(value, (list, dict))
-    elif isinstance(default, (list, dict, str)):
-        fits = isinstance(value, type(default))
-    else:
-        fits = True
-    if not fits:
-        raise UsageError(f"input '{name}' is {_kind(default)} (its default is {plain(default)!r}), got {plain(value)!r}")
-    return value
-
-
-def _kind(default: Any) -> str:
-    if isinstance(default, bool):
-        return "true or false"
-    if isinstance(default, int):
-        return "a whole number"
-    if isinstance(default, float):
-        return "a number"
-    if isinstance(default, str):
-        return "text"
-    if isinstance(default, dict) and set(default) == {"csv"}:
-        return "a table (a list of rows)"
-    return "a list" if isinstance(default, list) else "a mapping"
-
-
 def typed_inputs(diagram: Diagram, values: Mapping[str, Any]) -> dict[str, Any]:
     """The request's inputs, typed; InputProblems listing every name the robot lacks and every value that does not fit."""
-    known = diagram.settings.inputs
-    problems: list[str] = []
-    typed: dict[str, Any] = {}
-    for name, value in values.items():
-        if name not in known:
-            hint = suggest(name, list(known))
-            problems.append(f"the robot has no input '{name}'"
-                            + (f"; {hint}" if hint else f" (inputs: {', '.join(known) or 'none'})"))
-            continue
-        try:
-            typed[name] = _typed(name, value, known[name])
-        except UsageError as exc:
-            problems.append(str(exc))
+    typed, problems = fitted_inputs(diagram.settings.inputs, values)
     if problems:
-        raise InputProblems(problems)
+        raise InputProblems([problem for _, problem in problems])
     return typed

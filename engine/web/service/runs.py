@@ -226,9 +226,11 @@ class LocalBackend:
 
     async def start(self, robot: str, diagram: Diagram, inputs: dict[str, Any], level: MessageLevel | None,
                     key_id: str | None, secrets: list[str], session: str | None = None,
-                    budget: Budget | None = None, *, stream: bool = False) -> str:
+                    budget: Budget | None = None, *, stream: bool = False, trigger: str | None = None) -> str:
         self._open()
         turn = new_turn(diagram, inputs, store=self.durable.store, session=session)
+        if trigger is not None:
+            turn.record["trigger"] = trigger
         services = dataclasses.replace(self.services, stream=True) if stream else self.services  # the same shared parts
         turn.budget = budget
         if session is not None:
@@ -239,7 +241,7 @@ class LocalBackend:
                                   secrets=secrets, access=self.durable.access)
 
         self._launch(RunRecord(turn.run_id, robot, self.runs_dir / turn.run_id / "trace.jsonl"), diagram, inputs, run,
-                     key_id, session)
+                     key_id, session, trigger)
         return turn.run_id
 
     async def resume(self, robot: str, turn: Turn, key_id: str | None, secrets: list[str]) -> str:
@@ -259,7 +261,8 @@ class LocalBackend:
         return run_id
 
     def _launch(self, record: RunRecord, diagram: Diagram, inputs: dict[str, Any],
-                run: Callable[[], Awaitable[RunResult]], key_id: str | None, session: str | None) -> None:
+                run: Callable[[], Awaitable[RunResult]], key_id: str | None, session: str | None,
+                trigger: str | None = None) -> None:
         run_id = record.run_id
         record.session = session
         record.durable = diagram.settings.durable
@@ -276,7 +279,8 @@ class LocalBackend:
                 record.finish(result_fields(result), status)
                 if self.store is not None and status != "interrupted":  # it goes on: recorded when it ends
                     self._to_record.append((result, diagram, inputs))
-                    self._known_to_record[run_id] = {"started": record.started, "session": session}
+                    self._known_to_record[run_id] = {"started": record.started, "session": session,
+                                                     **({"trigger": trigger} if trigger else {})}
                     if len(self._to_record) == 1:  # the first of a batch: the rest join it for one commit
                         asyncio.get_running_loop().call_later(_RECORD_AFTER_S, self._record_now)
             except TurnRefused as refused:  # its session's last turn stopped unfinished while this one waited
