@@ -95,7 +95,12 @@ async def ask(
     if stream:
         call = adapter.streamed(call)
     extra: dict[str, str] = {}
-    if services.offline:
+    pins = services.pins if services.pins is not None and services.pins.pinned(block) else None
+    if pins is not None:  # a pinned answer (engine.testing.pins): scripted, online or not
+        client = client_for(services, f"pinned-{adapter.vendor}", pins.transport(adapter.vendor))
+        base = f"http://{adapter.vendor}.simulator"
+        extra[BLOCK_HEADER] = block
+    elif services.offline:
         client = client_for(services, f"simulated-{adapter.vendor}", simulator_for(services).transport(adapter.vendor))
         base = f"http://{adapter.vendor}.simulator"
         extra[BLOCK_HEADER] = block  # scripted replies are per block id

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from engine.runtime.scripted import ScriptedBlocks
     from engine.tools.mcp import McpSessions
 
-__all__ = ["PROCESS_RUN_OBSERVERS", "Nesting", "OfflineVendors", "ReplyObserver", "RunContext", "RunObserver",
+__all__ = ["PROCESS_RUN_OBSERVERS", "Nesting", "OfflineVendors", "PinnedAnswers", "ReplyObserver", "RunContext", "RunObserver",
            "RunObserverFactory", "Services", "Spend", "TextObserver", "VendorSlots"]
 
 
@@ -111,6 +111,12 @@ class OfflineVendors(Protocol):
     def transport(self, vendor: str) -> httpx.AsyncBaseTransport: ...
 
 
+class PinnedAnswers(OfflineVendors, Protocol):
+    """Scripted vendors for the blocks whose answer is pinned (the studio's pins, engine.testing.pins)."""
+
+    def pinned(self, block: str) -> bool: ...
+
+
 class VendorSlots(Protocol):
     """Limits shared by runs (a batch's rate and concurrency): held around each HTTP attempt."""
 
@@ -164,6 +170,9 @@ class Services:
     `open_cache`); None: every request goes to the vendor. Never used offline, nor for an HttpRequest's calls."""
     simulator: OfflineVendors | None = None
     """Where `offline` requests go; the providers make a default simulator on first use."""
+    pins: PinnedAnswers | None = None
+    """The run's pinned blocks: their requests go to these scripted vendors, online or offline, never to the vendor
+    nor the made-up simulator. Not shared (`share`): one run's, its top-level block ids."""
     limits: VendorSlots | None = None
     """Per-vendor slots each HTTP attempt waits for (`diagrama batch`'s --rpm and --max-concurrent)."""
     reply_observers: list[ReplyObserver] = field(default_factory=list)

@@ -47,6 +47,7 @@ from engine.web.models import (
     Version,
     VersionText,
 )
+from engine.web.pins import Pins
 
 __all__ = ["ANSWERS", "API_SCHEMA", "LISTS", "api_schema", "schema_text"]
 
@@ -91,6 +92,9 @@ ANSWERS: dict[str, type[BaseModel] | None] = {
     "GET /api/diagrams/{path}/knowledge": KnowledgeListed,
     "POST /api/diagrams/{path}/knowledge/{name}/search": KnowledgeSearch,
     "POST /api/diagrams/{path}/knowledge/{name}/index": KnowledgeIndexed,
+    "GET /api/diagrams/{path}/pins": Pins,
+    "PUT /api/diagrams/{path}/pins/{block}": Pins,
+    "DELETE /api/diagrams/{path}/pins/{block}": Pins,
 }
 """Each route's answer when it succeeds (a list of the model for the listings, None for no body); a refusal is
 an ErrorAnswer, a refused save a Conflict, a refused answer to a Wait an AnswerRefused."""

@@ -424,6 +424,7 @@ def create_app(
         Route("/api/diagrams/{path:path}/knowledge/{name}/search", handle(knowledge.search), methods=["POST"]),
         Route("/api/diagrams/{path:path}/knowledge/{name}/index", writes(knowledge.index), methods=["POST"]),
         Route("/api/diagrams/{path:path}/chat", handle(durable.chat), methods=["POST"]),
+        *runs.pins.routes(handle, writes),
         Route("/api/diagrams/{path:path}/hash", handle(studio.hash), methods=["GET"]),
         Route("/api/diagrams/{path:path}/csv", handle(studio.csv), methods=["GET"]),
         Route("/api/diagrams/{path:path}/rename", writes(studio.rename), methods=["POST"]),

@@ -46,6 +46,7 @@ from engine.web.models import (
     ScenarioResults,
     Waiting,
 )
+from engine.web.pins import PinRoutes
 
 if TYPE_CHECKING:
     from engine.runs.checkpoints import CheckpointStore
@@ -72,6 +73,8 @@ class RunRoutes:
         resumed run still ends with its last stop until the resumed part writes)."""
         self.continued: set[str] = set()
         """Runs resumed or replayed here: their first part ran earlier, so they are not saved as scenarios."""
+        self.pins = PinRoutes(folder)
+        """Each diagram's pinned outputs (engine.web.pins): a run of it asks them instead of a pinned block's vendor."""
 
     def _trace(self, run_id: str) -> Path:
         if not _RUN_ID.match(run_id):
@@ -161,6 +164,7 @@ class RunRoutes:
         if continued:
             self.continued.add(run_id)
         services = self._services(offline, replies)
+        services.pins = self.pins.vendors_for(path)
         self.active.add(run_id)
 
         async def go() -> None:
