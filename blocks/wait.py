@@ -7,7 +7,8 @@ against `form` (a JSON Schema) before the run goes on; the Wait then runs again 
 `answer`. An answer later than `timeout` seconds after the question fails the Wait with
 `wait_timeout`, under the block's error level. A scenario answers it by block id (`replies:
 {approve: [{answer: {approved: true}, waited: 60}]}`): the answer is checked against the form
-as a person's is, and `waited` pretends that many seconds passed.
+as a person's is, and `waited` pretends that many seconds passed. `notify: {webhook, allowed_hosts}` tells someone
+the run waits, with a signed link that answers it (blocks/_wait_notify.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from blocks._wait_notify import WaitNotify
 from engine import Block, BlockError, Report, RunSuspended, WaitTimeout, schema_problems, schema_refusal
 
 if TYPE_CHECKING:
@@ -31,6 +33,8 @@ class WaitInputs(BaseModel):
     form: dict[str, Any] | None = Field(default=None, description="the answer's JSON Schema (an object's properties)")
     timeout: float | None = Field(default=None, gt=0, description="seconds to answer; later, the Wait fails "
                                                                   "with wait_timeout")
+    notify: WaitNotify | None = Field(default=None, description="{webhook, allowed_hosts}: a JSON POST when the run "
+                                                                "stops here, with a signed answer_url")
 
 
 class WaitOutputs(BaseModel):
@@ -57,13 +61,17 @@ class Wait(Block):
                 report("form", f"form is no JSON Schema we can check answers with: {refusal}",
                        None if "linear time" in refusal else example)
 
-    def run(self, inputs: WaitInputs, context: RunContext) -> dict[str, Any]:
+    async def run(self, inputs: WaitInputs, context: RunContext) -> dict[str, Any]:
         answer = context.answer
         if answer is None or answer.block != self.id:
             scripted = context.services.scripted
             # By its address from the top run (`review/approve` in a Subdiagram's child), as scenarios name it.
             reply = scripted.answer(context.address) if scripted is not None else None
             if reply is None:
+                if inputs.notify is not None:
+                    from blocks._wait_notify import notify
+
+                    await notify(inputs.notify, inputs.prompt, inputs.form, inputs.timeout, context)
                 raise RunSuspended(inputs.prompt, inputs.form, inputs.timeout)
             return self._answered(inputs, reply.get("answer"), float(reply.get("waited") or 0.0), checked=False)
         context.answer = None

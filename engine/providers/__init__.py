@@ -18,6 +18,13 @@ from engine.format.lazy import lazy_face
 if TYPE_CHECKING:
     from engine.format.hosts import literal_url_refusal
     from engine.format.parts import Message, Part, PartsError, parts_of
+    from engine.providers.answer_links import (
+        ANSWER_SECRET_ENV,
+        PUBLIC_URL_ENV,
+        AnswerLinkRefused,
+        answer_token,
+        read_answer_token,
+    )
     from engine.providers.anthropic import Anthropic, Sampling, sampling_version, thinking_refusal
     from engine.providers.anthropic_inputs import claude_output_refusal, claude_parts_refusal
     from engine.providers.ask import Answer, ask
@@ -54,6 +61,8 @@ _HOMES = {
     "engine.format.parts": ["Message", "Part", "PartsError", "parts_of"],
     "engine.providers.anthropic": ["Anthropic", "Sampling", "sampling_version", "thinking_refusal"],
     "engine.providers.anthropic_inputs": ["claude_output_refusal", "claude_parts_refusal"],
+    "engine.providers.answer_links": ["ANSWER_SECRET_ENV", "PUBLIC_URL_ENV", "AnswerLinkRefused", "answer_token",
+                                      "read_answer_token"],
     "engine.providers.ask": ["Answer", "ask"],
     "engine.providers.gemini": ["Gemini", "gemini_thinking_refusal"],
     "engine.providers.gemini_inputs": ["gemini_output_refusal", "gemini_parts_refusal"],
@@ -74,9 +83,12 @@ __getattr__, __dir__ = lazy_face(__name__, _HOMES, globals())
 
 
 __all__ = [
+    "ANSWER_SECRET_ENV",
     "FINISHES",
+    "PUBLIC_URL_ENV",
     "Adapter",
     "Answer",
+    "AnswerLinkRefused",
     "Anthropic",
     "Exchanges",
     "Fetched",
@@ -99,6 +111,7 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "WireError",
+    "answer_token",
     "ask",
     "checked_url",
     "claude_output_refusal",
@@ -114,6 +127,7 @@ __all__ = [
     "groq_parts_refusal",
     "literal_url_refusal",
     "parts_of",
+    "read_answer_token",
     "read_output",
     "reasoning_refusal",
     "sampling_version",

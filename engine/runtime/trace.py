@@ -71,6 +71,7 @@ class Event:
     SUBDIAGRAM_STARTED = "subdiagram_started"
     SUBDIAGRAM_FINISHED = "subdiagram_finished"
     BLOCKING_CALL = "blocking_call"
+    WAIT_NOTIFIED = "wait_notified"
 
 
 EVENT_LEVELS: dict[str, MessageLevel] = {
@@ -78,6 +79,7 @@ EVENT_LEVELS: dict[str, MessageLevel] = {
     Event.RUN_FINISHED: MessageLevel.RELEASE,
     Event.RUN_WAITING: MessageLevel.RELEASE,
     Event.BLOCK_FAILED: MessageLevel.RELEASE,
+    Event.WAIT_NOTIFIED: MessageLevel.RELEASE,  # someone was (or could not be) told a run waits for them
     Event.BLOCKING_CALL: MessageLevel.RELEASE,  # a fault in user code that holds up everything else: always told
     Event.BLOCK_STARTED: MessageLevel.DEBUG,
     Event.BLOCK_FINISHED: MessageLevel.DEBUG,

@@ -84,7 +84,7 @@ def test_every_operation_answers_as_documented(make_app: Callable[..., Any], ser
                for _ in range(2)]
     httpx.post(f"{served.url}/v1/robots/chat/runs", json={"session": "talk"}, headers=AUTH)
     values = {"name": ["counter", "nobody", "broken", "chat"], "run_id": [finished, "20260101-000000-abcdef", *waiting],
-              "session_id": ["talk", "nobody"]}
+              "session_id": ["talk", "nobody"], "token": ["not-a-token"]}
     called = 0
     for path, item in document["paths"].items():
         for method, operation in item.items():

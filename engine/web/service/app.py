@@ -31,6 +31,7 @@ from engine.format.validation import dotted, validation_message
 from engine.runs.turn import Turn
 from engine.web.files import FolderError
 from engine.web.http import JSON, answer, read_body
+from engine.web.service.answers import ANSWER_OPERATIONS, AnswerDoor
 from engine.web.service.around import AROUND_OPERATIONS, AroundRuns
 from engine.web.service.cancelling import CANCEL_OPERATION, cancel_run
 from engine.web.service.chat import ChatDoor
@@ -159,6 +160,7 @@ OPERATIONS: tuple[Operation, ...] = (
     *DURABLE_OPERATIONS,
     *AROUND_OPERATIONS,
     *CHAT_OPERATIONS,
+    *ANSWER_OPERATIONS,
     HOOK_OPERATION,
     Operation("GET", "/openapi.json", "openapi", "This document",
               {200: Answer("the OpenAPI document", schema={"type": "object"})}, public=True),
@@ -191,6 +193,8 @@ class RobotsApi:
             "cancelRun": functools.partial(cancel_run, self)}
         chat = ChatDoor(self)  # the OpenAI-compatible routes (engine.web.service.chat)
         handlers.update(listModels=chat.list_models, chatCompletion=chat.chat_completion)
+        answers = AnswerDoor(self)  # a Wait's signed answer link (engine.web.service.answers)
+        handlers.update(answerForm=answers.form, answerWait=answers.answer)
         handlers.update(receiveHook=self.hooks.receive)  # signed webhooks (engine.web.service.webhooks)
         if around is not None:
             handlers = around.wrapped(handlers, self._answer_run, _run_answer, self.shown_for)
