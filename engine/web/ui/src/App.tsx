@@ -11,6 +11,7 @@ import { ConflictBanner, DialogHost, DraftBanner, HelpPanel, MergeView, Toasts }
 import { SourcePanel } from './components/source/SourcePanel';
 import { ContextMenu } from './components/canvas/ContextMenu';
 import { VersionHistory } from './components/VersionHistory';
+import { usePinsOfOpenFile } from './components/pins/Pins';
 
 /** The page's theme: the system's (prefers-color-scheme, followed live), or the one chosen in the toolbar. */
 function useTheme() {
@@ -37,6 +38,7 @@ function Studio() {
   const broken = useStudio((s) => !!s.path && !s.diagram);
   useShortcuts(fitToView);
   useTheme();
+  usePinsOfOpenFile();
 
   useEffect(() => {
     const beforeUnload = (e: BeforeUnloadEvent) => {

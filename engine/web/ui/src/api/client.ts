@@ -100,6 +100,13 @@ export const api = {
     request('POST /api/diagrams/{path}/chat', `${d(path)}/chat`, { session, inputs, offline }),
   chatSession: (session: string) =>
     request('GET /api/sessions/{session}', `/api/sessions/${encodeURIComponent(session)}`),
+  /** the diagram's pinned outputs (kept as <stem>.pins.scenario.yaml beside it) */
+  pins: (path: string) => request('GET /api/diagrams/{path}/pins', `${d(path)}/pins`),
+  /** pin a block's output (text, or a structured answer); `inputs`: the run's, for the pins scenario */
+  pin: (path: string, block: string, output: unknown, inputs?: Record<string, unknown>) =>
+    request('PUT /api/diagrams/{path}/pins/{block}', `${d(path)}/pins/${encodeURIComponent(block)}`, { output, inputs }),
+  unpin: (path: string, block: string) =>
+    request('DELETE /api/diagrams/{path}/pins/{block}', `${d(path)}/pins/${encodeURIComponent(block)}`, {}),
   saveScenario: (runId: string, path: string) =>
     request('POST /api/runs/{run_id}/scenario', `/api/runs/${encodeURIComponent(runId)}/scenario`, { path }),
   runScenarios: (folder: string, file?: string) =>

@@ -9,6 +9,7 @@ import { Handle, Position, type NodeProps } from '@xyflow/react';
 import { IN_PORT } from '../../model/layout';
 import { mayOverflow, NODE_TEXT } from '../../model/sizes';
 import { TypeIcon, typeColour } from '../TypeIcon';
+import { PinBadge } from '../pins/Pins';
 import { rightHandlePercent } from './handles';
 import type { BlockNodeType, GroupNodeType } from './types';
 
@@ -43,6 +44,7 @@ function BlockNodeView({ data, selected }: NodeProps<BlockNodeType>) {
         <TypeIcon type={block.type} size={12} />
         <span className={`block-node__type${fit(block.type, 'type', badges)}`}>{block.type}</span>
         <span className="field__spacer" />
+        <PinBadge block={block.id} />
         {run && run !== 'skipped' && steps > 0 && (
           <span className={`run-badge run-badge--${run}`} title={`${steps} step${steps > 1 ? 's' : ''}`}>
             {run === 'failed' ? '✕' : run === 'running' ? '…' : '✓'}{passes !== undefined ? ` ×${passes}` : steps > 1 ? ` ×${steps}` : ''}

@@ -14,6 +14,7 @@ import { LevelPicker } from '../fields/LevelPicker';
 import { KeyValueRows } from '../fields/KeyValueRows';
 import { TypeIcon } from '../TypeIcon';
 import { LinksEditor } from './LinksEditor';
+import { BlockPin } from '../pins/Pins';
 import { StepDetails } from './StepDetails';
 
 /** The block's own keys this form has a field for (typed by the generated Block: a renamed key fails to compile). */
@@ -92,6 +93,7 @@ export function BlockProperties({ block, type, diagram }: { block: Block; type: 
           <StepDetails steps={steps} passes={run.data?.passes?.[id]} />
         </section>
       )}
+      {type?.outputs.includes('result') && <BlockPin block={id} />}
 
       <fieldset disabled={readOnly} className="props__form">
         <section className="section">

@@ -3,6 +3,7 @@
 import type { Step } from '../../api/types';
 import { badgeTitle, stepCostText, stepUsage, sumCosts, sumText, usageText } from '../../model/cost';
 import { linkText, msText, tokensText } from '../../model/run';
+import { PinThisOutput } from '../pins/Pins';
 import { Passages } from './Passages';
 
 export { tokensText };
@@ -53,6 +54,7 @@ export function StepDetails({ steps, passes }: { steps: Step[]; passes?: number 
             {calls.length > 0 && <><h4>Tool calls</h4><Json value={calls} /></>}
             {!empty(s.inputs) && <><h4>Inputs</h4><Json value={s.inputs} /></>}
             {!empty(s.outputs) && <><h4>Outputs</h4><Json value={s.outputs} /></>}
+            <PinThisOutput step={s} />
           </details>
         );
       })}
