@@ -48,7 +48,7 @@ export function SchemaField(props: SchemaFieldProps) {
   }
   const exprButton = scalar ? (
     <button type="button" className="btn-link mono" title="compute this value with a template"
-      aria-label={`Use a template expression for ${spec.title}`} onClick={() => onChange('{{  }}')}>{'{{ }}'}</button>
+      aria-label={`Use a template expression for ${spec.title}`} onClick={() => onChange(templatePlaceholder(value, names))}>{'{{ }}'}</button>
   ) : undefined;
 
   const knowledge = props.knowledge ?? [];
@@ -56,7 +56,7 @@ export function SchemaField(props: SchemaFieldProps) {
     const current = typeof value === 'string' ? value : '';
     return (
       <FieldRow {...row} extra={<button type="button" className="btn-link mono" title="compute the name with a template"
-        aria-label={`Use a template expression for ${spec.title}`} onClick={() => onChange('{{  }}')}>{'{{ }}'}</button>}>
+        aria-label={`Use a template expression for ${spec.title}`} onClick={() => onChange(templatePlaceholder(value, names))}>{'{{ }}'}</button>}>
         <select id={id} data-testid={testId} value={current} aria-invalid={invalid || undefined}
           onChange={(e) => onChange(e.target.value === '' ? undefined : e.target.value)}>
           <option value="">(pick a knowledge base)</option>
@@ -183,6 +183,15 @@ function NumberInput({ id, spec, value, onChange, testId, invalid }: {
 }
 
 /** Fields of any type (`Any` in pydantic): a template string, or a YAML/JSON value. */
+/**
+ * What the `{{ }}` button writes: a template that already validates (issue 43), never an empty `{{  }}`: the field's
+ * value as a literal, else the first name in scope, else `none`.
+ */
+export function templatePlaceholder(value: unknown, names: string[]): string {
+  if (value !== undefined && value !== null && value !== '') return `{{ ${JSON.stringify(value)} }}`;
+  return `{{ ${names[0] ?? 'none'} }}`;
+}
+
 function AnyInput({ id, value, onChange, names, testId, invalid, multiline, placeholder }: {
   id: string; value: unknown; onChange: (v: unknown) => void; names: string[]; testId: string; invalid: boolean;
   multiline: boolean; placeholder?: string;
