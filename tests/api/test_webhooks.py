@@ -185,3 +185,37 @@ def test_the_secret_is_in_no_trace_and_no_log(logged: io.StringIO, hooked: Any, 
     assert "leaked" in trace and SECRET not in trace
     assert post(hooked, "hmac_hook", body, signed("hmac", body, secret="nope")).status_code == 401
     assert "webhook_received" in logged.getvalue() and SECRET not in logged.getvalue()
+
+
+def test_the_example_robot_runs_on_its_schedule_and_from_a_signed_github_delivery(tmp_path: Path) -> None:
+    """diagrams/daily_digest.yaml as `diagrama api diagrams --offline` serves it: its weekday 08:00 Lisbon tick fires
+    (the scheduler driven at that instant), and a GitHub issue delivery signed with its secret starts a run."""
+    import datetime as dt
+    import shutil
+    import zoneinfo
+
+    from engine.runtime.context import Services
+    from engine.web.api import create_app
+
+    folder = tmp_path / "diagrams"
+    folder.mkdir()
+    shutil.copy(Path(__file__).parents[2] / "diagrams" / "daily_digest.yaml", folder)
+    app = create_app(folder, runs_dir=tmp_path / "runs", offline=True, admin_keys=("ci",), services=Services(
+        environ={"DIAGRAMA_API_KEYS": KEYS, "GITHUB_HOOK_SECRET": SECRET}))
+    monday = dt.datetime(2026, 12, 7, 8, 0, tzinfo=zoneinfo.ZoneInfo("Europe/Lisbon")).timestamp()
+    scheduler = inner(app).state.scheduler
+
+    async def tick() -> None:
+        await scheduler.fire_due(monday + 0.5)
+        await scheduler.settled()
+
+    asyncio.run(tick())
+    [(robot, index, when, scheduled, _lag)] = list(scheduler.fired)
+    assert (robot, index, when) == ("daily_digest", 0, monday)
+    assert ended(app, scheduled)["variables"]["topic"] == "yesterday's support tickets"
+    body = orjson.dumps(ISSUE)
+    answered = post(app, "daily_digest", body, signed("github", body))
+    assert answered.status_code == 202, answered.text
+    run = ended(app, answered.json()["run_id"])
+    assert run["status"] == "succeeded" and run["variables"]["topic"] == "Login fails"
+    assert "Login fails" in run["variables"]["digest"]  # the simulator's answer, offline
