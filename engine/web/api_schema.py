@@ -47,6 +47,7 @@ from engine.web.models import (
     Version,
     VersionText,
 )
+from engine.web.navigation import ExampleCopied, ExampleListed, SessionListed
 from engine.web.pins import Pins
 
 __all__ = ["ANSWERS", "API_SCHEMA", "LISTS", "api_schema", "schema_text"]
@@ -92,6 +93,10 @@ ANSWERS: dict[str, type[BaseModel] | None] = {
     "GET /api/diagrams/{path}/knowledge": KnowledgeListed,
     "POST /api/diagrams/{path}/knowledge/{name}/search": KnowledgeSearch,
     "POST /api/diagrams/{path}/knowledge/{name}/index": KnowledgeIndexed,
+    "GET /api/diagrams/{path}/sessions": SessionListed,
+    "DELETE /api/sessions/{session}": None,
+    "GET /api/examples": ExampleListed,
+    "POST /api/examples": ExampleCopied,
     "GET /api/diagrams/{path}/pins": Pins,
     "PUT /api/diagrams/{path}/pins/{block}": Pins,
     "DELETE /api/diagrams/{path}/pins/{block}": Pins,
@@ -100,7 +105,7 @@ ANSWERS: dict[str, type[BaseModel] | None] = {
 an ErrorAnswer, a refused save a Conflict, a refused answer to a Wait an AnswerRefused."""
 LISTS = frozenset({"GET /api/blocks", "GET /api/diagrams", "GET /api/scenarios", "GET /api/diagrams/{path}/runs",
                    "GET /api/registries", "GET /api/diagrams/{path}/versions", "GET /api/diagrams/{path}/evals",
-                   "GET /api/diagrams/{path}/knowledge"})
+                   "GET /api/diagrams/{path}/knowledge", "GET /api/diagrams/{path}/sessions", "GET /api/examples"})
 
 
 class _Generator(GenerateJsonSchema):

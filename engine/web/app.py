@@ -53,6 +53,7 @@ from engine.web.models import (
     format_facts,
 )
 from engine.web.models import Problem as ProblemAnswer
+from engine.web.navigation import NavigationRoutes
 from engine.web.runs import RunRoutes
 from engine.web.source import SourceRoutes
 from engine.web.tool_groups import tool_groups
@@ -366,6 +367,7 @@ def create_app(
     evals = EvalRoutes(folder, runs_dir.resolve())
     knowledge = KnowledgeRoutes(studio)
     source = SourceRoutes(studio, registry)
+    navigation = NavigationRoutes(studio, runs, _renamed)
     layouts = LayoutCache()
 
     facts = format_facts()
@@ -424,6 +426,7 @@ def create_app(
         Route("/api/diagrams/{path:path}/knowledge/{name}/search", handle(knowledge.search), methods=["POST"]),
         Route("/api/diagrams/{path:path}/knowledge/{name}/index", writes(knowledge.index), methods=["POST"]),
         Route("/api/diagrams/{path:path}/chat", handle(durable.chat), methods=["POST"]),
+        *navigation.routes(writes),
         *runs.pins.routes(handle, writes),
         Route("/api/diagrams/{path:path}/hash", handle(studio.hash), methods=["GET"]),
         Route("/api/diagrams/{path:path}/csv", handle(studio.csv), methods=["GET"]),

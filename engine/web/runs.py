@@ -46,6 +46,7 @@ from engine.web.models import (
     ScenarioResults,
     Waiting,
 )
+from engine.web.navigation import RunFilters
 from engine.web.pins import PinRoutes
 
 if TYPE_CHECKING:
@@ -201,7 +202,20 @@ class RunRoutes:
     async def listing(self, request: Request) -> Response:
 
         path = self.folder.diagram(request.path_params["path"])
-        return answer(await asyncio.to_thread(self._runs_of, path))  # reads traces and the store: off the loop
+        filters = RunFilters(request.query_params)
+
+        def work() -> list[RunListed]:
+            listed = self._runs_of(path)
+            return [entry for entry in listed if filters.keeps(entry, self._trace_or_none(entry.run_id))] \
+                if filters else listed
+
+        return answer(await asyncio.to_thread(work))  # reads traces and the store: off the loop
+
+    def _trace_or_none(self, run_id: str) -> Path | None:
+        try:
+            return self._trace(run_id)
+        except FolderError:
+            return None
 
     def _runs_of(self, path: Path) -> list[RunListed]:
         """This diagram's own newest runs, however many other runs came since (a batch of a thousand rows)."""

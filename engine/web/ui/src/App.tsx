@@ -11,6 +11,7 @@ import { ConflictBanner, DialogHost, DraftBanner, HelpPanel, MergeView, Toasts }
 import { SourcePanel } from './components/source/SourcePanel';
 import { ContextMenu } from './components/canvas/ContextMenu';
 import { VersionHistory } from './components/VersionHistory';
+import { BlockSearch, Breadcrumbs, GalleryDialog } from './components/Navigation';
 import { usePinsOfOpenFile } from './components/pins/Pins';
 
 /** The page's theme: the system's (prefers-color-scheme, followed live), or the one chosen in the toolbar. */
@@ -75,8 +76,10 @@ function Studio() {
           {loadError && <div className="note note--error" role="alert">Cannot reach the studio server: {loadError}</div>}
           <ConflictBanner />
           <DraftBanner />
+          <Breadcrumbs />
           <div className={`stage__split${broken ? ' is-broken' : ''}`}>
             <Canvas />
+            <BlockSearch />
             {pane && <SourcePanel closable={!broken} />}
           </div>
         </main>
@@ -87,6 +90,7 @@ function Studio() {
       <VersionHistory />
       <MergeView />
       <ContextMenu />
+      <GalleryDialog />
       <Toasts />
     </div>
   );

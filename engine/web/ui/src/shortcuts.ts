@@ -14,6 +14,8 @@ export const SHORTCUTS: Array<[string, string]> = [
   ['Delete / Backspace', 'Delete the selected blocks (and links to them) or the selected link'],
   ['Escape', 'Clear the selection, close dialogs'],
   ['F', 'Fit the diagram to the view'],
+  ['Ctrl+K / Ctrl+F', 'Find a block by id, label, type or text (Enter, ↑ ↓: the next match); in the YAML pane Ctrl+F searches the text'],
+  ['Double-click a Subdiagram', 'Open its child diagram (the breadcrumbs lead back)'],
   ['?', 'Show this help'],
   ['Shift + drag', 'Select blocks in a box'],
   ['Ctrl + click', 'Add a block to the selection'],
@@ -42,10 +44,12 @@ export function useShortcuts(fitView: () => void): void {
       if (e.key === 'Escape') {
         if (s.dialog) { s.setDialog(null); return; }
         if (s.helpOpen) { s.setHelp(false); return; }
+        if (s.searchOpen) { s.setSearchOpen(false); return; }
         if (!isTyping(e.target)) s.select([], null);
         return;
       }
       if (s.dialog || isTyping(e.target)) return;
+      if (mod && (key === 'k' || key === 'f') && !e.shiftKey && !e.altKey) { e.preventDefault(); s.setSearchOpen(true); return; }
       if (mod && key === 'z' && !e.shiftKey) { e.preventDefault(); s.undo(); return; }
       if ((mod && key === 'z' && e.shiftKey) || (mod && key === 'y')) { e.preventDefault(); s.redo(); return; }
       if (mod && key === 'c') { if (s.selection.length) { e.preventDefault(); s.copy(); } return; }

@@ -84,7 +84,8 @@ export const api = {
     request('GET /api/diagrams/{path}/csv', `${d(path)}/csv?file=${encodeURIComponent(file)}`),
   startRun: (path: string, inputs: Record<string, unknown>, offline: boolean) =>
     request('POST /api/diagrams/{path}/runs', `${d(path)}/runs`, { inputs, offline }),
-  runs: (path: string) => request('GET /api/diagrams/{path}/runs', `${d(path)}/runs`),
+  /** the diagram's runs, newest first; `query` filters them on the server (status, since, until, block, error, text) */
+  runs: (path: string, query = '') => request('GET /api/diagrams/{path}/runs', `${d(path)}/runs${query ? `?${query}` : ''}`),
   run: (runId: string, after: number) =>
     request('GET /api/runs/{run_id}', `/api/runs/${encodeURIComponent(runId)}?after=${after}`),
   /** a waiting run's answer (checked against its Wait's form: a 422 ApiError's data has the `problems`), or none
@@ -100,6 +101,13 @@ export const api = {
     request('POST /api/diagrams/{path}/chat', `${d(path)}/chat`, { session, inputs, offline }),
   chatSession: (session: string) =>
     request('GET /api/sessions/{session}', `/api/sessions/${encodeURIComponent(session)}`),
+  /** the diagram's chat sessions in the store, newest first, each with its turns */
+  sessions: (path: string) => request('GET /api/diagrams/{path}/sessions', `${d(path)}/sessions`),
+  forgetSession: (session: string) =>
+    request('DELETE /api/sessions/{session}', `/api/sessions/${encodeURIComponent(session)}`),
+  /** the gallery: the README's examples, each with what it loads */
+  examples: () => request('GET /api/examples', '/api/examples'),
+  copyExample: (example: string, path: string) => request('POST /api/examples', '/api/examples', { example, path }),
   /** the diagram's pinned outputs (kept as <stem>.pins.scenario.yaml beside it) */
   pins: (path: string) => request('GET /api/diagrams/{path}/pins', `${d(path)}/pins`),
   /** pin a block's output (text, or a structured answer); `inputs`: the run's, for the pins scenario */
@@ -107,6 +115,13 @@ export const api = {
     request('PUT /api/diagrams/{path}/pins/{block}', `${d(path)}/pins/${encodeURIComponent(block)}`, { output, inputs }),
   unpin: (path: string, block: string) =>
     request('DELETE /api/diagrams/{path}/pins/{block}', `${d(path)}/pins/${encodeURIComponent(block)}`, {}),
+  /** the diagram's chat sessions in the store, newest first, each with its turns */
+  sessions: (path: string) => request('GET /api/diagrams/{path}/sessions', `${d(path)}/sessions`),
+  forgetSession: (session: string) =>
+    request('DELETE /api/sessions/{session}', `/api/sessions/${encodeURIComponent(session)}`),
+  /** the gallery: the README's examples, each with what it loads */
+  examples: () => request('GET /api/examples', '/api/examples'),
+  copyExample: (example: string, path: string) => request('POST /api/examples', '/api/examples', { example, path }),
   saveScenario: (runId: string, path: string) =>
     request('POST /api/runs/{run_id}/scenario', `/api/runs/${encodeURIComponent(runId)}/scenario`, { path }),
   runScenarios: (folder: string, file?: string) =>

@@ -82,6 +82,8 @@ export function FilesSidebar() {
           input: { label: 'File name', value: suggestName('new_diagram', taken, '') }, confirm: 'Create',
           onConfirm: (v) => createFile(withYaml(v)),
         })}>+ New</button>
+        <button type="button" className="btn btn--small" disabled={readOnly} title="New from example: a copy of one of the README's examples"
+          onClick={() => useStudio.getState().setGalleryOpen(true)}>From example</button>
       </div>
       <ul className="files__list" aria-label="Diagram files">
         {(folders.get('') ?? []).map(item)}

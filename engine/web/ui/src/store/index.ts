@@ -9,12 +9,13 @@ import { create } from 'zustand';
 import { createChatSlice, type ChatSlice } from './chat';
 import { createDocumentSlice, type DocumentSlice } from './document';
 import { createDraftsSlice, type DraftsSlice } from './drafts';
+import { createNavSlice, type NavSlice } from './nav';
 import { createRunsSlice, type RunsSlice } from './runs';
 import { createSourceSlice, paneBehind, type SourceSlice } from './source';
 import { createSyncSlice, type SyncSlice } from './sync';
 import { createUiSlice, type UiSlice } from './ui';
 
-export type StudioState = DocumentSlice & SyncSlice & RunsSlice & UiSlice & SourceSlice & DraftsSlice & ChatSlice;
+export type StudioState = DocumentSlice & SyncSlice & RunsSlice & UiSlice & SourceSlice & DraftsSlice & ChatSlice & NavSlice;
 
 /** A fresh store (the page has one, `useStudio`; tests make their own). */
 export function createStudio() {
@@ -26,6 +27,7 @@ export function createStudio() {
     ...createSourceSlice(...a),
     ...createDraftsSlice(...a),
     ...createChatSlice(...a),
+    ...createNavSlice(...a),
   }));
   // an edit anywhere but the pane (canvas, forms, undo): the pane asks for the text the save would write
   store.subscribe((s, before) => {

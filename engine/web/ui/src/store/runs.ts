@@ -8,6 +8,7 @@ import type { StateCreator } from 'zustand';
 import { ApiError, api } from '../api/client';
 import type { RunData, RunListed, ScenarioResult } from '../api/types';
 import type { StudioState } from './index';
+import { runsQuery } from './nav';
 
 export interface ActiveRun {
   runId: string;
@@ -118,7 +119,7 @@ export const createRunsSlice: StateCreator<StudioState, [], [], RunsSlice> = (se
       const { path } = get();
       if (!path) return;
       try {
-        const runs = await api.runs(path);
+        const runs = await api.runs(path, runsQuery(get()));
         if (get().path === path) set({ runs });
       } catch {
         // the runs list is optional
@@ -127,7 +128,7 @@ export const createRunsSlice: StateCreator<StudioState, [], [], RunsSlice> = (se
 
     forgetRuns() {
       if (runTimer) clearTimeout(runTimer);
-      set({ run: null, runs: [], scenarioResults: null, answerProblems: null });
+      set({ run: null, runs: [], scenarioResults: null, answerProblems: null, compareIds: [], compared: null, sessions: null });
       get().newChatSession();
     },
 

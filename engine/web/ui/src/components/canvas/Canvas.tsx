@@ -11,6 +11,7 @@ import { kindOfKey } from '../../model/format';
 import { addBlock, addLink } from '../../model/ops';
 import { NODE_HEIGHT, NODE_WIDTH } from '../../model/sizes';
 import { useStudio, type XY } from '../../store';
+import { shownRun } from '../../store/nav';
 import { mark } from '../../timing';
 import { Icon } from '../Icon';
 import { typeColour } from '../TypeIcon';
@@ -113,6 +114,12 @@ function onNodeContextMenu(e: ReactMouseEvent, n: Node): void {
   s.setContextMenu({ kind: 'block', id: n.id, x: e.clientX, y: e.clientY });
 }
 
+/** A double-click on a Subdiagram opens its child (the breadcrumbs lead back). */
+function onNodeDoubleClick(_: ReactMouseEvent, n: Node): void {
+  const s = useStudio.getState();
+  if (s.compiled?.subdiagrams?.[n.id]?.file) void s.drill(n.id);
+}
+
 function onEdgeContextMenu(e: ReactMouseEvent, edge: LinkEdgeType): void {
   e.preventDefault();
   useStudio.getState().select([], edge.id);
@@ -159,7 +166,7 @@ export function Canvas() {
   const layout = useStudio((s) => s.layout);
   const selection = useStudio((s) => s.selection);
   const selectedEdge = useStudio((s) => s.selectedEdge);
-  const run = useStudio((s) => s.run?.data ?? null);
+  const run = useStudio(shownRun);
   const dragging = useStudio((s) => s.dragging);
   const fitRequest = useStudio((s) => s.fitRequest);
   const path = useStudio((s) => s.path);
@@ -237,6 +244,7 @@ export function Canvas() {
         onEdgeClick={toProperties}
         onPaneClick={onPaneClick}
         onNodeContextMenu={onNodeContextMenu}
+        onNodeDoubleClick={onNodeDoubleClick}
         onEdgeContextMenu={onEdgeContextMenu}
         colorMode={colorMode}
         nodesDraggable={!readOnly}

@@ -1,7 +1,6 @@
 /**
  * The context menu on a block or a link: what a right-click offers, each item an action of the store. Items that
- * wait for other work (open subdiagram: the Subdiagram block) are listed, disabled, saying why, so the menu gains
- * them by enabling an item. "Run from here" replays the past run shown in the Run tab from the block (when it is
+ * cannot apply are listed, disabled, saying why (open subdiagram: only a Subdiagram whose child is a file here). "Run from here" replays the past run shown in the Run tab from the block (when it is
  * durable and reached it: `replayOff` says why not).
  */
 import { useEffect, useRef } from 'react';
@@ -18,6 +17,13 @@ interface Item {
   danger?: boolean;
 }
 
+/** Why "open subdiagram" is off for `block` (undefined: it is on). */
+function subdiagramOff(s: ReturnType<typeof useStudio.getState>, block: string): string | undefined {
+  const child = s.compiled?.subdiagrams?.[block];
+  if (!child) return 'not a Subdiagram with a literal diagram path';
+  return child.file ? undefined : `${child.written} is not a diagram of this folder`;
+}
+
 function blockItems(menu: Menu): Item[] {
   const s = useStudio.getState();
   const readOnly = !!s.session?.read_only;
@@ -28,7 +34,7 @@ function blockItems(menu: Menu): Item[] {
     { label: 'Copy', keys: 'Ctrl+C', run: () => { s.select([menu.id], null); s.copy(); } },
     { label: 'Show in YAML', run: () => { s.setPaneOpen(true); s.select([menu.id], null); } },
     { label: 'Run from here', off: replayOff(s.run, menu.id) ?? undefined, run: () => void s.replayFrom(menu.id) },
-    { label: 'Open subdiagram', off: 'no Subdiagram block type yet' },
+    { label: 'Open subdiagram', off: subdiagramOff(s, menu.id), run: () => void s.drill(menu.id) },
     { label: 'Delete', keys: 'Del', off: ro, danger: true, run: () => { s.select([menu.id], null); s.deleteSelection(); } },
   ];
 }

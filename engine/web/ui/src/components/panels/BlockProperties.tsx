@@ -16,6 +16,7 @@ import { TypeIcon } from '../TypeIcon';
 import { LinksEditor } from './LinksEditor';
 import { BlockPin } from '../pins/Pins';
 import { StepDetails } from './StepDetails';
+import { shownRun } from '../../store/nav';
 
 /** The block's own keys this form has a field for (typed by the generated Block: a renamed key fails to compile). */
 const FORM_KEYS: Array<keyof Block & string> = ['id', 'label', 'with', 'set'];
@@ -36,6 +37,7 @@ export function BlockProperties({ block, type, diagram }: { block: Block; type: 
   const registries = useStudio((s) => s.registries);
   const path = useStudio((s) => s.path);
   const run = useStudio((s) => s.run);
+  const shown = useStudio(shownRun);
   const readOnly = useStudio((s) => !!s.session?.read_only);
 
   const id = block.id;
@@ -57,7 +59,7 @@ export function BlockProperties({ block, type, diagram }: { block: Block; type: 
   const fields = [...FORM_KEYS, ...Object.keys(format?.levels ?? {}), ...linkFields, ...settingKeys];
   const covered = (field: string | null) => field !== null && under(field, fields);
   const general = mine.filter((p) => !covered(p.field));
-  const steps = run?.data?.steps.filter((s) => s.block === id) ?? [];
+  const steps = shown?.steps.filter((s) => s.block === id) ?? [];
   const focusField = useStudio((s) => s.focusField);
   const form = useRef<HTMLDivElement>(null);
   // a problem or a run's error asked for a field: scroll to it and focus it, once
@@ -90,7 +92,7 @@ export function BlockProperties({ block, type, diagram }: { block: Block; type: 
       {run && (
         <section className="section section--run" aria-label="Last run of this block">
           <h3>Run {run.data ? `(${run.data.status})` : ''}</h3>
-          <StepDetails steps={steps} passes={run.data?.passes?.[id]} />
+          <StepDetails steps={steps} passes={shown?.passes?.[id]} />
         </section>
       )}
       {type?.outputs.includes('result') && <BlockPin block={id} />}

@@ -1,9 +1,11 @@
 /** Talk to a diagram whose Start keeps `memory`: a message is one turn (a run of the saved file in this page's
  * session, offline unless the server allows online and the Run tab's switch says so), its answer shown below it,
  * and the session's memory after the turn; "New session" starts from Start's own values again. */
-import { useMemo } from 'react';
+import { useEffect, useMemo } from 'react';
 import { isDirty, useStudio } from '../../store';
 import { memoryNames, messageInput } from '../../store/chat';
+import { lastSession, rememberSession } from '../../store/nav';
+import { startedText } from '../../model/run';
 import { useKeptState } from '../keptState';
 
 export function ChatPanel() {
@@ -20,6 +22,16 @@ export function ChatPanel() {
   const input = useMemo(() => messageInput(blocks, palette), [blocks, palette]);
   const path = useStudio((s) => s.path);
   const [text, setText] = useKeptState(`chat-message:${path}`, () => '');
+  const sessions = useStudio((s) => s.sessions);
+  const last = lastSession(path);
+  // the stored sessions, read again once a turn ends; the session a turn was sent in is offered after a reload
+  useEffect(() => {
+    if (!chatting) void useStudio.getState().loadSessions();
+  }, [path, chatting]);
+  useEffect(() => {
+    if (turns.length) rememberSession(path, sessionId);
+  }, [path, sessionId, turns.length]);
+  const offered = !turns.length && last && last !== sessionId ? sessions?.find((s) => s.session === last) : undefined;
 
   const send = () => {
     if (!text.trim() || chatting) return;
@@ -35,6 +47,12 @@ export function ChatPanel() {
           <span className="field__spacer" />
           <button type="button" className="btn" disabled={chatting} onClick={() => useStudio.getState().newChatSession()}>New session</button>
         </div>
+        {offered && (
+          <div className="note chat-offer" data-testid="chat-offer">
+            Your last session, <code>{offered.session}</code> ({offered.turns} turn{offered.turns === 1 ? '' : 's'}).{' '}
+            <button type="button" className="btn" onClick={() => useStudio.getState().reopenSession(offered.session)}>Continue it</button>
+          </div>
+        )}
         {dirty && <div className="note note--warning">Turns run the saved file: your unsaved edits are not part of it.</div>}
         {!input && <div className="muted small">The Start block declares no input for the message: each turn runs with none.</div>}
         <ol className="chat-turns" aria-label="Conversation">
@@ -60,6 +78,26 @@ export function ChatPanel() {
             <button type="submit" className="btn btn--primary" disabled={chatting || !text.trim()}>{chatting ? 'Answering…' : 'Send'}</button>
           </div>
         </form>
+      </section>
+      <section className="section">
+        <h3>Sessions</h3>
+        {!sessions?.length ? <div className="muted small">No stored session of this diagram yet.</div> : (
+          <ul className="chat-sessions" aria-label="Sessions">
+            {sessions.map((s) => (
+              <li key={s.session} className={s.session === sessionId ? 'is-current' : undefined}>
+                <span><code>{s.session}</code> <span className="muted small">{s.turns} turn{s.turns === 1 ? '' : 's'} · {startedText(s.updated)}{s.session === last ? ' · last used here' : ''}</span></span>
+                <span className="field__spacer" />
+                <button type="button" className="btn btn--small" disabled={chatting || s.session === sessionId}
+                  aria-label={`Reopen ${s.session}`} onClick={() => useStudio.getState().reopenSession(s.session)}>Reopen</button>
+                <button type="button" className="btn btn--small btn--danger" disabled={chatting || !!s.held_by}
+                  aria-label={`Forget ${s.session}`} onClick={() => useStudio.getState().setDialog({
+                    title: `Forget session ${s.session}?`, message: 'Its memory is deleted from the store; its runs stay.',
+                    confirm: 'Forget', danger: true, onConfirm: () => useStudio.getState().forgetSession(s.session),
+                  })}>Forget</button>
+              </li>
+            ))}
+          </ul>
+        )}
       </section>
       <section className="section">
         <h3>Memory</h3>

@@ -4,10 +4,12 @@ import { useMemo } from 'react';
 import type { Block, BlockType, RunData } from '../../api/types';
 import { formatScalar, parseScalar } from '../../model/scalars';
 import { isDirty, useStudio } from '../../store';
-import { msText, startedText } from '../../model/run';
+import { msText } from '../../model/run';
 import { type CostSum, stepCostText, stepUsage, sumCosts, sumText, usageText } from '../../model/cost';
 import { useKeptState } from '../keptState';
 import { WaitForm } from './WaitForm';
+import { ValueView } from './Records';
+import { RunsBrowser } from './RunsBrowser';
 
 /** The diagram's start block (its type says it is one), whose inputs the run form offers. */
 function startBlock(blocks: Block[], palette: BlockType[]): Block | undefined {
@@ -147,22 +149,7 @@ export function RunPanel() {
         </section>
       )}
 
-      <section className="section">
-        <h3>Past runs</h3>
-        {runs.length === 0 ? <div className="muted small">No runs yet.</div> : (
-          <ul className="runs-list">
-            {runs.map((r) => (
-              <li key={r.run_id}>
-                <button type="button" className={`run-item${run?.runId === r.run_id ? ' is-current' : ''}`} onClick={() => void openRun(r.run_id)}>
-                  <span className={`status-dot status-dot--${r.status}`} aria-hidden="true" />
-                  <span className="run-item__when">{startedText(r.started)}</span>
-                  <span className="muted small">{r.status} · {r.steps} steps{r.duration_ms !== null ? ` · ${r.duration_ms} ms` : ''}</span>
-                </button>
-              </li>
-            ))}
-          </ul>
-        )}
-      </section>
+      <RunsBrowser />
 
       <section className="section">
         <div className="run-status">
@@ -227,7 +214,7 @@ function RunResult({ data }: { data: RunData }) {
           <caption className="muted small">Variables at the end</caption>
           <tbody>
             {Object.entries(variables).sort(([a], [b]) => Number(b === 'answer') - Number(a === 'answer')).map(([k, v]) => (
-              <tr key={k}><th scope="row"><code>{k}</code></th><td><pre className="run-result__value">{valueText(v)}</pre></td></tr>
+              <tr key={k}><th scope="row"><code>{k}</code></th><td><ValueView value={v} label={`Variable ${k}`} /></td></tr>
             ))}
           </tbody>
         </table>
@@ -239,11 +226,6 @@ function RunResult({ data }: { data: RunData }) {
 /** The input an error type is about, when its name says (`invalid_input` is the block's inputs). */
 function errorField(type: string): string | null {
   return type === 'invalid_input' ? 'with' : null;
-}
-
-function valueText(v: unknown): string {
-  const text = typeof v === 'string' ? v : JSON.stringify(v, null, 1);
-  return text.length > 600 ? `${text.slice(0, 599)}…` : text;
 }
 
 /** A run's request for an answer: the run and how far its events had got when it asked (a new request, a new form). */

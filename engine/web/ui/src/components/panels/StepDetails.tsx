@@ -5,6 +5,7 @@ import { badgeTitle, stepCostText, stepUsage, sumCosts, sumText, usageText } fro
 import { linkText, msText, tokensText } from '../../model/run';
 import { PinThisOutput } from '../pins/Pins';
 import { Passages } from './Passages';
+import { FieldsView } from './Records';
 
 export { tokensText };
 
@@ -52,8 +53,8 @@ export function StepDetails({ steps, passes }: { steps: Step[]; passes?: number 
                 <Passages passages={s.passages} label="Passages retrieved" /></>
             )}
             {calls.length > 0 && <><h4>Tool calls</h4><Json value={calls} /></>}
-            {!empty(s.inputs) && <><h4>Inputs</h4><Json value={s.inputs} /></>}
-            {!empty(s.outputs) && <><h4>Outputs</h4><Json value={s.outputs} /></>}
+            {!empty(s.inputs) && <><h4>Inputs</h4><FieldsView value={s.inputs} label="Inputs" /></>}
+            {!empty(s.outputs) && <><h4>Outputs</h4><FieldsView value={s.outputs} label="Outputs" /></>}
             <PinThisOutput step={s} />
           </details>
         );

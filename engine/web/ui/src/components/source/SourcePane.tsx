@@ -10,6 +10,7 @@ import { defaultKeymap, history, historyKeymap, indentWithTab } from '@codemirro
 import { yaml } from '@codemirror/lang-yaml';
 import { bracketMatching, HighlightStyle, indentOnInput, syntaxHighlighting } from '@codemirror/language';
 import { lintGutter, setDiagnostics, type Diagnostic } from '@codemirror/lint';
+import { highlightSelectionMatches, search, searchKeymap } from '@codemirror/search';
 import { Annotation, EditorSelection, EditorState, type Text } from '@codemirror/state';
 import {
   drawSelection, EditorView, highlightActiveLine, highlightActiveLineGutter, hoverTooltip, keymap, lineNumbers,
@@ -132,7 +133,9 @@ export function SourcePane() {
         lintGutter(),
         autocompletion({ override: [schemaCompletion], activateOnTyping: true }),
         schemaHover,
-        keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
+        search({ top: true }),
+        highlightSelectionMatches(),
+        keymap.of([...searchKeymap, ...defaultKeymap, ...historyKeymap, indentWithTab]),
         EditorState.tabSize.of(2),
         EditorView.editable.of(!readOnly),
         EditorView.contentAttributes.of({ 'aria-label': 'YAML source', 'data-testid': 'yaml-editor' }),
