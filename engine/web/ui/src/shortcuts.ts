@@ -1,6 +1,8 @@
 /** Keyboard shortcuts (the help panel lists this table). */
 import { useEffect } from 'react';
 import { useStudio } from './store';
+import type { Alignment, Axis } from './model/align';
+import { askGroup } from './components/canvas/SelectionToolbar';
 
 export const SHORTCUTS: Array<[string, string]> = [
   ['Ctrl+S', 'Save the diagram'],
@@ -16,6 +18,12 @@ export const SHORTCUTS: Array<[string, string]> = [
   ['F', 'Fit the diagram to the view'],
   ['Ctrl+K / Ctrl+F', 'Find a block by id, label, type or text (Enter, ↑ ↓: the next match); in the YAML pane Ctrl+F searches the text'],
   ['Double-click a Subdiagram', 'Open its child diagram (the breadcrumbs lead back)'],
+  ['Alt+Shift+L / C / R', 'Align the selected blocks left, center, right'],
+  ['Alt+Shift+T / M / B', 'Align the selected blocks top, middle, bottom'],
+  ['Alt+Shift+H / V', 'Distribute the selected blocks horizontally, vertically'],
+  ['Ctrl+G', 'Group the selected blocks in a labelled frame'],
+  ['N', 'Add a sticky note at the pointer (Markdown; double-click edits it)'],
+  ['+ beside a handle', 'Add a block linked from that handle (also: drop a link on the empty canvas)'],
   ['?', 'Show this help'],
   ['Shift + drag', 'Select blocks in a box'],
   ['Ctrl + click', 'Add a block to the selection'],
@@ -24,6 +32,19 @@ export const SHORTCUTS: Array<[string, string]> = [
   ['Drag from ● body', 'Loop body link'],
   ['Ctrl+Space in a template', 'Offer names in scope inside {{ }}'],
 ];
+
+const ALIGN_KEYS: Record<string, Alignment> = { KeyL: 'left', KeyC: 'center', KeyR: 'right', KeyT: 'top', KeyM: 'middle', KeyB: 'bottom' };
+const SPREAD_KEYS: Record<string, Axis> = { KeyH: 'horizontal', KeyV: 'vertical' };
+
+/** Alt+Shift with a letter: align or distribute the selection (by the key's place: Alt changes the letter typed). */
+function canvasKey(e: KeyboardEvent): boolean {
+  const s = useStudio.getState();
+  if (s.selection.length < 2) return false;
+  if (ALIGN_KEYS[e.code]) s.alignSelection(ALIGN_KEYS[e.code]);
+  else if (SPREAD_KEYS[e.code]) s.distributeSelection(SPREAD_KEYS[e.code]);
+  else return false;
+  return true;
+}
 
 function isTyping(target: EventTarget | null): boolean {
   if (!(target instanceof HTMLElement)) return false;
@@ -57,6 +78,11 @@ export function useShortcuts(fitView: () => void): void {
       if (mod && key === 'v') { if (s.clipboard.length) { e.preventDefault(); s.pasteClipboard(); } return; }
       if (mod && key === 'd') { if (s.selection.length) { e.preventDefault(); s.copy(); s.pasteClipboard(); } return; }
       if (mod && key === 'a') { e.preventDefault(); s.select(s.diagram?.blocks.map((b) => b.id) ?? [], null); return; }
+      if (e.altKey && e.shiftKey && !mod && canvasKey(e)) { e.preventDefault(); return; }
+      if (mod && key === 'g' && !e.shiftKey) { if (s.selection.length) { e.preventDefault(); askGroup(); } return; }
+      if (key === 'n' && !mod && !e.altKey && !e.shiftKey && s.diagram && !s.session?.read_only) { e.preventDefault(); s.addNoteHere(); return; }
+      if ((e.key === 'Delete' || e.key === 'Backspace') && !s.selection.length && !s.selectedEdge && s.selectedNote !== null
+        && s.diagram?.notes?.[s.selectedNote]) { e.preventDefault(); s.deleteNote(s.selectedNote); return; }
       if (e.key === 'Delete' || e.key === 'Backspace') { e.preventDefault(); s.deleteSelection(); return; }
       if (e.key === '?') { e.preventDefault(); s.setHelp(!s.helpOpen); return; }
       if (key === 'f' && !mod && !e.altKey) { e.preventDefault(); fitView(); }

@@ -1,11 +1,8 @@
 /**
- * Block types from the server: type to filter, Enter adds the first match at the middle of the view; drag one onto
- * the canvas, or click it (or press Enter on it) to add it there.
+ * Block types from the server: type to filter, Enter adds the first match; drag one onto the canvas, or click it (or
+ * press Enter on it) to add it: after the selected block, else near the view's centre, at the first free place.
  */
 import { useState } from 'react';
-import { useReactFlow } from '@xyflow/react';
-import { addBlock } from '../model/ops';
-import { NODE_HEIGHT, NODE_WIDTH } from '../model/sizes';
 import { useStudio } from '../store';
 import { TypeIcon } from './TypeIcon';
 import { DRAG_MIME } from './canvas/Canvas';
@@ -14,24 +11,13 @@ export function Palette() {
   const palette = useStudio((s) => s.palette);
   const readOnly = useStudio((s) => !!s.session?.read_only);
   const hasDiagram = useStudio((s) => !!s.diagram);
-  const rf = useReactFlow();
   const [filter, setFilter] = useState('');
   const words = filter.toLowerCase().split(/\s+/).filter(Boolean);
   const shown = palette.filter((t) => words.every((w) => `${t.type} ${t.description}`.toLowerCase().includes(w)));
   const enabled = !readOnly && hasDiagram;
 
-  const addInView = (type: string) => {
-    const el = document.querySelector('.canvas');
-    const r = el?.getBoundingClientRect();
-    const p = rf.screenToFlowPosition({ x: r ? r.left + r.width / 2 : 400, y: r ? r.top + r.height / 2 : 300 });
-    let id = '';
-    const ok = useStudio.getState().apply((d) => {
-      const res = addBlock(d, type, [p.x - NODE_WIDTH / 2, p.y - NODE_HEIGHT / 2]);
-      id = res.id;
-      return res.diagram;
-    });
-    if (ok) useStudio.getState().focusBlock(id);
-  };
+  // after the selected block (beside the selected link), else at the view's centre; never over another block
+  const addInView = (type: string) => useStudio.getState().addFromPalette(type);
 
   return (
     <section className="palette" aria-label="Block palette">

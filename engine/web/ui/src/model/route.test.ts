@@ -3,6 +3,7 @@ import type { Diagram } from '../api/types';
 import { blockHandles, handleEnd } from '../components/canvas/handles';
 import { linkRoutes } from '../components/canvas/mapping';
 import { IN_PORT } from './layout';
+import { placeLabel } from './route';
 import { keys, orderAgent } from '../test/fixtures';
 import type { Point, Rect } from './route';
 import { NODE_HEIGHT, NODE_WIDTH } from './sizes';
@@ -116,5 +117,17 @@ describe('links routed around blocks on a large placed diagram', () => {
         route.points.slice(1).forEach((q, i) => expect(through(route.points[i], q, place(b.id)), `${id} crosses ${b.id}`).toBe(false));
       }
     }
+  });
+});
+
+describe('placeLabel after blocks moved close around a link (issue 43)', () => {
+  it('puts the label on a part of the link clear of the block', () => {
+    // a block moved over the middle of a link: its label goes near an end, clear of it
+    const points = [{ x: 0, y: 100 }, { x: 400, y: 100 }];
+    const blocks = [{ x: 100, y: 60, width: 200, height: 80 }];
+    const label = placeLabel(points, 60, blocks);
+    const hit = (b: { x: number; y: number; width: number; height: number }) =>
+      label.x < b.x + b.width && b.x < label.x + label.width && label.y < b.y + b.height && b.y < label.y + label.height;
+    expect(blocks.some(hit)).toBe(false);
   });
 });

@@ -152,7 +152,7 @@ export function placeLabel(points: Point[], width: number, blocks: Rect[], label
     const b = points[i];
     const horizontal = Math.abs(a.y - b.y) < 0.5;
     const length = Math.abs(a.x - b.x) + Math.abs(a.y - b.y);
-    for (const f of [0.5, 0.3, 0.7]) {
+    for (const f of [0.5, 0.3, 0.7, 0.15, 0.85]) {
       const cx = a.x + (b.x - a.x) * f;
       const cy = a.y + (b.y - a.y) * f;
       parts.push({ box: { x: cx - width / 2, y: cy - LABEL_HEIGHT / 2, width, height: LABEL_HEIGHT }, length: horizontal ? length + 1000 : length });
@@ -160,5 +160,19 @@ export function placeLabel(points: Point[], width: number, blocks: Rect[], label
   }
   parts.sort((p, q) => q.length - p.length);
   const clearOfBlocks = parts.filter((p) => !blocks.some((b) => overlaps(p.box, b)));
-  return (clearOfBlocks.find((p) => !labels.some((l) => overlaps(p.box, l))) ?? clearOfBlocks[0] ?? parts[0]).box;
+  const found = clearOfBlocks.find((p) => !labels.some((l) => overlaps(p.box, l))) ?? clearOfBlocks[0];
+  if (found) return found.box;
+  // no place on the route is clear (blocks moved close around it): the one that covers the least of any block
+  return parts.reduce((best, p) => (coveredArea(p.box, blocks) < coveredArea(best.box, blocks) ? p : best), parts[0]).box;
+}
+
+/** How much of `blocks` the box covers, in square units. */
+function coveredArea(box: Rect, blocks: Rect[]): number {
+  let area = 0;
+  for (const b of blocks) {
+    const w = Math.min(box.x + box.width, b.x + b.width) - Math.max(box.x, b.x);
+    const h = Math.min(box.y + box.height, b.y + b.height) - Math.max(box.y, b.y);
+    if (w > 0 && h > 0) area += w * h;
+  }
+  return area;
 }

@@ -8,6 +8,8 @@ import type { LinkKeys } from '../model/format';
 import { parseEdgeId } from '../model/graph';
 import { clearOffset, moveBlocks, paste as pasteOp, removeBlocks, removeLink, type Position } from '../model/ops';
 import { NODE_HEIGHT, NODE_WIDTH } from '../model/sizes';
+import { blockBox } from '../model/placement';
+import { pasteShift } from './canvasTools';
 import type { StudioState } from './index';
 import type { XY } from './ui';
 
@@ -160,7 +162,11 @@ export const createDocumentSlice: StateCreator<StudioState, [], [], DocumentSlic
     copy() {
       const { diagram, selection } = get();
       if (!diagram || !selection.length) return;
-      const blocks = diagram.blocks.filter((b) => selection.includes(b.id));
+      // each copy keeps its place (where the layout drew it, if unwritten): pasted in another file, the copies keep
+      // their layout
+      const laid = get().layout?.nodes ?? {};
+      const blocks = diagram.blocks.filter((b) => selection.includes(b.id))
+        .map((b) => (Array.isArray(b.position) || !laid[b.id] ? b : { ...b, position: [Math.round(laid[b.id].x), Math.round(laid[b.id].y)] as [number, number] }));
       set({ clipboard: structuredClone(blocks), pasteCount: 0 });
       try {
         void navigator.clipboard?.writeText(JSON.stringify(blocks, null, 2)).catch(() => undefined);
@@ -180,7 +186,9 @@ export const createDocumentSlice: StateCreator<StudioState, [], [], DocumentSlic
       const ok = get().apply((d, keys) => {
         for (const b of d.blocks) if (Array.isArray(b.position)) positions[b.id] = [Number(b.position[0]) || 0, Number(b.position[1]) || 0];
         const copies = clipboard.map((b) => (Array.isArray(b.position) ? b.position as Position : positions[b.id] ?? [0, 0]));
-        const offset = clearOffset(copies, Object.values(positions), { width: NODE_WIDTH, height: NODE_HEIGHT });
+        // at the pointer (or the view's centre), clear of the blocks there; with no view (tests), below the originals
+        const shift = pasteShift(copies.map(([x, y]) => ({ x, y })), Object.values(positions).map(([x, y]) => blockBox({ x, y })));
+        const offset: Position = shift ? [shift.x, shift.y] : clearOffset(copies, Object.values(positions), { width: NODE_WIDTH, height: NODE_HEIGHT });
         const r = pasteOp(d, keys, clipboard, offset, positions);
         ids = r.ids;
         return r.diagram;

@@ -6,6 +6,7 @@
  * (components/canvas/mapping.ts) and keeps no copy of its own.
  */
 import { create } from 'zustand';
+import { createCanvasToolsSlice, type CanvasToolsSlice } from './canvasTools';
 import { createChatSlice, type ChatSlice } from './chat';
 import { createDocumentSlice, type DocumentSlice } from './document';
 import { createDraftsSlice, type DraftsSlice } from './drafts';
@@ -15,7 +16,8 @@ import { createSourceSlice, paneBehind, type SourceSlice } from './source';
 import { createSyncSlice, type SyncSlice } from './sync';
 import { createUiSlice, type UiSlice } from './ui';
 
-export type StudioState = DocumentSlice & SyncSlice & RunsSlice & UiSlice & SourceSlice & DraftsSlice & ChatSlice & NavSlice;
+export type StudioState = DocumentSlice & SyncSlice & RunsSlice & UiSlice & SourceSlice & DraftsSlice & ChatSlice & NavSlice
+  & CanvasToolsSlice;
 
 /** A fresh store (the page has one, `useStudio`; tests make their own). */
 export function createStudio() {
@@ -27,6 +29,7 @@ export function createStudio() {
     ...createSourceSlice(...a),
     ...createDraftsSlice(...a),
     ...createChatSlice(...a),
+    ...createCanvasToolsSlice(...a),
     ...createNavSlice(...a),
   }));
   // an edit anywhere but the pane (canvas, forms, undo): the pane asks for the text the save would write
@@ -47,6 +50,7 @@ export type { ApplyOptions, Edit } from './document';
 export type { ActiveRun } from './runs';
 export { replayOff } from './runs';
 export type { ChatTurn } from './chat';
+export type { QuickAdd } from './canvasTools';
 export type { Conflict } from './sync';
 export type { Draft, Merge } from './drafts';
 export type { ContextMenu, Dialog, PanelTab, Theme, Toast, XY } from './ui';

@@ -4,10 +4,12 @@
  * handles, which cannot be read or aimed at there and which the browser would lay out and paint each frame of a drag
  * or a pan (the links keep their ends: they come from the node's `handles`, see handles.ts).
  */
-import { Fragment, memo } from 'react';
+import { Fragment, memo, type KeyboardEvent, type MouseEvent as ReactMouseEvent } from 'react';
 import { Handle, Position, type NodeProps } from '@xyflow/react';
 import { IN_PORT } from '../../model/layout';
-import { mayOverflow, NODE_TEXT } from '../../model/sizes';
+import { mayOverflow, NODE_HEIGHT, NODE_TEXT } from '../../model/sizes';
+import { after, PLACEMENT_GAP } from '../../model/placement';
+import { useStudio } from '../../store';
 import { TypeIcon, typeColour } from '../TypeIcon';
 import { PinBadge } from '../pins/Pins';
 import { rightHandlePercent } from './handles';
@@ -17,7 +19,26 @@ function rightHandleTop(i: number, count: number): string {
   return `${rightHandlePercent(i, count)}%`;
 }
 
-function BlockNodeView({ data, selected }: NodeProps<BlockNodeType>) {
+/**
+ * A "+" beside an output handle of the selected block: opens the quick-add search there, for a block linked from that
+ * handle (`key`: next, on_error or a port), asked for to the right (below, for the error handle).
+ */
+function HandlePlus({ id, handle, at, top, x, y }: { id: string; handle: string; at: number; top?: string; x: number; y: number }) {
+  const open = (e: ReactMouseEvent<HTMLButtonElement> | KeyboardEvent<HTMLButtonElement>) => {
+    e.stopPropagation();
+    const r = e.currentTarget.getBoundingClientRect();
+    const down = top === undefined;
+    const want = down ? { x, y: y + NODE_HEIGHT + 2 * PLACEMENT_GAP } : { ...after({ x, y }), y: y + at * (NODE_HEIGHT + PLACEMENT_GAP) };
+    useStudio.getState().openQuickAdd({ screen: { x: r.right + 6, y: r.top }, flow: want, source: id, handle });
+  };
+  return (
+    <button type="button" className={`handle-plus nodrag nopan ${top === undefined ? 'handle-plus--bottom' : 'handle-plus--right'}`}
+      style={top === undefined ? undefined : { top }} aria-label={`Add a block after ${id} (${handle})`} title={`Add a block linked from ${handle}`}
+      onClick={open} onKeyDown={(e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); open(e); } }}>+</button>
+  );
+}
+
+function BlockNodeView({ id, data, selected, positionAbsoluteX, positionAbsoluteY, draggable }: NodeProps<BlockNodeType>) {
   const { block, errors, warnings, firstProblem, run, steps, passes, cost, ports, nextKey, errorKey, typeInfo, unknownType, isStart,
     overview } = data;
   const title = block.label || block.id;
@@ -77,6 +98,15 @@ function BlockNodeView({ data, selected }: NodeProps<BlockNodeType>) {
       ))}
       {errorKey !== undefined && (
         <Handle type="source" position={Position.Bottom} id={errorKey} className="handle handle--error" aria-label={`${block.id} ${errorKey}`} />
+      )}
+      {selected && draggable && (
+        <>
+          {nextKey !== undefined && <HandlePlus id={id} handle={nextKey} at={0} top={rightHandleTop(0, right)} x={positionAbsoluteX} y={positionAbsoluteY} />}
+          {ports.map((port, i) => (
+            <HandlePlus key={port} id={id} handle={port} at={i + 1} top={rightHandleTop(i + 1, right)} x={positionAbsoluteX} y={positionAbsoluteY} />
+          ))}
+          {errorKey !== undefined && <HandlePlus id={id} handle={errorKey} at={0} x={positionAbsoluteX} y={positionAbsoluteY} />}
+        </>
       )}
     </div>
   );

@@ -5,10 +5,10 @@
 import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent, type MouseEvent as ReactMouseEvent } from 'react';
 import {
   Background, BackgroundVariant, ControlButton, Controls, MiniMap, ReactFlow, useReactFlow, useStore, useStoreApi,
-  type Connection, type EdgeChange, type Node, type NodeChange,
+  type Connection, type EdgeChange, type FinalConnectionState, type Node, type NodeChange,
 } from '@xyflow/react';
 import { kindOfKey } from '../../model/format';
-import { addBlock, addLink } from '../../model/ops';
+import { addLink } from '../../model/ops';
 import { NODE_HEIGHT, NODE_WIDTH } from '../../model/sizes';
 import { useStudio, type XY } from '../../store';
 import { shownRun } from '../../store/nav';
@@ -22,8 +22,14 @@ import { createCanvasMapping } from './mapping';
 import { OverviewLinks } from './OverviewLinks';
 import type { LinkEdgeType } from './types';
 import { useAutoLayout } from './useAutoLayout';
+import { NoteNode, noteNodes } from './NoteNode';
+import { QuickAdd } from './QuickAdd';
+import { SelectionToolbar } from './SelectionToolbar';
+import { canvasView } from '../../store/canvasTools';
+import { notesOf } from '../../model/notes';
+import './habits.css';
 
-const nodeTypes = { block: BlockNode, loopGroup: LoopGroupNode };
+const nodeTypes = { block: BlockNode, loopGroup: LoopGroupNode, note: NoteNode };
 const edgeTypes = { link: LinkEdge };
 export const DRAG_MIME = 'application/diagrama-block';
 
@@ -74,6 +80,10 @@ function onNodesChange(changes: NodeChange[]): void {
   let selects = false;
   for (const c of changes) {
     if ('id' in c && c.id.startsWith('group:')) continue;
+    if ('id' in c && c.id.startsWith('note:')) {
+      noteChange(c);
+      continue;
+    }
     if (c.type === 'position' && c.position) (c.dragging ? moving : put)[c.id] = c.position;
     else if (c.type === 'select') selects = true;
   }
@@ -83,9 +93,40 @@ function onNodesChange(changes: NodeChange[]): void {
     s.moveTo(put);
   }
   if (selects) {
-    const ids = selectionAfter(s.selection, changes.filter((c) => !('id' in c) || !c.id.startsWith('group:')));
+    const ids = selectionAfter(s.selection, changes.filter((c) => !('id' in c) || !/^(group|note):/.test(c.id)));
     s.select(ids, ids.length ? null : s.selectedEdge);
   }
+}
+
+/**
+ * A note's change: a drag (drawn from the store's draft while it lasts, put down in the document at its end), or a
+ * select. A resize reports through the note's resizer (NoteNode), not here.
+ */
+function noteChange(c: NodeChange): void {
+  const s = useStudio.getState();
+  const index = Number((c as { id: string }).id.slice('note:'.length));
+  const note = notesOf(s.diagram)[index];
+  if (!note) return;
+  const size = { width: note.width ?? 240, height: note.height ?? 120 };
+  if (c.type === 'position' && c.position && c.dragging === true) s.setNoteDraft({ index, box: { ...c.position, ...size } });
+  else if (c.type === 'position' && c.position && c.dragging === false) s.putNote(index, { ...c.position, ...size }, false);
+  else if (c.type === 'position' && c.dragging === false && s.noteDraft?.index === index) s.putNote(index, s.noteDraft.box, false);
+  else if (c.type === 'select') {
+    if (c.selected) s.selectNote(index);
+    else if (s.selectedNote === index) s.selectNote(null);
+  }
+}
+
+/** A link dropped on the empty canvas: the quick-add search opens there, for a block linked from that handle. */
+function onConnectEnd(e: MouseEvent | TouchEvent, state: FinalConnectionState): void {
+  if (state.isValid || !state.fromNode || state.fromHandle?.type !== 'source' || state.toNode) return;
+  const target = e.target as Element | null;
+  if (!target?.closest('.react-flow__pane')) return;
+  const point = 'changedTouches' in e ? e.changedTouches[0] : e;
+  const flow = canvasView.toFlow?.({ x: point.clientX, y: point.clientY });
+  if (!flow) return;
+  useStudio.getState().openQuickAdd({ screen: { x: point.clientX, y: point.clientY }, flow: { x: flow.x, y: flow.y - NODE_HEIGHT / 2 },
+    source: state.fromNode.id, handle: state.fromHandle.id ?? undefined });
 }
 
 function onEdgesChange(changes: EdgeChange<LinkEdgeType>[]): void {
@@ -103,6 +144,7 @@ function toProperties(): void {
 
 function onPaneClick(): void {
   useStudio.getState().select([], null);
+  useStudio.getState().selectNote(null);
   useStudio.getState().setContextMenu(null);
 }
 
@@ -179,9 +221,31 @@ export function Canvas() {
   const [overview, setOverview] = useState(false);
 
   const mapping = useMemo(createCanvasMapping, []);
+  const notes = useStudio((s) => s.diagram?.notes);
+  const selectedNote = useStudio((s) => s.selectedNote);
+  const noteDraft = useStudio((s) => s.noteDraft);
+  const pointer = useRef<XY | null>(null);
+  // what the store asks of the view: its centre, the pointer, a point of the page in the canvas's coordinates
+  useEffect(() => {
+    canvasView.toFlow = (p) => rf.screenToFlowPosition(p);
+    canvasView.centre = () => {
+      const r = document.querySelector('.canvas')?.getBoundingClientRect();
+      return rf.screenToFlowPosition({ x: r ? r.left + r.width / 2 : 400, y: r ? r.top + r.height / 2 : 300 });
+    };
+    canvasView.pointer = () => (pointer.current ? rf.screenToFlowPosition(pointer.current) : null);
+    return () => {
+      canvasView.toFlow = null;
+      canvasView.centre = null;
+      canvasView.pointer = null;
+    };
+  }, [rf]);
   useEffect(() => () => dragFrames.drop(), [path]);
   const picture = mapping({ diagram, compiled, layout, palette, links, problems, selection, selectedEdge, run, dragging, overview });
   const shown = picture.blocks.length > 0 && picture.placed;
+  // the notes and frames (studio-only `notes:`) below the blocks; without any, React Flow gets the mapping's own array
+  const withNotes = useMemo(() => (notes?.length
+    ? [...noteNodes(Array.isArray(notes) ? notes : [], selectedNote, noteDraft, readOnly), ...picture.nodes] : picture.nodes),
+  [notes, selectedNote, noteDraft, readOnly, picture.nodes]);
   // the links a fit takes in, read when it runs (a frame after it is asked for)
   const fitEdges = useRef(picture.edges);
   fitEdges.current = picture.edges;
@@ -221,25 +285,21 @@ export function Canvas() {
     if (!type) return;
     e.preventDefault();
     const p = rf.screenToFlowPosition({ x: e.clientX, y: e.clientY });
-    let id = '';
-    const ok = apply((d) => {
-      const r = addBlock(d, type, [p.x - NODE_WIDTH / 2, p.y - NODE_HEIGHT / 2]);
-      id = r.id;
-      return r.diagram;
-    });
-    if (ok) useStudio.getState().focusBlock(id);
-  }, [apply, rf]);
+    useStudio.getState().addBlockNear(type, { x: p.x - NODE_WIDTH / 2, y: p.y - NODE_HEIGHT / 2 });
+  }, [rf]);
 
   return (
-    <div className={`canvas${overview ? ' is-overview' : ''}`} onDragOver={onDragOver} onDrop={onDrop} data-testid="canvas">
+    <div className={`canvas${overview ? ' is-overview' : ''}`} onDragOver={onDragOver} onDrop={onDrop} data-testid="canvas"
+      onMouseMove={(e) => { pointer.current = { x: e.clientX, y: e.clientY }; }} onMouseLeave={() => { pointer.current = null; }}>
       <ReactFlow
-        nodes={picture.nodes}
+        nodes={withNotes}
         edges={overview ? NO_EDGES : picture.edges}
         nodeTypes={nodeTypes}
         edgeTypes={edgeTypes}
         onNodesChange={onNodesChange}
         onEdgesChange={onEdgesChange}
         onConnect={onConnect}
+        onConnectEnd={onConnectEnd}
         onNodeClick={toProperties}
         onEdgeClick={toProperties}
         onPaneClick={onPaneClick}
@@ -276,6 +336,12 @@ export function Canvas() {
         <ZoomVariable onOverview={setOverview} />
         {overview && <OverviewLinks blocks={picture.blocks} edges={picture.edges} />}
       </ReactFlow>
+      <SelectionToolbar />
+      {diagram && !readOnly && (
+        <button type="button" className="btn btn--small canvas__add-note" onClick={() => useStudio.getState().addNoteHere()}
+          title="Add a sticky note (N)">+ Note</button>
+      )}
+      <QuickAdd />
       {diagram && diagram.blocks.length === 0 && (
         <div className="canvas__empty">Drag a block from the palette to start.</div>
       )}

@@ -7,6 +7,7 @@ import { useEffect, useRef } from 'react';
 import { NEXT } from '../../model/format';
 import { parseEdgeId } from '../../model/graph';
 import { replayOff, useStudio, type ContextMenu as Menu } from '../../store';
+import { askGroup } from './SelectionToolbar';
 
 interface Item {
   label: string;
@@ -35,7 +36,21 @@ function blockItems(menu: Menu): Item[] {
     { label: 'Show in YAML', run: () => { s.setPaneOpen(true); s.select([menu.id], null); } },
     { label: 'Run from here', off: replayOff(s.run, menu.id) ?? undefined, run: () => void s.replayFrom(menu.id) },
     { label: 'Open subdiagram', off: subdiagramOff(s, menu.id), run: () => void s.drill(menu.id) },
+    ...(s.selection.length > 1 ? arrangeItems(ro) : []),
     { label: 'Delete', keys: 'Del', off: ro, danger: true, run: () => { s.select([menu.id], null); s.deleteSelection(); } },
+  ];
+}
+
+/** For a multi-selection: align, distribute, group (the selection toolbar's, with their keys). */
+function arrangeItems(ro: string | undefined): Item[] {
+  const s = useStudio.getState();
+  const few = s.selection.length < 3 ? 'select three blocks or more' : undefined;
+  return [
+    { label: 'Align left', keys: 'Alt+Shift+L', off: ro, run: () => s.alignSelection('left') },
+    { label: 'Align top', keys: 'Alt+Shift+T', off: ro, run: () => s.alignSelection('top') },
+    { label: 'Distribute horizontally', keys: 'Alt+Shift+H', off: ro ?? few, run: () => s.distributeSelection('horizontal') },
+    { label: 'Distribute vertically', keys: 'Alt+Shift+V', off: ro ?? few, run: () => s.distributeSelection('vertical') },
+    { label: 'Group in a frame', keys: 'Ctrl+G', off: ro, run: askGroup },
   ];
 }
 

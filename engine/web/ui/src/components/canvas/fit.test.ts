@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { NODE_HEIGHT, NODE_WIDTH } from '../../model/sizes';
 import { keys, orderAgent, palette } from '../../test/fixtures';
-import { withLinks } from './fit';
+import { fittedViewport, READABLE_ZOOM, withLinks } from './fit';
 import { createCanvasMapping } from './mapping';
 
 // the order agent's blocks in one row, 300 apart: the back-link dispatch → ask must leave the row to go round them
@@ -37,5 +37,24 @@ describe('fit to view: the box it fits', () => {
     const edge = (route: object) => ({ id: 'e', source: 'a', target: 'b', data: { route } }) as never;
     expect(withLinks(blocksBox, [edge(inside)])).toEqual(blocksBox);
     expect(withLinks(blocksBox, [edge({ ...inside, label })])).toEqual({ x: -40, y: 10, width: blocksBox.width + 40, height: 510 });
+  });
+});
+
+describe('fittedViewport', () => {
+  const pane = { width: 400, height: 600, minZoom: 0.05 };
+  it('fits a small diagram no smaller than readable, centred', () => {
+    const box = { x: 0, y: 0, width: 2000, height: 100 };
+    const v = fittedViewport(box, pane, 7, 0.15, 1.1);
+    expect(v.zoom).toBe(READABLE_ZOOM);
+    expect(v.x + (box.x + box.width / 2) * v.zoom).toBeCloseTo(200);
+    expect(v.y + (box.y + box.height / 2) * v.zoom).toBeCloseTo(300);
+  });
+  it('fits a large diagram whole, as an overview', () => {
+    const v = fittedViewport({ x: 0, y: 0, width: 8000, height: 4000 }, pane, 300, 0.15, 1.1);
+    expect(v.zoom).toBeLessThan(READABLE_ZOOM);
+  });
+  it('leaves a fit that is readable as it is', () => {
+    const v = fittedViewport({ x: 0, y: 0, width: 300, height: 100 }, pane, 2, 0.15, 1.1);
+    expect(v.zoom).toBeGreaterThan(READABLE_ZOOM);
   });
 });

@@ -35,11 +35,26 @@ export interface Pane {
   minZoom: number;
 }
 
+/**
+ * A small diagram is never fitted below READABLE_ZOOM (its text readable, not tiles: a narrow pane beside the YAML
+ * made a 7-block diagram unreadable); it is centred at that zoom instead. A large one is fitted whole, as an overview.
+ */
+export const READABLE_ZOOM = 0.55;
+export const SMALL_DIAGRAM = 40;
+
+/** The view that shows `box` in the pane: fitted, then (a small diagram) at least READABLE_ZOOM, centred on the box. */
+export function fittedViewport(box: Rect, pane: Pane, blocks: number, padding: number, maxZoom: number): { x: number; y: number; zoom: number } {
+  const fit = getViewportForBounds(box, pane.width, pane.height, pane.minZoom, maxZoom, padding);
+  if (fit.zoom >= READABLE_ZOOM || blocks > SMALL_DIAGRAM) return fit;
+  const zoom = READABLE_ZOOM;
+  return { x: pane.width / 2 - (box.x + box.width / 2) * zoom, y: pane.height / 2 - (box.y + box.height / 2) * zoom, zoom };
+}
+
 /** Moves the view so the blocks and their links fill the pane (never zoomed in past fitOptions' maxZoom). */
 export function fitDiagram(rf: ReactFlowInstance<Node, Edge>, pane: Pane, edges: readonly LinkEdgeType[], duration?: number): void {
   const nodes = rf.getNodes();
   if (!nodes.length || !pane.width || !pane.height) return;
   const { padding, maxZoom, duration: animated } = fitOptions(duration);
   const box = withLinks(rf.getNodesBounds(nodes), edges);
-  void rf.setViewport(getViewportForBounds(box, pane.width, pane.height, pane.minZoom, maxZoom, padding), { duration: animated });
+  void rf.setViewport(fittedViewport(box, pane, nodes.filter((n) => n.type === 'block').length, padding, maxZoom), { duration: animated });
 }
