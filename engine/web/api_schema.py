@@ -49,6 +49,7 @@ from engine.web.models import (
 )
 from engine.web.navigation import ExampleCopied, ExampleListed, SessionListed
 from engine.web.pins import Pins
+from engine.web.publishing import Published
 
 __all__ = ["ANSWERS", "API_SCHEMA", "LISTS", "api_schema", "schema_text"]
 
@@ -100,9 +101,12 @@ ANSWERS: dict[str, type[BaseModel] | None] = {
     "GET /api/diagrams/{path}/pins": Pins,
     "PUT /api/diagrams/{path}/pins/{block}": Pins,
     "DELETE /api/diagrams/{path}/pins/{block}": Pins,
+    "GET /api/diagrams/{path}/published": Published,
+    "POST /api/diagrams/{path}/publish": Published,
+    "POST /api/diagrams/{path}/rollback": Published,
 }
 """Each route's answer when it succeeds (a list of the model for the listings, None for no body); a refusal is
-an ErrorAnswer, a refused save a Conflict, a refused answer to a Wait an AnswerRefused."""
+an ErrorAnswer, a refused save a Conflict, a refused answer to a Wait or a refused publish an AnswerRefused."""
 LISTS = frozenset({"GET /api/blocks", "GET /api/diagrams", "GET /api/scenarios", "GET /api/diagrams/{path}/runs",
                    "GET /api/registries", "GET /api/diagrams/{path}/versions", "GET /api/diagrams/{path}/evals",
                    "GET /api/diagrams/{path}/knowledge", "GET /api/diagrams/{path}/sessions", "GET /api/examples"})

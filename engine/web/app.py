@@ -54,6 +54,7 @@ from engine.web.models import (
 )
 from engine.web.models import Problem as ProblemAnswer
 from engine.web.navigation import NavigationRoutes
+from engine.web.publishing import PublishRoutes
 from engine.web.runs import RunRoutes
 from engine.web.source import SourceRoutes
 from engine.web.tool_groups import tool_groups
@@ -428,6 +429,7 @@ def create_app(
         Route("/api/diagrams/{path:path}/chat", handle(durable.chat), methods=["POST"]),
         *navigation.routes(writes),
         *runs.pins.routes(handle, writes),
+        *PublishRoutes(folder, registry).routes(handle, writes),
         Route("/api/diagrams/{path:path}/hash", handle(studio.hash), methods=["GET"]),
         Route("/api/diagrams/{path:path}/csv", handle(studio.csv), methods=["GET"]),
         Route("/api/diagrams/{path:path}/rename", writes(studio.rename), methods=["POST"]),

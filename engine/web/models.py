@@ -439,6 +439,7 @@ class Conflict(ErrorAnswer):
 
 
 class AnswerRefused(ErrorAnswer):
-    """422 to an answer: what is wrong with it for the Wait's form, one line per problem; the run stays waiting."""
+    """422 to an answer: what is wrong with it for the Wait's form, one line per problem; the run stays waiting.
+    422 to a publish (engine.web.publishing): the diagram's errors, one line each; nothing is published."""
 
     problems: list[str]

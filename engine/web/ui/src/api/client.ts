@@ -115,6 +115,13 @@ export const api = {
     request('PUT /api/diagrams/{path}/pins/{block}', `${d(path)}/pins/${encodeURIComponent(block)}`, { output, inputs }),
   unpin: (path: string, block: string) =>
     request('DELETE /api/diagrams/{path}/pins/{block}', `${d(path)}/pins/${encodeURIComponent(block)}`, {}),
+  /** the diagram's published versions (newest first), which is live, and whether the saved file is a draft of it */
+  published: (path: string) => request('GET /api/diagrams/{path}/published', `${d(path)}/published`),
+  /** pin the saved file as the next version, the one `diagrama api` serves (422 with the problems when it has errors) */
+  publish: (path: string, note: string) => request('POST /api/diagrams/{path}/publish', `${d(path)}/publish`, { note }),
+  /** serve version `version` again (a new version with its files) */
+  rollback: (path: string, version: number) =>
+    request('POST /api/diagrams/{path}/rollback', `${d(path)}/rollback`, { version }),
   /** the diagram's chat sessions in the store, newest first, each with its turns */
   sessions: (path: string) => request('GET /api/diagrams/{path}/sessions', `${d(path)}/sessions`),
   forgetSession: (session: string) =>

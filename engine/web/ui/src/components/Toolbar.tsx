@@ -2,6 +2,7 @@
 import { counts } from '../model/problems';
 import { isDirty, paneShown, useStudio } from '../store';
 import { Icon } from './Icon';
+import { PublishButton, PublishStatus } from './PublishControl';
 
 const NEXT_THEME = { system: 'dark', dark: 'light', light: 'system' } as const;
 
@@ -53,6 +54,7 @@ export function Toolbar() {
               onClick={() => useStudio.getState().setPanelTab('problems')} aria-label={`${c.errors} errors, ${c.warnings} warnings: show problems`}>
               {validating ? 'checking…' : c.errors ? `${c.errors} error${c.errors > 1 ? 's' : ''}` : c.warnings ? `${c.warnings} warning${c.warnings > 1 ? 's' : ''}` : 'valid'}
             </button>
+            <PublishStatus />
           </>
         ) : <span className="muted">No diagram open</span>}
       </div>
@@ -82,6 +84,7 @@ export function Toolbar() {
           title={c.errors ? 'Save (Ctrl+S) — the diagram has problems' : 'Save (Ctrl+S)'}>
           <Icon name="save" /> {saving ? 'Saving…' : 'Save'}
         </button>
+        <PublishButton />
       </div>
     </header>
   );
