@@ -122,13 +122,6 @@ export const api = {
   /** serve version `version` again (a new version with its files) */
   rollback: (path: string, version: number) =>
     request('POST /api/diagrams/{path}/rollback', `${d(path)}/rollback`, { version }),
-  /** the diagram's chat sessions in the store, newest first, each with its turns */
-  sessions: (path: string) => request('GET /api/diagrams/{path}/sessions', `${d(path)}/sessions`),
-  forgetSession: (session: string) =>
-    request('DELETE /api/sessions/{session}', `/api/sessions/${encodeURIComponent(session)}`),
-  /** the gallery: the README's examples, each with what it loads */
-  examples: () => request('GET /api/examples', '/api/examples'),
-  copyExample: (example: string, path: string) => request('POST /api/examples', '/api/examples', { example, path }),
   saveScenario: (runId: string, path: string) =>
     request('POST /api/runs/{run_id}/scenario', `/api/runs/${encodeURIComponent(runId)}/scenario`, { path }),
   runScenarios: (folder: string, file?: string) =>
