@@ -1,6 +1,7 @@
 /** Keyboard shortcuts (the help panel lists this table). */
 import { useEffect } from 'react';
 import { useStudio } from './store';
+import { useArrowMoves } from './keyMoves';
 import type { Alignment, Axis } from './model/align';
 import { askGroup } from './components/canvas/SelectionToolbar';
 
@@ -13,6 +14,7 @@ export const SHORTCUTS: Array<[string, string]> = [
   ['Ctrl+X', 'Cut the selected blocks'],
   ['Ctrl+D', 'Duplicate the selected blocks'],
   ['Ctrl+A', 'Select every block'],
+  ['← ↑ → ↓', 'Move the selected blocks 10 px (with Shift: 50 px); Tab walks the blocks and links, Enter selects one'],
   ['Delete / Backspace', 'Delete the selected blocks (and links to them) or the selected link'],
   ['Escape', 'Clear the selection, close dialogs'],
   ['F', 'Fit the diagram to the view'],
@@ -52,6 +54,7 @@ function isTyping(target: EventTarget | null): boolean {
 }
 
 export function useShortcuts(fitView: () => void): void {
+  useArrowMoves();
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       const s = useStudio.getState();

@@ -50,10 +50,10 @@ export function FilesSidebar() {
           title={f.description}>
           <span className="file__name">
             {f.name || f.path}
-            {active && dirty && <span className="dirty-dot" aria-label="unsaved edits" title="unsaved edits">●</span>}
+            {active && dirty && <span className="dirty-dot" role="img" aria-label="unsaved edits" title="unsaved edits">●</span>}
           </span>
           <span className="file__meta">
-            <span className={`valid-dot ${f.valid ? 'is-valid' : 'is-invalid'}`} aria-label={f.valid ? 'valid' : 'has problems'} />
+            <span className={`valid-dot ${f.valid ? 'is-valid' : 'is-invalid'}`} role="img" aria-label={f.valid ? 'valid' : 'has problems'} />
             {f.path.split('/').pop()} · {plural(f.blocks, 'block')}
           </span>
         </button>

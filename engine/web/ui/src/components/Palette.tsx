@@ -40,7 +40,6 @@ export function Palette() {
               draggable={!readOnly && hasDiagram}
               role="button"
               tabIndex={0}
-              aria-label={`Add ${t.type} block`}
               aria-disabled={readOnly || !hasDiagram || undefined}
               title={`${t.description}\nClick or drag onto the canvas.`}
               onDragStart={(e) => {

@@ -37,7 +37,7 @@ export function Toolbar() {
 
   return (
     <header className="toolbar">
-      <div className="brand" aria-label="diagrama studio">
+      <div className="brand">
         <svg width="22" height="22" viewBox="0 0 32 32" aria-hidden="true"><rect width="32" height="32" rx="7" fill="#2563eb" />
           <rect x="6" y="9" width="8" height="6" rx="1.5" fill="#fff" /><rect x="18" y="17" width="8" height="6" rx="1.5" fill="#fff" />
           <path d="M14 12h3v8h1" stroke="#fff" strokeWidth="2" fill="none" /></svg>
@@ -51,7 +51,7 @@ export function Toolbar() {
             {dirty ? <span className="pill pill--dirty">● unsaved</span> : <span className="pill pill--clean">saved</span>}
             {readOnly && <span className="pill pill--ro">read-only</span>}
             <button type="button" className={`pill ${c.errors ? 'pill--error' : c.warnings ? 'pill--warning' : 'pill--ok'}`}
-              onClick={() => useStudio.getState().setPanelTab('problems')} aria-label={`${c.errors} errors, ${c.warnings} warnings: show problems`}>
+              onClick={() => useStudio.getState().setPanelTab('problems')} title={`${c.errors} errors, ${c.warnings} warnings: show problems`}>
               {validating ? 'checking…' : c.errors ? `${c.errors} error${c.errors > 1 ? 's' : ''}` : c.warnings ? `${c.warnings} warning${c.warnings > 1 ? 's' : ''}` : 'valid'}
             </button>
             <PublishStatus />

@@ -60,7 +60,7 @@ function BlockNodeView({ id, data, selected, positionAbsoluteX, positionAbsolute
   return (
     <div className={classes.join(' ')} data-testid={`node-${block.id}`} style={{ ['--type' as string]: typeColour(block.type) }}
       title={firstProblem ?? typeInfo?.description}>
-      {!isStart && <Handle type="target" position={Position.Left} id={IN_PORT} className="handle handle--in" aria-label={`${block.id} input`} />}
+      {!isStart && <Handle type="target" position={Position.Left} id={IN_PORT} className="handle handle--in" title={`${block.id} input`} />}
       <div className="block-node__head">
         <TypeIcon type={block.type} size={12} />
         <span className={`block-node__type${fit(block.type, 'type', badges)}`}>{block.type}</span>
@@ -72,7 +72,7 @@ function BlockNodeView({ id, data, selected, positionAbsoluteX, positionAbsolute
           </span>
         )}
         {(errors > 0 || warnings > 0) && (
-          <span className={`problem-badge ${errors ? 'problem-badge--error' : 'problem-badge--warning'}`}
+          <span className={`problem-badge ${errors ? 'problem-badge--error' : 'problem-badge--warning'}`} role="img"
             aria-label={`${errors} errors, ${warnings} warnings`}>{errors || warnings}</span>
         )}
       </div>
@@ -87,17 +87,17 @@ function BlockNodeView({ id, data, selected, positionAbsoluteX, positionAbsolute
       ) : <div className={`block-node__id${fit(idLine, 'id')}`}>{idLine}</div>}
       {nextKey !== undefined && (
         <Handle type="source" position={Position.Right} id={nextKey} className="handle handle--next"
-          style={{ top: rightHandleTop(0, right) }} aria-label={`${block.id} ${nextKey}`} />
+          style={{ top: rightHandleTop(0, right) }} title={`${block.id} ${nextKey}`} />
       )}
       {ports.map((port, i) => (
         <Fragment key={port}>
           <Handle type="source" position={Position.Right} id={port} className="handle handle--port"
-            style={{ top: rightHandleTop(i + 1, right) }} aria-label={`${block.id} ${port}`} />
+            style={{ top: rightHandleTop(i + 1, right) }} title={`${block.id} ${port}`} />
           <span className="handle-label handle-label--port" style={{ top: `calc(${rightHandleTop(i + 1, right)} - 7px)` }}>{port}</span>
         </Fragment>
       ))}
       {errorKey !== undefined && (
-        <Handle type="source" position={Position.Bottom} id={errorKey} className="handle handle--error" aria-label={`${block.id} ${errorKey}`} />
+        <Handle type="source" position={Position.Bottom} id={errorKey} className="handle handle--error" title={`${block.id} ${errorKey}`} />
       )}
       {selected && draggable && (
         <>

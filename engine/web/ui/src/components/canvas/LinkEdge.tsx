@@ -115,7 +115,7 @@ function LinkEdgeView(props: EdgeProps<LinkEdgeType>) {
             style={{ transform: `translate(-50%, -50%) translate(${label.x}px, ${label.y}px)` }}>
             {chipText && (
               <button type="button" className="edge-label__chip" onClick={select} title={title}
-                aria-label={`link ${id.replace(/^\w+:/, '')}${data.when ? ` when ${data.when}` : ''}${data.problem ? `: ${data.problem}` : ''}`}>
+                aria-label={`${chipText}: link ${id.replace(/^\w+:/, '')}${data.when ? ` when ${data.when}` : ''}${data.problem ? `: ${data.problem}` : ''}`}>
                 {data.problem && <span className="edge-label__warn" aria-hidden="true">⚠ </span>}{chipText}
               </button>
             )}

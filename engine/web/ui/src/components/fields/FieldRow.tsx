@@ -6,9 +6,12 @@ export function ProblemList({ problems }: { problems: Problem[] }) {
   return (
     <ul className="field-problems">
       {problems.map((p, i) => (
-        <li key={i} className={`problem problem--${p.severity}`} role={p.severity === 'error' ? 'alert' : undefined}>
-          <span>{p.message}</span>
-          {p.hint && <span className="problem__hint"> — {p.hint}</span>}
+        <li key={i} className={`problem problem--${p.severity}`}>
+          {/* the alert inside the item: a list holds only items */}
+          <span role={p.severity === 'error' ? 'alert' : undefined}>
+            <span>{p.message}</span>
+            {p.hint && <span className="problem__hint"> — {p.hint}</span>}
+          </span>
         </li>
       ))}
     </ul>

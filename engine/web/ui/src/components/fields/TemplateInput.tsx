@@ -87,7 +87,6 @@ export function TemplateInput(props: TemplateInputProps) {
         aria-label={ariaLabel}
         aria-invalid={invalid || undefined}
         aria-autocomplete="list"
-        aria-expanded={!!completion}
         aria-controls={completion ? listId : undefined}
         aria-activedescendant={completion ? `${listId}-${active}` : undefined}
         data-testid={testId}

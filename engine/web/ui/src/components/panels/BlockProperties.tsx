@@ -16,6 +16,7 @@ import { TypeIcon } from '../TypeIcon';
 import { LinksEditor } from './LinksEditor';
 import { BlockPin } from '../pins/Pins';
 import { StepDetails } from './StepDetails';
+import { OutputChips } from './OutputChips';
 import { shownRun } from '../../store/nav';
 
 /** The block's own keys this form has a field for (typed by the generated Block: a renamed key fails to compile). */
@@ -147,7 +148,8 @@ export function BlockProperties({ block, type, diagram }: { block: Block; type: 
 
         <section className="section">
           <h3>Set variables <span className="muted small">(after the block runs)</span></h3>
-          {type?.outputs.length ? <div className="muted small">Outputs: {type.outputs.map((o) => <code key={o} className="chip">{o}</code>)}</div> : null}
+          {type?.outputs.length ? <OutputChips outputs={type.outputs} blockId={id} set={block.set} form={form}
+            onAddSet={(key, value) => set(['set', key], value, false)} /> : null}
           <KeyValueRows label="Set" value={block.set} templates names={setNames} testId="field-set" keyLabel="Variable" valueLabel="Template"
             addLabel="+ Add variable" onChange={(v) => set(['set'], v)} />
           <ProblemList problems={fieldProblems(problems, id, 'set')} />

@@ -71,7 +71,7 @@ export function SidePanel() {
             {t === 'problems' && c.errors + c.warnings > 0 && (
               <span className={`count ${c.errors ? 'count--error' : 'count--warning'}`}>{c.errors + c.warnings}</span>
             )}
-            {t === 'run' && run?.data?.status === 'running' && <span className="status-dot status-dot--running" aria-label="running" />}
+            {t === 'run' && run?.data?.status === 'running' && <span className="status-dot status-dot--running" role="img" aria-label="running" />}
           </button>
         ))}
       </div>

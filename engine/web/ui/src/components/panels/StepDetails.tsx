@@ -10,7 +10,8 @@ import { FieldsView } from './Records';
 export { tokensText };
 
 function Json({ value }: { value: unknown }) {
-  return <pre className="json">{typeof value === 'string' ? value : JSON.stringify(value, null, 2)}</pre>;
+  // scrolled when long: focusable, so that the keyboard scrolls it too
+  return <pre className="json" tabIndex={0}>{typeof value === 'string' ? value : JSON.stringify(value, null, 2)}</pre>;
 }
 
 const empty = (v: unknown) => v === null || v === undefined || (Array.isArray(v) && v.length === 0) ||

@@ -64,7 +64,7 @@ export function BlockPin({ block }: { block: string }) {
   return (
     <section className="section pin-section" aria-label="Pinned output">
       <h3>Pinned output {has && <span className="muted">· in {file}</span>}</h3>
-      {has && typed === null && <pre className="json pin-section__value" data-testid={`pinned-${block}`}>{shown(value)}</pre>}
+      {has && typed === null && <pre className="json pin-section__value" tabIndex={0} data-testid={`pinned-${block}`}>{shown(value)}</pre>}
       {typed !== null && (
         <textarea aria-label={`Pinned output of ${block}`} value={typed} rows={4} onChange={(e) => setTyped(e.target.value)} />
       )}
@@ -88,5 +88,5 @@ export function BlockPin({ block }: { block: string }) {
 export function PinBadge({ block }: { block: string }) {
   const pinned = usePins((s) => block in s.pinned);
   if (!pinned) return null;
-  return <span className="pin-badge" title="Its output is pinned: runs take it instead of asking" aria-label="output pinned" data-testid={`pin-badge-${block}`}>📌</span>;
+  return <span className="pin-badge" role="img" title="Its output is pinned: runs take it instead of asking" aria-label="output pinned" data-testid={`pin-badge-${block}`}>📌</span>;
 }

@@ -138,7 +138,7 @@ export function SourcePane() {
         keymap.of([...searchKeymap, ...defaultKeymap, ...historyKeymap, indentWithTab]),
         EditorState.tabSize.of(2),
         EditorView.editable.of(!readOnly),
-        EditorView.contentAttributes.of({ 'aria-label': 'YAML source', 'data-testid': 'yaml-editor' }),
+        EditorView.contentAttributes.of({ 'aria-label': 'YAML source', 'data-testid': 'yaml-editor', tabindex: '0' }),
         EditorView.updateListener.of((u) => {
           const external = u.transactions.some((t) => t.annotation(fromStore));
           if (u.docChanged && !external) useStudio.getState().typeSource(u.state.doc.toString());
