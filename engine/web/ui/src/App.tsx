@@ -11,8 +11,8 @@ import { ConflictBanner, DialogHost, DraftBanner, HelpPanel, MergeView, Toasts }
 import { SourcePanel } from './components/source/SourcePanel';
 import { ContextMenu } from './components/canvas/ContextMenu';
 import { VersionHistory } from './components/VersionHistory';
-import { BlockSearch, Breadcrumbs, GalleryDialog } from './components/Navigation';
 import { usePinsOfOpenFile } from './components/pins/Pins';
+import { BlockSearch, Breadcrumbs, GalleryDialog } from './components/Navigation';
 
 /** The page's theme: the system's (prefers-color-scheme, followed live), or the one chosen in the toolbar. */
 function useTheme() {

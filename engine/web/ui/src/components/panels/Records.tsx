@@ -35,11 +35,11 @@ export function ValueView({ value, label, max = 600 }: { value: unknown; label: 
 /** A step's inputs or outputs: each list of records a table, the rest JSON. */
 export function FieldsView({ value, label }: { value: Record<string, unknown>; label: string }) {
   const tables = Object.entries(value).filter(([, v]) => asRecords(v));
-  if (!tables.length) return <pre className="json">{JSON.stringify(value, null, 2)}</pre>;
+  if (!tables.length) return <pre className="json" tabIndex={0}>{JSON.stringify(value, null, 2)}</pre>;
   const rest = Object.fromEntries(Object.entries(value).filter(([, v]) => !asRecords(v)));
   return (
     <>
-      {Object.keys(rest).length > 0 && <pre className="json">{JSON.stringify(rest, null, 2)}</pre>}
+      {Object.keys(rest).length > 0 && <pre className="json" tabIndex={0}>{JSON.stringify(rest, null, 2)}</pre>}
       {tables.map(([k, v]) => (
         <div key={k}><code className="small">{k}</code><ValueView value={v} label={`${label} ${k}`} /></div>
       ))}

@@ -88,5 +88,10 @@ export function BlockPin({ block }: { block: string }) {
 export function PinBadge({ block }: { block: string }) {
   const pinned = usePins((s) => block in s.pinned);
   if (!pinned) return null;
-  return <span className="pin-badge" role="img" title="Its output is pinned: runs take it instead of asking" aria-label="output pinned" data-testid={`pin-badge-${block}`}>📌</span>;
+  return <span className="pin-badge" role="img" title="Its output is pinned: runs take it instead of asking" aria-label="output pinned" data-testid={`pin-badge-${block}`}>
+    {/* drawn, not an emoji: a system without a colour-emoji font shows an empty box */}
+    <svg width="12" height="12" viewBox="0 0 16 16" aria-hidden="true" focusable="false">
+      <path d="M10 1l5 5-2 1-3 3 1 4-1 1-3.5-3.5L2 16l-1-1 4.5-4.5L2 7l1-1 4 1 3-3z" fill="currentColor" />
+    </svg>
+  </span>;
 }
