@@ -60,9 +60,9 @@ def test_thinking_is_output_unless_priced_apart(tmp_path: Path, monkeypatch: pyt
 def test_an_unknown_model_or_an_unpriced_kind_costs_unknown_never_zero() -> None:
     assert cost_of("anthropic", "claude-x", {"input_tokens": 10, "output_tokens": 10}) is None
     assert cost_of("openai", "gpt-4o", {"input_tokens": 10, "output_tokens": 10}) is None
-    # gemini-2.5-flash has no cache-read price in the table: a reply that read the cache costs unknown.
-    assert cost_of("gemini", "gemini-2.5-flash", {"input_tokens": 10, "output_tokens": 1,
-                                                  "cache_read_tokens": 5}) is None
+    # llama-3.3-70b-versatile has no cache-read price in the table: a reply that read the cache costs unknown.
+    assert cost_of("groq", "llama-3.3-70b-versatile", {"input_tokens": 10, "output_tokens": 1,
+                                                        "cache_read_tokens": 5}) is None
     zero = cost_of("groq", "llama-3.3-70b-versatile", {"input_tokens": 0, "output_tokens": 0})
     assert zero is not None and zero.usd == 0  # known and free is not unknown
 

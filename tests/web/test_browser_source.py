@@ -31,6 +31,7 @@ from tests.web.test_browser import (
     still_view,
     valid,
 )
+from tests.web.test_browser_canvas_habits import OVERLAPS
 
 pytestmark = pytest.mark.browser  # Debian's Chromium through Playwright (slow too)
 
@@ -426,10 +427,10 @@ def test_palette_context_menu_dark_mode_files_and_the_address(page: Any, served:
     search.press("Enter")
     page.wait_for_function(f"document.querySelectorAll('{BLOCKS_SELECTOR}').length === 7")
     (added,) = set(page.locator(BLOCKS_SELECTOR).evaluate_all("ns => ns.map(n => n.dataset.id)")) - ids
-    canvas, box = page.get_by_test_id("canvas").bounding_box(), node(page, added).bounding_box()
-    assert canvas is not None and box is not None  # added at the viewport's centre
-    assert abs(box["x"] + box["width"] / 2 - (canvas["x"] + canvas["width"] / 2)) < box["width"]
-    assert abs(box["y"] + box["height"] / 2 - (canvas["y"] + canvas["height"] / 2)) < box["height"] * 2
+    # added at the first free place after the selected block (the Set just added), never over another block
+    still_view(page)
+    assert page.evaluate(OVERLAPS, BLOCKS_SELECTOR) == []
+    assert page.locator(".react-flow__node-block.selected").get_attribute("data-id") == added
 
     # the context menu on a block: duplicate, and the items that wait for other work say why
     node(page, "done").locator(".block-node__title").click(button="right")

@@ -92,6 +92,13 @@ WRITING_ROUTES = [
     ("DELETE", "/api/diagrams/order_agent.yaml"),
     ("POST", "/api/runs/{run_id}/scenario"),
     ("PUT", "/api/diagrams/order_agent.yaml/source"),
+    ("PUT", "/api/diagrams/order_agent.yaml/pins/ask"),
+    ("DELETE", "/api/diagrams/order_agent.yaml/pins/ask"),
+    ("DELETE", "/api/sessions/{session}"),
+    ("POST", "/api/diagrams/order_agent.yaml/knowledge/{name}/index"),
+    ("POST", "/api/diagrams/order_agent.yaml/publish"),
+    ("POST", "/api/diagrams/order_agent.yaml/rollback"),
+    ("POST", "/api/examples"),
 ]
 # State-changing methods that read-only allows: checking a draft, running (an answer to a Wait, a replay and a
 # chat turn are runs), running scenarios.
@@ -105,10 +112,19 @@ READ_ONLY_ALLOWED = [
     ("POST", "/api/parse"),
     ("POST", "/api/diagrams/{path}/preview"),
     ("PUT", "/api/layouts/{key}"),
+    ("POST", "/api/diagrams/{path}/knowledge/{name}/search"),  # a retrieval test reads the index (built in memory)
 ]
 
 
 def _writing_body(method: str, url: str, folder: Path, view: dict[str, Any]) -> dict[str, Any] | None:
+    if url.endswith("/pins/ask"):
+        return {"text": "pinned"} if method == "PUT" else None
+    if url.endswith("/publish"):
+        return {"note": "first"}
+    if url.endswith("/rollback"):
+        return {"version": 1}
+    if url == "/api/examples":
+        return {"example": "greeting_counter.yaml", "path": "copied.yaml"}
     if method == "PUT" and url.endswith("/source"):
         return {"base_hash": view["hash"], "text": "diagram: changed\n"}
     if method == "PUT":
@@ -168,7 +184,8 @@ def test_the_read_only_lists_cover_every_state_changing_route(folder: Path, tmp_
         for method in getattr(route, "methods", None) or ():
             if method not in ("GET", "HEAD"):
                 found.add((method, route.path))
-    listed = {(method, url.replace("order_agent.yaml", "{path:path}").replace("{path}", "{path:path}"))
+    listed = {(method, url.replace("order_agent.yaml", "{path:path}").replace("{path}", "{path:path}")
+               .replace("/pins/ask", "/pins/{block}"))
               for method, url in WRITING_ROUTES + READ_ONLY_ALLOWED}
     assert found == listed
 
