@@ -2,7 +2,8 @@
 stdio (started as the README's Claude Desktop config says) and `/mcp` under a real `diagrama api` (uvicorn on a
 loopback port, the README's HTTP config, a key). Tools are the robots (schema, description); a call answers the
 final variables (Start `output`), a failed run is a tool error; a Wait is answered through elicitation where the
-client takes one (both protocol eras) and through `resume_run` where it does not; progress comes per block."""
+client takes one (both protocol eras) and through `resume_run` where it does not; progress comes per block; a robot
+with memory takes a `session` argument whose runs share its memory (the caller's key's, as the API's sessions)."""
 
 from __future__ import annotations
 
@@ -106,6 +107,34 @@ blocks:
     type: Set
     set: {sent: "{{ approved }}", draft: "{{ draft }}"}
 """
+CHAT = """
+diagram: chat
+description: Remembers what was said, turn by turn.
+blocks:
+  - id: start
+    type: Start
+    memory: [said, turns]
+    inputs: {message: hi}
+    variables: {said: [], turns: 0}
+    next: keep
+  - id: keep
+    type: Set
+    set: {said: "{{ said + [message] }}", turns: "{{ turns + 1 }}"}
+"""
+NOTES = """
+diagram: notes
+description: Remembers notes; its input named session is its own.
+blocks:
+  - id: start
+    type: Start
+    memory: [notes]
+    inputs: {session: morning, note: ""}
+    variables: {notes: []}
+    next: keep
+  - id: keep
+    type: Set
+    set: {notes: "{{ notes + [session ~ ': ' ~ note] }}"}
+"""
 
 
 def _readme_json(marker: str) -> dict[str, Any]:
@@ -122,7 +151,8 @@ def _readme_json(marker: str) -> dict[str, Any]:
 def robots(tmp_path: Path) -> Path:
     folder = tmp_path / "robots"
     folder.mkdir()
-    for name, text in {"greeter": GREETER, "echoer": ECHOER, "divider": DIVIDER, "approve": APPROVE}.items():
+    for name, text in {"greeter": GREETER, "echoer": ECHOER, "divider": DIVIDER, "approve": APPROVE, "chat": CHAT,
+                       "notes": NOTES}.items():
         (folder / f"{name}.yaml").write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
     return folder
 
@@ -216,11 +246,45 @@ def test_each_robot_is_a_tool_with_its_description_and_input_schema(connect: Con
             return list((await client.list_tools()).tools)
 
     tools = {tool.name: tool for tool in _run(go)}
-    assert set(tools) == {"greeter", "echoer", "divider", "approve", "resume_run"}
+    assert set(tools) == {"greeter", "echoer", "divider", "approve", "chat", "notes", "resume_run"}
     assert tools["greeter"].description == "Counts to N, then greets."
     assert tools["greeter"].input_schema["properties"] == {"name": {"type": "string", "default": "Ana"},
                                                           "times": {"type": "integer", "default": 3}}
     assert set(tools["resume_run"].input_schema["required"]) == {"run_id"}
+    assert "session" not in tools["greeter"].input_schema["properties"]  # no memory: no sessions
+
+
+def test_a_robot_with_memory_takes_a_session_whose_runs_share_its_memory(connect: Connect) -> None:
+    async def go() -> tuple[dict[str, types.Tool], list[types.CallToolResult]]:
+        async with connect() as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            calls = [await client.call_tool("chat", arguments) for arguments in (
+                {"message": "a", "session": "ana-1"}, {"message": "b", "session": "ana-1"},
+                {"message": "c", "session": "rui-1"}, {"message": "d"}, {"message": "e", "session": "no spaces"},
+                {"message": "f", "diagrama_session": "ana-1"})]
+            calls += [await client.call_tool("notes", arguments) for arguments in (
+                {"note": "tea", "diagrama_session": "n-1"}, {"session": "noon", "note": "soup", "diagrama_session": "n-1"})]
+            calls.append(await client.call_tool("greeter", {"session": "ana-1"}))
+            return tools, calls
+
+    tools, (first, second, other, none, bad, wrong, _noted, noted_again, greeter) = _run(go)
+    about = "a conversation's id: runs of one session share the robot's memory"
+    assert tools["chat"].input_schema["properties"]["session"] == {
+        "type": "string", "pattern": r"^[A-Za-z0-9_.:@-]{1,100}$", "description": about}
+    assert "session" not in tools["chat"].input_schema.get("required", [])
+    notes = tools["notes"].input_schema["properties"]
+    assert notes["session"] == {"type": "string", "default": "morning"}  # its own input
+    assert notes["diagrama_session"]["description"].startswith(about)
+    assert "diagrama_session" in notes["diagrama_session"]["description"]
+    assert first.structured_content == {"message": "a", "said": ["a"], "turns": 1}
+    assert second.structured_content == {"message": "b", "said": ["a", "b"], "turns": 2}  # the memory carried
+    assert other.structured_content["said"] == ["c"]  # another session: its own memory
+    assert none.structured_content["said"] == ["d"]  # no session: no memory kept
+    assert bad.is_error and isinstance(bad.content[0], types.TextContent) and "session:" in bad.content[0].text
+    assert wrong.is_error  # `diagrama_session` is not chat's: it has `session`
+    assert noted_again.structured_content["notes"] == ["morning: tea", "noon: soup"]
+    assert greeter.is_error and isinstance(greeter.content[0], types.TextContent)
+    assert "no input 'session'" in greeter.content[0].text  # a robot without memory has no sessions
 
 
 def test_a_call_answers_the_final_variables_as_structured_content(connect: Connect) -> None:
@@ -341,6 +405,22 @@ def test_mcp_needs_a_key_of_the_server_and_runs_stay_the_key_s(api: str) -> None
     assert "no waiting run" in other.content[0].text
     run = httpx.get(f"{api}/v1/runs/{waiting.structured_content['run_id']}", headers={"Authorization": f"Bearer {KEY}"})
     assert run.json()["status"] == "waiting"  # the other key's answer never reached it
+
+
+def test_an_mcp_session_is_the_key_s_as_the_api_s_sessions_are(api: str) -> None:
+    async def go() -> tuple[types.CallToolResult, types.CallToolResult]:
+        async with _http(f"{api}/mcp", {"Authorization": f"Bearer {KEY}"})() as mine:
+            for message in ("a", "b"):
+                await mine.call_tool("chat", {"message": message, "session": "ana-1"})
+        async with _http(f"{api}/mcp", {"Authorization": f"Bearer {OTHER_KEY}"})() as theirs:
+            return (await theirs.call_tool("chat", {"message": "x", "session": "ana-1"}),
+                    await theirs.call_tool("chat", {"session": "s" * 100}))
+
+    theirs, long = _run(go)
+    assert theirs.structured_content["said"] == ["x"]  # the other key's session of that name is another
+    assert long.is_error and isinstance(long.content[0], types.TextContent) and "too long" in long.content[0].text
+    read = httpx.get(f"{api}/v1/sessions/ana-1", headers={"Authorization": f"Bearer {KEY}"}).json()
+    assert read["robot"] == "chat" and read["turns"] == 2 and read["memory"]["said"] == ["a", "b"]
 
 
 def test_an_output_naming_no_variable_is_a_load_error_at_its_line(robots: Path) -> None:

@@ -1,7 +1,8 @@
 """The served folder's robots as MCP tools (`diagrama mcp DIR` over stdio, `/mcp` under `diagrama api`), on the
 official SDK's low-level server: each robot a tool (its Start inputs' JSON Schema, its diagram's `description`),
 called as the API's `POST /v1/robots/{name}/runs` calls it, through the same backend (`start`, `resume`, `result`:
-engine.runs.turn's one turn), with the caller's key's tenancy.
+engine.runs.turn's one turn), with the caller's key's tenancy. A robot with memory (Start `memory`) takes an optional
+`session` argument (`diagrama_session` where it has an input named `session`): the API's `session`, the caller's key's.
 
 A run's result is its final variables (Start `output`: those only) as structured content, with their JSON as text;
 a failed run is a tool error naming the run's errors. A run that stops at a Wait asks the client for the answer
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
@@ -29,6 +31,7 @@ from engine.format.levels import MessageLevel
 from engine.format.redact import Redactor
 from engine.runtime.trace import Event
 from engine.web.service.durable import Refused
+from engine.web.service.models import SESSION_PATTERN
 from engine.web.service.robots import InputProblems, can_wait, input_schema, typed_inputs
 from engine.web.service.runs import run_id_shape
 from engine.web.service.tenants import Caller
@@ -56,6 +59,27 @@ _RESUME_SCHEMA: dict[str, Any] = {
     "properties": {"run_id": {"type": "string", "description": "the waiting run's id (its result's `run_id`)"},
                    "answer": {"type": "object", "description": "the Wait's form filled in (`waiting.form` is its "
                                                                "JSON Schema)"}}}
+_SESSION = re.compile(SESSION_PATTERN)
+_SESSION_ABOUT = "a conversation's id: runs of one session share the robot's memory"
+
+
+def _session_argument(diagram: Diagram) -> str | None:
+    """The argument that names a session, for a robot with memory: `session`, or `diagrama_session` where a Start
+    input is named `session`; None for a robot without memory (it has no sessions)."""
+    if not diagram.settings.memory:
+        return None
+    return "diagrama_session" if "session" in diagram.settings.inputs else "session"
+
+
+def _tool_schema(diagram: Diagram) -> dict[str, Any]:
+    """The robot's tool's input schema: its Start inputs', and its session argument where it keeps memory."""
+    schema = input_schema(diagram)
+    argument = _session_argument(diagram)
+    if argument is not None:
+        about = _SESSION_ABOUT if argument == "session" else \
+            f"{_SESSION_ABOUT} (named {argument}: the robot has an input named session)"
+        schema["properties"][argument] = {"type": "string", "pattern": SESSION_PATTERN, "description": about}
+    return schema
 
 
 class _Refusal(Exception):
@@ -99,7 +123,7 @@ class RobotsMcp:
                           _params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         robots = [(name, diagram) for name, diagram in await self.api.robots.valid() if name != RESUME_TOOL]
         tools = [types.Tool(name=name, description=diagram.spec.description or None,
-                            input_schema=input_schema(diagram)) for name, diagram in robots]
+                            input_schema=_tool_schema(diagram)) for name, diagram in robots]
         if any(can_wait(diagram) for _, diagram in robots):
             tools.append(types.Tool(name=RESUME_TOOL, input_schema=_RESUME_SCHEMA,
                                     description="Answer a robot's run that waits at a Wait for a person's answer; "
@@ -143,8 +167,10 @@ class RobotsMcp:
 
     async def _start(self, call: _Call, name: str, arguments: dict[str, Any]) -> RunAnswer:
         diagram = await self._diagram(name)
+        asked, session = self._session(call, name, diagram, arguments)
         try:
-            inputs = typed_inputs(diagram, arguments)
+            inputs = typed_inputs(diagram, {key: value for key, value in arguments.items()
+                                            if key != _session_argument(diagram)})
         except InputProblems as exc:
             raise _Refusal(f"the arguments do not fit robot '{name}'", exc.problems) from None
         # Progress is told per finished block, which the trace writes at Debug: a run asked for it writes at least that.
@@ -152,11 +178,29 @@ class RobotsMcp:
         state = call.ctx.request.scope.get("state", {}) if isinstance(call.ctx.request, Request) else {}
         try:
             run_id = await self.api.backend.start(name, diagram, inputs, level, state.get("key_id"),
-                                                  self._secrets(call))
-        except Refused as exc:
-            raise _Refusal(exc.message, exc.problems) from None
+                                                  self._secrets(call), session)
+        except Refused as exc:  # the session's: named as the caller names it
+            named = self.api.tenants.as_named
+            raise _Refusal(named(str(session), str(asked), exc.message),
+                           [named(str(session), str(asked), problem) for problem in exc.problems]) from None
         await self.api.tenants.record(run_id, call.caller)
         return await self._result(call, run_id)
+
+    def _session(self, call: _Call, name: str, diagram: Diagram,
+                 arguments: dict[str, Any]) -> tuple[str | None, str | None]:
+        """The session the call names (None: none), as the caller names it and as the store keeps it (the key's, as
+        the API's `start_run` keeps it)."""
+        argument = _session_argument(diagram)
+        asked = arguments.get(argument) if argument is not None else None
+        if asked is None:
+            return None, None
+        if not isinstance(asked, str) or not _SESSION.match(asked):
+            raise _Refusal(f"the arguments do not fit robot '{name}'",
+                           [f"{argument}: a session's id is 1 to 100 letters, digits and _.:@-"])
+        try:
+            return asked, self.api.tenants.new_session(call.caller, asked)
+        except Refused as exc:
+            raise _Refusal(exc.message, exc.problems) from None
 
     async def _resume(self, call: _Call, run_id: str, answer: object) -> RunAnswer:
         """The run answered through the backend's resume (a turn), as `POST /v1/runs/{id}/resume` does."""
