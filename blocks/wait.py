@@ -7,8 +7,9 @@ against `form` (a JSON Schema) before the run goes on; the Wait then runs again 
 `answer`. An answer later than `timeout` seconds after the question fails the Wait with
 `wait_timeout`, under the block's error level. A scenario answers it by block id (`replies:
 {approve: [{answer: {approved: true}, waited: 60}]}`): the answer is checked against the form
-as a person's is, and `waited` pretends that many seconds passed. `notify: {webhook, allowed_hosts}` tells someone
-the run waits, with a signed link that answers it (blocks/_wait_notify.py).
+as a person's is, and `waited` pretends that many seconds passed. `notify: {webhook, allowed_hosts, email}` tells
+someone the run waits (a JSON POST, an e-mail), with a signed link that answers it (blocks/_wait_notify.py,
+blocks/_wait_email.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from engine import Block, BlockError, Report, RunSuspended, WaitTimeout, schema_
 
 if TYPE_CHECKING:
     from engine import RunContext  # annotations only: importing the run context loads asyncio
+    from engine.format.spec import DiagramSpec
 
 
 class WaitInputs(BaseModel):
@@ -33,8 +35,9 @@ class WaitInputs(BaseModel):
     form: dict[str, Any] | None = Field(default=None, description="the answer's JSON Schema (an object's properties)")
     timeout: float | None = Field(default=None, gt=0, description="seconds to answer; later, the Wait fails "
                                                                   "with wait_timeout")
-    notify: WaitNotify | None = Field(default=None, description="{webhook, allowed_hosts}: a JSON POST when the run "
-                                                                "stops here, with a signed answer_url")
+    notify: WaitNotify | None = Field(default=None, description="{webhook, allowed_hosts, email: {to, subject}}: a "
+                                                                "JSON POST and/or an e-mail when the run stops here, "
+                                                                "with a signed answer_url")
 
 
 class WaitOutputs(BaseModel):
@@ -60,6 +63,11 @@ class Wait(Block):
                 example = "e.g. {type: object, properties: {approved: {type: boolean}}, required: [approved]}"
                 report("form", f"form is no JSON Schema we can check answers with: {refusal}",
                        None if "linear time" in refusal else example)
+
+    def check_diagram(self, diagram: DiagramSpec, report: Report) -> None:
+        from blocks._wait_email import check_written  # a templated notify: (a subject) is checked as written
+
+        check_written(self.spec.with_.get("notify"), report)
 
     async def run(self, inputs: WaitInputs, context: RunContext) -> dict[str, Any]:
         answer = context.answer
