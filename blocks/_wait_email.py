@@ -62,14 +62,16 @@ class EmailNotify(BaseModel):
 
 
 def check_written(notify: Any, report: Report) -> None:
-    """Load-time checks of `notify:` as written, for what the loader's own check of its inputs leaves: a missing
-    field (`to`), which it reports only for a block's top-level inputs, and, where `notify:` holds templates (a
-    subject), every problem but those of values a run renders."""
+    """Load-time checks of `notify:` as written where it holds templates (a subject), which the loader's own check of
+    the inputs leaves to the run: every problem but those of values a run renders. (A constant `notify:` is checked
+    whole by the loader, a missing `to` included.)"""
     from blocks._wait_notify import WaitNotify
 
     if not isinstance(notify, dict):
         return
     templated = _templated(notify)
+    if not templated:
+        return
     try:
         WaitNotify.model_validate(notify)
     except ValidationError as exc:

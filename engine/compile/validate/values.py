@@ -266,12 +266,16 @@ def _check_constants(c: Compilation, compiled: CompiledBlock, constants: dict[st
         failed: set[str] = set()
         for error in exc.errors(include_url=False):
             loc = error["loc"]
-            if error["type"] == "missing" or (loc and loc[0] in templated) or (not loc and templated):
+            # A missing input itself is reported with its description (`_check_required`); one missing inside a
+            # written value (a key of a mapping input) is this value's problem, reported here.
+            if (error["type"] == "missing" and len(loc) <= 1) or (loc and loc[0] in templated) or (not loc and templated):
                 continue
             if loc:
                 failed.add(str(loc[0]))
             dotted = ".".join(str(part) for part in loc)
-            c.problems.add((*where, *loc), f"{error['msg']} (got {shown(error.get('input'))})", block=compiled.id,
+            said = f"missing required key '{loc[-1]}'" if error["type"] == "missing" \
+                else f"{error['msg']} (got {shown(error.get('input'))})"
+            c.problems.add((*where, *loc), said, block=compiled.id,
                            field=f"with.{dotted}" if dotted else "with", code="invalid_input")
         # The block's own checks still look at the inputs that are fine, so one pass finds everything.
         checked.update(_read_tables(c, {k: v for k, v in constants.items() if k not in failed}))
