@@ -152,7 +152,7 @@ def test_offline_or_without_a_server_nothing_is_sent(tmp_path: Path, inbox: tupl
     ("{to: ops@example.com, from: robots}", 4, "'robots' is no e-mail address"),
     ('{to: "ops@", subject: "Hi"}', 3, "'ops@' is no e-mail address"),
     ('{subject: "Hi {{ text }}"}', 3, "notify.email.to: Field required"),
-    ("{subject: Hi}", 3, "Field required"),
+    ("{subject: Hi}", 3, "missing required key 'to'"),
     ('{to: ops@example.com, subjet: "Hi {{ text }}"}', 4, "Extra inputs are not permitted"),
     ("{to: [], subject: Hi}", 3, "at least 1 item"),
 ])
