@@ -219,3 +219,14 @@ def test_the_example_robot_runs_on_its_schedule_and_from_a_signed_github_deliver
     run = ended(app, answered.json()["run_id"])
     assert run["status"] == "succeeded" and run["variables"]["topic"] == "Login fails"
     assert "Login fails" in run["variables"]["digest"]  # the simulator's answer, offline
+
+
+def test_a_callback_diagrama_signs_passes_a_webhooks_hmac_check() -> None:
+    # One scheme, written by the callbacks and checked by the webhooks: one diagrama's callback can start another's robot.
+    from engine.web.service.callbacks import signature
+    from engine.web.service.signatures import delivery_key
+
+    body, stamp = b'{"run_id": "r1", "status": "succeeded"}', "1796563764"
+    headers = {"x-diagrama-signature": signature("s3cret-callback-key", stamp, body), "x-diagrama-timestamp": stamp}
+    assert delivery_key("hmac", b"s3cret-callback-key", body, headers, now=1796563764.0, tolerance=300) is not None
+    assert delivery_key("hmac", b"another-key-altogether", body, headers, now=1796563764.0, tolerance=300) is None

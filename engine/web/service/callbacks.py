@@ -20,8 +20,6 @@ that must know polls `GET /v1/runs/{id}`.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -32,6 +30,7 @@ from engine.errors import UsageError
 from engine.format.hosts import read_host_entry, url_refusal
 from engine.runs.service_logs import log
 from engine.web.service.durable import Refused
+from engine.web.service.signatures import sign
 
 __all__ = ["CALLBACK_HOSTS_VARIABLE", "CALLBACK_SECRET_VARIABLE", "CALLED_BACK", "FIRST_DELAY_S", "TRIES", "Callbacks",
            "signature"]
@@ -52,9 +51,9 @@ AnswerAtEnd = Callable[[], Awaitable[tuple[str, bytes] | None]]
 
 
 def signature(secret: str, timestamp: str, body: bytes) -> str:
-    """`X-Diagrama-Signature`'s value for a body sent at `timestamp`."""
-    digest = hmac.new(secret.encode("utf-8"), timestamp.encode("ascii") + b"." + body, hashlib.sha256).hexdigest()
-    return f"sha256={digest}"
+    """`X-Diagrama-Signature`'s value for a body sent at `timestamp`: the `hmac` scheme a robot's webhook checks
+    (engine.web.service.signatures), so that one diagrama's callbacks can start another's robots."""
+    return f"sha256={sign(secret.encode('utf-8'), timestamp.encode('ascii') + b'.' + body)}"
 
 
 class Callbacks:
