@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine import BlockTimeout, Event, InputError, ProviderError, Report, RunError
-from engine.providers import Answer, HttpCall, Part, Request, ToolSpec, WireError, estimate
+from engine.providers import HttpCall, Part, Request, ToolSpec, WireError, estimate
 
 if TYPE_CHECKING:
     from blocks._request import RequestBlock  # annotations only: _request imports this module
     from engine import RunContext
+    from engine.providers import Answer  # annotations only: it loads httpx and the simulator, which validate needs not
 
 __all__ = ["Attempt", "RequestSettings", "answer_in_turn", "check_fallbacks", "fallback_blocks", "falls_back"]
 
@@ -189,7 +190,7 @@ def _next_attempt(context: RunContext, pending: list[tuple[RequestBlock, str]], 
     return None, skipped
 
 
-Send = Callable[[Attempt, float], Awaitable[Answer]]
+Send = Callable[[Attempt, float], Awaitable["Answer"]]
 """send(attempt, seconds left): the vendor's answer to the attempt's call, retried within those seconds."""
 
 

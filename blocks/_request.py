@@ -37,7 +37,6 @@ from engine import (
 )
 from engine.providers import (
     Adapter,
-    Answer,
     Message,
     Part,
     PartsError,
@@ -56,6 +55,7 @@ from engine.providers import (
 
 if TYPE_CHECKING:
     from engine import RunContext  # annotations only: importing the run context loads asyncio
+    from engine.providers import Answer  # annotations only: it loads httpx and the simulator
 
 __all__ = ["RequestBlock", "RequestInputs", "RequestOutputs", "ThinkingInputs", "check_history", "tool_specs"]
 

@@ -12,7 +12,6 @@ that the one that checks it lacks.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import re
 from typing import TYPE_CHECKING, Annotated, Any
@@ -137,6 +136,8 @@ async def send_email(url: str, spec: EmailNotify, prompt: str, form: dict[str, A
     message["To"] = ", ".join(spec.to)
     message.set_content(_body(redact(prompt), form, link, context))
     try:
+        import asyncio  # loaded when a run sends: validate needs no event loop
+
         await asyncio.wait_for(asyncio.to_thread(_send, server, message, seconds), seconds)
     except TimeoutError:
         return f"no answer from the SMTP server {server.host}:{server.port} in {seconds:g} s"

@@ -8,7 +8,6 @@ Debug traces each passage's scores (`passages_retrieved`); `{{ result | cite }}`
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -57,6 +56,8 @@ class Retrieve(Block):
             raise InputError(f"no knowledge base '{inputs.knowledge}' (knowledge bases: {known})",
                              type="unknown_knowledge")
         if not base.ready:
+            import asyncio  # loaded when a run retrieves: validate needs no event loop
+
             await asyncio.to_thread(base.loaded)  # the first retrieval indexes the folder: not on the event loop
         passages = base.retrieve(inputs.query, inputs.top_k, inputs.min_score, inputs.filter or None)
         rows = [passage.row() for passage in passages]

@@ -27,7 +27,7 @@ __all__ = ["Checkpointer"]
 class Checkpointer:
     """Where one durable run writes its checkpoints (`store`), and how far it has written them."""
 
-    __slots__ = ("marked", "resumed", "run", "seq", "store")
+    __slots__ = ("_constants", "marked", "resumed", "run", "seq", "store")
 
     def __init__(self, run: Run, store: Checkpoints) -> None:
         self.run = run
@@ -38,6 +38,8 @@ class Checkpointer:
         """How much of the run's path the checkpoints so far cover (each holds the blocks run since the one before)."""
         self.resumed = False
         """Whether the run continues from a checkpoint: a top run's children may then have begun before it stopped."""
+        self._constants: tuple[Any, Any, dict[str, Any]] | None = None
+        """(clock, ceiling, their header entries) as `_constant_header` last wrote them out."""
 
     def begin(self, fields: dict[str, Any]) -> None:
         """The run's record in the store: `running`, with its diagram, process, parent and session (OSError when the
@@ -82,19 +84,38 @@ class Checkpointer:
     def state(self, following: CompiledBlock | None, came_from: CompiledBlock | None) -> bytes:
         """The run's state as a checkpoint holds it, scrubbed of its secrets; SnapshotError for a value it cannot hold."""
         run = self.run
-        header = {"next": following.id if following is not None else None,
+        ctx = run.ctx
+        header: dict[str, Any] = {"next": following.id if following is not None else None,
                   "from": came_from.id if came_from is not None else None, "steps": run.steps,
-                  "tokens": run.tokens, "errors": run.errors, "segment": run.path[self.marked:],
-                  "calls": run.root.calls, "spend": run.ctx.spend.state()}
-        if run.ctx.clock is not None:  # a resumed run's `now()` reads the instant it started at
-            header["clock"] = run.ctx.clock.isoformat()
-        if run.ctx.ceiling is not None and not run.nested:  # lowered when it started (--budget): so it resumes
-            header["budget"] = run.ctx.ceiling.model_dump(exclude_none=True)
+                  "tokens": run.tokens, "segment": run.path[self.marked:]}
+        # A checkpoint's size is most of its price (a step's commit): what is empty or never changes is written
+        # small. A run that has asked no vendor has no cost to keep (restored as none: a fresh Spend).
+        if run.errors:
+            header["errors"] = run.errors
+        if run.root.calls:
+            header["calls"] = run.root.calls
+        if ctx.spend.requests:
+            header["spend"] = ctx.spend.state()
+        if ctx.clock is not None or (ctx.ceiling is not None and not run.nested):
+            header.update(self._constant_header())
         functions = run.diagram.env.functions
         values = {name: value for name, value in run.ctx.scope.values.items() if name not in functions}
         blocks = run.diagram.blocks
         loops = {block: blocks[block].impl.save_state(state) for block, state in run.ctx.loop_states.items()}
         return bytes(run.trace.redactor.encoded(encode_state(header, values, loops)))
+
+    def _constant_header(self) -> dict[str, Any]:
+        """The header's parts a run sets as it starts and keeps: its clock (a resumed run's `now()` reads the
+        instant it started at) and a top run's budget (lowered by --budget: so it resumes). Written out once."""
+        ctx = self.run.ctx
+        if self._constants is None or self._constants[0] is not ctx.clock or self._constants[1] is not ctx.ceiling:
+            written: dict[str, Any] = {}
+            if ctx.clock is not None:
+                written["clock"] = ctx.clock.isoformat()
+            if ctx.ceiling is not None and not self.run.nested:
+                written["budget"] = ctx.ceiling.model_dump(exclude_none=True)
+            self._constants = (ctx.clock, ctx.ceiling, written)
+        return self._constants[2]
 
     def save(self, following: CompiledBlock | None, came_from: CompiledBlock | None) -> None:
         """Write the run's state, to continue at `following` (None: the run's end); committed before it returns."""

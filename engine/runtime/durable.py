@@ -135,7 +135,7 @@ def resumed_from(states: list[bytes], *, seq: int) -> Resumed:
         return Resumed(next=_field(header, "next", str, optional=True),
                        came_from=_field(header, "from", str, optional=True), values=values, loops=loops,
                        steps=_field(header, "steps", int), tokens=_field(header, "tokens", int),
-                       errors=_field(header, "errors", list), path=path, seq=seq,
+                       errors=_field(header, "errors", list, optional=True) or [], path=path, seq=seq,
                        calls=_field(header, "calls", dict, optional=True) or {},
                        spend=_spend(_field(header, "spend", dict, optional=True)),
                        budget=_budget(_field(header, "budget", dict, optional=True)),
