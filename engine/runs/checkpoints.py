@@ -34,6 +34,7 @@ from typing import Any, Protocol
 import orjson
 
 from engine.format.snapshot import SnapshotDamaged, decode, encode_value
+from engine.format.sqlite_files import BUSY_TIMEOUT_S, sqlite_pragmas
 from engine.runs.session_memory import MemoryBase, compact, expand_all, log_rows, memory_at, rewritten, tombstone
 from engine.runs.traces import INTERRUPTED, process_gone
 
@@ -171,9 +172,8 @@ class SqliteCheckpoints:
         self.url = f"sqlite:///{path}"
         try:
             # Autocommit: each statement is its own transaction, committed when it returns.
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
+            sqlite_pragmas(self._db)
             self._db.executescript(_SCHEMA)
         except sqlite3.Error as exc:
             raise OSError(f"the checkpoint store {path} cannot be opened: {exc}") from exc

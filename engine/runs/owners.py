@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from engine.format.sqlite_files import BUSY_TIMEOUT_S, sqlite_pragmas
 from engine.runs.checkpoints import in_parts
 from engine.runs.checkpoints_pg import AsyncPgWrites, PgWrites
 from engine.runs.sql_urls import conninfo
@@ -58,8 +59,8 @@ class _SqliteOwners(RunOwners):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.where = str(path)
         try:
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
+            sqlite_pragmas(self._db)
             self._db.execute(_SQLITE_SCHEMA)
         except sqlite3.Error as exc:
             raise OSError(f"the run owners in {path} cannot be opened: {exc}") from exc

@@ -44,6 +44,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from engine.compile.diagram import Diagram
 from engine.format.jsonout import plain
+from engine.format.sqlite_files import sqlite_pragmas
 from engine.runtime.execute import RunResult
 
 __all__ = ["STORE_VARIABLE", "RequestKey", "RunStore", "default_store_url", "open_recorded_store", "open_store"]
@@ -165,7 +166,7 @@ class RunStore:
         # Pre-ping: a connection the pool kept across a database restart is dropped, not handed out (every request 500)
         self.engine: Engine = create_engine(url, future=True, pool_pre_ping=True, pool_recycle=1800)
         if self.engine.dialect.name == "sqlite":
-            event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "connect", sqlite_pragmas)
         for attempt in range(5):
             try:
                 metadata.create_all(self.engine)
@@ -429,11 +430,3 @@ def _add_new_columns(engine: Engine) -> None:
         # Another process made it first.
         if _RUNS_STARTED.name not in {index["name"] for index in inspect(engine).get_indexes("runs")}:
             raise
-
-
-def _sqlite_pragmas(connection: Any, _record: Any) -> None:
-    cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=10000")
-    cursor.close()

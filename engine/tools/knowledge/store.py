@@ -30,6 +30,7 @@ from sqlalchemy import (
     select,
 )
 
+from engine.format.sqlite_files import sqlite_pragmas
 from engine.tools.knowledge.chunks import Chunk
 
 if TYPE_CHECKING:
@@ -93,17 +94,10 @@ def _engine(url: str) -> Engine:
         if found is None:
             found = create_engine(url)
             if url.startswith("sqlite"):
-                event.listen(found, "connect", _sqlite_pragmas)
+                event.listen(found, "connect", sqlite_pragmas)  # readers (runs) go on while `diagrama index` writes
             metadata.create_all(found)
             _ENGINES[url] = found
         return found
-
-
-def _sqlite_pragmas(connection: Any, _record: Any) -> None:
-    cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")  # readers (runs) go on while `diagrama index` writes
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
 
 
 class IndexStore:
