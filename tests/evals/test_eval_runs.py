@@ -269,3 +269,33 @@ def test_each_eval_is_handed_to_the_run_store_with_its_report(tmp_path: Path) ->
     assert (found["diagram"], found["content_hash"]) == (str((tmp_path / "robot.yaml").resolve()),
                                                          report["summary"]["content_hash"])
     assert found["eval_file"] == str((tmp_path / "robot.eval.yaml").resolve()) and found["revision"] is None
+
+
+DATED = """\
+diagram: dated
+blocks:
+  - id: start
+    type: Start
+    inputs: {question: ""}
+    next: stamp
+  - id: stamp
+    type: Set
+    set: {answer: "{{ today() }} {{ now().hour }}h"}
+"""
+
+
+def test_the_files_clock_and_a_cases_own_are_what_now_and_today_read(tmp_path: Path) -> None:
+    # An eval's answers must not drift by the day: `clock:` fixes the instant its runs read, a case's own wins.
+    folder_with(tmp_path, """\
+diagram: robot.yaml
+clock: "2026-03-01T09:30:00+01:00"
+cases:
+  - {id: files, inputs: {question: a}, expected: "2026-03-01 8h"}  # 09:30 at +01:00 is 08:30 UTC
+  - {id: own, inputs: {question: b}, expected: "2027-12-31 23h", clock: "2027-12-31T23:59:00+00:00"}
+scorers:
+  - {id: same, equals: }
+""", robot=DATED)
+    code, payload = as_json(tmp_path)
+    assert code == 0, payload
+    answers = {case["id"]: (case["output"], case["score"]) for case in payload["cases"]}
+    assert answers == {"files": ("2026-03-01 8h", 1.0), "own": ("2027-12-31 23h", 1.0)}
