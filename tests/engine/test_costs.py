@@ -5,6 +5,7 @@ unknown price said as such, never summed as if it were the whole."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,17 +31,31 @@ def _fresh_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     reset_prices()
 
 
-def _run(diagram: str, tmp_path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
-    result = cli.invoke(app, ["run", str(ROOT / "diagrams" / diagram), "--offline", "--runs-dir", str(tmp_path),
-                              "--output", "json"])
+def _run(diagram: str | Path, tmp_path: Path) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    path = diagram if isinstance(diagram, Path) else ROOT / "diagrams" / diagram
+    result = cli.invoke(app, ["run", str(path), "--offline", "--runs-dir", str(tmp_path), "--output", "json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     called = [event for event in read_events(Path(payload["trace"])) if event["event"] == "provider_called"]
     return payload, called, result.stderr
 
 
+def _unpriced(tmp_path: Path) -> Path:
+    """The order agent on claude-haiku-5-5, which the shipped table leaves unpriced (its price has two bands by prompt
+    length), in a copy of the examples' folder (its tool registry and their handlers beside it)."""
+    folder = tmp_path / "unpriced"
+    shutil.copytree(ROOT / "diagrams", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    diagram = folder / "order_agent.yaml"
+    text = diagram.read_text(encoding="utf-8")
+    unpriced = text.replace("model: claude-sonnet-5-5", "model: claude-haiku-5-5")
+    assert unpriced != text and cost_of("anthropic", "claude-haiku-5-5", {"input_tokens": 1}) is None
+    diagram.write_text(unpriced, encoding="utf-8")
+    return diagram
+
+
 def test_a_model_with_no_price_makes_the_runs_cost_unknown(tmp_path: Path) -> None:
-    payload, called, console = _run("order_agent.yaml", tmp_path)  # claude-sonnet-5-5: not in the table
+    payload, called, console = _run(_unpriced(tmp_path), tmp_path)
+    assert {event["model"] for event in called} == {"claude-haiku-5-5"}
     assert [event["cost"] for event in called] == [None, None]
     assert payload["cost"] == {"usd": None, "known_usd": 0.0, "requests": 2, "unknown_steps": 2}
     assert payload["usage_by_block"]["ask"]["usd"] is None and payload["usage_by_block"]["ask"]["requests"] == 2
@@ -53,15 +68,14 @@ def test_a_model_with_no_price_makes_the_runs_cost_unknown(tmp_path: Path) -> No
         and "$" not in table.stdout
 
 
-def test_a_priced_model_costs_its_usage_at_the_tables_prices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    prices = tmp_path / "prices.yaml"
-    prices.write_text("anthropic:\n  claude-sonnet-5-5*:\n    input: 3\n    output: 15\n    taken: 2026-12-01\n"
-                      "    source: https://example.com/prices\n")
-    monkeypatch.setenv("DIAGRAMA_PRICES", str(prices))
-    reset_prices()
+def test_a_priced_model_costs_its_usage_at_the_tables_prices(tmp_path: Path) -> None:
+    # The order agent's claude-sonnet-5-5, at the shipped table's 2 USD in and 10 out per million tokens.
     payload, called, console = _run("order_agent.yaml", tmp_path)
+    assert {event["model"] for event in called} == {"claude-sonnet-5-5"}
+    assert all(set(event["usage"]) == {"input_tokens", "output_tokens"} for event in called)  # no cache kinds
     costs = [event["cost"]["usd"] for event in called]
-    assert costs == [(e["usage"]["input_tokens"] * 3 + e["usage"]["output_tokens"] * 15) / 1e6 for e in called]
+    assert costs == [pytest.approx((e["usage"]["input_tokens"] * 2 + e["usage"]["output_tokens"] * 10) / 1e6)
+                     for e in called]
     assert all(cost > 0 for cost in costs)
     assert payload["cost"] == {"usd": pytest.approx(sum(costs)), "requests": 2, "unknown_steps": 0}
     assert payload["usage_by_block"] == {"ask": {  # per request block: both of ask's requests
@@ -71,6 +85,19 @@ def test_a_priced_model_costs_its_usage_at_the_tables_prices(tmp_path: Path, mon
     table = cli.invoke(app, ["trace", payload["run_id"], "--runs-dir", str(tmp_path)])
     shown = [line for line in table.stdout.splitlines() if "ClaudeRequest" in line]
     assert [f"${cost:.6f}" in line for line, cost in zip(shown, costs, strict=True)] == [True, True]
+
+
+def test_a_users_price_file_overrides_the_shipped_price(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("anthropic:\n  claude-sonnet-5-5*:\n    input: 3\n    output: 15\n    taken: 2026-12-01\n"
+                      "    source: https://example.com/prices\n")
+    monkeypatch.setenv("DIAGRAMA_PRICES", str(prices))
+    reset_prices()
+    payload, called, _ = _run("order_agent.yaml", tmp_path)
+    costs = [event["cost"]["usd"] for event in called]
+    assert costs == [pytest.approx((e["usage"]["input_tokens"] * 3 + e["usage"]["output_tokens"] * 15) / 1e6)
+                     for e in called]
+    assert payload["cost"] == {"usd": pytest.approx(sum(costs)), "requests": 2, "unknown_steps": 0}
 
 
 def test_a_loops_passes_and_their_children_count_in_the_top_runs_cost(tmp_path: Path) -> None:
@@ -100,7 +127,7 @@ def test_the_run_store_keeps_each_runs_cost_and_diagrama_runs_shows_it(tmp_path:
             "INSERT INTO runs (run_id, diagram, content_hash, status, started, steps) "
             "VALUES ('20200101-000000-000000', '/x/old.yaml', 'h', 'succeeded', 1, 1)"))
     old.dispose()
-    unknown, _, _ = _run("order_agent.yaml", tmp_path)
+    unknown, _, _ = _run(_unpriced(tmp_path), tmp_path)
     priced, _, _ = _run("triage_inbox.yaml", tmp_path)
     store = RunStore(default_store_url(tmp_path))
     rows = {row["run_id"]: row for row in store.recent(10)}

@@ -96,10 +96,17 @@ def test_order_agent_exports_a_span_tree_with_genai_attributes(tmp_path: Path) -
     assert header["event"] == "run_started"
     assert header["otel_trace_id"] == f"{root.context.trace_id:032x}"
     assert dict(root.attributes or {})["diagrama.run.id"] == result.run_id
-    # claude-sonnet-5-5 has no price: each chat says its cost is unknown and the run gives no total.
-    assert attributes["diagrama.cost_unknown"] is True and "diagrama.cost_usd" not in attributes
-    assert dict(root.attributes or {})["diagrama.cost_unknown_steps"] == 2
-    assert "diagrama.cost_usd" not in dict(root.attributes or {})
+    # claude-sonnet-5-5 is priced (the shipped table: 2 USD in, 10 out per million tokens): each chat has its cost and
+    # the run their sum.
+    costs = []
+    for chat in (first, second):
+        said = dict(chat.attributes or {})
+        assert "diagrama.cost_unknown" not in said
+        costs.append(said["diagrama.cost_usd"])
+        assert said["diagrama.cost_usd"] == pytest.approx(
+            (said["gen_ai.usage.input_tokens"] * 2 + said["gen_ai.usage.output_tokens"] * 10) / 1e6)
+    assert dict(root.attributes or {})["diagrama.cost_unknown_steps"] == 0
+    assert dict(root.attributes or {})["diagrama.cost_usd"] == pytest.approx(sum(costs))
 
 
 def test_a_chat_span_has_every_usage_kind_and_its_cost() -> None:
@@ -113,6 +120,17 @@ def test_a_chat_span_has_every_usage_kind_and_its_cost() -> None:
         "gen_ai.usage.input_tokens": 4620, "gen_ai.usage.output_tokens": 30, "gen_ai.usage.reasoning_tokens": 12,
         "gen_ai.usage.cache_creation.input_tokens": 1200, "gen_ai.usage.cache_read.input_tokens": 3400,
         "diagrama.cost_usd": 0.0123}
+
+
+def test_a_model_with_no_price_says_its_cost_is_unknown_never_zero() -> None:
+    from engine.runs.otel_genai import chat_attributes, run_cost_attributes
+
+    # claude-haiku-5-5: not in the shipped table (two price bands by prompt length), so its request's cost is null.
+    chat = chat_attributes({"vendor": "anthropic", "model": "claude-haiku-5-5", "finish": "complete", "cost": None,
+                            "usage": {"input_tokens": 281, "output_tokens": 10}})
+    assert chat["diagrama.cost_unknown"] is True and "diagrama.cost_usd" not in chat
+    run = run_cost_attributes({"usd": None, "known_usd": 0.0, "requests": 2, "unknown_steps": 2})
+    assert run == {"diagrama.cost_unknown_steps": 2}  # no total
 
 
 def test_detailed_exports_message_contents_and_never_a_key(tmp_path: Path) -> None:

@@ -34,6 +34,33 @@ def test_a_dated_model_name_takes_its_patterns_price() -> None:
     assert price_of("groq", "llama-3.3-70b-versatile-x") is None  # no pattern: the exact name only
 
 
+def test_the_claude_5_generation_resolves_each_name_to_its_own_price() -> None:
+    def prices(model: str) -> tuple[float, float, float | None, float | None] | None:
+        price = price_of("anthropic", model)
+        return None if price is None else (price.input, price.output, price.cache_write, price.cache_read)
+
+    sonnet_5_5, sonnet_5 = (2.00, 10.00, 2.50, 0.10), (2.00, 10.00, 2.50, 0.20)
+    opus_5_5, opus_5 = (4.00, 20.00, 5.00, 0.20), (5.00, 25.00, 6.25, 0.50)
+    assert prices("claude-sonnet-5-5") == prices("claude-sonnet-5-5-20260915") == sonnet_5_5
+    assert prices("claude-sonnet-5") == prices("claude-sonnet-5-20260630") == sonnet_5
+    assert prices("claude-opus-5-5") == prices("claude-opus-5-5-20261001") == opus_5_5
+    assert prices("claude-opus-5") == prices("claude-opus-5-20260724") == opus_5
+    for model in ("claude-opus-4-8", "claude-opus-4-7", "claude-opus-4-6", "claude-opus-4-5-20251101"):
+        assert prices(model) == opus_5, model
+    assert prices("claude-sonnet-4-6") == (3.00, 15.00, 3.75, 0.30)
+    assert prices("claude-fable-5-1") == (10.00, 50.00, 12.50, 0.25)
+    assert prices("claude-opus-4-1") == (15.00, 75.00, 18.75, 1.50)  # the older entries stay
+    # claude-sonnet-5's dated names only: a Sonnet 5.x the table does not have is not priced as Sonnet 5.
+    assert prices("claude-sonnet-5-2") is None and prices("claude-opus-5-1") is None
+    # Priced in two bands by prompt length, which the table cannot say; no checked source: both unknown.
+    assert price_of("anthropic", "claude-haiku-5-5") is None
+    assert price_of("gemini", "gemini-3.5-flash") is None
+    for model in ("claude-sonnet-5-5", "claude-sonnet-5", "claude-opus-5-5", "claude-fable-5-1"):
+        price = price_of("anthropic", model)
+        assert price is not None and str(price.taken) == "2026-12-06"
+        assert price.source == "https://platform.claude.com/docs/en/about-claude/pricing"
+
+
 def test_input_output_and_cache_kinds_are_each_at_their_price() -> None:
     # claude-sonnet-4-5: 3 in, 15 out, 3.75 cache write, 0.30 cache read per million.
     usage = {"input_tokens": 1_000_000, "output_tokens": 100_000, "cache_write_tokens": 200_000,
@@ -68,15 +95,16 @@ def test_an_unknown_model_or_an_unpriced_kind_costs_unknown_never_zero() -> None
 
 
 def test_a_users_file_overrides_and_adds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert price_of("anthropic", "claude-haiku-5-5") is None  # not in the shipped table
     own = tmp_path / "prices.yaml"
-    own.write_text("anthropic:\n  claude-sonnet-5-5*:\n    input: 2\n    output: 10\n    taken: 2026-01-01\n"
+    own.write_text("anthropic:\n  claude-haiku-5-5*:\n    input: 0.1\n    output: 0.5\n    taken: 2026-01-01\n"
                    "    source: https://example.com/prices\n"
                    "groq:\n  llama-3.3-70b-versatile:\n    input: 1\n    output: 1\n    taken: 2026-01-01\n"
                    "    source: https://example.com/prices\n")
     monkeypatch.setenv("DIAGRAMA_PRICES", str(own))
     reset_prices()
-    added = cost_of("anthropic", "claude-sonnet-5-5-20260101", {"input_tokens": 1_000_000, "output_tokens": 0})
-    assert added is not None and added.usd == pytest.approx(2)
+    added = cost_of("anthropic", "claude-haiku-5-5-20260101", {"input_tokens": 1_000_000, "output_tokens": 0})
+    assert added is not None and added.usd == pytest.approx(0.1)
     overridden = cost_of("groq", "llama-3.3-70b-versatile", {"input_tokens": 1_000_000, "output_tokens": 0})
     assert overridden is not None and overridden.usd == pytest.approx(1)
     assert price_of("anthropic", "claude-haiku-4-5") is not None  # the shipped entries stay

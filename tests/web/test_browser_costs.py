@@ -1,8 +1,8 @@
 """What a run cost, in the studio's run view, end to end in headless Chromium (issue 40): the order agent run offline
-with a priced model shows its request block's cost on its node (both of its calls summed, with the count), the run's
-total in the run panel (the trace's own figure, to 4 significant digits) and each step's cost and tokens; with a
-model the price table does not have, "cost unknown", never $0. Screenshots go to tests/artifacts/ (git-ignored) and
-to /work/notes/studio-cost.png where that folder can be made."""
+(claude-sonnet-5-5, which the table prices) shows its request block's cost on its node (both of its calls summed,
+with the count), the run's total in the run panel (the trace's own figure, to 4 significant digits) and each step's
+cost and tokens; with a model the price table does not have (claude-haiku-5-5), "cost unknown", never $0.
+Screenshots go to tests/artifacts/ (git-ignored) and to /work/notes/studio-cost.png where that folder can be made."""
 
 from __future__ import annotations
 
@@ -19,24 +19,26 @@ from tests.web.test_browser import DIAGRAMS, ORDER_AGENT, node, open_diagram, se
 
 pytestmark = pytest.mark.browser  # Debian's Chromium through Playwright (slow too)
 
-PRICED = "order_agent_priced.yaml"
+UNPRICED = "order_agent_unpriced.yaml"
 NOTES = Path("/work/notes")
 
 
 @pytest.fixture(scope="module")
 def costs(studio: Any, tmp_path_factory: pytest.TempPathFactory) -> Served:
-    """The examples, and the order agent again on a model prices.yaml prices (its own is not in the table)."""
+    """The examples, and the order agent again on a model prices.yaml has no price for: claude-haiku-5-5 (priced in
+    two bands by prompt length, which the table cannot say)."""
     root = tmp_path_factory.mktemp("costs") / "diagrams"
     shutil.copytree(DIAGRAMS, root, ignore=shutil.ignore_patterns("*.embeddings.json", "__pycache__"))
     text = (root / ORDER_AGENT).read_text(encoding="utf-8")
-    priced = text.replace("claude-sonnet-5-5", "claude-sonnet-4-5")
-    assert priced != text
-    (root / PRICED).write_text(priced, encoding="utf-8")
+    unpriced = text.replace("model: claude-sonnet-5-5", "model: claude-haiku-5-5")
+    assert unpriced != text
+    (root / UNPRICED).write_text(unpriced, encoding="utf-8")
     return studio(root)
 
 
-def run_offline(page: Any, served: Served, path: str) -> dict[str, Any]:
-    """Opens a diagram, runs it from the run panel and waits until it succeeded; its trace's run_finished event."""
+def run_offline(page: Any, served: Served, path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Opens a diagram, runs it from the run panel and waits until it succeeded; its trace's run_finished event and
+    its provider_called events."""
     open_diagram(page, served, path, blocks=5)
     page.get_by_role("button", name="Open the run panel").click()
     panel = page.locator(".run-panel")
@@ -47,7 +49,7 @@ def run_offline(page: Any, served: Served, path: str) -> dict[str, Any]:
     assert run_id, panel.locator(".run-status").inner_text()
     events = [json.loads(line) for line in (served.runs / run_id.group(1) / "trace.jsonl").read_text().splitlines()]
     finished: dict[str, Any] = next(e for e in reversed(events) if e["event"] == "run_finished")
-    return finished
+    return finished, [e for e in events if e["event"] == "provider_called"]
 
 
 def dollars(text: str) -> float:
@@ -57,9 +59,12 @@ def dollars(text: str) -> float:
 
 
 def test_a_run_shows_each_blocks_cost_and_the_total(page: Any, costs: Served, artifacts: Path) -> None:
-    finished = run_offline(page, costs, PRICED)
+    finished, called = run_offline(page, costs, ORDER_AGENT)
     usd = finished["cost"]["usd"]
     assert finished["cost"]["requests"] == 2 and usd > 0, finished["cost"]
+    # claude-sonnet-5-5 at the shipped table's 2 USD in and 10 out per million tokens
+    assert usd == pytest.approx(sum(e["usage"]["input_tokens"] * 2 + e["usage"]["output_tokens"] * 10
+                                    for e in called) / 1e6), called
 
     # the total, in the run panel: the trace's figure to 4 significant digits, with its requests and tokens
     total = page.get_by_test_id("run-cost-total").inner_text()
@@ -99,7 +104,7 @@ def test_a_run_shows_each_blocks_cost_and_the_total(page: Any, costs: Served, ar
 
 
 def test_a_model_with_no_price_shows_cost_unknown_never_zero(page: Any, costs: Served) -> None:
-    finished = run_offline(page, costs, ORDER_AGENT)
+    finished, _ = run_offline(page, costs, UNPRICED)
     assert finished["cost"] == {"usd": None, "known_usd": 0.0, "requests": 2, "unknown_steps": 2}
     assert page.get_by_test_id("run-cost-total").inner_text() == "cost unknown"
     assert node(page, "ask").get_by_test_id("cost-ask").inner_text() == "cost unknown · 2 calls"
