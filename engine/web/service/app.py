@@ -52,6 +52,7 @@ from engine.web.service.openapi import Answer, Operation, openapi_document
 from engine.web.service.robots import InputProblems, Robots, can_wait, input_schema, memory, typed_inputs
 from engine.web.service.runs import RunEvent, run_id_shape
 from engine.web.service.shown import Shown
+from engine.web.service.starting import RunForCaller
 from engine.web.service.tenants import Tenants
 from engine.web.service.terminal import ended
 from engine.web.service.webhooks import HOOK_OPERATION, Webhooks
@@ -254,8 +255,7 @@ class RobotsApi:
             raise ApiError(400, "the body is not a run request: {inputs, session?, wait?, message_level?, budget?}",
                            problems) from None
         diagram = await self._diagram(name)
-        caller = self.tenants.caller(request)
-        session = self.tenants.new_session(caller, asked.session) if asked.session is not None else None
+        run = RunForCaller(self, self.tenants.caller(request), state, asked.session)  # a session too long: 400 first
         if asked.session is not None:
             await self._check_session(asked.session, diagram, name)
         try:
@@ -263,15 +263,7 @@ class RobotsApi:
         except InputProblems as exc:
             raise ApiError(400, f"the inputs do not fit robot '{name}'", exc.problems) from None
         level = MessageLevel[asked.message_level.upper()] if asked.message_level else None
-        key = state.get("key")
-        try:
-            run_id = await self.backend.start(name, diagram, inputs, level, state.get("key_id"),
-                                              [*self.secrets, *([key] if key else [])], session, asked.budget)
-        except Refused as exc:  # the session's: named as the caller names it
-            named = self.tenants.as_named
-            raise Refused(exc.status, named(str(session), str(asked.session), exc.message),
-                          [named(str(session), str(asked.session), p) for p in exc.problems]) from None
-        await self.tenants.record(run_id, caller)
+        run_id = await run.start(name, diagram, inputs, level, budget=asked.budget)  # a Refused: `_answering` answers it
         return await self._answer_run(request, run_id, wait=asked.wait)
 
     async def _check_session(self, session: str, diagram: Diagram, name: str) -> None:

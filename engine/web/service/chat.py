@@ -36,6 +36,7 @@ from engine.web.service.chat_wire import ChatRequest, chunk, error_body, usage_o
 from engine.web.service.durable import Refused
 from engine.web.service.models import SESSION_PATTERN, RunAnswer
 from engine.web.service.robots import InputProblems, typed_inputs
+from engine.web.service.starting import RunForCaller
 from engine.web.service.terminal import TERMINAL
 
 if TYPE_CHECKING:
@@ -168,18 +169,13 @@ class ChatDoor:
         caller = self.api.tenants.caller(request)
         named, conversation = self._session(request, asked, name, caller.key_id, turns[:last]) \
             if diagram.settings.memory else (None, False)
-        kept = self.api.tenants.new_session(caller, named) if named is not None else None
+        run = RunForCaller(self.api, caller, state, named)
         level = max(diagram.message_level, MessageLevel.DEBUG) if asked.stream else None  # text_delta: Debug
-        key = state.get("key")
         try:
-            run_id = await self.api.backend.start(name, diagram, inputs, level, state.get("key_id"),
-                                                  [*self.api.secrets, *([key] if key else [])], kept,
-                                                  stream=asked.stream)
+            run_id = await run.start(name, diagram, inputs, level, stream=asked.stream)
         except Refused as exc:
-            message = self.api.tenants.as_named(str(kept), str(named), exc.message)
-            raise ChatRefused(exc.status, message, "session_busy" if exc.status == 409 else "not_started",
+            raise ChatRefused(exc.status, exc.message, "session_busy" if exc.status == 409 else "not_started",
                               retry=exc.status == 503) from None
-        await self.api.tenants.record(run_id, caller)
         state["run_id"] = run_id
         remember = (lambda answer: self._remember(caller.key_id, name, turns, answer, named)) \
             if conversation and named is not None else None

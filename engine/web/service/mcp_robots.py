@@ -34,6 +34,7 @@ from engine.web.service.durable import Refused
 from engine.web.service.models import SESSION_PATTERN
 from engine.web.service.robots import InputProblems, can_wait, input_schema, typed_inputs
 from engine.web.service.runs import run_id_shape
+from engine.web.service.starting import RunForCaller
 from engine.web.service.tenants import Caller
 
 if TYPE_CHECKING:
@@ -167,7 +168,7 @@ class RobotsMcp:
 
     async def _start(self, call: _Call, name: str, arguments: dict[str, Any]) -> RunAnswer:
         diagram = await self._diagram(name)
-        asked, session = self._session(call, name, diagram, arguments)
+        run = self._run(call, name, diagram, arguments)
         try:
             inputs = typed_inputs(diagram, {key: value for key, value in arguments.items()
                                             if key != _session_argument(diagram)})
@@ -175,30 +176,23 @@ class RobotsMcp:
             raise _Refusal(f"the arguments do not fit robot '{name}'", exc.problems) from None
         # Progress is told per finished block, which the trace writes at Debug: a run asked for it writes at least that.
         level = MessageLevel.DEBUG if call.progress and diagram.message_level < MessageLevel.DEBUG else None
-        state = call.ctx.request.scope.get("state", {}) if isinstance(call.ctx.request, Request) else {}
         try:
-            run_id = await self.api.backend.start(name, diagram, inputs, level, state.get("key_id"),
-                                                  self._secrets(call), session)
-        except Refused as exc:  # the session's: named as the caller names it
-            named = self.api.tenants.as_named
-            raise _Refusal(named(str(session), str(asked), exc.message),
-                           [named(str(session), str(asked), problem) for problem in exc.problems]) from None
-        await self.api.tenants.record(run_id, call.caller)
+            run_id = await run.start(name, diagram, inputs, level)
+        except Refused as exc:
+            raise _Refusal(exc.message, exc.problems) from None
         return await self._result(call, run_id)
 
-    def _session(self, call: _Call, name: str, diagram: Diagram,
-                 arguments: dict[str, Any]) -> tuple[str | None, str | None]:
-        """The session the call names (None: none), as the caller names it and as the store keeps it (the key's, as
-        the API's `start_run` keeps it)."""
+    def _run(self, call: _Call, name: str, diagram: Diagram, arguments: dict[str, Any]) -> RunForCaller:
+        """The caller's run, in the session the call names (if any), kept as the API's `start_run` keeps it: a name
+        that is no session's, or too long with the caller's key, is refused before the arguments are looked at."""
         argument = _session_argument(diagram)
         asked = arguments.get(argument) if argument is not None else None
-        if asked is None:
-            return None, None
-        if not isinstance(asked, str) or not _SESSION.match(asked):
+        if asked is not None and (not isinstance(asked, str) or not _SESSION.match(asked)):
             raise _Refusal(f"the arguments do not fit robot '{name}'",
                            [f"{argument}: a session's id is 1 to 100 letters, digits and _.:@-"])
+        state = call.ctx.request.scope.get("state", {}) if isinstance(call.ctx.request, Request) else {}
         try:
-            return asked, self.api.tenants.new_session(call.caller, asked)
+            return RunForCaller(self.api, call.caller, state, asked)
         except Refused as exc:
             raise _Refusal(exc.message, exc.problems) from None
 

@@ -131,6 +131,7 @@ class Scheduler:
         diagram = self._diagrams[robot]
         try:
             inputs = typed_inputs(diagram, schedule.inputs)
+            # Not RunForCaller (engine.web.service.starting): a tick has no caller, key, session or owner.
             run_id = await self.backend.start(robot, diagram, inputs, None, None, self.secrets,
                                               trigger=schedule_trigger(index))
         except (Refused, InputProblems) as exc:

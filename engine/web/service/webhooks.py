@@ -89,6 +89,7 @@ class Webhooks:
         if not await asyncio.to_thread(self.claims.claim_delivery, name, key, float(hook.tolerance)):
             raise Refused(409, f"this delivery to '{name}' was received already",
                               ["send a new delivery (GitHub: a new delivery id; Stripe and hmac: a new signature)"])
+        # Not RunForCaller (engine.web.service.starting): a delivery has no key, session or owner; its secret is scrubbed.
         run_id = await self.api.backend.start(name, diagram, inputs, None, None, [*self.api.secrets, secret],
                                               trigger=WEBHOOK_TRIGGER)
         self._log.info("webhook_received", robot=name, scheme=hook.scheme, run_id=run_id)
