@@ -200,6 +200,10 @@ def test_errors_come_as_the_sdks_own_classes(served: Any) -> None:
         client.chat.completions.create(model="fails", messages=message)
     assert failed.value.status_code == 500 and "ZeroDivisionError" in failed.value.message
     assert failed.value.response.headers["x-should-retry"] == "false"  # a retry would run the robot again
+    with pytest.raises(openai.BadRequestError) as long_session:  # 100 characters pass the header's pattern, but
+        client.chat.completions.create(  # scoped to the caller's key the store cannot keep them: OpenAI's shape too
+            model="memo", messages=message, extra_headers={"X-Diagrama-Session": "s" * 100})
+    assert long_session.value.code == "invalid_session" and "at most 97 characters" in long_session.value.message
 
 
 def test_a_robot_that_waits_says_so_and_names_its_run(served: Any) -> None:

@@ -52,7 +52,7 @@ from engine.web.service.openapi import Answer, Operation, openapi_document
 from engine.web.service.robots import InputProblems, Robots, can_wait, input_schema, memory, typed_inputs
 from engine.web.service.runs import RunEvent, run_id_shape
 from engine.web.service.shown import Shown
-from engine.web.service.starting import RunForCaller
+from engine.web.service.starting import RunForCaller, secrets_for
 from engine.web.service.tenants import Tenants
 from engine.web.service.terminal import ended
 from engine.web.service.webhooks import HOOK_OPERATION, Webhooks
@@ -320,9 +320,7 @@ class RobotsApi:
             if exc.status == 404:  # the same words as for another key's run (not the store's place)
                 raise ApiError(404, f"no durable run '{run_id}'") from None
             raise
-        key = state.get("key")
-        await self.backend.resume(turn.diagram.path.stem, turn, state.get("key_id"),
-                                  [*self.secrets, *([key] if key else [])])
+        await self.backend.resume(turn.diagram.path.stem, turn, state.get("key_id"), secrets_for(self, state.get("key")))
         return await self._answer_run(request, run_id, wait=asked.wait)
 
     def _session_id(self, request: Request) -> tuple[Durable, str, str]:

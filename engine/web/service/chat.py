@@ -169,7 +169,11 @@ class ChatDoor:
         caller = self.api.tenants.caller(request)
         named, conversation = self._session(request, asked, name, caller.key_id, turns[:last]) \
             if diagram.settings.memory else (None, False)
-        run = RunForCaller(self.api, caller, state, named)
+        try:
+            run = RunForCaller(self.api, caller, state, named)
+        except Refused as exc:  # a name too long once scoped to the caller's key: said in OpenAI's error shape
+            raise ChatRefused(exc.status, "; ".join([exc.message, *exc.problems]), "invalid_session",
+                              retry=False) from None
         level = max(diagram.message_level, MessageLevel.DEBUG) if asked.stream else None  # text_delta: Debug
         try:
             run_id = await run.start(name, diagram, inputs, level, stream=asked.stream)

@@ -34,7 +34,7 @@ from engine.web.service.durable import Refused
 from engine.web.service.models import SESSION_PATTERN
 from engine.web.service.robots import InputProblems, can_wait, input_schema, typed_inputs
 from engine.web.service.runs import run_id_shape
-from engine.web.service.starting import RunForCaller
+from engine.web.service.starting import RunForCaller, secrets_for
 from engine.web.service.tenants import Caller
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ class RobotsMcp:
         return self.api.tenants.caller(request), request.scope.get("state", {}).get("key")
 
     def _secrets(self, call: _Call) -> list[str]:
-        return [*self.api.secrets, *([call.key] if call.key else [])]
+        return secrets_for(self.api, call.key)
 
     async def _diagram(self, name: str) -> Diagram:
         try:

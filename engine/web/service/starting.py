@@ -22,7 +22,13 @@ if TYPE_CHECKING:
     from engine.web.service.app import RobotsApi
     from engine.web.service.tenants import Caller
 
-__all__ = ["RunForCaller"]
+__all__ = ["RunForCaller", "secrets_for"]
+
+
+def secrets_for(api: RobotsApi, key: str | None) -> list[str]:
+    """What a caller's run scrubs from its trace and events: the server's secrets and the caller's own key (a run it
+    starts or resumes never shows the key that asked for it)."""
+    return [*api.secrets, *([key] if key else [])]
 
 
 class RunForCaller:
@@ -47,10 +53,9 @@ class RunForCaller:
         """The started run's id, recorded as the caller's; Refused (the backend's: a busy session, a draining
         server, a broker away) with the session named as the caller named it, never as the store keeps it."""
         api = self.api
-        secrets = [*api.secrets, *([self.key] if self.key else [])]  # the caller's key is never shown in its run
         try:
-            run_id = await api.backend.start(robot, diagram, inputs, level, self.key_id, secrets, self.kept, budget,
-                                             stream=stream)
+            run_id = await api.backend.start(robot, diagram, inputs, level, self.key_id, secrets_for(api, self.key),
+                                             self.kept, budget, stream=stream)
         except Refused as exc:
             kept, named = str(self.kept), str(self.session)
             raise Refused(exc.status, api.tenants.as_named(kept, named, exc.message),
