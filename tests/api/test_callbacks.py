@@ -78,7 +78,7 @@ def receiver() -> Iterator[Receiver]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     found.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield found
     server.shutdown()
@@ -147,6 +147,7 @@ def test_a_waiting_run_is_called_back_and_again_when_its_resume_ends(
     assert httpx.Response(200, content=done.body).json()["status"] == "succeeded" and _verified(done)
 
 
+@pytest.mark.slow
 def test_a_callback_url_the_server_cannot_call_is_refused_naming_it(make_app: Callable[..., Any],
                                                                     serve: Callable[..., Served]) -> None:
     GATES.clear()

@@ -86,6 +86,7 @@ def test_the_api_commands_rpm_is_a_finite_number_at_least_0(robots_dir: Path, va
     assert "--rpm" in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("content", "said"), [
     (b"b\xf6b " + DIGEST.encode() + b"\n", "UTF-8"),
     (f"alice {DIGEST} rpm=nan\n".encode(), "rpm=nan"),

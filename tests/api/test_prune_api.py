@@ -38,6 +38,7 @@ blocks:
 """
 
 
+@pytest.mark.slow
 def test_the_server_prunes_finished_runs_checkpoints_and_keeps_sessions_and_unfinished_runs(
         make_app: Callable[..., Any], client: Callable[..., httpx.AsyncClient], robots_dir: Path, tmp_path: Path,
         store_url: str) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.api.conftest import AUTH, KEY, inner
 
@@ -161,6 +162,7 @@ def test_the_callers_key_never_reaches_a_result(client: Callable[..., httpx.Asyn
     assert answered.json()["variables"]["kept"] == "my key is [REDACTED]"
 
 
+@pytest.mark.slow
 def test_200_concurrent_runs_all_succeed_and_none_is_left_running(make_app: Callable[..., Any],
                                                                   client: Callable[..., httpx.AsyncClient]) -> None:
     app = make_app(rpm=None)

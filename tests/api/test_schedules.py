@@ -99,6 +99,7 @@ def test_a_tick_fires_once_across_two_apps_sharing_a_store(make_app: Callable[..
     assert [(run["run_id"], run["trigger"]) for run in page["runs"]] == [(run_id, "schedule:0")]
 
 
+@pytest.mark.slow
 def test_the_scheduler_fires_each_second_within_a_second_of_its_tick(make_app: Callable[..., Any],
                                                                      robots_dir: Path, tmp_path: Path) -> None:
     _write(robots_dir, "ticker", TICKER)

@@ -117,6 +117,7 @@ def test_200_rows_at_concurrency_20_in_order_with_a_failing_row(project, tmp_pat
     assert len(recorded) == 200 and recorded[5]["inputs"] == {"n": 5, "question": "question 5"}
 
 
+@pytest.mark.slow
 def test_interrupt_then_resume_runs_exactly_the_missing_rows(project) -> None:
     rows = read_rows(project["rows"], load_diagram(project["diagram"], registry()))
     first, store = run(project, rows, stop_after=50, concurrency=10)

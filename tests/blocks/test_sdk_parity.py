@@ -172,6 +172,7 @@ def _structured(vendor: str, model: str, parts: list[dict], extra: str = "") -> 
     """
 
 
+@pytest.mark.slow
 def test_anthropic_sdk_sends_the_same_parts_and_output_config(runner, write) -> None:
     anthropic = pytest.importorskip("anthropic")
     reply = {**ANTHROPIC_REPLY, "content": [{"type": "text", "text": '{"merchant": "M", "total": 1, "items": []}'}]}
@@ -240,6 +241,7 @@ def _read_as_google_does(body: dict) -> dict:
     return body
 
 
+@pytest.mark.slow
 def test_gemini_sdk_sends_the_same_parts_and_response_json_schema(runner, write) -> None:
     genai = pytest.importorskip("google.genai")
     from google.genai import types

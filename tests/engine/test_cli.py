@@ -124,6 +124,7 @@ def _diagrama_without(modules: list[str], *args: str, cwd: Path = ROOT) -> subpr
     return subprocess.run([sys.executable, "-c", shim, *args], capture_output=True, text=True, check=False, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_a_command_whose_extra_is_missing_names_the_extra_to_install(tmp_path: Path) -> None:
     cases = [
         (["starlette"], ["serve", str(ROOT / "diagrams")], "diagrama serve needs the web extra: pip install 'diagrama[web]'"),

@@ -350,6 +350,7 @@ def test_nesting_past_the_limit_names_the_limit() -> None:
     assert data is not None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["validate", "run"])
 @pytest.mark.parametrize("name", ["self_alias", "300_parentheses", "very_long_tools_path"])
 def test_cli_reports_deep_input_with_file_and_line_and_exit_2(tmp_path: Path, command: str, name: str) -> None:

@@ -92,6 +92,7 @@ def _memory_size(store: CheckpointStore) -> int:
     return len(bytes(found["state"]))
 
 
+@pytest.mark.slow
 def test_forty_turns_keep_the_memory_once_and_an_old_turn_replays_with_the_memory_it_had(
         tmp_path: Path, registry: BlockRegistry, store: CheckpointStore) -> None:
     path = _write(tmp_path, "chat.yaml", CHAT)

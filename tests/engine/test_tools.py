@@ -316,7 +316,7 @@ def test_a_schemas_own_schema_uri_is_never_fetched(tmp_path: Path) -> None:
             pass
 
     server = http.server.HTTPServer(("127.0.0.1", 0), Recorder)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         uri = f"http://127.0.0.1:{server.server_port}/meta"

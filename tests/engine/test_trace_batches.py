@@ -102,6 +102,7 @@ def test_the_lines_so_far_are_on_disk_while_a_block_waits(write, runner: Runner)
     assert finished == {"start", *(f"b{index}" for index in range(20))}
 
 
+@pytest.mark.slow
 def test_a_killed_run_loses_at_most_the_block_it_was_in(write, tmp_path: Path) -> None:
     path = write(chain(40, last="type: Sleep, with: {seconds: 60}"))
     runs_dir = tmp_path / "runs"

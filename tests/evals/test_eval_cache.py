@@ -60,7 +60,7 @@ def vendor() -> Iterator[tuple[str, list[dict[str, object]]]]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Messages)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", received

@@ -117,6 +117,7 @@ def test_the_summary_costs_the_sum_of_its_runs(tmp_path: Path) -> None:
     assert f"cost ${report['summary']['cost']:.6f}" in table
 
 
+@pytest.mark.slow
 def test_the_json_summary_cases_and_exit_status_follow_the_threshold(tmp_path: Path) -> None:
     folder_with(tmp_path)
     code, report = as_json(tmp_path)

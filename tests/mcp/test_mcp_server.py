@@ -183,7 +183,7 @@ def api(robots: Path, tmp_path: Path) -> Iterator[str]:
 Connect = Callable[..., Any]
 
 
-@pytest.fixture(params=["stdio", "http"])
+@pytest.fixture(params=[pytest.param("stdio", marks=pytest.mark.slow), "http"])  # stdio: a `diagrama mcp` process each
 def connect(request: pytest.FixtureRequest, robots: Path, tmp_path: Path) -> Connect:
     """`connect(**Client options)`: an SDK client of the robots over stdio (the README's Claude Desktop config) or
     over streamable HTTP (the README's HTTP config, key `ci`)."""

@@ -216,7 +216,7 @@ def collector() -> Iterator[str]:
     """A loopback OTLP/HTTP endpoint that records what it is sent."""
     _Collector.received = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"

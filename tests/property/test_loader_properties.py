@@ -25,6 +25,8 @@ from engine import BlockRegistry, DiagramInvalid
 from engine.compile.loader import load_diagram_text
 from tests.property import budget
 
+pytestmark = pytest.mark.slow  # property searches
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = {path.name: path.read_text(encoding="utf-8") for path in sorted((ROOT / "diagrams").glob("*.yaml"))}
 REGISTRY = BlockRegistry(BUILTIN_BLOCKS)
@@ -139,6 +141,7 @@ def _mutate_text(text: str, rnd: random.Random, hostile: str) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.slow
 @budget(max_examples=100)
 @given(name=st.sampled_from(sorted(EXAMPLES)), rnd=st.randoms(use_true_random=False),
        hostile=st.one_of(st.sampled_from(HOSTILE_LINES), st.text(max_size=30)), times=st.integers(1, 3))

@@ -8,11 +8,14 @@ come out of both the same, so the pass can never let through what the text scrub
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.format.redact import Redactor
 from tests.property import budget
+
+pytestmark = pytest.mark.slow  # property searches
 
 SECRETS = ["sk-ant-api03-PropKey0123456789abcdEFGH", "gsk_PropKey0123456789groqWXYZ", "plain-token-7c1e9b52d4"]
 PIECES = [

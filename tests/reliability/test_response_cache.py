@@ -178,15 +178,20 @@ def test_an_entry_holding_a_credential_is_not_written(tmp_path: Path) -> None:
     assert ResponseCache.key("gemini", versioned)[0] != key  # a header that shapes the answer is
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("vendor", ["anthropic", "gemini"])
 def test_errors_and_cut_answers_are_not_kept(fake_server: FakeVendorServer, blocks: engine.BlockRegistry,
                                              tmp_path: Path, vendor: str) -> None:
     cache = open_cache(tmp_path / "cache")
+
+    async def no_wait(_seconds: float) -> None:  # a reset connection is retried: its backoff is not this test's
+        await asyncio.sleep(0)
+
     for step in (Reply(400, error_body(vendor, 400)), Reply(200, b'{"not": "an answer'), Reset(vendor)):
         robot = Robot(fake_server, blocks, tmp_path, vendor)
         fake_server.script(robot.test_id, step)
         for _ in range(2):
-            result, _ = robot.run(engine.Services(environ=dict(KEYS), response_cache=cache))
+            result, _ = robot.run(engine.Services(environ=dict(KEYS), response_cache=cache, sleep=no_wait))
             assert not result.succeeded
         assert robot.hits() >= 2, f"{step!r} was answered from the cache"
     assert _entries(cache.folder) == []
@@ -234,6 +239,7 @@ _WRITER = textwrap.dedent("""\
 """)
 
 
+@pytest.mark.slow
 def test_two_processes_writing_one_entry_leave_a_whole_one(tmp_path: Path) -> None:
     writers = [subprocess.Popen([sys.executable, "-c", _WRITER, str(tmp_path), "40"]) for _ in range(2)]
     cache = ResponseCache(tmp_path)

@@ -64,7 +64,7 @@ class _Bombs(BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def bombs() -> Iterator[tuple[str, int]]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Bombs)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield "127.0.0.1", server.server_address[1]
@@ -126,6 +126,7 @@ def _error(measured: dict[str, object]) -> dict[str, object]:
     return error
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("path", "code", "says"), [
     ("/twice", "http_malformed_response", "2 layers of content-encoding (gzip, gzip)"),
     ("/once", "http_malformed_response", "larger than 32 MB"),
@@ -142,6 +143,7 @@ def test_an_http_request_refuses_a_bomb_within_bounded_memory(tmp_path: Path, bo
     assert says in str(error["message"])
 
 
+@pytest.mark.slow
 def test_a_vendor_stream_in_two_layers_is_malformed_within_bounded_memory(tmp_path: Path,
                                                                           bombs: tuple[str, int]) -> None:
     host, port = bombs

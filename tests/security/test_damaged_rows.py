@@ -54,6 +54,7 @@ def _diagrama(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120, cwd=folder, env={**env, "PYTHONPATH": str(ROOT)})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", CLI_HOW)
 def test_diagrama_resume_of_a_damaged_run_exits_2_naming_it(write: Callable[..., Path], tmp_path: Path,
                                                             how: str) -> None:
@@ -75,6 +76,7 @@ def test_diagrama_resume_of_a_damaged_run_exits_2_naming_it(write: Callable[...,
     assert cancelled.returncode == 0, cancelled
 
 
+@pytest.mark.slow
 def test_a_session_whose_memory_is_damaged_refuses_its_turn_and_is_let_go(write: Callable[..., Path],
                                                                           tmp_path: Path) -> None:
     write(CHAT, "chat.yaml")

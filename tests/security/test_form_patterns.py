@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from engine import schema_problems, schema_refusal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +47,7 @@ def _diagrama(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           cwd=folder, env={**env, "PYTHONPATH": str(ROOT)})
 
 
+@pytest.mark.slow
 def test_a_hostile_answer_to_a_backtracking_pattern_is_refused_at_once(write: Callable[..., Path],
                                                                        tmp_path: Path) -> None:
     write(ASK, "ask.yaml")

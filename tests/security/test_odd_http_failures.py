@@ -28,7 +28,7 @@ class _Redirects(BaseHTTPRequestHandler):
 @pytest.fixture
 def redirecting() -> Iterator[int]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Redirects)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     try:
         yield server.server_address[1]
     finally:

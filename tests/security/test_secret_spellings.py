@@ -110,6 +110,7 @@ def _diagrama(folder: Path, *args: str, **environ: str) -> subprocess.CompletedP
                           cwd=folder, env={**env, "PYTHONPATH": str(ROOT), **environ})
 
 
+@pytest.mark.slow
 def test_a_short_secret_is_refused_at_load_and_in_a_scenario(write: Callable[..., Path], tmp_path: Path) -> None:
     write("""
         diagram: short

@@ -204,6 +204,7 @@ async def stubborn():
 """
 
 
+@pytest.mark.slow
 def test_diagrama_run_ends_after_abandoning_a_function_that_will_not_stop(write: Callable[..., Path],
                                                                           tmp_path: Path) -> None:
     """Finalized where no event loop runs, the abandoned coroutine would loop for ever: the process used to print

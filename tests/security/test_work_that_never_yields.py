@@ -45,6 +45,7 @@ def blocker(tmp_path: Path) -> Iterator[str]:
         sys.modules.pop("blocker_code", None)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("function", ["blocks", "awaits_then_blocks"])
 def test_an_async_def_that_blocks_past_its_timeout_is_reported_and_timed_out(
         runner: Runner, write: Callable[..., Path], blocker: str, function: str) -> None:
@@ -104,6 +105,7 @@ TREE = """
 """
 
 
+@pytest.mark.slow
 def test_steps_that_never_wait_stop_at_the_runs_deadline(runner: Runner, write: Callable[..., Path]) -> None:
     result = runner.run(write(TREE.format(budget="max_subdiagram_calls: 1000000000"), "tree.yaml"))
     assert result.status == "failed"
@@ -117,6 +119,7 @@ def test_a_subdiagram_tree_stops_at_the_runs_calls_budget(runner: Runner, write:
     assert any("its 50 Subdiagram calls" in error["message"] for error in result.errors), result.errors
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("template", "inputs"), [
     ("{% for a in items %}{% for b in items %}{% for c in items %}{% endfor %}{% endfor %}{% endfor %}",
      {"items": list(range(200))}),

@@ -17,6 +17,8 @@ import pytest
 
 from engine.providers import Simulator
 
+pytestmark = pytest.mark.slow  # the official SDKs' own imports and clients: seconds, not milliseconds
+
 uvicorn = pytest.importorskip("uvicorn")
 
 BLOCK = {"x-diagrama-block": "sdk"}

@@ -749,7 +749,7 @@ def foreign_site() -> Iterator[str]:
     """A page on another loopback origin (another port), as a malicious local site would be."""
     port = free_port()
     server = ThreadingHTTPServer(("127.0.0.1", port), _ForeignPage)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{port}/"
     server.shutdown()

@@ -29,6 +29,7 @@ def client(tmp_path: Path):
     return lambda method, url, **kw: asyncio.run(call(method, url, **kw))
 
 
+@pytest.mark.slow
 def test_every_example_diagram_is_listed(client) -> None:
     listed = client("GET", "/api/diagrams").json()
     assert {d["path"] for d in listed} == {p.name for p in (ROOT / "diagrams").glob("*.yaml")}

@@ -854,6 +854,7 @@ def _random_edit(data: st.DataObject, new: dict[str, Any]) -> None:
                 target.insert(data.draw(st.integers(0, len(target))), data.draw(VALUES))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(name=st.sampled_from(sorted(TEXTS)), data=st.data())
 def test_rule10_random_edits_read_back_exactly(name: str, data: st.DataObject) -> None:
@@ -887,6 +888,7 @@ def test_rule2_random_moves_change_exactly_one_line(name: str, data: st.DataObje
         assert len(changed) == 2 and changed[0].startswith("-") and changed[1].startswith("+") and f"[{x}, {y}]" in changed[1]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(name=st.sampled_from(sorted(TEXTS)), data=st.data())
 def test_rule3_random_scalar_changes_touch_one_line(name: str, data: st.DataObject) -> None:
