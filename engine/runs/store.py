@@ -188,9 +188,12 @@ class RunStore:
                   "trigger": trigger}
         with self.engine.begin() as connection:
             if batch_id is None:
-                # A batch row's run continued on its own (`diagrama resume` answering its Wait) stays the row's.
-                known = connection.execute(select(runs.c.batch_id, runs.c.row, runs.c.attempt)
+                # A batch row's run continued on its own (`diagrama resume` answering its Wait) stays the row's, and a
+                # triggered run answered later stays its trigger's (its resume knows no trigger).
+                known = connection.execute(select(runs.c.batch_id, runs.c.row, runs.c.attempt, runs.c.trigger)
                                            .where(runs.c.run_id == result.run_id)).first()
+                if known is not None and trigger is None:
+                    values["trigger"] = known.trigger
                 if known is not None and known.batch_id is not None:
                     values.update(batch_id=known.batch_id, row=known.row, attempt=known.attempt)
                     batch_id, row = known.batch_id, known.row
@@ -215,8 +218,15 @@ class RunStore:
         # its last part is its row.
         rows = list({result.run_id: {**_row(result, diagram, inputs), **(known or {}).get(result.run_id, {})}
                      for result, diagram, inputs in recorded}.values())
+        ids = [row["run_id"] for row in rows]
         with self.engine.begin() as connection:
-            connection.execute(delete(runs).where(runs.c.run_id.in_([row["run_id"] for row in rows])))
+            # A triggered run that waited is recorded again when its resume ends, by a door that knows no trigger.
+            triggers = {found.run_id: found.trigger for found in connection.execute(select(runs.c.run_id, runs.c.trigger)
+                        .where(runs.c.run_id.in_(ids), runs.c.trigger.is_not(None)))}
+            for row in rows:
+                if row.get("trigger") is None and row["run_id"] in triggers:
+                    row["trigger"] = triggers[row["run_id"]]
+            connection.execute(delete(runs).where(runs.c.run_id.in_(ids)))
             connection.execute(insert(runs), rows)
 
     def begin_batch(self, batch_id: str, diagram: Diagram, inputs_file: str, rows: int, collect: list[str]) -> None:

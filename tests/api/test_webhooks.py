@@ -230,3 +230,42 @@ def test_a_callback_diagrama_signs_passes_a_webhooks_hmac_check() -> None:
     headers = {"x-diagrama-signature": signature("s3cret-callback-key", stamp, body), "x-diagrama-timestamp": stamp}
     assert delivery_key("hmac", b"s3cret-callback-key", body, headers, now=1796563764.0, tolerance=300) is not None
     assert delivery_key("hmac", b"another-key-altogether", body, headers, now=1796563764.0, tolerance=300) is None
+
+
+WAITING = """
+diagram: asks-hook
+webhook:
+  secret_env: HOOK_SECRET
+  scheme: hmac
+  inputs: {title: "{{ body.issue.title }}"}
+blocks:
+  - id: start
+    type: Start
+    inputs: {title: none}
+    next: ask
+  - id: ask
+    type: Wait
+    with: {prompt: "Triage {{ title }}?", form: {type: object}}
+    set: {answered: "{{ title }}"}
+"""
+
+
+def test_a_triggered_run_that_waited_is_still_its_triggers_once_answered(hooked: Any, robots_dir: Path) -> None:
+    (robots_dir / "asks_hook.yaml").write_text(WAITING.lstrip(), encoding="utf-8")
+    body = orjson.dumps(ISSUE)
+    run_id = post(hooked, "asks_hook", body, signed("hmac", body)).json()["run_id"]
+    assert ended(hooked, run_id)["status"] == "waiting"
+    backend = inner(hooked).state.backend
+    assert backend.store.run(run_id)["trigger"] == "webhook"
+
+    async def answer() -> dict[str, Any]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=hooked), base_url="http://api.test",
+                                     headers=AUTH) as caller:
+            resumed = await caller.post(f"/v1/runs/{run_id}/resume", json={"answer": {}, "wait": True})
+            assert resumed.status_code == 200, resumed.text
+            await backend.recorded()
+            return dict((await caller.get(f"/v1/runs/{run_id}")).json())
+
+    run = asyncio.run(answer())
+    assert run["status"] == "succeeded" and run["variables"]["answered"] == "Login fails"
+    assert backend.store.run(run_id)["trigger"] == "webhook"  # the resume's record knew no trigger
