@@ -41,21 +41,23 @@ def _run(diagram: str | Path, tmp_path: Path) -> tuple[dict[str, Any], list[dict
 
 
 def _unpriced(tmp_path: Path) -> Path:
-    """The order agent on claude-haiku-5-5, which the shipped table leaves unpriced (its price has two bands by prompt
-    length), in a copy of the examples' folder (its tool registry and their handlers beside it)."""
+    """The order agent on gemini-3.5-flash (a GeminiRequest), which the shipped table leaves unpriced (no price from a
+    source that could be checked), in a copy of the examples' folder (its tool registry and their handlers beside it)."""
     folder = tmp_path / "unpriced"
     shutil.copytree(ROOT / "diagrams", folder, ignore=shutil.ignore_patterns("__pycache__"))
     diagram = folder / "order_agent.yaml"
     text = diagram.read_text(encoding="utf-8")
-    unpriced = text.replace("model: claude-sonnet-5-5", "model: claude-haiku-5-5")
-    assert unpriced != text and cost_of("anthropic", "claude-haiku-5-5", {"input_tokens": 1}) is None
+    unpriced = (text.replace("type: ClaudeRequest", "type: GeminiRequest").replace("label: Ask Claude", "label: Ask Gemini")
+                .replace("model: claude-sonnet-5-5", "model: gemini-3.5-flash"))
+    assert "claude" not in unpriced.split("id: ask")[1].split("id: dispatch")[0]
+    assert cost_of("gemini", "gemini-3.5-flash", {"input_tokens": 1}) is None
     diagram.write_text(unpriced, encoding="utf-8")
     return diagram
 
 
 def test_a_model_with_no_price_makes_the_runs_cost_unknown(tmp_path: Path) -> None:
     payload, called, console = _run(_unpriced(tmp_path), tmp_path)
-    assert {event["model"] for event in called} == {"claude-haiku-5-5"}
+    assert {event["model"] for event in called} == {"gemini-3.5-flash"}
     assert [event["cost"] for event in called] == [None, None]
     assert payload["cost"] == {"usd": None, "known_usd": 0.0, "requests": 2, "unknown_steps": 2}
     assert payload["usage_by_block"]["ask"]["usd"] is None and payload["usage_by_block"]["ask"]["requests"] == 2
@@ -64,7 +66,7 @@ def test_a_model_with_no_price_makes_the_runs_cost_unknown(tmp_path: Path) -> No
     assert console.count("cost unknown") == 2
     table = cli.invoke(app, ["trace", payload["run_id"], "--runs-dir", str(tmp_path)])
     assert table.exit_code == 0, table.output
-    assert [line for line in table.stdout.splitlines() if "ClaudeRequest" in line and "cost unknown" in line] \
+    assert [line for line in table.stdout.splitlines() if "GeminiRequest" in line and "cost unknown" in line] \
         and "$" not in table.stdout
 
 
@@ -85,6 +87,43 @@ def test_a_priced_model_costs_its_usage_at_the_tables_prices(tmp_path: Path) -> 
     table = cli.invoke(app, ["trace", payload["run_id"], "--runs-dir", str(tmp_path)])
     shown = [line for line in table.stdout.splitlines() if "ClaudeRequest" in line]
     assert [f"${cost:.6f}" in line for line, cost in zip(shown, costs, strict=True)] == [True, True]
+
+
+LONG = """\
+diagram: long
+blocks:
+  - id: start
+    type: Start
+    inputs: {words: 10}
+    next: ask
+  - id: ask
+    type: ClaudeRequest
+    with: {model: claude-haiku-5-5, request: "{{ 'word ' * words }}", max_tokens: 50}
+"""
+
+
+def test_claude_haiku_5_5_costs_its_short_or_long_prompt_band(tmp_path: Path) -> None:
+    # daily_digest: claude-haiku-5-5 on a short prompt, at 0.10 USD in and 0.50 out per million tokens.
+    payload, called, _ = _run("daily_digest.yaml", tmp_path)
+    ((usage, cost),) = [(event["usage"], event["cost"]) for event in called]
+    assert usage["input_tokens"] <= 100_000
+    assert cost == {"usd": pytest.approx((usage["input_tokens"] * 0.10 + usage["output_tokens"] * 0.50) / 1e6)}
+    assert payload["cost"] == {"usd": cost["usd"], "requests": 1, "unknown_steps": 0} and cost["usd"] > 0
+    # a prompt over 100,000 tokens: every token at 0.50 in and 2.50 out
+    (tmp_path / "long.yaml").write_text(LONG, encoding="utf-8")
+    result = cli.invoke(app, ["run", str(tmp_path / "long.yaml"), "--offline", "--runs-dir", str(tmp_path),
+                              "--output", "json", "--input", "words=90000"])
+    assert result.exit_code == 0, result.output
+    long = json.loads(result.stdout)
+    assert long["usage"]["input_tokens"] > 100_000
+    assert long["cost"] == {"usd": pytest.approx((long["usage"]["input_tokens"] * 0.50
+                                                  + long["usage"]["output_tokens"] * 2.50) / 1e6),
+                            "requests": 1, "unknown_steps": 0}
+    # a budget's estimate takes the long band: about 0.056 USD, which 0.05 does not allow (0.011 at the short band)
+    stopped = cli.invoke(app, ["run", str(tmp_path / "long.yaml"), "--offline", "--runs-dir", str(tmp_path),
+                               "--input", "words=90000", "--budget", "usd=0.05"])
+    assert stopped.exit_code != 0 and "budget_exceeded" in stopped.output, stopped.output
+    assert "may cost $0.056" in stopped.output, stopped.output
 
 
 def test_a_users_price_file_overrides_the_shipped_price(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

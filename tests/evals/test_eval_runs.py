@@ -99,7 +99,7 @@ scorers:
 
 def test_a_run_of_unknown_cost_never_meets_max_cost_and_the_summary_says_unknown(tmp_path: Path) -> None:
     folder_with(tmp_path, EVAL.replace("threshold: 0.75\n", "") + "  - {id: cheap, max_cost: 1}\n",
-                ROBOT.replace("claude-sonnet-4-5", "claude-haiku-5-5"))  # no price in the table
+                ROBOT.replace("ClaudeRequest", "GeminiRequest").replace("claude-sonnet-4-5", "gemini-3.5-flash"))  # no price
     _, report = as_json(tmp_path)
     assert [case["scores"]["cheap"] for case in report["cases"]] == [0.0, 0.0]
     assert [case["reasons"]["cheap"] for case in report["cases"]] == ["cost unknown", "cost unknown"]

@@ -1,7 +1,7 @@
 """What a run cost, in the studio's run view, end to end in headless Chromium (issue 40): the order agent run offline
 (claude-sonnet-5-5, which the table prices) shows its request block's cost on its node (both of its calls summed,
 with the count), the run's total in the run panel (the trace's own figure, to 4 significant digits) and each step's
-cost and tokens; with a model the price table does not have (claude-haiku-5-5), "cost unknown", never $0.
+cost and tokens; with a model the price table does not have (gemini-3.5-flash), "cost unknown", never $0.
 Screenshots go to tests/artifacts/ (git-ignored) and to /work/notes/studio-cost.png where that folder can be made."""
 
 from __future__ import annotations
@@ -25,12 +25,13 @@ NOTES = Path("/work/notes")
 
 @pytest.fixture(scope="module")
 def costs(studio: Any, tmp_path_factory: pytest.TempPathFactory) -> Served:
-    """The examples, and the order agent again on a model prices.yaml has no price for: claude-haiku-5-5 (priced in
-    two bands by prompt length, which the table cannot say)."""
+    """The examples, and the order agent again on a model prices.yaml has no price for: gemini-3.5-flash (no price
+    from a source that could be checked), as a GeminiRequest."""
     root = tmp_path_factory.mktemp("costs") / "diagrams"
     shutil.copytree(DIAGRAMS, root, ignore=shutil.ignore_patterns("*.embeddings.json", "__pycache__"))
     text = (root / ORDER_AGENT).read_text(encoding="utf-8")
-    unpriced = text.replace("model: claude-sonnet-5-5", "model: claude-haiku-5-5")
+    unpriced = (text.replace("type: ClaudeRequest", "type: GeminiRequest").replace("label: Ask Claude", "label: Ask Gemini")
+                .replace("model: claude-sonnet-5-5", "model: gemini-3.5-flash"))
     assert unpriced != text
     (root / UNPRICED).write_text(unpriced, encoding="utf-8")
     return studio(root)
