@@ -6,7 +6,8 @@ tool calls, a structured `output`, an outcome such as a refusal or a prompt bloc
 error, a delay; for a request that asks for a stream, its text's `pieces` and a `break_after`) or
 made up deterministically: an echo, a call of the offered tool that best
 matches the request, or, for a request with a response schema, an object that matches it
-(`shapes`, seeded by the simulator's `seed` and the request). Requests are checked as the vendor
+(`shapes`, seeded by the simulator's `seed` and the request), cut at the request's token limit as a vendor cuts
+it (`limits`; a scripted reply is told as written). Requests are checked as the vendor
 would check them (Gemini's in either JSON spelling, as Google's parser takes both); bodies
 are rendered by `replies`, and told as the vendor streams them by `streams` when the request asks. A
 prefix seen before is reported read from the vendor's prompt cache (`prompt_cache`), as each vendor reports it.
@@ -27,6 +28,7 @@ import httpx
 import orjson
 
 from engine.providers.simulator.checks import Rejected, camel_gemini, check_anthropic, check_gemini, check_groq
+from engine.providers.simulator.limits import within_limit
 from engine.providers.simulator.prompt_cache import CacheUse, PromptCache, check_breakpoints
 from engine.providers.simulator.replies import Outcome, render, vendor_error
 from engine.providers.simulator.shapes import conforming
@@ -37,6 +39,7 @@ __all__ = ["BLOCK_HEADER", "RecordedRequest", "Simulator", "neutral_messages"]
 
 _CALLS = "x-diagrama-calls"  # carried beside a reply inside the simulator; never sent
 _STREAM = "x-diagrama-stream"  # likewise: how a 200 to a streaming request is streamed
+_SCRIPTED = ("output", "text", "pieces", "tool_calls", "finish", "blocked", "refusal")  # a reply that says what is said
 _GEMINI_PATH = re.compile(r"^/(v1|v1beta)/models/([^/:]+):(generateContent|streamGenerateContent)$")
 ASGIApp = Callable[[MutableMapping[str, Any], Callable[[], Awaitable[MutableMapping[str, Any]]],
                     Callable[[MutableMapping[str, Any]], Awaitable[None]]], Awaitable[None]]
@@ -206,7 +209,7 @@ class Simulator:
     def _content(self, vendor: str, body: Any, model: str, reply: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         if "output" in reply:  # a scripted structured answer: its JSON text, as each vendor sends one
             return orjson.dumps(reply["output"]).decode(), []
-        if any(key in reply for key in ("text", "pieces", "tool_calls", "finish", "blocked", "refusal")):
+        if any(key in reply for key in _SCRIPTED):
             calls = [{"name": c["name"], "arguments": c.get("arguments") or {}, "id": c.get("id")}
                      for c in reply.get("tool_calls") or []]
             return str(reply.get("text") or "".join(reply.get("pieces") or [])), calls
@@ -238,8 +241,10 @@ class Simulator:
         if "input_tokens" not in usage:  # scripted figures are told as they are
             cache = self.prompt_cache.anthropic(body, input_tokens) if vendor == "anthropic" else \
                 CacheUse(read=self.prompt_cache.implicit(vendor, model, body, input_tokens))
-        return render(vendor, Outcome(model, digest, text, calls, input_tokens, output_tokens, reply, thinking_on,
-                                      cache))
+        outcome = Outcome(model, digest, text, calls, input_tokens, output_tokens, reply, thinking_on, cache)
+        if not any(key in reply for key in _SCRIPTED) and "output_tokens" not in usage:  # made up: held to the limit
+            outcome = within_limit(vendor, body, outcome)
+        return render(vendor, outcome)
 
 
 def _streaming(vendor: str, path: str, headers: Mapping[str, str]) -> bool:
