@@ -47,11 +47,20 @@ if TYPE_CHECKING:
     from engine.web.app import Studio
     from engine.web.runs import RunRoutes
 
-__all__ = ["EXAMPLES", "ExampleCopied", "ExampleListed", "NavigationRoutes", "RunFilters", "SessionListed",
-           "SessionTurn", "example_needs"]
+__all__ = ["EXAMPLES", "PACKAGED_EXAMPLES", "ExampleCopied", "ExampleListed", "NavigationRoutes", "RunFilters",
+           "SessionListed", "SessionTurn", "example_needs", "examples_folder"]
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "diagrams"
-"""The gallery's examples: the repository's diagrams/ folder (absent from an installed wheel: an empty gallery)."""
+PACKAGED_EXAMPLES = Path(__file__).resolve().parent / "examples"
+"""Where a wheel carries the repository's diagrams/ folder (pyproject.toml, the wheel's force-include)."""
+
+
+def examples_folder(checkout: Path, packaged: Path = PACKAGED_EXAMPLES) -> Path:
+    """The gallery's examples: a checkout's own diagrams/ folder (edited there, seen at once), else the copy an
+    installed wheel carries; a folder that is neither shows an empty gallery."""
+    return checkout if checkout.is_dir() else packaged
+
+
+EXAMPLES = examples_folder(Path(__file__).resolve().parents[2] / "diagrams")
 
 _SESSION = re.compile(r"^[0-9A-Za-z_.:-]{1,128}$")
 _REPLY_NAMES = ("answer", "reply", "response", "result")
