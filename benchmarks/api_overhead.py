@@ -25,7 +25,6 @@ import asyncio
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,8 @@ from pathlib import Path
 
 import httpx
 import orjson
+
+from benchmarks.serving import free_port, percentile, wait_for_server
 
 KEY = "dgk_benchmark-key-0123456789abcdef"
 THREE = """
@@ -86,17 +87,6 @@ app = create_app(folder, runs_dir=runs, registry=BlockRegistry((*BUILTIN_BLOCKS,
 uvicorn.run(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
 """
 AUTH = {"Authorization": f"Bearer {KEY}"}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 def paired(folder: Path, runs: Path, base: str, count: int) -> tuple[list[float], list[float], list[float]]:
@@ -223,12 +213,7 @@ def main() -> None:
                                    str(port), KEY], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         base = f"http://127.0.0.1:{port}"
         try:
-            for _ in range(300):
-                try:
-                    httpx.get(f"{base}/openapi.json")
-                    break
-                except httpx.TransportError:
-                    time.sleep(0.05)
+            wait_for_server(f"{base}/openapi.json", server)
             warm = paired(folder, runs, base, 30)  # the robot's load, the connections, the simulator's client
             local, served, http = paired(folder, runs, base, args.runs)
             differences = [api - here for here, api in zip(local, served, strict=True)]

@@ -35,6 +35,7 @@ from typing import Any
 import httpx
 
 from benchmarks.api_overhead import KEY, THREE, free_port, percentile
+from benchmarks.serving import wait_for_server
 
 SERVER = """
 import os, sys
@@ -131,12 +132,7 @@ def main() -> None:
                                    str(port), KEY], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         base = f"http://127.0.0.1:{port}"
         try:
-            for _ in range(300):
-                try:
-                    httpx.get(f"{base}/openapi.json")
-                    break
-                except httpx.TransportError:
-                    time.sleep(0.05)
+            wait_for_server(f"{base}/openapi.json", server)
             asyncio.run(rounds(base, 30))  # warm-up: the robot's load, the connections, the simulator's client
             took = asyncio.run(rounds(base, args.calls))
         finally:

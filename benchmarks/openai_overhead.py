@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,6 +25,8 @@ import time
 from pathlib import Path
 
 import httpx
+
+from benchmarks.serving import free_port, percentile, wait_for_server
 
 KEY = "dgk_benchmark-key-0123456789abcdef"
 QUESTION = "Quanto fa 2+2?"
@@ -57,17 +58,6 @@ uvicorn.run(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
 AUTH = {"Authorization": f"Bearer {KEY}"}
 RUN_BODY = {"inputs": {"question": QUESTION}}
 CHAT_BODY = {"model": "three", "messages": [{"role": "user", "content": QUESTION}]}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 def rounds(client: httpx.Client, count: int) -> tuple[list[float], list[float], list[float]]:
@@ -103,15 +93,7 @@ def main() -> None:
         server = subprocess.Popen([sys.executable, "-c", SERVER, str(folder), str(runs_dir), str(port), KEY])
         base = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    httpx.get(f"{base}/openapi.json", timeout=1)
-                    break
-                except httpx.TransportError:
-                    if time.monotonic() > deadline or server.poll() is not None:
-                        raise SystemExit("the API did not start") from None
-                    time.sleep(0.1)
+            wait_for_server(f"{base}/openapi.json", server)
             with httpx.Client(base_url=base, headers=AUTH, timeout=30) as client:
                 rounds(client, 20)  # warm-up: the diagram loaded, the simulator and the pools made
                 runs, chats, streams = rounds(client, options.runs)

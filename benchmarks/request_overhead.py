@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from pathlib import Path
 import httpx
 import orjson
 
+from benchmarks.serving import free_port
 from blocks.registry import registry
 from engine import Services, execute
 from engine.compile.loader import load_diagram_text
@@ -45,12 +45,6 @@ def diagram_yaml(blocks: int) -> str:
         lines.append(f"  - {{id: b{index}, type: ClaudeRequest, with: {{model: claude-sonnet-5-5, "
                      f"request: 'Question {index}?', max_tokens: 64}}{following}}}")
     return "\n".join(lines) + "\n"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 async def ours(text: str, base: str, runs: int) -> float:

@@ -17,7 +17,6 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from benchmarks.serving import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 MiB = 1024 * 1024
@@ -50,12 +51,6 @@ def _children(pid: int) -> list[int]:
     except OSError:
         return []
     return [*found, *(grand for child in found for grand in _children(child))]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _diagrama() -> list[str]:

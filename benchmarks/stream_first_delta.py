@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,8 @@ from pathlib import Path
 
 import httpx
 import orjson
+
+from benchmarks.serving import free_port, percentile, wait_for_server
 
 KEY = "dgk_benchmark-key-0123456789abcdef"
 ROBOT = """
@@ -103,17 +104,6 @@ uvicorn.run(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
 AUTH = {"Authorization": f"Bearer {KEY}"}
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
 def first_delta(client: httpx.Client) -> tuple[float, float]:
     """(ms from the fake's write of the first piece to this client's reading it, ms from that write to the event's
     trace timestamp)."""
@@ -133,16 +123,6 @@ def first_delta(client: httpx.Client) -> tuple[float, float]:
     raise RuntimeError("no text_delta came")
 
 
-def wait_for(url: str) -> None:
-    for _ in range(400):
-        try:
-            httpx.get(url)
-            return
-        except httpx.TransportError:
-            time.sleep(0.05)
-    raise RuntimeError(f"{url} did not answer")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=50)
@@ -158,7 +138,7 @@ def main() -> None:
                                 KEY], stdout=subprocess.DEVNULL)
         base = f"http://127.0.0.1:{api_port}"
         try:
-            wait_for(f"{base}/openapi.json")
+            wait_for_server(f"{base}/openapi.json", seconds=20)
             with httpx.Client(base_url=base, headers=AUTH, timeout=30) as client:
                 for _ in range(3):
                     first_delta(client)  # warm-up: the robot's load, the connections

@@ -20,7 +20,6 @@ import hmac
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,6 +29,8 @@ import uuid
 from pathlib import Path
 
 import httpx
+
+from benchmarks.serving import free_port, percentile, wait_for_server
 
 SECRET = "benchmark-webhook-secret"
 TICKER = """
@@ -66,17 +67,6 @@ BODY = json.dumps({"action": "opened", "issue": {"title": "Login fails", "number
 SIGNATURE = "sha256=" + hmac.new(SECRET.encode(), BODY, hashlib.sha256).hexdigest()
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
 def deliveries(client: httpx.Client, count: int) -> list[float]:
     """Milliseconds from each signed delivery to its 202."""
     took: list[float] = []
@@ -104,15 +94,7 @@ def main() -> None:
                                    SECRET])
         base = f"http://127.0.0.1:{port}"
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    httpx.get(f"{base}/openapi.json", timeout=1)
-                    break
-                except httpx.TransportError:
-                    if time.monotonic() > deadline or server.poll() is not None:
-                        raise SystemExit("the API did not start") from None
-                    time.sleep(0.1)
+            wait_for_server(f"{base}/openapi.json", server)
             with httpx.Client(base_url=base, timeout=30) as client:
                 deliveries(client, 30)  # warm-up: the diagram loaded, the store's connections made
                 took = deliveries(client, options.calls)

@@ -21,16 +21,12 @@ from typing import IO, Any
 
 import httpx
 
+from benchmarks.serving import free_port
+
 KEY = "dgk_faults-benchmark-key-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {KEY}"}
 _TICK = os.sysconf("SC_CLK_TCK")
 _OPEN: list[Lab] = []
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def diagrama() -> list[str]:
