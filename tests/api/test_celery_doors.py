@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import textwrap
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +21,7 @@ import pytest
 from engine.runtime.trace import read_events as read_trace
 from tests.api.conftest import AUTH, KEYS, Served, inner, read_events
 from tests.api.test_celery_api import QA
-from tests.batch.test_celery import free_port, start_worker, stop
+from tests.batch.test_celery import redis_server, start_worker, stop
 
 pytestmark = [pytest.mark.skipif(shutil.which("redis-server") is None,
                                  reason="redis-server is absent (apt-get install redis-server)"),
@@ -49,28 +48,13 @@ QUESTION = "What is the capital of Portugal?"
 def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """One redis-server and one worker (two processes) for the module's tests, as tests.batch.test_celery's `broker`
     and `start_worker` make them: each test's API sends its own store and runs folder with every task."""
-    import redis
-
     folder = tmp_path_factory.mktemp("celery-doors")
-    port = free_port()
-    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                               "--appendonly", "no", "--dir", str(folder)], stdout=subprocess.DEVNULL)
-    client = redis.Redis(port=port)
-    for _ in range(100):
+    with redis_server(folder) as url:
+        worker = start_worker(url, folder)
         try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    url = f"redis://127.0.0.1:{port}/0"
-    worker = start_worker(url, folder)
-    try:
-        yield url
-    finally:
-        stop(worker)
-        client.close()
-        server.terminate()
-        server.wait(timeout=10)
+            yield url
+        finally:
+            stop(worker)
 
 
 @pytest.fixture

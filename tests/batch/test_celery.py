@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -67,13 +68,14 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[str]:
-    port = free_port()
-    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                               "--appendonly", "no", "--dir", str(tmp_path)], stdout=subprocess.DEVNULL)
+@contextlib.contextmanager
+def redis_server(folder: Path) -> Iterator[str]:
+    """A redis-server of its own on a free port (no persistence, its files in `folder`), answering: its URL."""
     import redis
 
+    port = free_port()
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", str(folder)], stdout=subprocess.DEVNULL)
     client = redis.Redis(port=port)
     for _ in range(100):
         try:
@@ -81,9 +83,18 @@ def broker(tmp_path: Path) -> Iterator[str]:
             break
         except redis.ConnectionError:
             time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/0"
-    server.terminate()
-    server.wait(timeout=10)
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        client.close()
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[str]:
+    with redis_server(tmp_path) as url:
+        yield url
 
 
 def start_worker(broker: str, tmp_path: Path) -> subprocess.Popen[bytes]:
