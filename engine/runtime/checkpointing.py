@@ -86,8 +86,8 @@ class Checkpointer:
         run = self.run
         ctx = run.ctx
         header: dict[str, Any] = {"next": following.id if following is not None else None,
-                  "from": came_from.id if came_from is not None else None, "steps": run.steps,
-                  "tokens": run.tokens, "segment": run.path[self.marked:]}
+                                  "from": came_from.id if came_from is not None else None, "steps": run.steps,
+                                  "tokens": run.tokens, "segment": run.path[self.marked:]}
         # A checkpoint's size is most of its price (a step's commit): what is empty or never changes is written
         # small. A run that has asked no vendor has no cost to keep (restored as none: a fresh Spend).
         if run.errors:
