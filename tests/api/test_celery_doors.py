@@ -21,26 +21,13 @@ import pytest
 from engine.runtime.trace import read_events as read_trace
 from tests.api.conftest import AUTH, KEYS, Served, inner, read_events
 from tests.api.test_celery_api import QA
+from tests.api.test_openai_compat import ROBOTS
 from tests.batch.test_celery import redis_server, start_worker, stop
 
 pytestmark = [pytest.mark.skipif(shutil.which("redis-server") is None,
                                  reason="redis-server is absent (apt-get install redis-server)"),
               pytest.mark.slow]  # a real Celery worker and a Redis server
 
-MEMO = """
-diagram: memo
-description: Remembers every message of its session.
-blocks:
-  - id: start
-    type: Start
-    memory: [heard]
-    inputs: {message: hi}
-    variables: {heard: []}
-    next: keep
-  - id: keep
-    type: Set
-    set: {heard: "{{ heard + [message] }}", answer: "{{ (heard + [message]) | join(' + ') }}"}
-"""
 QUESTION = "What is the capital of Portugal?"
 
 
@@ -61,7 +48,7 @@ def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def celery_app(make_app: Callable[..., Any], robots_dir: Path, tmp_path: Path,
                shared_broker: str) -> Callable[..., Any]:
     (robots_dir / "qa.yaml").write_text(QA.lstrip())
-    (robots_dir / "memo.yaml").write_text(MEMO.lstrip())
+    (robots_dir / "memo.yaml").write_text(textwrap.dedent(ROBOTS["memo"]).lstrip())  # the local tests' memo
 
     def make(**options: Any) -> Any:
         app = make_app(backend="celery", broker=shared_broker, store_url=f"sqlite:///{tmp_path / 'shared.db'}",

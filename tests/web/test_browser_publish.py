@@ -15,22 +15,12 @@ import httpx
 import pytest
 
 from tests.web.test_browser import fill_template, open_diagram, save, select_block, valid
+from tests.web.test_studio_publish import GREETER
 
 pytestmark = pytest.mark.browser  # Debian's Chromium through Playwright (slow too)
 
 NOTES = Path("/work/notes")
 KEY = "dgk_publish-test-0123456789abcdef"
-GREETER = """
-diagram: greeter
-blocks:
-  - id: start
-    type: Start
-    inputs: {name: Ana}
-    next: greet
-  - id: greet
-    type: Set
-    set: {greeting: "Hello {{ name }}"}
-"""
 
 
 def served_greeting(folder: Path, tmp_path: Path) -> str:
